@@ -1,0 +1,225 @@
+package kubepact
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// ConsumerPorts are the consumer's I/O. All are required.
+type ConsumerPorts struct {
+	Namespaces tenant.Namespaces
+	Keys       keys.Store
+	Identities identity.Store
+	Secrets    kubeconfig.SecretWriter
+}
+
+// ConsumerOptions tunes a Consumer. The zero value, like a nil pointer, uses
+// the real clock, crypto/rand.Reader, Ed25519 for a new cluster key and no
+// step observer.
+type ConsumerOptions struct {
+	Clock clock.PassiveClock
+	Rand  io.Reader
+	// KeyAlgorithm is the algorithm of the cluster key when the consumer
+	// has none yet; an existing key is always kept.
+	KeyAlgorithm keys.Algorithm
+	// OnStep, when set, is called after each completed step.
+	OnStep func(Step)
+}
+
+// Consumer runs the consumer's side of the handshake: it builds Tenants and
+// applies the Identities providers return. It is safe for concurrent use.
+type Consumer struct {
+	id    string
+	ports ConsumerPorts
+	opts  ConsumerOptions
+}
+
+// NewConsumer returns the Consumer of cluster clusterID.
+func NewConsumer(clusterID string, ports ConsumerPorts, opts *ConsumerOptions) (*Consumer, error) {
+	if err := clusterid.Validate(clusterID); err != nil {
+		return nil, err
+	}
+	if ports.Namespaces == nil || ports.Keys == nil || ports.Identities == nil || ports.Secrets == nil {
+		return nil, fmt.Errorf("%w: every consumer port is required", ErrInvalidConfig)
+	}
+	c := &Consumer{id: clusterID, ports: ports}
+	if opts != nil {
+		c.opts = *opts
+	}
+	if c.opts.Clock == nil {
+		c.opts.Clock = clock.RealClock{}
+	}
+	if c.opts.Rand == nil {
+		c.opts.Rand = rand.Reader
+	}
+	return c, nil
+}
+
+// ClusterID returns the consumer's cluster ID.
+func (c *Consumer) ClusterID() string { return c.id }
+
+func (c *Consumer) step(s Step) {
+	if c.opts.OnStep != nil {
+		s.Cluster = c.id
+		c.opts.OnStep(s)
+	}
+}
+
+// TenantOptions tunes Consumer.Tenant. The zero value, like a nil pointer,
+// sends no proxy URL.
+type TenantOptions struct {
+	// ProxyURL is the http(s) proxy the consumer uses to reach the provider.
+	ProxyURL string
+}
+
+// Tenant ensures the consumer's tenant namespace for providerID and its
+// cluster key, and returns the Tenant answering the provider's nonce n.
+func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, err
+	}
+	if n.IsZero() {
+		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+	}
+	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
+		return nil, stepError(StepConsumerNamespace, err)
+	}
+	c.step(Step{Name: StepConsumerNamespace})
+	c.step(Step{Name: StepNonceRetrieved})
+	key, err := keys.Ensure(ctx, c.ports.Keys, c.opts.Rand, c.opts.KeyAlgorithm)
+	if err != nil {
+		return nil, stepError(StepNonceSigned, err)
+	}
+	build := &tenant.BuildOptions{Rand: c.opts.Rand}
+	if opts != nil {
+		build.ProxyURL = opts.ProxyURL
+	}
+	t, err := tenant.Build(c.id, key, n, build)
+	if err != nil {
+		return nil, stepError(StepTenantGenerated, err)
+	}
+	c.step(Step{Name: StepNonceSigned})
+	c.step(Step{Name: StepTenantGenerated})
+	return t, nil
+}
+
+// Authenticated is the outcome of a completed handshake on the consumer.
+type Authenticated struct {
+	// Identity is the stored Identity, its status pointing at the Secret.
+	Identity *authv1beta1.Identity
+	// Secret is the stored kubeconfig Secret. Its data is secret.
+	Secret *corev1.Secret
+	// Kubeconfig is the kubeconfig held in Secret.
+	Kubeconfig *kubeconfig.Config
+}
+
+// Apply checks the Identity a provider returned against the consumer's own
+// key and cluster ID, stores it, writes its kubeconfig Secret and points the
+// Identity's status at the Secret. An Identity that fails the checks changes
+// nothing. Applying the same Identity again rewrites the same objects.
+func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authenticated, error) {
+	providerID := id.Spec.ClusterID
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, stepError(StepIdentityApplied, err)
+	}
+	if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Name != identity.ControlPlaneName(providerID) {
+		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: %s identity %q, want ControlPlane identity %q",
+			identity.ErrMalformed, id.Spec.Type, id.Name, identity.ControlPlaneName(providerID)))
+	}
+	key, err := c.ports.Keys.Get(ctx)
+	if err != nil {
+		return nil, stepError(StepIdentityApplied, err)
+	}
+	if _, err := identity.Verify(id, c.id, key.Public(), c.opts.Clock.Now(), nil); err != nil {
+		return nil, stepError(StepIdentityApplied, err)
+	}
+	cfg, err := kubeconfig.FromIdentity(id, key)
+	if err != nil {
+		return nil, stepError(StepIdentityApplied, err)
+	}
+	data, err := cfg.Marshal()
+	if err != nil {
+		return nil, stepError(StepIdentityApplied, err)
+	}
+
+	want := id.DeepCopy()
+	want.Namespace = clusterid.TenantNamespace(providerID)
+	if want.Labels == nil {
+		want.Labels = map[string]string{}
+	}
+	want.Labels[clusterid.Label] = providerID
+	want.Status = authv1beta1.IdentityStatus{}
+	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
+		return nil, stepError(StepIdentityApplied, err)
+	}
+	existing, err := c.ports.Identities.List(ctx, want.Namespace)
+	if err != nil {
+		return nil, stepError(StepIdentityApplied, err)
+	}
+	for _, prev := range existing {
+		if prev.Name == want.Name {
+			// Keep the status of an earlier run, so a re-run writes nothing.
+			want.Status = prev.Status
+		}
+	}
+	stored, err := c.ports.Identities.Apply(ctx, want)
+	if err != nil {
+		return nil, stepError(StepIdentityApplied, err)
+	}
+	c.step(Step{Name: StepIdentityApplied})
+
+	secret := kubeconfig.Secret(stored, data)
+	if err := c.ports.Secrets.Write(ctx, secret); err != nil {
+		return nil, stepError(StepKubeconfigWritten, err)
+	}
+	c.step(Step{Name: StepKubeconfigWritten})
+
+	stored.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret.Name}
+	if stored, err = c.ports.Identities.Apply(ctx, stored); err != nil {
+		return nil, stepError(StepIdentityStatus, err)
+	}
+	c.step(Step{Name: StepIdentityStatus})
+	return &Authenticated{Identity: stored, Secret: secret, Kubeconfig: cfg}, nil
+}
+
+// Forget removes the consumer's ControlPlane Identity for providerID and its
+// kubeconfig Secret. It refuses, with an error wrapping ErrInUse, while
+// ResourceSlice Identities for that provider exist. Forgetting an unknown
+// provider succeeds.
+func (c *Consumer) Forget(ctx context.Context, providerID string) error {
+	if err := clusterid.Validate(providerID); err != nil {
+		return err
+	}
+	namespace := clusterid.TenantNamespace(providerID)
+	ids, err := c.ports.Identities.List(ctx, namespace)
+	if err != nil {
+		return stepError(StepForgetIdentity, err)
+	}
+	for _, id := range ids {
+		if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
+			return stepError(StepForgetIdentity, fmt.Errorf("%w: ResourceSlice identity %s/%s still exists", ErrInUse, namespace, id.Name))
+		}
+	}
+	name := identity.ControlPlaneName(providerID)
+	if err := c.ports.Secrets.Delete(ctx, namespace, kubeconfig.SecretName(name)); err != nil {
+		return stepError(StepForgetIdentity, err)
+	}
+	if err := c.ports.Identities.Delete(ctx, namespace, name); err != nil {
+		return stepError(StepForgetIdentity, err)
+	}
+	c.step(Step{Name: StepForgetIdentity})
+	return nil
+}

@@ -1,0 +1,157 @@
+package csr
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrFailed reports a signing request that could not be signed.
+	ErrFailed = errors.New("certificate signing failed")
+	// ErrNotFound reports that a Cache holds no entry for a key.
+	ErrNotFound = errors.New("cached certificate not found")
+	// ErrMalformedCertificate reports bytes that are not a PEM certificate.
+	ErrMalformedCertificate = errors.New("malformed certificate")
+)
+
+// DeniedError reports that an approver denied a signing request.
+type DeniedError struct {
+	// Name is the signing request's name, when it has one.
+	Name string
+	// Reason is a short machine-readable reason.
+	Reason string
+	// Message is a human-readable explanation.
+	Message string
+}
+
+func (e *DeniedError) Error() string {
+	s := "certificate signing request"
+	if e.Name != "" {
+		s += " " + e.Name
+	}
+	s += " denied"
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Request asks a Signer for a certificate.
+type Request struct {
+	// CSR is the checked signing request.
+	CSR *Checked
+	// Lifetime is the requested validity. Signers may shorten it; zero
+	// means the signer's default. Read NotAfter from the issued certificate.
+	Lifetime time.Duration
+}
+
+// Signer issues certificates.
+//
+// Sign returns the PEM certificate (leaf first, then any intermediates)
+// issued for r. It returns a *DeniedError when the request is denied, an
+// error wrapping ErrFailed when the signer gives up on it, and the context's
+// error when ctx ends first. Implementations are safe for concurrent use.
+type Signer interface {
+	Sign(ctx context.Context, r Request) ([]byte, error)
+}
+
+// Approver approves signing requests that have passed the provider's checks.
+//
+// Approve returns nil when the request named name is approved, or a
+// *DeniedError when it refuses. Implementations are safe for concurrent use.
+type Approver interface {
+	Approve(ctx context.Context, name string, c *Checked) error
+}
+
+// CacheKey names a cached certificate: the ControlPlane identity of a
+// consumer when Slice is empty, the identity of one ResourceSlice otherwise.
+type CacheKey struct {
+	ConsumerID string
+	Slice      string
+}
+
+// SecretName is the name of the provider-side Secret caching the
+// certificate: "liqo-remote-certificate", or "liqo-remote-certificate-<slice>".
+func (k CacheKey) SecretName() string {
+	if k.Slice == "" {
+		return "liqo-remote-certificate"
+	}
+	return "liqo-remote-certificate-" + k.Slice
+}
+
+// CacheEntry is a CSR and the certificate issued for it.
+type CacheEntry struct {
+	CSR         []byte
+	Certificate []byte
+}
+
+// Cache keeps the last certificate issued for each identity, so a repeated
+// handshake with the same CSR gets the same certificate.
+//
+// Get returns an error wrapping ErrNotFound when nothing is cached for key.
+// Put replaces the entry for key. Delete removes it and succeeds when there
+// is none. Implementations are safe for concurrent use.
+type Cache interface {
+	Get(ctx context.Context, key CacheKey) (CacheEntry, error)
+	Put(ctx context.Context, key CacheKey, e CacheEntry) error
+	Delete(ctx context.Context, key CacheKey) error
+}
+
+// Issue returns a certificate for r. When c holds a certificate issued for
+// the same CSR that is still valid at now for at least a third of its
+// lifetime, Issue returns it; otherwise it asks s and caches the result.
+func Issue(ctx context.Context, s Signer, c Cache, key CacheKey, r Request, now time.Time) ([]byte, error) {
+	switch e, err := c.Get(ctx, key); {
+	case err == nil && bytes.Equal(e.CSR, r.CSR.pem) && fresh(e.Certificate, now):
+		return e.Certificate, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return nil, fmt.Errorf("reading certificate cache %s: %w", key.SecretName(), err)
+	}
+	cert, err := s.Sign(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Put(ctx, key, CacheEntry{CSR: r.CSR.PEM(), Certificate: cert}); err != nil {
+		return nil, fmt.Errorf("writing certificate cache %s: %w", key.SecretName(), err)
+	}
+	return cert, nil
+}
+
+// fresh reports whether the leaf of certPEM has at least a third of its
+// lifetime left at now.
+func fresh(certPEM []byte, now time.Time) bool {
+	cert, err := ParseCertificate(certPEM)
+	if err != nil {
+		return false
+	}
+	life := cert.NotAfter.Sub(cert.NotBefore)
+	return now.After(cert.NotBefore) && cert.NotAfter.Sub(now) > life/3
+}
+
+// MaxCertificateSize bounds the encoded size of a certificate chain accepted
+// by ParseCertificate.
+const MaxCertificateSize = 64 << 10
+
+// ParseCertificate returns the first certificate of a PEM chain.
+func ParseCertificate(chain []byte) (*x509.Certificate, error) {
+	if len(chain) > MaxCertificateSize {
+		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrMalformedCertificate, len(chain), MaxCertificateSize)
+	}
+	block, _ := pem.Decode(chain)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("%w: no CERTIFICATE PEM block", ErrMalformedCertificate)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedCertificate, err)
+	}
+	return cert, nil
+}

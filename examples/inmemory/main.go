@@ -1,0 +1,55 @@
+// Command inmemory runs the whole kubepact handshake between two in-memory
+// clusters and prints each step the way liqoctl authenticate does.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/fake"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "ERRO", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+
+	providerCluster, err := fake.NewCluster("cl-provider", nil)
+	if err != nil {
+		return err
+	}
+	consumerCluster, err := fake.NewCluster("cl-consumer", nil)
+	if err != nil {
+		return err
+	}
+	onStep := func(s kubepact.Step) { fmt.Printf(" INFO  %-12s %s\n", s.Cluster, s.Name) }
+
+	provider, err := kubepact.NewProvider("cl-provider", providerCluster.Endpoint(),
+		providerCluster.ProviderPorts(), &kubepact.ProviderOptions{OnStep: onStep})
+	if err != nil {
+		return err
+	}
+	consumer, err := kubepact.NewConsumer("cl-consumer",
+		consumerCluster.ConsumerPorts(), &kubepact.ConsumerOptions{OnStep: onStep})
+	if err != nil {
+		return err
+	}
+
+	done, err := kubepact.Authenticate(ctx, consumer, provider, nil)
+	if err != nil {
+		return err
+	}
+	cfg := done.Kubeconfig
+	fmt.Printf("\nIdentity %s/%s, kubeconfig Secret %s\n", done.Identity.Namespace, done.Identity.Name, done.Secret.Name)
+	fmt.Printf("  server:    %s\n  user:      %s\n  namespace: %s\n", cfg.Server(), cfg.User(), cfg.Namespace())
+	return nil
+}

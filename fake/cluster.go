@@ -1,0 +1,101 @@
+package fake
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/csr"
+)
+
+// ClusterOptions tunes NewCluster. The zero value, like a nil pointer, uses
+// the real clock, crypto/rand.Reader and the server "https://<name>.invalid".
+type ClusterOptions struct {
+	Clock  clock.PassiveClock
+	Rand   io.Reader
+	Server string
+}
+
+// Cluster is one in-memory cluster: every port, and a local CA that serves
+// as the API server's CA and signs client certificates.
+type Cluster struct {
+	Name         string
+	Server       string
+	Namespaces   *Namespaces
+	Nonces       *NonceStore
+	Tenants      *TenantStore
+	Identities   *IdentityStore
+	Secrets      *SecretWriter
+	Certificates *CertificateCache
+	RBAC         *RBAC
+	Keys         *KeyStore
+	Approver     *Approver
+	Signer       *Signer
+}
+
+// NewCluster returns an empty in-memory cluster called name.
+func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
+	o := ClusterOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Server == "" {
+		o.Server = "https://" + name + ".invalid"
+	}
+	caPEM, caKey, err := csr.GenerateCA(o.Rand, name+"-ca", o.Clock.Now(), 10*365*24*time.Hour)
+	if err != nil {
+		return nil, fmt.Errorf("fake cluster %s: %w", name, err)
+	}
+	approver := &Approver{}
+	ca, err := csr.NewLocalCA(caPEM, caKey, &csr.LocalCAOptions{Clock: o.Clock, Rand: o.Rand, Approver: approver})
+	if err != nil {
+		return nil, fmt.Errorf("fake cluster %s: %w", name, err)
+	}
+	return &Cluster{
+		Name:         name,
+		Server:       o.Server,
+		Namespaces:   &Namespaces{},
+		Nonces:       &NonceStore{},
+		Tenants:      &TenantStore{},
+		Identities:   &IdentityStore{},
+		Secrets:      &SecretWriter{},
+		Certificates: &CertificateCache{},
+		RBAC:         &RBAC{},
+		Keys:         &KeyStore{},
+		Approver:     approver,
+		Signer:       &Signer{CA: ca},
+	}, nil
+}
+
+// Endpoint returns the cluster's API server URL and CA.
+func (c *Cluster) Endpoint() kubepact.Endpoint {
+	return kubepact.Endpoint{Server: c.Server, CA: c.Signer.CA.Certificate()}
+}
+
+// ProviderPorts returns the ports a kubepact.Provider needs.
+func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
+	return kubepact.ProviderPorts{
+		Namespaces:   c.Namespaces,
+		Nonces:       c.Nonces,
+		Tenants:      c.Tenants,
+		Signer:       c.Signer,
+		Certificates: c.Certificates,
+		RBAC:         c.RBAC,
+	}
+}
+
+// ConsumerPorts returns the ports a kubepact.Consumer needs.
+func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts {
+	return kubepact.ConsumerPorts{
+		Namespaces: c.Namespaces,
+		Keys:       c.Keys,
+		Identities: c.Identities,
+		Secrets:    c.Secrets,
+	}
+}

@@ -1,0 +1,23 @@
+// Package fake holds in-memory implementations of every kubepact port, for
+// tests and for running the handshake in one process.
+//
+// NewCluster returns one cluster's worth of them, sharing a local CA, ready to
+// be a provider (Cluster.ProviderPorts) or a consumer (Cluster.ConsumerPorts).
+//
+// # Behaviour and limits
+//
+//   - Every type is safe for concurrent use; each guards its state with its
+//     own mutex, so a Consume of a nonce hands it to exactly one caller.
+//   - Objects are deep-copied in and out: callers never share memory with
+//     the store.
+//   - Apply and Write create or replace and assign a UID and a
+//     resourceVersion as an API server would; a write that changes nothing
+//     is not counted and does not bump the resourceVersion. Writes reports
+//     the number of counted writes.
+//   - There is no optimistic concurrency (no conflict on a stale
+//     resourceVersion), no admission, no RBAC, no garbage collection of
+//     owned objects, no finalizer handling (Delete removes at once), no
+//     watch, and deleting a namespace does not delete what is in it.
+//   - The Signer signs with a csr.LocalCA in memory; it does not model the
+//     Kubernetes CSR API's objects, garbage collection or signer caps.
+package fake

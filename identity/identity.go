@@ -1,0 +1,162 @@
+// Package identity builds the Identity a provider hands back and checks it on
+// the consumer.
+//
+// The provider calls Build with its cluster ID and the AuthParams it issued
+// (API server URL, CA, signed certificate). The consumer calls Verify before
+// it trusts the Identity enough to build a kubeconfig from it.
+//
+// # Security
+//
+// Verify checks that the certificate chains to the Identity's CA (or to
+// VerifyOptions.ClientCAs) for client authentication, is for the consumer's
+// own key, is within its validity at the given time, and carries exactly the
+// expected CN and O.
+//
+// # Errors
+//
+// Build wraps clusterid.ErrInvalid or ErrMalformed. Verify wraps one of
+// ErrMalformed, ErrUntrusted, ErrKeyMismatch, ErrExpired, ErrNotYetValid or
+// ErrSubject.
+package identity
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+)
+
+var (
+	// ErrMalformed reports an Identity whose fields do not parse.
+	ErrMalformed = errors.New("malformed identity")
+	// ErrUntrusted reports a certificate that does not chain to the CA.
+	ErrUntrusted = errors.New("identity certificate is not signed by the expected CA")
+	// ErrKeyMismatch reports a certificate for another key than the consumer's.
+	ErrKeyMismatch = errors.New("identity certificate is for another key")
+	// ErrExpired reports a certificate past its NotAfter.
+	ErrExpired = errors.New("identity certificate has expired")
+	// ErrNotYetValid reports a certificate before its NotBefore.
+	ErrNotYetValid = errors.New("identity certificate is not yet valid")
+	// ErrSubject reports a certificate with another CN or O than expected.
+	ErrSubject = errors.New("identity certificate has the wrong subject")
+)
+
+// ControlPlaneName is the name of the ControlPlane Identity for a provider.
+func ControlPlaneName(providerID string) string { return "controlplane-" + providerID }
+
+// ResourceSliceName is the name of the Identity of a ResourceSlice.
+func ResourceSliceName(sliceName string) string { return "resourceslice-" + sliceName }
+
+// BuildOptions tunes Build. The zero value, like a nil pointer, builds an
+// Identity without a remote tenant namespace.
+type BuildOptions struct {
+	// TenantNamespace is the consumer's tenant namespace on the provider;
+	// it becomes the kubeconfig's default namespace.
+	TenantNamespace string
+}
+
+// Build returns the ControlPlane Identity that provider providerID issues to
+// a consumer, carrying params. It lives in the consumer's tenant namespace
+// for the provider.
+func Build(providerID string, params authv1beta1.AuthParams, opts *BuildOptions) (*authv1beta1.Identity, error) {
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, err
+	}
+	if u, err := url.Parse(params.APIServer); err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("%w: API server %q is not an https URL", ErrMalformed, params.APIServer)
+	}
+	if len(params.CA) == 0 || len(params.SignedCRT) == 0 {
+		return nil, fmt.Errorf("%w: missing CA or certificate", ErrMalformed)
+	}
+	id := &authv1beta1.Identity{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ControlPlaneName(providerID),
+			Namespace: clusterid.TenantNamespace(providerID),
+			Labels:    map[string]string{clusterid.Label: providerID},
+		},
+		Spec: authv1beta1.IdentitySpec{
+			ClusterID:  providerID,
+			Type:       authv1beta1.ControlPlaneIdentityType,
+			AuthParams: *params.DeepCopy(),
+		},
+	}
+	if opts != nil && opts.TenantNamespace != "" {
+		ns := opts.TenantNamespace
+		id.Spec.Namespace = &ns
+	}
+	return id, nil
+}
+
+// VerifyOptions tunes Verify. The zero value, like a nil pointer, trusts the
+// Identity's own CA.
+type VerifyOptions struct {
+	// ClientCAs, when set, are the CAs the client certificate must chain
+	// to, for providers whose client-signing CA is not their serving CA.
+	ClientCAs *x509.CertPool
+}
+
+// Verify checks that id's certificate is the ControlPlane certificate of
+// consumer consumerID for key pub, trusted and valid at now. It returns the
+// parsed certificate.
+func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, now time.Time, opts *VerifyOptions) (*x509.Certificate, error) {
+	cert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
+	if err != nil {
+		return nil, fmt.Errorf("%w: spec.authParams.signedCRT: %w", ErrMalformed, err)
+	}
+	roots := (*x509.CertPool)(nil)
+	if opts != nil {
+		roots = opts.ClientCAs
+	}
+	if roots == nil {
+		roots = x509.NewCertPool()
+		if len(id.Spec.AuthParams.CA) > csr.MaxCertificateSize || !roots.AppendCertsFromPEM(id.Spec.AuthParams.CA) {
+			return nil, fmt.Errorf("%w: spec.authParams.ca holds no PEM certificate", ErrMalformed)
+		}
+	}
+	switch {
+	case now.Before(cert.NotBefore):
+		return nil, fmt.Errorf("%w: valid from %s", ErrNotYetValid, cert.NotBefore.UTC().Format(time.RFC3339))
+	case now.After(cert.NotAfter):
+		return nil, fmt.Errorf("%w: valid until %s", ErrExpired, cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if !keys.Equal(pub, cert.PublicKey) {
+		return nil, fmt.Errorf("%w: certificate key %s, own key %s", ErrKeyMismatch, keys.Fingerprint(cert.PublicKey), keys.Fingerprint(pub))
+	}
+	want := csr.ControlPlaneSubject(consumerID)
+	if cert.Subject.CommonName != want.CommonName || !slices.Equal(cert.Subject.Organization, want.Organization) {
+		return nil, fmt.Errorf("%w: CN=%q O=%q, want CN=%q O=%q", ErrSubject,
+			cert.Subject.CommonName, cert.Subject.Organization, want.CommonName, want.Organization)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{
+		Roots:       roots,
+		CurrentTime: now,
+		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUntrusted, err)
+	}
+	return cert, nil
+}
+
+// Store keeps Identities on the consumer.
+//
+// List returns the Identities in namespace, sorted by name. Apply creates id
+// or replaces the spec, labels, annotations and status of the stored one, and
+// returns what is stored (with its UID). Delete removes the Identity and
+// succeeds when there is none. Implementations are safe for concurrent use.
+type Store interface {
+	List(ctx context.Context, namespace string) ([]authv1beta1.Identity, error)
+	Apply(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error)
+	Delete(ctx context.Context, namespace, name string) error
+}

@@ -1,0 +1,256 @@
+// Package kubeconfig turns an Identity into a kubeconfig and the Secret that
+// holds it on the consumer.
+//
+// The kubeconfig is built as data with client-go's clientcmd API (one
+// cluster, one user with client certificate and key, one current context
+// whose default namespace is the remote tenant namespace, and the cluster's
+// proxy-url when the Identity names one), then serialised with clientcmd.
+//
+// # Security
+//
+// A kubeconfig carries the consumer's private key. Config keeps it behind
+// unexported fields and prints only its server, user and namespace; the
+// output of Marshal and API, and the Secret, are secret.
+//
+// # Errors
+//
+// Build and FromIdentity wrap ErrInvalid; Parse wraps ErrMalformed.
+package kubeconfig
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+)
+
+const (
+	// SecretKey is the Secret data key holding the kubeconfig.
+	SecretKey = "kubeconfig"
+	// IdentityTypeLabel is the label carrying the Identity's type.
+	IdentityTypeLabel = "liqo.io/identity-type"
+	// RemoteTenantNamespaceAnnotation names the consumer's tenant namespace
+	// on the provider.
+	RemoteTenantNamespaceAnnotation = "liqo.io/remote-tenant-namespace"
+	// MaxSize bounds the size of a kubeconfig accepted by Parse.
+	MaxSize = 256 << 10
+)
+
+var (
+	// ErrInvalid reports parameters that do not make a usable kubeconfig.
+	ErrInvalid = errors.New("invalid kubeconfig parameters")
+	// ErrMalformed reports bytes that are not a valid kubeconfig.
+	ErrMalformed = errors.New("malformed kubeconfig")
+)
+
+// Params describes a single-context kubeconfig.
+type Params struct {
+	// Name names the cluster, the user and the context.
+	Name string
+	// Server is the API server URL.
+	Server string
+	// CA is the PEM CA bundle of the API server.
+	CA []byte
+	// Certificate is the PEM client certificate.
+	Certificate []byte
+	// Key is the client certificate's private key.
+	Key *keys.PrivateKey
+	// Namespace is the context's default namespace; optional.
+	Namespace string
+	// ProxyURL is the proxy to reach Server through; optional.
+	ProxyURL string
+}
+
+// Config is a kubeconfig with one cluster, one user and one current context.
+// It is built by Build, FromIdentity or Parse, and prints redacted.
+type Config struct {
+	api *clientcmdapi.Config
+	ctx *clientcmdapi.Context
+}
+
+// Build returns the kubeconfig described by p.
+func Build(p Params) (*Config, error) {
+	if p.Name == "" || p.Server == "" || len(p.CA) == 0 || len(p.Certificate) == 0 || p.Key == nil {
+		return nil, fmt.Errorf("%w: name, server, CA, certificate and key are required", ErrInvalid)
+	}
+	keyPEM, err := keys.MarshalPrivateKey(p.Key)
+	if err != nil {
+		return nil, err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cluster := clientcmdapi.NewCluster()
+	cluster.Server = p.Server
+	cluster.CertificateAuthorityData = p.CA
+	cluster.ProxyURL = p.ProxyURL
+	user := clientcmdapi.NewAuthInfo()
+	user.ClientCertificateData = p.Certificate
+	user.ClientKeyData = keyPEM
+	kctx := clientcmdapi.NewContext()
+	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = p.Name, p.Name, p.Namespace
+	cfg.Clusters[p.Name] = cluster
+	cfg.AuthInfos[p.Name] = user
+	cfg.Contexts[p.Name] = kctx
+	cfg.CurrentContext = p.Name
+	if err := clientcmd.Validate(*cfg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return &Config{api: cfg, ctx: kctx}, nil
+}
+
+// FromIdentity returns the kubeconfig for id, authenticating with key.
+func FromIdentity(id *authv1beta1.Identity, key *keys.PrivateKey) (*Config, error) {
+	p := Params{
+		Name:        id.Name,
+		Server:      id.Spec.AuthParams.APIServer,
+		CA:          id.Spec.AuthParams.CA,
+		Certificate: id.Spec.AuthParams.SignedCRT,
+		Key:         key,
+	}
+	if id.Spec.Namespace != nil {
+		p.Namespace = *id.Spec.Namespace
+	}
+	if id.Spec.AuthParams.ProxyURL != nil {
+		p.ProxyURL = *id.Spec.AuthParams.ProxyURL
+	}
+	return Build(p)
+}
+
+// Marshal serialises c with clientcmd. The result is secret.
+func (c *Config) Marshal() ([]byte, error) { return clientcmd.Write(*c.api) }
+
+// API returns a copy of c as client-go's type. It holds the private key and,
+// unlike Config, prints it: keep it out of logs and errors.
+func (c *Config) API() *clientcmdapi.Config { return c.api.DeepCopy() }
+
+// RESTConfig returns a client-go REST configuration for c's current context.
+func (c *Config) RESTConfig() (*rest.Config, error) {
+	return clientcmd.NewDefaultClientConfig(*c.api, nil).ClientConfig()
+}
+
+// Server returns the API server URL of the current context.
+func (c *Config) Server() string { return c.cluster().Server }
+
+// ProxyURL returns the proxy of the current context's cluster, if any.
+func (c *Config) ProxyURL() string { return c.cluster().ProxyURL }
+
+// Namespace returns the default namespace of the current context.
+func (c *Config) Namespace() string { return c.ctx.Namespace }
+
+// ClientCertificate returns the client certificate of the current context.
+func (c *Config) ClientCertificate() (*x509.Certificate, error) {
+	user := c.api.AuthInfos[c.ctx.AuthInfo]
+	if user == nil || len(user.ClientCertificateData) == 0 {
+		return nil, fmt.Errorf("%w: no client certificate data", ErrMalformed)
+	}
+	return csr.ParseCertificate(user.ClientCertificateData)
+}
+
+// User returns the user name the client certificate authenticates as (its
+// common name), or "" when there is none.
+func (c *Config) User() string {
+	cert, err := c.ClientCertificate()
+	if err != nil {
+		return ""
+	}
+	return cert.Subject.CommonName
+}
+
+func (c *Config) cluster() *clientcmdapi.Cluster {
+	if cl := c.api.Clusters[c.ctx.Cluster]; cl != nil {
+		return cl
+	}
+	return &clientcmdapi.Cluster{}
+}
+
+// String prints the server, user and namespace, never credentials.
+func (c *Config) String() string {
+	if c == nil || c.api == nil {
+		return "kubeconfig(<nil>)"
+	}
+	return fmt.Sprintf("kubeconfig(server=%s user=%s namespace=%s)", c.Server(), c.User(), c.Namespace())
+}
+
+// GoString is String.
+func (c *Config) GoString() string { return c.String() }
+
+// Format makes every fmt verb print String.
+func (c *Config) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
+
+// Parse reads a kubeconfig with clientcmd and checks it is valid and names a
+// current context.
+func Parse(data []byte) (*Config, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrMalformed, len(data), MaxSize)
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		// clientcmd's decoding errors quote offsets, not content.
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if err := clientcmd.Validate(*cfg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	kctx := cfg.Contexts[cfg.CurrentContext]
+	if kctx == nil {
+		return nil, fmt.Errorf("%w: no current context", ErrMalformed)
+	}
+	return &Config{api: cfg, ctx: kctx}, nil
+}
+
+// SecretName is the name of the Secret holding the kubeconfig of the
+// Identity named identityName.
+func SecretName(identityName string) string { return "kubeconfig-" + identityName }
+
+// Secret returns the Secret that holds kubeconfig data for id, in id's
+// namespace and owned by id when id has a UID.
+func Secret(id *authv1beta1.Identity, data []byte) *corev1.Secret {
+	s := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      SecretName(id.Name),
+			Namespace: id.Namespace,
+			Labels: map[string]string{
+				clusterid.Label:   id.Spec.ClusterID,
+				IdentityTypeLabel: string(id.Spec.Type),
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{SecretKey: data},
+	}
+	if id.Spec.Type == authv1beta1.ControlPlaneIdentityType && id.Spec.Namespace != nil {
+		s.Annotations = map[string]string{RemoteTenantNamespaceAnnotation: *id.Spec.Namespace}
+	}
+	if id.UID != "" {
+		controller := true
+		s.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: authv1beta1.SchemeGroupVersion.String(),
+			Kind:       authv1beta1.IdentityKind,
+			Name:       id.Name,
+			UID:        id.UID,
+			Controller: &controller,
+		}}
+	}
+	return s
+}
+
+// SecretWriter writes the consumer's kubeconfig Secrets.
+//
+// Write creates s or replaces the data, labels, annotations and owner
+// references of the Secret of the same name. Delete removes the Secret and
+// succeeds when there is none. Implementations are safe for concurrent use.
+type SecretWriter interface {
+	Write(ctx context.Context, s *corev1.Secret) error
+	Delete(ctx context.Context, namespace, name string) error
+}

@@ -1,0 +1,213 @@
+// Package nonce issues, stores, signs and redeems the provider's challenge.
+//
+// A nonce is 64 random bytes in standard base64: an 88-character text. The
+// provider keeps one per consumer in a Store; the consumer signs the text (not
+// the decoded bytes, as Liqo does) with its cluster key; the provider Redeems
+// the nonce, which removes it, before it checks the signature.
+//
+// # Security
+//
+// A nonce is single-use: Redeem consumes it, so a second verification with
+// the same nonce fails with ErrNotFound. It expires after a TTL (DefaultTTL
+// unless configured) counted from Entry.IssuedAt, and Redeem reports ErrExpired
+// for an expired one. Nonce values print redacted; Text returns the text.
+//
+// # Errors
+//
+// Parse wraps ErrMalformed. Store implementations and Redeem wrap ErrNotFound
+// when no nonce is stored for a cluster. Verify wraps keys.ErrBadSignature.
+//
+// # Concurrency
+//
+// Store implementations are safe for concurrent use, and Consume hands a
+// nonce to at most one caller.
+package nonce
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kubepact/kubepact/keys"
+)
+
+const (
+	// Size is the number of random bytes in a nonce.
+	Size = 64
+	// TextSize is the length of a nonce's base64 text.
+	TextSize = (Size + 2) / 3 * 4
+	// DefaultTTL is how long a nonce stays valid unless configured otherwise.
+	DefaultTTL = 10 * time.Minute
+)
+
+var (
+	// ErrMalformed reports a text that is not a nonce.
+	ErrMalformed = errors.New("malformed nonce")
+	// ErrNotFound reports that no nonce is stored for a cluster: none was
+	// issued, or it was already redeemed.
+	ErrNotFound = errors.New("nonce not found")
+	// ErrExpired reports a nonce older than its TTL.
+	ErrExpired = errors.New("nonce expired")
+)
+
+// Nonce is a provider's challenge. The zero value is not a valid nonce.
+type Nonce struct{ text string }
+
+// Generate returns a new nonce made of Size bytes from r (crypto/rand.Reader
+// when nil).
+func Generate(r io.Reader) (Nonce, error) {
+	if r == nil {
+		r = rand.Reader
+	}
+	var b [Size]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return Nonce{}, fmt.Errorf("generating nonce: %w", err)
+	}
+	return Nonce{text: base64.StdEncoding.EncodeToString(b[:])}, nil
+}
+
+// Parse checks that text is a nonce: TextSize characters of standard base64
+// encoding Size bytes.
+func Parse(text string) (Nonce, error) {
+	if len(text) != TextSize {
+		return Nonce{}, fmt.Errorf("%w: %d characters, want %d", ErrMalformed, len(text), TextSize)
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(text)
+	if err != nil || len(b) != Size {
+		return Nonce{}, fmt.Errorf("%w: not %d bytes of standard base64", ErrMalformed, Size)
+	}
+	return Nonce{text: text}, nil
+}
+
+// Text returns the nonce's base64 text, the form that travels and is signed.
+func (n Nonce) Text() string { return n.text }
+
+// IsZero reports whether n is the zero Nonce.
+func (n Nonce) IsZero() bool { return n.text == "" }
+
+// Equal reports in constant time whether n and o are the same nonce.
+func (n Nonce) Equal(o Nonce) bool {
+	return subtle.ConstantTimeCompare([]byte(n.text), []byte(o.text)) == 1
+}
+
+// String prints a redacted form.
+func (n Nonce) String() string {
+	if n.IsZero() {
+		return "nonce(<zero>)"
+	}
+	return "nonce(" + n.text[:4] + "…)"
+}
+
+// GoString prints a redacted form.
+func (n Nonce) GoString() string { return n.String() }
+
+// Sign signs n's text with s, as a Liqo consumer does. r supplies randomness
+// where the key type needs it.
+func Sign(r io.Reader, s crypto.Signer, n Nonce) ([]byte, error) {
+	if n.IsZero() {
+		return nil, fmt.Errorf("%w: zero nonce", ErrMalformed)
+	}
+	sig, err := keys.SignMessage(r, s, []byte(n.text))
+	if err != nil {
+		return nil, fmt.Errorf("signing nonce: %w", err)
+	}
+	return sig, nil
+}
+
+// Verify checks that sig is pub's signature over n's text.
+func Verify(pub crypto.PublicKey, n Nonce, sig []byte) error {
+	if n.IsZero() {
+		return fmt.Errorf("%w: zero nonce", ErrMalformed)
+	}
+	if err := keys.VerifyMessage(pub, []byte(n.text), sig); err != nil {
+		return fmt.Errorf("nonce signature: %w", err)
+	}
+	return nil
+}
+
+// Entry is a stored nonce and the time it was issued.
+type Entry struct {
+	Nonce    Nonce
+	IssuedAt time.Time
+}
+
+// Expired reports whether e is past ttl at time now.
+func (e Entry) Expired(now time.Time, ttl time.Duration) bool {
+	return !now.Before(e.IssuedAt.Add(ttl))
+}
+
+// Store keeps the current nonce of each remote cluster, on the provider.
+//
+// Put stores e for clusterID, replacing any earlier nonce. Get returns the
+// stored entry, or an error wrapping ErrNotFound. Consume removes and returns
+// the stored entry; when several callers consume the same nonce at once, one
+// gets it and the others get ErrNotFound. Implementations are safe for
+// concurrent use.
+type Store interface {
+	Put(ctx context.Context, clusterID string, e Entry) error
+	Get(ctx context.Context, clusterID string) (Entry, error)
+	Consume(ctx context.Context, clusterID string) (Entry, error)
+}
+
+// Options tunes Ensure and Redeem. The zero value, like a nil *Options, uses
+// crypto/rand.Reader and DefaultTTL.
+type Options struct {
+	// Rand is the source of new nonces.
+	Rand io.Reader
+	// TTL is how long a nonce stays valid.
+	TTL time.Duration
+}
+
+func (o *Options) ttl() time.Duration {
+	if o == nil || o.TTL <= 0 {
+		return DefaultTTL
+	}
+	return o.TTL
+}
+
+func (o *Options) rand() io.Reader {
+	if o == nil {
+		return nil
+	}
+	return o.Rand
+}
+
+// Ensure returns the unexpired nonce stored for clusterID, or issues and
+// stores a new one at time now. Calling it again before the nonce expires
+// returns the same nonce.
+func Ensure(ctx context.Context, s Store, clusterID string, now time.Time, opts *Options) (Nonce, error) {
+	e, err := s.Get(ctx, clusterID)
+	switch {
+	case err == nil && !e.Expired(now, opts.ttl()):
+		return e.Nonce, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return Nonce{}, fmt.Errorf("reading nonce of %s: %w", clusterID, err)
+	}
+	n, err := Generate(opts.rand())
+	if err != nil {
+		return Nonce{}, err
+	}
+	if err := s.Put(ctx, clusterID, Entry{Nonce: n, IssuedAt: now}); err != nil {
+		return Nonce{}, fmt.Errorf("storing nonce of %s: %w", clusterID, err)
+	}
+	return n, nil
+}
+
+// Redeem consumes the nonce stored for clusterID and returns it if it has
+// not expired at time now. The nonce is gone afterwards either way.
+func Redeem(ctx context.Context, s Store, clusterID string, now time.Time, opts *Options) (Nonce, error) {
+	e, err := s.Consume(ctx, clusterID)
+	if err != nil {
+		return Nonce{}, fmt.Errorf("redeeming nonce of %s: %w", clusterID, err)
+	}
+	if e.Expired(now, opts.ttl()) {
+		return Nonce{}, fmt.Errorf("redeeming nonce of %s issued at %s: %w", clusterID, e.IssuedAt.UTC().Format(time.RFC3339), ErrExpired)
+	}
+	return e.Nonce, nil
+}

@@ -1,0 +1,265 @@
+package kubepact
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// DefaultCertificateLifetime is the lifetime a Provider requests for the
+// certificates it issues unless configured otherwise.
+const DefaultCertificateLifetime = 90 * 24 * time.Hour
+
+// Endpoint is how consumers reach a provider's API server.
+type Endpoint struct {
+	// Server is the https URL of the API server.
+	Server string
+	// CA is the PEM CA bundle of the API server.
+	CA []byte
+}
+
+// ProviderPorts are the provider's I/O. All are required.
+type ProviderPorts struct {
+	Namespaces   tenant.Namespaces
+	Nonces       nonce.Store
+	Tenants      tenant.Store
+	Signer       csr.Signer
+	Certificates csr.Cache
+	RBAC         rbac.Applier
+}
+
+// ProviderOptions tunes a Provider. The zero value, like a nil pointer, uses
+// the real clock, crypto/rand.Reader, nonce.DefaultTTL,
+// DefaultCertificateLifetime and no step observer.
+type ProviderOptions struct {
+	Clock clock.PassiveClock
+	Rand  io.Reader
+	// NonceTTL is how long an issued nonce stays valid.
+	NonceTTL time.Duration
+	// CertificateLifetime is the lifetime requested for certificates; the
+	// signer may shorten it.
+	CertificateLifetime time.Duration
+	// OnStep, when set, is called after each completed step.
+	OnStep func(Step)
+}
+
+// Provider runs the provider's side of the handshake: it issues nonces and
+// accepts Tenants. It is safe for concurrent use by handshakes of different
+// consumers; handshakes of one consumer are serialised by its nonce.
+type Provider struct {
+	id       string
+	endpoint Endpoint
+	ports    ProviderPorts
+	opts     ProviderOptions
+}
+
+// NewProvider returns the Provider of cluster clusterID, reachable at endpoint.
+func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts *ProviderOptions) (*Provider, error) {
+	if err := clusterid.Validate(clusterID); err != nil {
+		return nil, err
+	}
+	if ports.Namespaces == nil || ports.Nonces == nil || ports.Tenants == nil ||
+		ports.Signer == nil || ports.Certificates == nil || ports.RBAC == nil {
+		return nil, fmt.Errorf("%w: every provider port is required", ErrInvalidConfig)
+	}
+	if endpoint.Server == "" || len(endpoint.CA) == 0 {
+		return nil, fmt.Errorf("%w: endpoint server and CA are required", ErrInvalidConfig)
+	}
+	p := &Provider{id: clusterID, endpoint: endpoint, ports: ports}
+	if opts != nil {
+		p.opts = *opts
+	}
+	if p.opts.Clock == nil {
+		p.opts.Clock = clock.RealClock{}
+	}
+	if p.opts.Rand == nil {
+		p.opts.Rand = rand.Reader
+	}
+	if p.opts.CertificateLifetime <= 0 {
+		p.opts.CertificateLifetime = DefaultCertificateLifetime
+	}
+	return p, nil
+}
+
+// ClusterID returns the provider's cluster ID.
+func (p *Provider) ClusterID() string { return p.id }
+
+func (p *Provider) step(s Step) {
+	if p.opts.OnStep != nil {
+		s.Cluster = p.id
+		p.opts.OnStep(s)
+	}
+}
+
+func (p *Provider) nonceOptions() *nonce.Options {
+	return &nonce.Options{Rand: p.opts.Rand, TTL: p.opts.NonceTTL}
+}
+
+// IssueNonce ensures the tenant namespace of consumerID and returns its
+// current nonce, issuing one when there is none or it expired.
+func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Nonce, error) {
+	if err := clusterid.Validate(consumerID); err != nil {
+		return nonce.Nonce{}, err
+	}
+	if err := p.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
+		return nonce.Nonce{}, stepError(StepProviderNamespace, err)
+	}
+	p.step(Step{Name: StepProviderNamespace})
+	n, err := nonce.Ensure(ctx, p.ports.Nonces, consumerID, p.opts.Clock.Now(), p.nonceOptions())
+	if err != nil {
+		return nonce.Nonce{}, stepError(StepNonceGenerated, err)
+	}
+	p.step(Step{Name: StepNonceGenerated})
+	return n, nil
+}
+
+// Accept verifies t, gets its CSR signed, binds the ControlPlane RBAC,
+// records t with its status filled, and returns the Identity for the
+// consumer. Accepting the same Tenant again returns the same Identity
+// without redeeming a nonce, signing or writing anything new.
+//
+// A Tenant that fails validation changes nothing. Any other Tenant redeems
+// the consumer's nonce before its signature is checked, so each nonce backs
+// at most one verification.
+func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
+	if _, err := tenant.Validate(t); err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
+	consumerID := t.Spec.ClusterID
+	namespace := clusterid.TenantNamespace(consumerID)
+	if t.Namespace != "" && t.Namespace != namespace {
+		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
+			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
+	}
+	if id, ok, err := p.accepted(ctx, t); err != nil || ok {
+		return id, err
+	}
+
+	n, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, p.opts.Clock.Now(), p.nonceOptions())
+	if err != nil {
+		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "spec.signature", Err: err})
+	}
+	v, err := tenant.Verify(t, n)
+	if err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
+	if err := p.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
+	p.step(Step{Name: StepTenantApplied})
+
+	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: consumerID},
+		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, p.opts.Clock.Now())
+	if err != nil {
+		return nil, stepError(StepCertificateIssued, err)
+	}
+	p.step(Step{Name: StepCertificateIssued})
+
+	if err := p.ports.RBAC.ApplyClusterRole(ctx, rbac.ControlPlaneClusterRole()); err != nil {
+		return nil, stepError(StepRBACBound, err)
+	}
+	if err := p.ports.RBAC.ApplyRoleBinding(ctx, rbac.ControlPlaneRoleBinding(namespace, consumerID)); err != nil {
+		return nil, stepError(StepRBACBound, err)
+	}
+	p.step(Step{Name: StepRBACBound})
+
+	stored := t.DeepCopy()
+	stored.Name, stored.Namespace = consumerID, namespace
+	if stored.Labels == nil {
+		stored.Labels = map[string]string{}
+	}
+	stored.Labels[clusterid.Label] = consumerID
+	if !containsString(stored.Finalizers, tenant.Finalizer) {
+		stored.Finalizers = append(stored.Finalizers, tenant.Finalizer)
+	}
+	stored.Status = authv1beta1.TenantStatus{
+		TenantNamespace: namespace,
+		AuthParams: &authv1beta1.AuthParams{
+			CA:        bytes.Clone(p.endpoint.CA),
+			SignedCRT: cert,
+			APIServer: p.endpoint.Server,
+			ProxyURL:  v.ProxyURL,
+		},
+	}
+	if _, err := p.ports.Tenants.Apply(ctx, stored); err != nil {
+		return nil, stepError(StepTenantStatus, err)
+	}
+	p.step(Step{Name: StepTenantStatus})
+	return p.identity(stored)
+}
+
+// accepted returns the Identity of a Tenant already accepted with exactly
+// t's public key, CSR and signature.
+func (p *Provider) accepted(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, bool, error) {
+	prev, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(t.Spec.ClusterID), t.Spec.ClusterID)
+	switch {
+	case errors.Is(err, tenant.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, stepError(StepTenantApplied, err)
+	case prev.Status.AuthParams == nil ||
+		!bytes.Equal(prev.Spec.Signature, t.Spec.Signature) ||
+		!bytes.Equal(prev.Spec.CSR, t.Spec.CSR) ||
+		!bytes.Equal(prev.Spec.PublicKey, t.Spec.PublicKey):
+		return nil, false, nil
+	}
+	p.step(Step{Name: StepTenantStatus})
+	id, err := p.identity(prev)
+	return id, err == nil, err
+}
+
+func (p *Provider) identity(t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
+	id, err := identity.Build(p.id, *t.Status.AuthParams, &identity.BuildOptions{TenantNamespace: t.Status.TenantNamespace})
+	if err != nil {
+		return nil, stepError(StepIdentityGenerated, err)
+	}
+	p.step(Step{Name: StepIdentityGenerated})
+	return id, nil
+}
+
+// Forget removes what the provider holds for consumerID: its Tenant, its
+// RoleBinding, its cached certificate and any pending nonce. The tenant
+// namespace stays. Forgetting an unknown consumer succeeds.
+func (p *Provider) Forget(ctx context.Context, consumerID string) error {
+	if err := clusterid.Validate(consumerID); err != nil {
+		return err
+	}
+	namespace := clusterid.TenantNamespace(consumerID)
+	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
+		return stepError(StepForgetTenant, err)
+	}
+	if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID}); err != nil {
+		return stepError(StepForgetTenant, err)
+	}
+	if _, err := p.ports.Nonces.Consume(ctx, consumerID); err != nil && !errors.Is(err, nonce.ErrNotFound) {
+		return stepError(StepForgetTenant, err)
+	}
+	if err := p.ports.Tenants.Delete(ctx, namespace, consumerID); err != nil {
+		return stepError(StepForgetTenant, err)
+	}
+	p.step(Step{Name: StepForgetTenant})
+	return nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,102 @@
+// Package rbac builds the provider-side RBAC objects that grant an identity
+// exactly what it needs, and nothing else.
+//
+// A ControlPlane identity (user = consumer cluster ID) is bound in its tenant
+// namespace to the ClusterRole "liqo-remote-controlplane", which allows all
+// verbs on authentication.liqo.io resourceslices and renews and on
+// offloading.liqo.io namespacemaps (with their status subresources). A
+// ResourceSlice identity (group = consumer cluster ID) is bound to a
+// caller-chosen ClusterRole in each namespace the slice may use.
+//
+// Builders are pure and deterministic: the same inputs give equal objects,
+// with rules and bindings in a fixed order.
+package rbac
+
+import (
+	"context"
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubepact/kubepact/clusterid"
+)
+
+// ControlPlaneClusterRoleName names the ClusterRole of ControlPlane identities.
+const ControlPlaneClusterRoleName = "liqo-remote-controlplane"
+
+// Verbs is the explicit list of every verb on a resource.
+var Verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
+// ControlPlaneClusterRole returns the ClusterRole bound to ControlPlane
+// identities in their tenant namespace.
+func ControlPlaneClusterRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneClusterRoleName},
+		Rules: []rbacv1.PolicyRule{
+			{
+				APIGroups: []string{"authentication.liqo.io"},
+				Resources: []string{"resourceslices", "resourceslices/status", "renews", "renews/status"},
+				Verbs:     slices.Clone(Verbs),
+			},
+			{
+				APIGroups: []string{"offloading.liqo.io"},
+				Resources: []string{"namespacemaps", "namespacemaps/status"},
+				Verbs:     slices.Clone(Verbs),
+			},
+		},
+	}
+}
+
+// BindingName is the name of the RoleBinding to ClusterRole clusterRole.
+func BindingName(clusterRole string) string { return "liqo-binding-" + clusterRole }
+
+// ControlPlaneRoleBinding binds user consumerID to the ControlPlane
+// ClusterRole in namespace.
+func ControlPlaneRoleBinding(namespace, consumerID string) *rbacv1.RoleBinding {
+	return roleBinding(namespace, consumerID, ControlPlaneClusterRoleName, rbacv1.Subject{
+		Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: consumerID,
+	})
+}
+
+// ResourceSliceRoleBindings binds group consumerID to clusterRole in each of
+// namespaces, sorted by namespace and without duplicates.
+func ResourceSliceRoleBindings(consumerID, clusterRole string, namespaces []string) []*rbacv1.RoleBinding {
+	ns := slices.Clone(namespaces)
+	slices.Sort(ns)
+	ns = slices.Compact(ns)
+	out := make([]*rbacv1.RoleBinding, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, roleBinding(n, consumerID, clusterRole, rbacv1.Subject{
+			Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: consumerID,
+		}))
+	}
+	return out
+}
+
+func roleBinding(namespace, consumerID, clusterRole string, subject rbacv1.Subject) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      BindingName(clusterRole),
+			Namespace: namespace,
+			Labels:    map[string]string{clusterid.Label: consumerID},
+		},
+		Subjects: []rbacv1.Subject{subject},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+	}
+}
+
+// Applier applies RBAC objects on the provider.
+//
+// ApplyClusterRole creates r or replaces the rules and labels of the stored
+// one. ApplyRoleBinding does the same for b, replacing a stored binding whose
+// roleRef differs (roleRef is immutable). DeleteRoleBinding removes a binding
+// and succeeds when there is none. All succeed without writing when nothing
+// changes. Implementations are safe for concurrent use.
+type Applier interface {
+	ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error
+	ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error
+	DeleteRoleBinding(ctx context.Context, namespace, name string) error
+}

@@ -1,0 +1,37 @@
+package tenant
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+)
+
+// ErrNotFound reports that a Store holds no such Tenant.
+var ErrNotFound = errors.New("tenant not found")
+
+// Namespaces creates and removes tenant namespaces.
+//
+// Ensure creates ns, or brings the labels of an existing namespace of the
+// same name up to ns's; it succeeds when nothing needs to change. Delete
+// removes the namespace and succeeds when there is none. Implementations are
+// safe for concurrent use.
+type Namespaces interface {
+	Ensure(ctx context.Context, ns *corev1.Namespace) error
+	Delete(ctx context.Context, name string) error
+}
+
+// Store keeps Tenants on the provider.
+//
+// Get returns the Tenant, or an error wrapping ErrNotFound. Apply creates t
+// or replaces the spec, labels, annotations, finalizers and status of the
+// stored one, and returns what is stored. Delete removes the Tenant
+// (ignoring its finalizers, which belong to the caller) and succeeds when
+// there is none. Implementations are safe for concurrent use.
+type Store interface {
+	Get(ctx context.Context, namespace, name string) (*authv1beta1.Tenant, error)
+	Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error)
+	Delete(ctx context.Context, namespace, name string) error
+}
