@@ -145,9 +145,6 @@ func (s *TenantStore) Delete(ctx context.Context, namespace, name string) error 
 	return nil
 }
 
-// List returns the Tenants in namespace ("" for all).
-func (s *TenantStore) List(namespace string) []*authv1beta1.Tenant { return s.list(namespace) }
-
 // IdentityStore is an in-memory identity.Store.
 type IdentityStore struct{ objects[*authv1beta1.Identity] }
 
@@ -210,9 +207,6 @@ func (w *SecretWriter) Delete(ctx context.Context, namespace, name string) error
 func (w *SecretWriter) Get(namespace, name string) (*corev1.Secret, bool) {
 	return w.get(namespace, name)
 }
-
-// List returns the Secrets in namespace ("" for all).
-func (w *SecretWriter) List(namespace string) []*corev1.Secret { return w.list(namespace) }
 
 // CertificateCache is an in-memory csr.Cache.
 type CertificateCache struct {

@@ -1,12 +1,12 @@
 package fake
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -54,7 +54,7 @@ func (s *objects[T]) apply(obj T) T {
 		next.SetUID(prev.GetUID())
 		next.SetCreationTimestamp(prev.GetCreationTimestamp())
 		next.SetResourceVersion(prev.GetResourceVersion())
-		if equality.Semantic.DeepEqual(prev, next) {
+		if reflect.DeepEqual(prev, next) {
 			return prev.DeepCopy()
 		}
 	} else {
@@ -91,6 +91,10 @@ func (s *objects[T]) list(namespace string) []T {
 	})
 	return out
 }
+
+// Objects returns copies of the stored objects in namespace ("" for all),
+// sorted by namespace and name.
+func (s *objects[T]) Objects(namespace string) []T { return s.list(namespace) }
 
 // Writes returns the number of creates, updates and deletes that changed
 // something.

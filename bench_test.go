@@ -1,0 +1,159 @@
+package kubepact_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"math/big"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/fake"
+	"github.com/kubepact/kubepact/keys"
+)
+
+// BenchmarkHandshake runs the whole in-memory handshake for a consumer whose
+// cluster key already exists: nonce, Tenant, verification, signing, RBAC,
+// Identity, consumer-side checks and the kubeconfig Secret. Each iteration is
+// a new consumer ID, so nothing is served from a cache.
+func BenchmarkHandshake(b *testing.B) {
+	ctx := context.Background()
+	pc, err := fake.NewCluster(providerID, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := keys.Generate(nil, keys.Ed25519)
+	if err != nil {
+		b.Fatal(err)
+	}
+	consumers := make([]*kubepact.Consumer, b.N)
+	for i := range consumers {
+		ks := &fake.KeyStore{}
+		if err := ks.Create(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}
+		if consumers[i], err = kubepact.NewConsumer("cl-consumer-"+strconv.Itoa(i), ports, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := kubepact.Authenticate(ctx, consumers[i], provider, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// bareFixture holds what the bare crypto benchmarks need beforehand, as the
+// handshake has it: the consumer's key and the provider's CA.
+type bareFixture struct {
+	consumerKey ed25519.PrivateKey
+	caKey       ed25519.PrivateKey
+	ca          *x509.Certificate
+}
+
+func newBareFixture(b *testing.B) bareFixture {
+	_, consumerKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, caKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, caKey.Public(), caKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bareFixture{consumerKey: consumerKey, caKey: caKey, ca: ca}
+}
+
+// bareHandshake does the handshake's cryptography with the standard library
+// and nothing else: sign the nonce, create the CSR, verify the nonce
+// signature, parse and check the CSR, sign the certificate, parse it. With
+// chainCheck it also does the consumer's check that the certificate chains
+// to the CA, which the handshake performs too.
+func bareHandshake(b *testing.B, f bareFixture, serial int64, chainCheck bool) {
+	var raw [64]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		b.Fatal(err)
+	}
+	nonce := []byte(base64.StdEncoding.EncodeToString(raw[:]))
+	sig := ed25519.Sign(f.consumerKey, nonce)
+	csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "cl-consumer", Organization: []string{"liqo.io"}},
+	}, f.consumerKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !ed25519.Verify(f.consumerKey.Public().(ed25519.PublicKey), nonce, sig) {
+		b.Fatal("nonce signature does not verify")
+	}
+	req, err := x509.ParseCertificateRequest(csrDER)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := req.CheckSignature(); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	certDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: req.Subject,
+		NotBefore: now.Add(-5 * time.Minute), NotAfter: now.Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, f.ca, req.PublicKey, f.caKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(certDER)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if chainCheck {
+		if err := cert.CheckSignatureFrom(f.ca); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBareCrypto is the floor BenchmarkHandshake is measured against:
+// the cryptographic operations of one handshake, done directly.
+func BenchmarkBareCrypto(b *testing.B) {
+	f := newBareFixture(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		bareHandshake(b, f, int64(i+2), false)
+	}
+}
+
+// BenchmarkBareCryptoWithChainCheck adds the consumer's check of the CA's
+// signature on its certificate, which the handshake also performs.
+func BenchmarkBareCryptoWithChainCheck(b *testing.B) {
+	f := newBareFixture(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		bareHandshake(b, f, int64(i+2), true)
+	}
+}

@@ -1,0 +1,65 @@
+// Package kubepact lets one Kubernetes cluster obtain a narrowly scoped
+// identity on another, speaking the wire format of Liqo's authentication
+// module (authentication.liqo.io/v1beta1), so a kubepact cluster and a Liqo
+// cluster can peer.
+//
+// # The handshake
+//
+// Two clusters take part. The consumer wants to use the provider; at the end
+// it holds a kubeconfig that lets it act, as its own cluster ID, in its
+// tenant namespace on the provider, and nowhere else.
+//
+//  1. The provider ensures the tenant namespace "liqo-tenant-<consumer ID>"
+//     and issues a nonce: 64 random bytes as an 88-character base64 text,
+//     kept in its nonce.Store, single-use, expiring after nonce.DefaultTTL
+//     (Provider.IssueNonce).
+//  2. The consumer ensures its own tenant namespace for the provider and
+//     its long-term cluster key (keys.Ensure), signs the nonce text, and
+//     builds a Tenant carrying its cluster ID, public key, signature and a
+//     ControlPlane CSR with CN = consumer ID and O = liqo.io
+//     (Consumer.Tenant, tenant.Build).
+//  3. The provider validates the Tenant without touching anything, redeems
+//     the nonce (removing it), verifies the signature and checks the CSR
+//     against a strict policy (csr.Check: exact CN, exactly O=liqo.io, no
+//     SAN, accepted key, same key as the Tenant). It gets the CSR signed
+//     through a csr.Signer (a csr.LocalCA, or the Kubernetes CSR API through
+//     an adapter) with a bounded lifetime, caches the certificate so a
+//     repeated handshake is not signed twice, binds the ClusterRole
+//     "liqo-remote-controlplane" to the consumer in its tenant namespace,
+//     records the Tenant with its status filled, and returns an Identity
+//     (Provider.Accept).
+//  4. The consumer checks the Identity (the certificate chains to the CA,
+//     is for its own key, is valid now and names it), stores it, writes the
+//     kubeconfig Secret "kubeconfig-controlplane-<provider ID>" and points
+//     the Identity's status at it (Consumer.Apply).
+//
+// Authenticate runs the four steps when both clusters are reachable from one
+// process; Unauthenticate undoes them. Each step is also usable on its own,
+// so the Tenant and the Identity can travel as YAML files moved by hand.
+//
+// # Ports
+//
+// Every step is a pure function over explicit inputs (the packages nonce,
+// tenant, csr, identity, kubeconfig and rbac); all I/O goes through small
+// interfaces declared beside the step that uses them: nonce.Store,
+// tenant.Namespaces, tenant.Store, csr.Signer, csr.Approver, csr.Cache,
+// rbac.Applier, keys.Store, identity.Store and kubeconfig.SecretWriter.
+// Package fake implements all of them in memory. Time and randomness are
+// options (a clock.PassiveClock and an io.Reader) wherever they matter.
+//
+// # Security
+//
+// Secret-holding values (keys.PrivateKey, nonce.Nonce, kubeconfig.Config)
+// print redacted. Errors never carry key material, signatures, tokens or
+// kubeconfigs. A Tenant that fails validation changes nothing; one that
+// passes validation redeems its nonce before the signature is checked, so a
+// nonce backs at most one verification.
+//
+// # Errors
+//
+// The steps of Provider and Consumer return a *StepError naming the step
+// that failed and wrapping the cause, which is one of the sentinel errors or
+// typed errors of the step's package (for example nonce.ErrExpired,
+// csr.ErrOrganization, *csr.DeniedError, identity.ErrUntrusted), so callers
+// branch with errors.Is and errors.As.
+package kubepact

@@ -1,0 +1,176 @@
+package identity_test
+
+import (
+	"context"
+	"crypto/x509"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
+)
+
+const (
+	providerID = "cl-provider"
+	consumerID = "cl-consumer"
+)
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+type fixture struct {
+	key   *keys.PrivateKey
+	ca    *csr.LocalCA
+	cert  []byte
+	other *csr.LocalCA
+}
+
+func newCA(t *testing.T, name string) *csr.LocalCA {
+	t.Helper()
+	caPEM, caKey, err := csr.GenerateCA(nil, name, epoch, 10*365*24*time.Hour)
+	require.NoError(t, err)
+	ca, err := csr.NewLocalCA(caPEM, caKey, &csr.LocalCAOptions{Clock: clocktesting.NewFakePassiveClock(epoch)})
+	require.NoError(t, err)
+	return ca
+}
+
+func issue(t *testing.T, ca *csr.LocalCA, key *keys.PrivateKey, cn string, lifetime time.Duration) []byte {
+	t.Helper()
+	req, err := csr.Create(nil, key, csr.ControlPlaneSubject(cn))
+	require.NoError(t, err)
+	checked, err := csr.Check(req, csr.ControlPlanePolicy(cn, key.Public()))
+	require.NoError(t, err)
+	cert, err := ca.Sign(context.Background(), csr.Request{CSR: checked, Lifetime: lifetime})
+	require.NoError(t, err)
+	return cert
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	key, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	ca := newCA(t, "provider-ca")
+	return fixture{key: key, ca: ca, cert: issue(t, ca, key, consumerID, time.Hour), other: newCA(t, "other-ca")}
+}
+
+func (f fixture) identity(t *testing.T) *authv1beta1.Identity {
+	t.Helper()
+	id, err := identity.Build(providerID, authv1beta1.AuthParams{
+		CA: f.ca.Certificate(), SignedCRT: f.cert, APIServer: "https://provider.example:6443",
+	}, &identity.BuildOptions{TenantNamespace: clusterid.TenantNamespace(consumerID)})
+	require.NoError(t, err)
+	return id
+}
+
+func TestBuild(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.identity(t)
+	require.Equal(t, "controlplane-cl-provider", id.Name)
+	require.Equal(t, "liqo-tenant-cl-provider", id.Namespace)
+	require.Equal(t, map[string]string{"liqo.io/remote-cluster-id": providerID}, id.Labels)
+	require.Equal(t, authv1beta1.ControlPlaneIdentityType, id.Spec.Type)
+	require.Equal(t, providerID, id.Spec.ClusterID)
+	require.Equal(t, "liqo-tenant-cl-consumer", *id.Spec.Namespace)
+	require.Equal(t, "resourceslice-slice-a", identity.ResourceSliceName("slice-a"))
+}
+
+func TestBuildRejects(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	good := authv1beta1.AuthParams{CA: f.ca.Certificate(), SignedCRT: f.cert, APIServer: "https://p.example"}
+	tests := []struct {
+		name       string
+		providerID string
+		mutate     func(*authv1beta1.AuthParams)
+		want       error
+	}{
+		{"invalid provider ID", "Provider", func(*authv1beta1.AuthParams) {}, clusterid.ErrInvalid},
+		{"http API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "http://p.example" }, identity.ErrMalformed},
+		{"no API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "" }, identity.ErrMalformed},
+		{"no CA", providerID, func(p *authv1beta1.AuthParams) { p.CA = nil }, identity.ErrMalformed},
+		{"no certificate", providerID, func(p *authv1beta1.AuthParams) { p.SignedCRT = nil }, identity.ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			params := *good.DeepCopy()
+			tt.mutate(&params)
+			_, err := identity.Build(tt.providerID, params, nil)
+			require.ErrorIs(t, err, tt.want)
+		})
+	}
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cert, err := identity.Verify(f.identity(t), consumerID, f.key.Public(), epoch, nil)
+	require.NoError(t, err)
+	require.Equal(t, consumerID, cert.Subject.CommonName)
+	require.Equal(t, []string{"liqo.io"}, cert.Subject.Organization)
+}
+
+func TestVerifyWithClientCAs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.identity(t)
+	id.Spec.AuthParams.CA = f.other.Certificate() // serving CA differs from the client CA
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(f.ca.Certificate()))
+
+	_, err := identity.Verify(id, consumerID, f.key.Public(), epoch, &identity.VerifyOptions{ClientCAs: pool})
+	require.NoError(t, err)
+	_, err = identity.Verify(id, consumerID, f.key.Public(), epoch, nil)
+	require.ErrorIs(t, err, identity.ErrUntrusted)
+}
+
+func TestVerifyRejects(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	otherKey, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		mutate func(*authv1beta1.Identity)
+		pub    *keys.PrivateKey
+		now    time.Time
+		want   error
+	}{
+		{"certificate from another CA", func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.SignedCRT = issue(t, f.other, f.key, consumerID, time.Hour)
+		}, f.key, epoch, identity.ErrUntrusted},
+		{"CA replaced by another CA", func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.CA = f.other.Certificate()
+		}, f.key, epoch, identity.ErrUntrusted},
+		{"expired", func(*authv1beta1.Identity) {}, f.key, epoch.Add(2 * time.Hour), identity.ErrExpired},
+		{"not yet valid", func(*authv1beta1.Identity) {}, f.key, epoch.Add(-time.Hour), identity.ErrNotYetValid},
+		{"certificate for another key", func(*authv1beta1.Identity) {}, otherKey, epoch, identity.ErrKeyMismatch},
+		{"certificate for another consumer", func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.SignedCRT = issue(t, f.ca, f.key, "cl-someone-else", time.Hour)
+		}, f.key, epoch, identity.ErrSubject},
+		{"certificate not PEM", func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.SignedCRT = []byte("garbage")
+		}, f.key, epoch, identity.ErrMalformed},
+		{"certificate truncated", func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.SignedCRT = id.Spec.AuthParams.SignedCRT[:120]
+		}, f.key, epoch, identity.ErrMalformed},
+		{"CA not PEM", func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.CA = []byte("garbage")
+		}, f.key, epoch, identity.ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			id := f.identity(t)
+			tt.mutate(id)
+			_, err := identity.Verify(id, consumerID, tt.pub.Public(), tt.now, nil)
+			require.ErrorIs(t, err, tt.want)
+		})
+	}
+}
