@@ -2,8 +2,8 @@ package kubepact_test
 
 import (
 	"context"
-	"errors"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"

@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/clock"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -203,7 +204,7 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 }
 
 // accepted returns the Identity of a Tenant already accepted with exactly
-// t's public key, CSR and signature.
+// t's spec: its signature was verified then, against a nonce since redeemed.
 func (p *Provider) accepted(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, bool, error) {
 	prev, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(t.Spec.ClusterID), t.Spec.ClusterID)
 	switch {
@@ -211,10 +212,7 @@ func (p *Provider) accepted(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 		return nil, false, nil
 	case err != nil:
 		return nil, false, stepError(StepTenantApplied, err)
-	case prev.Status.AuthParams == nil ||
-		!bytes.Equal(prev.Spec.Signature, t.Spec.Signature) ||
-		!bytes.Equal(prev.Spec.CSR, t.Spec.CSR) ||
-		!bytes.Equal(prev.Spec.PublicKey, t.Spec.PublicKey):
+	case prev.Status.AuthParams == nil || !equality.Semantic.DeepEqual(prev.Spec, t.Spec):
 		return nil, false, nil
 	}
 	p.step(Step{Name: StepTenantStatus})

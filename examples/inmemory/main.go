@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -13,13 +14,13 @@ import (
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "ERRO", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 
@@ -31,7 +32,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	onStep := func(s kubepact.Step) { fmt.Printf(" INFO  %-12s %s\n", s.Cluster, s.Name) }
+	onStep := func(s kubepact.Step) { fmt.Fprintf(w, " INFO  %-12s %s\n", s.Cluster, s.Name) }
 
 	provider, err := kubepact.NewProvider("cl-provider", providerCluster.Endpoint(),
 		providerCluster.ProviderPorts(), &kubepact.ProviderOptions{OnStep: onStep})
@@ -49,7 +50,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	cfg := done.Kubeconfig
-	fmt.Printf("\nIdentity %s/%s, kubeconfig Secret %s\n", done.Identity.Namespace, done.Identity.Name, done.Secret.Name)
-	fmt.Printf("  server:    %s\n  user:      %s\n  namespace: %s\n", cfg.Server(), cfg.User(), cfg.Namespace())
+	fmt.Fprintf(w, "\nIdentity %s/%s, kubeconfig Secret %s\n", done.Identity.Namespace, done.Identity.Name, done.Secret.Name)
+	fmt.Fprintf(w, "  server:    %s\n  user:      %s\n  namespace: %s\n", cfg.Server(), cfg.User(), cfg.Namespace())
 	return nil
 }

@@ -1,0 +1,128 @@
+package kubepact_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/fake"
+	"github.com/kubepact/kubepact/nonce"
+)
+
+// newExampleClusters returns a provider and a consumer over in-memory ports.
+func newExampleClusters() (*kubepact.Provider, *kubepact.Consumer) {
+	pc, err := fake.NewCluster("cl-provider", &fake.ClusterOptions{Server: "https://provider.example:6443"})
+	if err != nil {
+		panic(err)
+	}
+	cc, err := fake.NewCluster("cl-consumer", nil)
+	if err != nil {
+		panic(err)
+	}
+	provider, err := kubepact.NewProvider("cl-provider", pc.Endpoint(), pc.ProviderPorts(), nil)
+	if err != nil {
+		panic(err)
+	}
+	consumer, err := kubepact.NewConsumer("cl-consumer", cc.ConsumerPorts(), nil)
+	if err != nil {
+		panic(err)
+	}
+	return provider, consumer
+}
+
+func ExampleAuthenticate() {
+	ctx := context.Background()
+	provider, consumer := newExampleClusters()
+
+	done, err := kubepact.Authenticate(ctx, consumer, provider, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("identity:", done.Identity.Namespace+"/"+done.Identity.Name)
+	fmt.Println("secret:  ", done.Identity.Status.KubeconfigSecretRef.Name)
+	fmt.Println("server:  ", done.Kubeconfig.Server())
+	fmt.Println("user:    ", done.Kubeconfig.User())
+	fmt.Println("ns:      ", done.Kubeconfig.Namespace())
+	// Output:
+	// identity: liqo-tenant-cl-provider/controlplane-cl-provider
+	// secret:   kubeconfig-controlplane-cl-provider
+	// server:   https://provider.example:6443
+	// user:     cl-consumer
+	// ns:       liqo-tenant-cl-consumer
+}
+
+// The four steps of Authenticate, one by one, as when the Tenant and the
+// Identity travel between clusters as files.
+func ExampleProvider_Accept() {
+	ctx := context.Background()
+	provider, consumer := newExampleClusters()
+
+	n, err := provider.IssueNonce(ctx, consumer.ClusterID())
+	if err != nil {
+		panic(err)
+	}
+	t, err := consumer.Tenant(ctx, provider.ClusterID(), n, nil)
+	if err != nil {
+		panic(err)
+	}
+	id, err := provider.Accept(ctx, t)
+	if err != nil {
+		panic(err)
+	}
+	done, err := consumer.Apply(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("tenant:", t.Namespace+"/"+t.Name)
+	fmt.Println("identity:", id.Name, id.Spec.Type)
+	fmt.Println("kubeconfig:", done.Kubeconfig)
+
+	// The nonce was redeemed: a second Tenant signed over it is refused.
+	_, err = provider.Accept(ctx, mustTenant(consumer, provider, n))
+	fmt.Println("replay refused:", errors.Is(err, nonce.ErrNotFound))
+	// Output:
+	// tenant: liqo-tenant-cl-consumer/cl-consumer
+	// identity: controlplane-cl-provider ControlPlane
+	// kubeconfig: kubeconfig(server=https://provider.example:6443 user=cl-consumer namespace=liqo-tenant-cl-consumer)
+	// replay refused: true
+}
+
+func mustTenant(c *kubepact.Consumer, p *kubepact.Provider, n nonce.Nonce) *authv1beta1.Tenant {
+	t, err := c.Tenant(context.Background(), p.ClusterID(), n, &kubepact.TenantOptions{ProxyURL: "http://proxy.example:3128"})
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func ExampleUnauthenticate() {
+	ctx := context.Background()
+	provider, consumer := newExampleClusters()
+	if _, err := kubepact.Authenticate(ctx, consumer, provider, nil); err != nil {
+		panic(err)
+	}
+	fmt.Println(kubepact.Unauthenticate(ctx, consumer, provider))
+	// Output:
+	// <nil>
+}
+
+func ExampleStepError() {
+	ctx := context.Background()
+	provider, consumer := newExampleClusters()
+	n, _ := provider.IssueNonce(ctx, consumer.ClusterID())
+	t, _ := consumer.Tenant(ctx, provider.ClusterID(), n, nil)
+	t.Spec.Signature[0] ^= 1 // tampered in transit
+
+	_, err := provider.Accept(ctx, t)
+	var se *kubepact.StepError
+	if errors.As(err, &se) {
+		fmt.Println("failed step:", se.Step)
+	}
+	fmt.Println(err)
+	// Output:
+	// failed step: Tenant correctly applied on provider cluster
+	// kubepact: step "Tenant correctly applied on provider cluster" failed: tenant "cl-consumer" rejected: spec.signature: nonce signature: signature does not verify
+}
