@@ -1,0 +1,46 @@
+package keys
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// SecretName is the name of the Secret holding a cluster's key.
+	SecretName = "authentication-keys"
+	// DefaultNamespace is where Liqo keeps that Secret.
+	DefaultNamespace = "liqo"
+	// PrivateKeySecretKey is the data key of the PKCS#8 PEM private key.
+	PrivateKeySecretKey = "privateKey"
+	// PublicKeySecretKey is the data key of the PKIX PEM public key.
+	PublicKeySecretKey = "publicKey"
+)
+
+// Secret returns the Secret that holds k in namespace. Its data is secret.
+func Secret(namespace string, k *PrivateKey) (*corev1.Secret, error) {
+	priv, err := MarshalPrivateKey(k)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := MarshalPublicKey(k.Public())
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: SecretName, Namespace: namespace},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{PrivateKeySecretKey: priv, PublicKeySecretKey: pub},
+	}, nil
+}
+
+// FromSecret reads the private key held by a cluster key Secret.
+func FromSecret(s *corev1.Secret) (*PrivateKey, error) {
+	k, err := ParsePrivateKey(s.Data[PrivateKeySecretKey])
+	if err != nil {
+		return nil, fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return k, nil
+}

@@ -1,0 +1,35 @@
+// Package kube implements kubepact's ports over a Kubernetes API server with
+// client-go: every type here is the real counterpart of one in package fake.
+//
+// Core objects go through kubernetes.Interface; Tenants and Identities,
+// which have no generated clientset, go through dynamic.Interface. The
+// naming, labels and data layout of every object come from the step
+// packages (nonce.Secret, keys.Secret, csr.CacheSecret, kubeconfig.Secret,
+// tenant.Namespace, rbac); this package only reads and writes them.
+//
+// # Behaviour
+//
+//   - Writes are create-or-update with optimistic concurrency: an update
+//     that meets a conflict re-reads and retries, and a write that changes
+//     nothing is not sent.
+//   - Not-found errors wrap the port's sentinel (nonce.ErrNotFound,
+//     tenant.ErrNotFound, ...) and the API error, so both errors.Is and
+//     apierrors.IsNotFound work. Other API errors are wrapped with the
+//     object's kind and name.
+//   - NonceStore.Consume deletes the nonce Secret with UID and
+//     resourceVersion preconditions, so concurrent consumers of one nonce
+//     get it at most once.
+//   - CSRSigner creates a certificates.k8s.io/v1 CertificateSigningRequest,
+//     approves it through a csr.Approver, and watches it until it is issued,
+//     denied, failed or deleted, or the context ends. Re-signing the same
+//     CSR re-uses its existing object.
+//
+// # Security
+//
+// Secrets' data never reaches an error. The provider's credentials need:
+// namespaces (get, create, update, delete), secrets, tenants and
+// rolebindings in tenant namespaces, clusterroles, and for CSRSigner
+// certificatesigningrequests (create, get, list, watch),
+// certificatesigningrequests/approval (update) and approve on
+// signers/kubernetes.io/kube-apiserver-client.
+package kube

@@ -1,0 +1,65 @@
+package kube
+
+import (
+	"context"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// Namespaces is a tenant.Namespaces over the API server.
+type Namespaces struct{ client kubernetes.Interface }
+
+var _ tenant.Namespaces = (*Namespaces)(nil)
+
+// NewNamespaces returns a Namespaces using client.
+func NewNamespaces(client kubernetes.Interface) *Namespaces { return &Namespaces{client: client} }
+
+// Ensure creates ns, or adds ns's labels to the existing namespace.
+func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
+	api := n.client.CoreV1().Namespaces()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := api.Get(ctx, ns.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = api.Create(ctx, ns, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(corev1.Resource("namespaces"), ns.Name, err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		merged := maps.Clone(cur.Labels)
+		if merged == nil {
+			merged = map[string]string{}
+		}
+		maps.Copy(merged, ns.Labels)
+		if maps.Equal(merged, cur.Labels) {
+			return nil
+		}
+		next := cur.DeepCopy()
+		next.Labels = merged
+		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return wrap(err, "ensuring", "Namespace", "", ns.Name)
+	}
+	return nil
+}
+
+// Delete removes the namespace name.
+func (n *Namespaces) Delete(ctx context.Context, name string) error {
+	err := n.client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return wrap(err, "deleting", "Namespace", "", name)
+	}
+	return nil
+}

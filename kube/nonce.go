@@ -1,0 +1,65 @@
+package kube
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/nonce"
+)
+
+// NonceStore is a nonce.Store over the provider's "liqo-nonce" Secrets, one
+// in the tenant namespace of each consumer.
+type NonceStore struct{ client kubernetes.Interface }
+
+var _ nonce.Store = (*NonceStore)(nil)
+
+// NewNonceStore returns a NonceStore using client.
+func NewNonceStore(client kubernetes.Interface) *NonceStore { return &NonceStore{client: client} }
+
+// Put stores e as the nonce of clusterID, replacing any earlier one.
+func (s *NonceStore) Put(ctx context.Context, clusterID string, e nonce.Entry) error {
+	return applySecret(ctx, s.client, nonce.Secret(clusterID, e))
+}
+
+// Get returns the nonce of clusterID.
+func (s *NonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
+	ns := clusterid.TenantNamespace(clusterID)
+	sec, err := s.client.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nonce.Entry{}, notFound(nonce.ErrNotFound, err, "Secret", ns, nonce.SecretName)
+	}
+	if err != nil {
+		return nonce.Entry{}, wrap(err, "reading", "Secret", ns, nonce.SecretName)
+	}
+	return nonce.FromSecret(sec)
+}
+
+// Consume deletes the nonce Secret of clusterID and returns what it held.
+// The delete is conditional on the Secret read, so of concurrent callers
+// exactly one gets the nonce.
+func (s *NonceStore) Consume(ctx context.Context, clusterID string) (nonce.Entry, error) {
+	ns := clusterid.TenantNamespace(clusterID)
+	secrets := s.client.CoreV1().Secrets(ns)
+	sec, err := secrets.Get(ctx, nonce.SecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nonce.Entry{}, notFound(nonce.ErrNotFound, err, "Secret", ns, nonce.SecretName)
+	}
+	if err != nil {
+		return nonce.Entry{}, wrap(err, "reading", "Secret", ns, nonce.SecretName)
+	}
+	err = secrets.Delete(ctx, nonce.SecretName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
+		UID: &sec.UID, ResourceVersion: &sec.ResourceVersion,
+	}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// Another caller consumed or replaced it first.
+		return nonce.Entry{}, notFound(nonce.ErrNotFound, err, "Secret", ns, nonce.SecretName)
+	}
+	if err != nil {
+		return nonce.Entry{}, wrap(err, "deleting", "Secret", ns, nonce.SecretName)
+	}
+	return nonce.FromSecret(sec)
+}

@@ -1,0 +1,284 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+var errRoleRefChanged = errors.New("roleRef changed")
+
+// object is an authentication.liqo.io object: Tenant or Identity.
+type object[T any] interface {
+	*T
+	metav1.Object
+	runtime.Object
+	DeepCopy() *T
+}
+
+// objectStore reads and writes one kind of authentication.liqo.io object.
+type objectStore[T any, P object[T]] struct {
+	client   dynamic.Interface
+	resource schema.GroupVersionResource
+	kind     string
+	notFound error
+	// spec and status point into an object, for comparison and copying.
+	spec   func(P) any
+	status func(P) any
+	// setSpec and setStatus copy the spec or the status of src into dst.
+	setSpec, setStatus func(dst, src P)
+}
+
+func (c *objectStore[T, P]) api(namespace string) dynamic.ResourceInterface {
+	return c.client.Resource(c.resource).Namespace(namespace)
+}
+
+func (c *objectStore[T, P]) decode(u *unstructured.Unstructured) (P, error) {
+	obj := P(new(T))
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return nil, fmt.Errorf("decoding %s %s/%s: %w", c.kind, u.GetNamespace(), u.GetName(), err)
+	}
+	return obj, nil
+}
+
+func (c *objectStore[T, P]) encode(obj P) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s/%s: %w", c.kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(authv1beta1.SchemeGroupVersion.String())
+	u.SetKind(c.kind)
+	return u, nil
+}
+
+func (c *objectStore[T, P]) get(ctx context.Context, namespace, name string) (P, error) {
+	u, err := c.api(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, notFound(c.notFound, err, c.kind, namespace, name)
+	}
+	if err != nil {
+		return nil, wrap(err, "reading", c.kind, namespace, name)
+	}
+	return c.decode(u)
+}
+
+func (c *objectStore[T, P]) list(ctx context.Context, namespace string) ([]P, error) {
+	l, err := c.api(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s in %s: %w", c.kind, namespace, err)
+	}
+	out := make([]P, 0, len(l.Items))
+	for i := range l.Items {
+		obj, err := c.decode(&l.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	slices.SortFunc(out, func(a, b P) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out, nil
+}
+
+// apply creates want or brings the stored object's labels, annotations,
+// finalizers, spec and status up to want's, writing the status through the
+// status subresource, and returns what is stored.
+func (c *objectStore[T, P]) apply(ctx context.Context, want P) (P, error) {
+	var stored P
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.get(ctx, want.GetNamespace(), want.GetName())
+		switch {
+		case errors.Is(err, c.notFound):
+			u, err := c.encode(want)
+			if err != nil {
+				return err
+			}
+			u.SetResourceVersion("")
+			u.SetUID("")
+			created, err := c.api(want.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(c.resource.GroupResource(), want.GetName(), err)
+			}
+			if err != nil {
+				return err
+			}
+			if cur, err = c.decode(created); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			if !c.metaSpecMatches(cur, want) {
+				next := P(cur.DeepCopy())
+				next.SetLabels(maps.Clone(want.GetLabels()))
+				next.SetAnnotations(maps.Clone(want.GetAnnotations()))
+				next.SetFinalizers(slices.Clone(want.GetFinalizers()))
+				c.setSpec(next, want)
+				u, err := c.encode(next)
+				if err != nil {
+					return err
+				}
+				updated, err := c.api(want.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{})
+				if err != nil {
+					return err
+				}
+				if cur, err = c.decode(updated); err != nil {
+					return err
+				}
+			}
+		}
+		if equality.Semantic.DeepEqual(c.status(cur), c.status(want)) {
+			stored = cur
+			return nil
+		}
+		next := P(cur.DeepCopy())
+		c.setStatus(next, want)
+		u, err := c.encode(next)
+		if err != nil {
+			return err
+		}
+		updated, err := c.api(want.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		stored, err = c.decode(updated)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "applying", c.kind, want.GetNamespace(), want.GetName())
+	}
+	return stored, nil
+}
+
+func (c *objectStore[T, P]) metaSpecMatches(cur, want P) bool {
+	return maps.Equal(cur.GetLabels(), want.GetLabels()) &&
+		maps.Equal(cur.GetAnnotations(), want.GetAnnotations()) &&
+		slices.Equal(cur.GetFinalizers(), want.GetFinalizers()) &&
+		equality.Semantic.DeepEqual(c.spec(cur), c.spec(want))
+}
+
+// delete removes the object, clearing its finalizers first.
+func (c *objectStore[T, P]) delete(ctx context.Context, namespace, name string) error {
+	cur, err := c.get(ctx, namespace, name)
+	if errors.Is(err, c.notFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(cur.GetFinalizers()) > 0 {
+		patch := fmt.Appendf(nil, `{"metadata":{"finalizers":null,"resourceVersion":%q}}`, cur.GetResourceVersion())
+		_, err := c.api(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return wrap(err, "removing finalizers of", c.kind, namespace, name)
+		}
+	}
+	err = c.api(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return wrap(err, "deleting", c.kind, namespace, name)
+	}
+	return nil
+}
+
+// TenantStore is a tenant.Store over the API server.
+type TenantStore struct {
+	crd objectStore[authv1beta1.Tenant, *authv1beta1.Tenant]
+}
+
+var _ tenant.Store = (*TenantStore)(nil)
+
+// NewTenantStore returns a TenantStore using client.
+func NewTenantStore(client dynamic.Interface) *TenantStore {
+	return &TenantStore{crd: objectStore[authv1beta1.Tenant, *authv1beta1.Tenant]{
+		client:    client,
+		resource:  authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource),
+		kind:      authv1beta1.TenantKind,
+		notFound:  tenant.ErrNotFound,
+		spec:      func(t *authv1beta1.Tenant) any { return &t.Spec },
+		status:    func(t *authv1beta1.Tenant) any { return &t.Status },
+		setSpec:   func(dst, src *authv1beta1.Tenant) { dst.Spec = *src.Spec.DeepCopy() },
+		setStatus: func(dst, src *authv1beta1.Tenant) { dst.Status = *src.Status.DeepCopy() },
+	}}
+}
+
+// Get returns the Tenant namespace/name.
+func (s *TenantStore) Get(ctx context.Context, namespace, name string) (*authv1beta1.Tenant, error) {
+	return s.crd.get(ctx, namespace, name)
+}
+
+// Apply creates t or brings the stored Tenant up to it, status included.
+func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
+	return s.crd.apply(ctx, t)
+}
+
+// Delete removes the Tenant namespace/name, clearing its finalizers.
+func (s *TenantStore) Delete(ctx context.Context, namespace, name string) error {
+	return s.crd.delete(ctx, namespace, name)
+}
+
+// IdentityStore is an identity.Store over the API server.
+type IdentityStore struct {
+	crd objectStore[authv1beta1.Identity, *authv1beta1.Identity]
+}
+
+var _ identity.Store = (*IdentityStore)(nil)
+
+// errIdentityNotFound is internal: identity.Store has no Get.
+var errIdentityNotFound = errors.New("identity not found")
+
+// NewIdentityStore returns an IdentityStore using client.
+func NewIdentityStore(client dynamic.Interface) *IdentityStore {
+	return &IdentityStore{crd: objectStore[authv1beta1.Identity, *authv1beta1.Identity]{
+		client:    client,
+		resource:  authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.IdentityResource),
+		kind:      authv1beta1.IdentityKind,
+		notFound:  errIdentityNotFound,
+		spec:      func(i *authv1beta1.Identity) any { return &i.Spec },
+		status:    func(i *authv1beta1.Identity) any { return &i.Status },
+		setSpec:   func(dst, src *authv1beta1.Identity) { dst.Spec = *src.Spec.DeepCopy() },
+		setStatus: func(dst, src *authv1beta1.Identity) { dst.Status = *src.Status.DeepCopy() },
+	}}
+}
+
+// List returns the Identities in namespace, by name.
+func (s *IdentityStore) List(ctx context.Context, namespace string) ([]authv1beta1.Identity, error) {
+	ids, err := s.crd.list(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]authv1beta1.Identity, len(ids))
+	for i, id := range ids {
+		out[i] = *id
+	}
+	return out, nil
+}
+
+// Apply creates id or brings the stored Identity up to it, status included.
+func (s *IdentityStore) Apply(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error) {
+	return s.crd.apply(ctx, id)
+}
+
+// Delete removes the Identity namespace/name.
+func (s *IdentityStore) Delete(ctx context.Context, namespace, name string) error {
+	return s.crd.delete(ctx, namespace, name)
+}

@@ -1,0 +1,100 @@
+package kube
+
+import (
+	"context"
+	"maps"
+	"reflect"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubepact/kubepact/rbac"
+)
+
+// RBAC is an rbac.Applier over the API server.
+type RBAC struct{ client kubernetes.Interface }
+
+var _ rbac.Applier = (*RBAC)(nil)
+
+// NewRBAC returns an RBAC using client.
+func NewRBAC(client kubernetes.Interface) *RBAC { return &RBAC{client: client} }
+
+// ApplyClusterRole creates r or brings the stored ClusterRole's labels and
+// rules up to r's.
+func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
+	api := a.client.RbacV1().ClusterRoles()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := api.Get(ctx, r.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = api.Create(ctx, r, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(rbacv1.Resource("clusterroles"), r.Name, err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if maps.Equal(cur.Labels, r.Labels) && reflect.DeepEqual(cur.Rules, r.Rules) {
+			return nil
+		}
+		next := cur.DeepCopy()
+		next.Labels, next.Rules = maps.Clone(r.Labels), r.Rules
+		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return wrap(err, "applying", "ClusterRole", "", r.Name)
+	}
+	return nil
+}
+
+// ApplyRoleBinding creates b or brings the stored RoleBinding up to b,
+// replacing it when its roleRef differs.
+func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {
+	api := a.client.RbacV1().RoleBindings(b.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := api.Get(ctx, b.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = api.Create(ctx, b, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(rbacv1.Resource("rolebindings"), b.Name, err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if cur.RoleRef != b.RoleRef {
+			// roleRef is immutable: delete exactly what was read, then create.
+			err := api.Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			return apierrors.NewConflict(rbacv1.Resource("rolebindings"), b.Name, errRoleRefChanged)
+		}
+		if maps.Equal(cur.Labels, b.Labels) && reflect.DeepEqual(cur.Subjects, b.Subjects) {
+			return nil
+		}
+		next := cur.DeepCopy()
+		next.Labels, next.Subjects = maps.Clone(b.Labels), b.Subjects
+		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return wrap(err, "applying", "RoleBinding", b.Namespace, b.Name)
+	}
+	return nil
+}
+
+// DeleteRoleBinding removes the RoleBinding namespace/name.
+func (a *RBAC) DeleteRoleBinding(ctx context.Context, namespace, name string) error {
+	err := a.client.RbacV1().RoleBindings(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return wrap(err, "deleting", "RoleBinding", namespace, name)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package nonce
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubepact/kubepact/clusterid"
+)
+
+const (
+	// SecretName is the name of the provider's nonce Secret, in the tenant
+	// namespace of the consumer.
+	SecretName = "liqo-nonce"
+	// SecretLabel marks a nonce Secret.
+	SecretLabel = "liqo.io/nonce"
+	// SecretKey is the data key holding the nonce text.
+	SecretKey = "nonce"
+	// IssuedAtAnnotation records when the nonce was issued (RFC 3339). A
+	// Secret without it, as Liqo writes them, was issued at its creation.
+	IssuedAtAnnotation = "kubepact.io/nonce-issued-at"
+)
+
+// Secret returns the nonce Secret holding e for consumer clusterID.
+func Secret(clusterID string, e Entry) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        SecretName,
+			Namespace:   clusterid.TenantNamespace(clusterID),
+			Labels:      map[string]string{SecretLabel: "true", clusterid.Label: clusterID},
+			Annotations: map[string]string{IssuedAtAnnotation: e.IssuedAt.UTC().Format(time.RFC3339Nano)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{SecretKey: []byte(e.Nonce.Text())},
+	}
+}
+
+// FromSecret reads the entry held by a nonce Secret.
+func FromSecret(s *corev1.Secret) (Entry, error) {
+	n, err := Parse(string(s.Data[SecretKey]))
+	if err != nil {
+		return Entry{}, fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	issued := s.CreationTimestamp.Time
+	if v, ok := s.Annotations[IssuedAtAnnotation]; ok {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s: %w", s.Namespace, s.Name, ErrMalformed, IssuedAtAnnotation, err)
+		}
+		issued = t
+	}
+	return Entry{Nonce: n, IssuedAt: issued}, nil
+}
