@@ -1,0 +1,107 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubepact/kubepact/internal/testcluster"
+	"github.com/kubepact/kubepact/kube"
+)
+
+// env is one real cluster with admin clients that count their requests.
+type env struct {
+	cluster  *testcluster.Cluster
+	client   kubernetes.Interface
+	dynamic  dynamic.Interface
+	requests *atomic.Int64
+}
+
+var provider, consumer *env
+
+// TestMain starts two independent control planes, the provider and the
+// consumer, shared by every test of the package.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	binDir, err := testcluster.EnsureBinaries(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building control-plane binaries:", err)
+		return 1
+	}
+	envs := make([]*env, 2)
+	errs := make(chan error, 2)
+	for i, name := range []string{"provider", "consumer"} {
+		go func() {
+			c, err := testcluster.Start(ctx, testcluster.Options{BinDir: binDir, Name: name})
+			if err == nil {
+				envs[i], err = newEnv(ctx, c)
+			}
+			errs <- err
+		}()
+	}
+	failed := false
+	for range envs {
+		if err := <-errs; err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			failed = true
+		}
+	}
+	defer func() {
+		for _, e := range envs {
+			if e != nil {
+				_ = e.cluster.Stop()
+			}
+		}
+	}()
+	if failed {
+		return 1
+	}
+	provider, consumer = envs[0], envs[1]
+	return m.Run()
+}
+
+func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {
+	e := &env{cluster: c, requests: &atomic.Int64{}}
+	cfg := countingConfig(c.AdminConfig(), e.requests)
+	var err error
+	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if e.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if err := kube.InstallCRDs(ctx, e.dynamic); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// countingConfig returns a copy of cfg whose requests increment n.
+func countingConfig(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			n.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	return cfg
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
