@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -45,6 +46,9 @@ type Consumer struct {
 	id    string
 	ports ConsumerPorts
 	opts  ConsumerOptions
+
+	mu  sync.Mutex
+	key *keys.PrivateKey // the cluster key, once read
 }
 
 // NewConsumer returns the Consumer of cluster clusterID.
@@ -78,6 +82,30 @@ func (c *Consumer) step(s Step) {
 	}
 }
 
+// clusterKey returns the cluster key, reading it once; with create, it
+// generates and stores one when there is none.
+func (c *Consumer) clusterKey(ctx context.Context, create bool) (*keys.PrivateKey, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.key != nil {
+		return c.key, nil
+	}
+	var (
+		k   *keys.PrivateKey
+		err error
+	)
+	if create {
+		k, err = keys.Ensure(ctx, c.ports.Keys, c.opts.Rand, c.opts.KeyAlgorithm)
+	} else {
+		k, err = c.ports.Keys.Get(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.key = k
+	return k, nil
+}
+
 // TenantOptions tunes Consumer.Tenant. The zero value, like a nil pointer,
 // sends no proxy URL.
 type TenantOptions struct {
@@ -99,7 +127,7 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	}
 	c.step(Step{Name: StepConsumerNamespace})
 	c.step(Step{Name: StepNonceRetrieved})
-	key, err := keys.Ensure(ctx, c.ports.Keys, c.opts.Rand, c.opts.KeyAlgorithm)
+	key, err := c.clusterKey(ctx, true)
 	if err != nil {
 		return nil, stepError(StepNonceSigned, err)
 	}
@@ -127,8 +155,9 @@ type Authenticated struct {
 }
 
 // Apply checks the Identity a provider returned against the consumer's own
-// key and cluster ID, stores it, writes its kubeconfig Secret and points the
-// Identity's status at the Secret. An Identity that fails the checks changes
+// key and cluster ID, stores it in the tenant namespace that Tenant ensured,
+// writes its kubeconfig Secret and points the Identity's status at the
+// Secret. An Identity that fails the checks changes
 // nothing. Applying the same Identity again rewrites the same objects.
 func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authenticated, error) {
 	providerID := id.Spec.ClusterID
@@ -139,7 +168,7 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: %s identity %q, want ControlPlane identity %q",
 			identity.ErrMalformed, id.Spec.Type, id.Name, identity.ControlPlaneName(providerID)))
 	}
-	key, err := c.ports.Keys.Get(ctx)
+	key, err := c.clusterKey(ctx, false)
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)
 	}
@@ -161,20 +190,8 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 		want.Labels = map[string]string{}
 	}
 	want.Labels[clusterid.Label] = providerID
+	// A zero status keeps the stored one, so a re-run writes nothing.
 	want.Status = authv1beta1.IdentityStatus{}
-	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
-		return nil, stepError(StepIdentityApplied, err)
-	}
-	existing, err := c.ports.Identities.List(ctx, want.Namespace)
-	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
-	}
-	for _, prev := range existing {
-		if prev.Name == want.Name {
-			// Keep the status of an earlier run, so a re-run writes nothing.
-			want.Status = prev.Status
-		}
-	}
 	stored, err := c.ports.Identities.Apply(ctx, want)
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)

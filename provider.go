@@ -158,9 +158,6 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
-	if err := p.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
-		return nil, stepError(StepTenantApplied, err)
-	}
 	p.step(Step{Name: StepTenantApplied})
 
 	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: consumerID},

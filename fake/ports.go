@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,10 +129,14 @@ func (s *TenantStore) Get(ctx context.Context, namespace, name string) (*authv1b
 	return t, nil
 }
 
-// Apply creates or replaces t.
+// Apply creates or replaces t, keeping the stored status when t's is zero.
 func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if prev, ok := s.get(t.Namespace, t.Name); ok && reflect.DeepEqual(t.Status, authv1beta1.TenantStatus{}) {
+		t = t.DeepCopy()
+		t.Status = prev.Status
 	}
 	return s.apply(t), nil
 }
@@ -160,10 +165,14 @@ func (s *IdentityStore) List(ctx context.Context, namespace string) ([]authv1bet
 	return out, nil
 }
 
-// Apply creates or replaces id.
+// Apply creates or replaces id, keeping the stored status when id's is zero.
 func (s *IdentityStore) Apply(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if prev, ok := s.get(id.Namespace, id.Name); ok && reflect.DeepEqual(id.Status, authv1beta1.IdentityStatus{}) {
+		id = id.DeepCopy()
+		id.Status = prev.Status
 	}
 	return s.apply(id), nil
 }

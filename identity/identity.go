@@ -152,8 +152,9 @@ func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, n
 // Store keeps Identities on the consumer.
 //
 // List returns the Identities in namespace, sorted by name. Apply creates id
-// or replaces the spec, labels, annotations and status of the stored one, and
-// returns what is stored (with its UID). Delete removes the Identity and
+// or replaces the spec, labels, annotations and finalizers of the stored one,
+// and its status too unless id's status is the zero value (then the stored
+// status is kept); it returns what is stored (with its UID). Delete removes the Identity and
 // succeeds when there is none. Implementations are safe for concurrent use.
 type Store interface {
 	List(ctx context.Context, namespace string) ([]authv1beta1.Identity, error)

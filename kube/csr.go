@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -115,38 +114,32 @@ func (s *CSRSigner) ensure(ctx context.Context, r csr.Request) (*certificatesv1.
 	return created, nil
 }
 
-// wait watches obj until it is issued, denied, failed or deleted.
+// wait watches obj, from the resourceVersion it was read at, until it is
+// issued, denied, failed or deleted.
 func (s *CSRSigner) wait(ctx context.Context, obj *certificatesv1.CertificateSigningRequest) ([]byte, error) {
 	api := s.client.CertificatesV1().CertificateSigningRequests()
 	selector := fields.OneTermEqualSelector("metadata.name", obj.Name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return api.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return api.Watch(ctx, o)
-		},
-	}
+	watcher := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.FieldSelector = selector
+		return api.Watch(ctx, o)
+	}}
 	var (
 		cert    []byte
 		outcome error
 	)
-	_, err := watchtools.UntilWithSync(ctx, lw, &certificatesv1.CertificateSigningRequest{}, nil,
-		func(ev watch.Event) (bool, error) {
-			if ev.Type == watch.Deleted {
-				outcome = fmt.Errorf("%w: CertificateSigningRequest %s was deleted before it was issued", csr.ErrFailed, obj.Name)
-				return true, nil
-			}
-			cur, ok := ev.Object.(*certificatesv1.CertificateSigningRequest)
-			if !ok || cur.UID != obj.UID {
-				return false, nil
-			}
-			var done bool
-			cert, done, outcome = outcomeOf(cur)
-			return done, nil
-		})
+	_, err := watchtools.Until(ctx, obj.ResourceVersion, watcher, func(ev watch.Event) (bool, error) {
+		cur, ok := ev.Object.(*certificatesv1.CertificateSigningRequest)
+		if !ok || cur.UID != obj.UID {
+			return false, nil
+		}
+		if ev.Type == watch.Deleted {
+			outcome = fmt.Errorf("%w: CertificateSigningRequest %s was deleted before it was issued", csr.ErrFailed, obj.Name)
+			return true, nil
+		}
+		var done bool
+		cert, done, outcome = outcomeOf(cur)
+		return done, nil
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waiting for CertificateSigningRequest %s to be issued: %w", obj.Name, ctx.Err())

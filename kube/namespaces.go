@@ -24,7 +24,14 @@ func NewNamespaces(client kubernetes.Interface) *Namespaces { return &Namespaces
 // Ensure creates ns, or adds ns's labels to the existing namespace.
 func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 	api := n.client.CoreV1().Namespaces()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	_, err := api.Create(ctx, ns, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return wrap(err, "ensuring", "Namespace", "", ns.Name)
+		}
+		return nil
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := api.Get(ctx, ns.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = api.Create(ctx, ns, metav1.CreateOptions{})

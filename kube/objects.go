@@ -98,54 +98,78 @@ func (c *objectStore[T, P]) list(ctx context.Context, namespace string) ([]P, er
 }
 
 // apply creates want or brings the stored object's labels, annotations,
-// finalizers, spec and status up to want's, writing the status through the
-// status subresource, and returns what is stored.
+// finalizers and spec up to want's; when want's status is not zero it also
+// writes the status, through the status subresource. It returns what is
+// stored.
 func (c *objectStore[T, P]) apply(ctx context.Context, want P) (P, error) {
-	var stored P
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.get(ctx, want.GetNamespace(), want.GetName())
-		switch {
-		case errors.Is(err, c.notFound):
-			u, err := c.encode(want)
-			if err != nil {
-				return err
-			}
-			u.SetResourceVersion("")
-			u.SetUID("")
-			created, err := c.api(want.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(c.resource.GroupResource(), want.GetName(), err)
-			}
-			if err != nil {
-				return err
-			}
-			if cur, err = c.decode(created); err != nil {
-				return err
-			}
-		case err != nil:
+	// Most objects kubepact applies are new: try to create first.
+	cur, err := c.create(ctx, want)
+	if apierrors.IsAlreadyExists(err) {
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err = c.update(ctx, want)
 			return err
-		default:
-			if !c.metaSpecMatches(cur, want) {
-				next := P(cur.DeepCopy())
-				next.SetLabels(maps.Clone(want.GetLabels()))
-				next.SetAnnotations(maps.Clone(want.GetAnnotations()))
-				next.SetFinalizers(slices.Clone(want.GetFinalizers()))
-				c.setSpec(next, want)
-				u, err := c.encode(next)
-				if err != nil {
-					return err
-				}
-				updated, err := c.api(want.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{})
-				if err != nil {
-					return err
-				}
-				if cur, err = c.decode(updated); err != nil {
-					return err
-				}
-			}
+		})
+	}
+	if err == nil {
+		cur, err = c.applyStatus(ctx, cur, want)
+	}
+	if err != nil {
+		return nil, wrap(err, "applying", c.kind, want.GetNamespace(), want.GetName())
+	}
+	return cur, nil
+}
+
+func (c *objectStore[T, P]) create(ctx context.Context, want P) (P, error) {
+	u, err := c.encode(want)
+	if err != nil {
+		return nil, err
+	}
+	u.SetResourceVersion("")
+	u.SetUID("")
+	created, err := c.api(want.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return c.decode(created)
+}
+
+// update brings the stored object's metadata and spec up to want's.
+func (c *objectStore[T, P]) update(ctx context.Context, want P) (P, error) {
+	cur, err := c.get(ctx, want.GetNamespace(), want.GetName())
+	if errors.Is(err, c.notFound) {
+		cur, err = c.create(ctx, want)
+		if apierrors.IsAlreadyExists(err) {
+			return nil, apierrors.NewConflict(c.resource.GroupResource(), want.GetName(), err)
 		}
+		return cur, err
+	}
+	if err != nil || c.metaSpecMatches(cur, want) {
+		return cur, err
+	}
+	next := P(cur.DeepCopy())
+	next.SetLabels(maps.Clone(want.GetLabels()))
+	next.SetAnnotations(maps.Clone(want.GetAnnotations()))
+	next.SetFinalizers(slices.Clone(want.GetFinalizers()))
+	c.setSpec(next, want)
+	u, err := c.encode(next)
+	if err != nil {
+		return nil, err
+	}
+	updated, err := c.api(want.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return c.decode(updated)
+}
+
+// applyStatus writes want's status over cur when it is not zero and differs,
+// re-reading cur on conflict.
+func (c *objectStore[T, P]) applyStatus(ctx context.Context, cur, want P) (P, error) {
+	if equality.Semantic.DeepEqual(c.status(want), c.status(new(T))) {
+		return cur, nil
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if equality.Semantic.DeepEqual(c.status(cur), c.status(want)) {
-			stored = cur
 			return nil
 		}
 		next := P(cur.DeepCopy())
@@ -155,16 +179,19 @@ func (c *objectStore[T, P]) apply(ctx context.Context, want P) (P, error) {
 			return err
 		}
 		updated, err := c.api(want.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if fresh, gerr := c.get(ctx, want.GetNamespace(), want.GetName()); gerr == nil {
+				cur = fresh
+			}
+			return err
+		}
 		if err != nil {
 			return err
 		}
-		stored, err = c.decode(updated)
+		cur, err = c.decode(updated)
 		return err
 	})
-	if err != nil {
-		return nil, wrap(err, "applying", c.kind, want.GetNamespace(), want.GetName())
-	}
-	return stored, nil
+	return cur, err
 }
 
 func (c *objectStore[T, P]) metaSpecMatches(cur, want P) bool {

@@ -56,7 +56,14 @@ func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) erro
 // replacing it when its roleRef differs.
 func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {
 	api := a.client.RbacV1().RoleBindings(b.Namespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	_, err := api.Create(ctx, b, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return wrap(err, "applying", "RoleBinding", b.Namespace, b.Name)
+		}
+		return nil
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := api.Get(ctx, b.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = api.Create(ctx, b, metav1.CreateOptions{})

@@ -30,10 +30,18 @@ func wrap(err error, verb, kind, namespace, name string) error {
 
 // applySecret creates want, or updates the Secret of the same name so that
 // its type, labels, annotations, owner references and data equal want's.
-// It sends nothing when they already do.
+// It sends no update when they already do.
 func applySecret(ctx context.Context, c kubernetes.Interface, want *corev1.Secret) error {
 	secrets := c.CoreV1().Secrets(want.Namespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// Most Secrets kubepact writes are new: try to create first.
+	_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return wrap(err, "writing", "Secret", want.Namespace, want.Name)
+		}
+		return nil
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = secrets.Create(ctx, want, metav1.CreateOptions{})

@@ -26,8 +26,9 @@ type Namespaces interface {
 // Store keeps Tenants on the provider.
 //
 // Get returns the Tenant, or an error wrapping ErrNotFound. Apply creates t
-// or replaces the spec, labels, annotations, finalizers and status of the
-// stored one, and returns what is stored. Delete removes the Tenant
+// or replaces the spec, labels, annotations and finalizers of the stored
+// one, and its status too unless t's status is the zero value (then the
+// stored status is kept); it returns what is stored. Delete removes the Tenant
 // (ignoring its finalizers, which belong to the caller) and succeeds when
 // there is none. Implementations are safe for concurrent use.
 type Store interface {
