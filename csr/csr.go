@@ -29,6 +29,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -46,6 +47,8 @@ const ControlPlaneOrganization = "liqo.io"
 const MaxSize = 16 << 10
 
 const pemType = "CERTIFICATE REQUEST"
+
+var oidSubjectAltName = asn1.ObjectIdentifier{2, 5, 29, 17}
 
 var (
 	// ErrMalformed reports bytes that are not one PEM certificate request.
@@ -148,6 +151,13 @@ func Check(pemBytes []byte, p Policy) (*Checked, error) {
 	}
 	if n := len(req.DNSNames) + len(req.IPAddresses) + len(req.EmailAddresses) + len(req.URIs); n > 0 {
 		return nil, fmt.Errorf("%w: %d found, none allowed", ErrSAN, n)
+	}
+	// Go parses only four SAN types; otherName, directoryName and the rest
+	// stay in Extensions, and a signer that copies extensions would issue them.
+	for _, ext := range req.Extensions {
+		if ext.Id.Equal(oidSubjectAltName) {
+			return nil, fmt.Errorf("%w: subject alternative name extension present", ErrSAN)
+		}
 	}
 	if p.PublicKey != nil && !keys.Equal(p.PublicKey, req.PublicKey) {
 		return nil, fmt.Errorf("%w: CSR key %s, want %s", ErrKeyMismatch, keys.Fingerprint(req.PublicKey), keys.Fingerprint(p.PublicKey))

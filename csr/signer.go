@@ -109,6 +109,9 @@ type Cache interface {
 // the same CSR that is still valid at now for at least a third of its
 // lifetime, Issue returns it; otherwise it asks s and caches the result.
 func Issue(ctx context.Context, s Signer, c Cache, key CacheKey, r Request, now time.Time) ([]byte, error) {
+	if r.CSR == nil {
+		return nil, fmt.Errorf("%w: no checked CSR", ErrFailed)
+	}
 	switch e, err := c.Get(ctx, key); {
 	case err == nil && bytes.Equal(e.CSR, r.CSR.pem) && fresh(e.Certificate, now):
 		return e.Certificate, nil

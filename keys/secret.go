@@ -36,11 +36,21 @@ func Secret(namespace string, k *PrivateKey) (*corev1.Secret, error) {
 	}, nil
 }
 
-// FromSecret reads the private key held by a cluster key Secret.
+// FromSecret reads the private key held by a cluster key Secret. When the
+// Secret also holds a public key, it must be the private key's.
 func FromSecret(s *corev1.Secret) (*PrivateKey, error) {
 	k, err := ParsePrivateKey(s.Data[PrivateKeySecretKey])
 	if err != nil {
 		return nil, fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	if pubPEM, ok := s.Data[PublicKeySecretKey]; ok {
+		pub, err := ParsePublicKey(pubPEM)
+		if err != nil {
+			return nil, fmt.Errorf("secret %s/%s: %s: %w", s.Namespace, s.Name, PublicKeySecretKey, err)
+		}
+		if !Equal(pub, k.Public()) {
+			return nil, fmt.Errorf("secret %s/%s: %w: %s is not the public half of %s", s.Namespace, s.Name, ErrMalformed, PublicKeySecretKey, PrivateKeySecretKey)
+		}
 	}
 	return k, nil
 }

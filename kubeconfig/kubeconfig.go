@@ -18,6 +18,7 @@
 package kubeconfig
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -92,10 +93,10 @@ func Build(p Params) (*Config, error) {
 	cfg := clientcmdapi.NewConfig()
 	cluster := clientcmdapi.NewCluster()
 	cluster.Server = p.Server
-	cluster.CertificateAuthorityData = p.CA
+	cluster.CertificateAuthorityData = bytes.Clone(p.CA)
 	cluster.ProxyURL = p.ProxyURL
 	user := clientcmdapi.NewAuthInfo()
-	user.ClientCertificateData = p.Certificate
+	user.ClientCertificateData = bytes.Clone(p.Certificate)
 	user.ClientKeyData = keyPEM
 	kctx := clientcmdapi.NewContext()
 	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = p.Name, p.Name, p.Namespace

@@ -25,8 +25,10 @@ import (
 // ControlPlaneClusterRoleName names the ClusterRole of ControlPlane identities.
 const ControlPlaneClusterRoleName = "liqo-remote-controlplane"
 
-// Verbs is the explicit list of every verb on a resource.
-var Verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+// Verbs returns the explicit list of every verb on a resource.
+func Verbs() []string {
+	return []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+}
 
 // ControlPlaneClusterRole returns the ClusterRole bound to ControlPlane
 // identities in their tenant namespace.
@@ -38,12 +40,12 @@ func ControlPlaneClusterRole() *rbacv1.ClusterRole {
 			{
 				APIGroups: []string{"authentication.liqo.io"},
 				Resources: []string{"resourceslices", "resourceslices/status", "renews", "renews/status"},
-				Verbs:     slices.Clone(Verbs),
+				Verbs:     Verbs(),
 			},
 			{
 				APIGroups: []string{"offloading.liqo.io"},
 				Resources: []string{"namespacemaps", "namespacemaps/status"},
-				Verbs:     slices.Clone(Verbs),
+				Verbs:     Verbs(),
 			},
 		},
 	}

@@ -1,0 +1,308 @@
+package csr_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/pem"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+)
+
+func TestCacheKeySecretName(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		key  csr.CacheKey
+		want string
+	}{
+		{key: csr.CacheKey{ConsumerID: consumerID}, want: "liqo-remote-certificate"},
+		{key: csr.CacheKey{}, want: "liqo-remote-certificate"},
+		{key: csr.CacheKey{ConsumerID: consumerID, Slice: sliceName}, want: "liqo-remote-certificate-slice-a"},
+		{key: csr.CacheKey{ConsumerID: "cl-other", Slice: "gpu"}, want: "liqo-remote-certificate-gpu"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, tt.key.SecretName())
+		})
+	}
+}
+
+func TestParseCertificate(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
+	leaf, err := ca.ca.Sign(t.Context(), csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))})
+	require.NoError(t, err)
+
+	cert, err := csr.ParseCertificate(append(bytes.Clone(leaf), ca.pem...))
+	require.NoError(t, err)
+	require.Equal(t, consumerID, cert.Subject.CommonName, "the first certificate of a chain")
+}
+
+func TestParseCertificateErrors(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
+	block, _ := pem.Decode(ca.pem)
+	request := create(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))
+	tests := []struct {
+		name string
+		in   []byte
+	}{
+		{name: "nil", in: nil},
+		{name: "garbage", in: []byte("not a certificate")},
+		{name: "DER without PEM", in: block.Bytes},
+		{name: "certificate request", in: request},
+		{name: "CERTIFICATE holding garbage", in: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("garbage")})},
+		{name: "oversized", in: append(bytes.Clone(ca.pem), bytes.Repeat([]byte("\n"), csr.MaxCertificateSize)...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cert, err := csr.ParseCertificate(tt.in)
+			require.ErrorIs(t, err, csr.ErrMalformedCertificate)
+			require.Nil(t, cert)
+		})
+	}
+}
+
+// memCache is a csr.Cache in a map. A non-nil err field makes the matching
+// call fail.
+type memCache struct {
+	mu      sync.Mutex
+	entries map[csr.CacheKey]csr.CacheEntry
+	puts    int
+	getErr  error
+	putErr  error
+}
+
+func (c *memCache) Get(_ context.Context, k csr.CacheKey) (csr.CacheEntry, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.getErr != nil {
+		return csr.CacheEntry{}, c.getErr
+	}
+	e, ok := c.entries[k]
+	if !ok {
+		return csr.CacheEntry{}, csr.ErrNotFound
+	}
+	return e, nil
+}
+
+func (c *memCache) Put(_ context.Context, k csr.CacheKey, e csr.CacheEntry) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.putErr != nil {
+		return c.putErr
+	}
+	if c.entries == nil {
+		c.entries = map[csr.CacheKey]csr.CacheEntry{}
+	}
+	c.entries[k] = e
+	c.puts++
+	return nil
+}
+
+func (c *memCache) Delete(_ context.Context, k csr.CacheKey) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, k)
+	return nil
+}
+
+// countingSigner counts the requests that reach its Signer.
+type countingSigner struct {
+	csr.Signer
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *countingSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
+	s.mu.Lock()
+	s.calls++
+	s.mu.Unlock()
+	return s.Signer.Sign(ctx, r)
+}
+
+func (s *countingSigner) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+var cpKey = csr.CacheKey{ConsumerID: consumerID}
+
+func TestIssue(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
+	s := &countingSigner{Signer: ca.ca}
+	c := &memCache{}
+	key := generateKey(t, keys.Ed25519)
+	req := csr.Request{CSR: check(t, key, csr.ControlPlaneSubject(consumerID)), Lifetime: 3 * time.Hour}
+
+	first, err := csr.Issue(t.Context(), s, c, cpKey, req, ca.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, 1, s.count())
+	require.Equal(t, csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: first}, c.entries[cpKey])
+
+	second, err := csr.Issue(t.Context(), s, c, cpKey, req, ca.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, first, second, "same CSR: the cached certificate")
+	require.Equal(t, 1, s.count())
+
+	// A CSR with the same subject for another key.
+	other := csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: 3 * time.Hour}
+	third, err := csr.Issue(t.Context(), s, c, cpKey, other, ca.clock.Now())
+	require.NoError(t, err)
+	require.NotEqual(t, first, third)
+	require.Equal(t, 2, s.count())
+	require.True(t, keys.Equal(other.CSR.PublicKey(), parseCert(t, third).PublicKey))
+	require.Equal(t, other.CSR.PEM(), c.entries[cpKey].CSR)
+	require.Equal(t, third, c.entries[cpKey].Certificate)
+}
+
+func TestIssueKeepsIdentitiesApart(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
+	s := &countingSigner{Signer: ca.ca}
+	c := &memCache{}
+	key := generateKey(t, keys.Ed25519)
+	cp := csr.Request{CSR: check(t, key, csr.ControlPlaneSubject(consumerID))}
+	slice := csr.Request{CSR: check(t, key, csr.ResourceSliceSubject(consumerID, sliceName))}
+	sliceKey := csr.CacheKey{ConsumerID: consumerID, Slice: sliceName}
+
+	a, err := csr.Issue(t.Context(), s, c, cpKey, cp, epoch)
+	require.NoError(t, err)
+	b, err := csr.Issue(t.Context(), s, c, sliceKey, slice, epoch)
+	require.NoError(t, err)
+	require.Equal(t, 2, s.count())
+	require.Equal(t, a, c.entries[cpKey].Certificate)
+	require.Equal(t, b, c.entries[sliceKey].Certificate)
+}
+
+func TestIssueRenewsAfterTwoThirds(t *testing.T) {
+	t.Parallel()
+	// The LocalCA backdates by five minutes: a three-hour certificate lives
+	// 3h5m, and is renewed once less than a third of that, 1h1m40s, is left,
+	// that is from 1h58m20s after it was issued.
+	const lifetime = 3 * time.Hour
+	tests := []struct {
+		name    string
+		after   time.Duration
+		renewed bool
+	}{
+		{name: "just issued", after: 0},
+		{name: "half way", after: 90 * time.Minute},
+		{name: "just before two thirds", after: time.Hour + 58*time.Minute + 20*time.Second - time.Nanosecond},
+		{name: "at two thirds", after: time.Hour + 58*time.Minute + 20*time.Second, renewed: true},
+		{name: "expired", after: 4 * time.Hour, renewed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ca := newCA(t, caLifetime, csr.LocalCAOptions{})
+			s := &countingSigner{Signer: ca.ca}
+			c := &memCache{}
+			req := csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: lifetime}
+			first, err := csr.Issue(t.Context(), s, c, cpKey, req, ca.clock.Now())
+			require.NoError(t, err)
+
+			ca.clock.Step(tt.after)
+			got, err := csr.Issue(t.Context(), s, c, cpKey, req, ca.clock.Now())
+			require.NoError(t, err)
+			if !tt.renewed {
+				require.Equal(t, first, got)
+				require.Equal(t, 1, s.count())
+				return
+			}
+			require.NotEqual(t, first, got)
+			require.Equal(t, 2, s.count())
+			require.Equal(t, ca.clock.Now().Add(lifetime), parseCert(t, got).NotAfter)
+			require.Equal(t, got, c.entries[cpKey].Certificate)
+		})
+	}
+}
+
+func TestIssueSignsAgainWhenCacheIsUnusable(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
+	req := csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: time.Hour}
+	valid, err := ca.ca.Sign(t.Context(), req)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name  string
+		entry csr.CacheEntry
+		now   time.Time
+	}{
+		{name: "garbage certificate", entry: csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: []byte("garbage")}, now: epoch},
+		{name: "no certificate", entry: csr.CacheEntry{CSR: req.CSR.PEM()}, now: epoch},
+		{name: "before NotBefore", entry: csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: valid}, now: epoch.Add(-time.Hour)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := &countingSigner{Signer: ca.ca}
+			c := &memCache{entries: map[csr.CacheKey]csr.CacheEntry{cpKey: tt.entry}}
+			got, err := csr.Issue(t.Context(), s, c, cpKey, req, tt.now)
+			require.NoError(t, err)
+			require.Equal(t, 1, s.count())
+			require.Equal(t, got, c.entries[cpKey].Certificate)
+			parseCert(t, got)
+		})
+	}
+}
+
+type deniedSigner struct{}
+
+func (deniedSigner) Sign(context.Context, csr.Request) ([]byte, error) {
+	return nil, &csr.DeniedError{Name: "liqo-identity-x", Reason: "Denied"}
+}
+
+func TestIssueErrors(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
+	req := csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))}
+	errCache := errors.New("cache unavailable")
+
+	t.Run("Get fails", func(t *testing.T) {
+		t.Parallel()
+		s := &countingSigner{Signer: ca.ca}
+		cert, err := csr.Issue(t.Context(), s, &memCache{getErr: errCache}, cpKey, req, epoch)
+		require.ErrorIs(t, err, errCache)
+		require.Nil(t, cert)
+		require.Zero(t, s.count(), "no signing when the cache cannot be read")
+	})
+	t.Run("Put fails", func(t *testing.T) {
+		t.Parallel()
+		s := &countingSigner{Signer: ca.ca}
+		cert, err := csr.Issue(t.Context(), s, &memCache{putErr: errCache}, cpKey, req, epoch)
+		require.ErrorIs(t, err, errCache)
+		require.Nil(t, cert)
+	})
+	t.Run("denied", func(t *testing.T) {
+		t.Parallel()
+		c := &memCache{}
+		cert, err := csr.Issue(t.Context(), deniedSigner{}, c, cpKey, req, epoch)
+		var denied *csr.DeniedError
+		require.ErrorAs(t, err, &denied)
+		require.Equal(t, "liqo-identity-x", denied.Name)
+		require.Nil(t, cert)
+		require.Zero(t, c.puts)
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		c := &memCache{}
+		cert, err := csr.Issue(ctx, ca.ca, c, cpKey, req, epoch)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Nil(t, cert)
+		require.Zero(t, c.puts)
+	})
+}

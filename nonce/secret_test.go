@@ -1,0 +1,90 @@
+package nonce_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubepact/kubepact/nonce"
+)
+
+func TestSecret(t *testing.T) {
+	t.Parallel()
+	n, err := nonce.Parse(countingText)
+	require.NoError(t, err)
+	issued := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.FixedZone("CET", 3600))
+	s := nonce.Secret(consumer, nonce.Entry{Nonce: n, IssuedAt: issued})
+	want := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "liqo-nonce",
+			Namespace: "liqo-tenant-cl-consumer",
+			Labels:    map[string]string{"liqo.io/nonce": "true", "liqo.io/remote-cluster-id": consumer},
+			Annotations: map[string]string{
+				"kubepact.io/nonce-issued-at": "2026-01-02T02:04:05.123456789Z",
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"nonce": []byte(countingText)},
+	}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Fatalf("Secret() mismatch (-want +got):\n%s", diff)
+	}
+
+	e, err := nonce.FromSecret(s)
+	require.NoError(t, err)
+	require.True(t, n.Equal(e.Nonce))
+	require.True(t, issued.Equal(e.IssuedAt), "IssuedAt survives to the nanosecond")
+}
+
+func TestFromSecretWrittenByLiqo(t *testing.T) {
+	t.Parallel()
+	// Liqo writes no issue time: the nonce was issued when the Secret was created.
+	created := metav1.NewTime(time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC))
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "liqo-nonce", Namespace: "liqo-tenant-cl-consumer", CreationTimestamp: created,
+			Labels: map[string]string{"liqo.io/nonce": "true", "liqo.io/remote-cluster-id": consumer},
+		},
+		Data: map[string][]byte{"nonce": []byte(countingText)},
+	}
+	e, err := nonce.FromSecret(s)
+	require.NoError(t, err)
+	require.Equal(t, countingText, e.Nonce.Text())
+	require.True(t, created.Time.Equal(e.IssuedAt))
+}
+
+func TestFromSecretErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		data        map[string][]byte
+		annotations map[string]string
+	}{
+		{name: "no data", data: nil},
+		{name: "empty nonce", data: map[string][]byte{"nonce": nil}},
+		{name: "decoded bytes instead of text", data: map[string][]byte{"nonce": make([]byte, nonce.Size)}},
+		{name: "nonce under another key", data: map[string][]byte{"signedNonce": []byte(countingText)}},
+		{
+			name:        "bad issue time",
+			data:        map[string][]byte{"nonce": []byte(countingText)},
+			annotations: map[string]string{"kubepact.io/nonce-issued-at": "yesterday"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: "liqo-nonce", Namespace: "liqo-tenant-cl-consumer", Annotations: tt.annotations},
+				Data:       tt.data,
+			}
+			e, err := nonce.FromSecret(s)
+			require.ErrorIs(t, err, nonce.ErrMalformed)
+			require.True(t, e.Nonce.IsZero())
+		})
+	}
+}

@@ -1,0 +1,270 @@
+package nonce_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubepact/kubepact/nonce"
+)
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// memStore is a nonce.Store held in a map guarded by a mutex. A non-nil err
+// field makes the matching call fail.
+type memStore struct {
+	mu         sync.Mutex
+	entries    map[string]nonce.Entry
+	puts       int
+	getErr     error
+	putErr     error
+	consumeErr error
+}
+
+func (s *memStore) Put(_ context.Context, clusterID string, e nonce.Entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.putErr != nil {
+		return s.putErr
+	}
+	if s.entries == nil {
+		s.entries = map[string]nonce.Entry{}
+	}
+	s.entries[clusterID] = e
+	s.puts++
+	return nil
+}
+
+func (s *memStore) Get(_ context.Context, clusterID string) (nonce.Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.getErr != nil {
+		return nonce.Entry{}, s.getErr
+	}
+	e, ok := s.entries[clusterID]
+	if !ok {
+		return nonce.Entry{}, nonce.ErrNotFound
+	}
+	return e, nil
+}
+
+func (s *memStore) Consume(_ context.Context, clusterID string) (nonce.Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.consumeErr != nil {
+		return nonce.Entry{}, s.consumeErr
+	}
+	e, ok := s.entries[clusterID]
+	if !ok {
+		return nonce.Entry{}, nonce.ErrNotFound
+	}
+	delete(s.entries, clusterID)
+	return e, nil
+}
+
+const consumer = "cl-consumer"
+
+func TestEnsureReusesUntilTTL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		opts *nonce.Options
+		ttl  time.Duration
+	}{
+		{name: "nil options", opts: nil, ttl: nonce.DefaultTTL},
+		{name: "zero options", opts: &nonce.Options{}, ttl: nonce.DefaultTTL},
+		{name: "negative TTL", opts: &nonce.Options{TTL: -time.Second}, ttl: nonce.DefaultTTL},
+		{name: "one minute", opts: &nonce.Options{TTL: time.Minute}, ttl: time.Minute},
+		{name: "one hour", opts: &nonce.Options{TTL: time.Hour}, ttl: time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clocktesting.NewFakeClock(epoch)
+			s := &memStore{}
+			first, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), tt.opts)
+			require.NoError(t, err)
+			require.False(t, first.IsZero())
+			stored, err := s.Get(t.Context(), consumer)
+			require.NoError(t, err)
+			require.True(t, first.Equal(stored.Nonce))
+			require.Equal(t, epoch, stored.IssuedAt)
+
+			clk.Step(tt.ttl - time.Nanosecond)
+			second, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), tt.opts)
+			require.NoError(t, err)
+			require.True(t, first.Equal(second), "same nonce before the TTL")
+			require.Equal(t, 1, s.puts)
+
+			clk.Step(time.Nanosecond)
+			third, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), tt.opts)
+			require.NoError(t, err)
+			require.False(t, first.Equal(third), "new nonce at the TTL")
+			require.Equal(t, 2, s.puts)
+			stored, err = s.Get(t.Context(), consumer)
+			require.NoError(t, err)
+			require.True(t, third.Equal(stored.Nonce))
+			require.Equal(t, clk.Now(), stored.IssuedAt)
+		})
+	}
+}
+
+func TestEnsureUsesRand(t *testing.T) {
+	t.Parallel()
+	n, err := nonce.Ensure(t.Context(), &memStore{}, consumer, epoch, &nonce.Options{Rand: counting()})
+	require.NoError(t, err)
+	require.Equal(t, countingText, n.Text())
+}
+
+func TestEnsureKeepsClustersApart(t *testing.T) {
+	t.Parallel()
+	s := &memStore{}
+	a, err := nonce.Ensure(t.Context(), s, "cl-a", epoch, nil)
+	require.NoError(t, err)
+	b, err := nonce.Ensure(t.Context(), s, "cl-b", epoch, nil)
+	require.NoError(t, err)
+	require.False(t, a.Equal(b))
+}
+
+func TestEnsureErrors(t *testing.T) {
+	t.Parallel()
+	errStore := errors.New("store unavailable")
+	errRead := errors.New("entropy exhausted")
+	tests := []struct {
+		name  string
+		store *memStore
+		opts  *nonce.Options
+		want  error
+	}{
+		{name: "Get fails", store: &memStore{getErr: errStore}, want: errStore},
+		{name: "Put fails", store: &memStore{putErr: errStore}, want: errStore},
+		{name: "Rand fails", store: &memStore{}, opts: &nonce.Options{Rand: errReader{errRead}}, want: errRead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n, err := nonce.Ensure(t.Context(), tt.store, consumer, epoch, tt.opts)
+			require.ErrorIs(t, err, tt.want)
+			require.True(t, n.IsZero())
+			require.Zero(t, tt.store.puts)
+		})
+	}
+}
+
+func TestRedeem(t *testing.T) {
+	t.Parallel()
+	clk := clocktesting.NewFakeClock(epoch)
+	s := &memStore{}
+	issued, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), nil)
+	require.NoError(t, err)
+	other, err := nonce.Ensure(t.Context(), s, "cl-other", clk.Now(), nil)
+	require.NoError(t, err)
+
+	clk.Step(nonce.DefaultTTL - time.Nanosecond)
+	got, err := nonce.Redeem(t.Context(), s, consumer, clk.Now(), nil)
+	require.NoError(t, err)
+	require.True(t, issued.Equal(got))
+
+	got, err = nonce.Redeem(t.Context(), s, consumer, clk.Now(), nil)
+	require.ErrorIs(t, err, nonce.ErrNotFound, "a nonce is redeemed once")
+	require.True(t, got.IsZero())
+
+	e, err := s.Get(t.Context(), "cl-other")
+	require.NoError(t, err)
+	require.True(t, other.Equal(e.Nonce), "redeeming one cluster's nonce leaves the others")
+}
+
+func TestRedeemExpired(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		opts  *nonce.Options
+		after time.Duration
+	}{
+		{name: "default TTL", opts: nil, after: nonce.DefaultTTL},
+		{name: "custom TTL", opts: &nonce.Options{TTL: time.Minute}, after: time.Minute},
+		{name: "long after", opts: nil, after: 30 * 24 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clocktesting.NewFakeClock(epoch)
+			s := &memStore{}
+			_, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), tt.opts)
+			require.NoError(t, err)
+
+			clk.Step(tt.after)
+			n, err := nonce.Redeem(t.Context(), s, consumer, clk.Now(), tt.opts)
+			require.ErrorIs(t, err, nonce.ErrExpired)
+			require.True(t, n.IsZero())
+
+			_, err = s.Get(t.Context(), consumer)
+			require.ErrorIs(t, err, nonce.ErrNotFound, "an expired nonce is gone after Redeem")
+			_, err = nonce.Redeem(t.Context(), s, consumer, clk.Now(), tt.opts)
+			require.ErrorIs(t, err, nonce.ErrNotFound)
+		})
+	}
+}
+
+func TestRedeemErrors(t *testing.T) {
+	t.Parallel()
+	errStore := errors.New("store unavailable")
+	tests := []struct {
+		name  string
+		store *memStore
+		want  error
+	}{
+		{name: "never issued", store: &memStore{}, want: nonce.ErrNotFound},
+		{name: "Consume fails", store: &memStore{consumeErr: errStore}, want: errStore},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n, err := nonce.Redeem(t.Context(), tt.store, consumer, epoch, nil)
+			require.ErrorIs(t, err, tt.want)
+			require.True(t, n.IsZero())
+		})
+	}
+}
+
+func TestRedeemConcurrently(t *testing.T) {
+	t.Parallel()
+	s := &memStore{}
+	issued, err := nonce.Ensure(t.Context(), s, consumer, epoch, nil)
+	require.NoError(t, err)
+
+	const callers = 50
+	var (
+		wg       sync.WaitGroup
+		start    = make(chan struct{})
+		won      atomic.Int32
+		notFound atomic.Int32
+		winner   nonce.Nonce
+	)
+	for range callers {
+		wg.Go(func() {
+			<-start
+			n, err := nonce.Redeem(context.Background(), s, consumer, epoch, nil)
+			switch {
+			case err == nil:
+				won.Add(1)
+				winner = n
+			case errors.Is(err, nonce.ErrNotFound):
+				notFound.Add(1)
+			default:
+				t.Errorf("Redeem: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.EqualValues(t, 1, won.Load())
+	require.EqualValues(t, callers-1, notFound.Load())
+	require.True(t, issued.Equal(winner))
+}
