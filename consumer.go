@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -19,23 +20,35 @@ import (
 	"github.com/kubepact/kubepact/tenant"
 )
 
-// ConsumerPorts are the consumer's I/O. All are required.
+// ConsumerPorts are the consumer's I/O. All are required, except
+// IdentityKeys, which only a Strict consumer needs.
 type ConsumerPorts struct {
 	Namespaces tenant.Namespaces
 	Keys       keys.Store
 	Identities identity.Store
 	Secrets    kubeconfig.SecretWriter
+	// IdentityKeys keeps the per-identity TLS keys of a Strict consumer.
+	IdentityKeys keys.Keyring
 }
 
 // ConsumerOptions tunes a Consumer. The zero value, like a nil pointer, uses
-// the real clock, crypto/rand.Reader, Ed25519 for a new cluster key and no
+// the real clock, crypto/rand.Reader, Ed25519 for new keys, transcripts valid
+// for tenant.DefaultTranscriptLifetime, the cluster key as TLS key, and no
 // step observer.
 type ConsumerOptions struct {
 	Clock clock.PassiveClock
 	Rand  io.Reader
-	// KeyAlgorithm is the algorithm of the cluster key when the consumer
-	// has none yet; an existing key is always kept.
+	// KeyAlgorithm is the algorithm of new keys; an existing key is always
+	// kept.
 	KeyAlgorithm keys.Algorithm
+	// TranscriptLifetime is how long the transcript of a Tenant is valid.
+	TranscriptLifetime time.Duration
+	// Strict gives each identity a fresh TLS key, stored in
+	// ConsumerPorts.IdentityKeys before its CSR is built, so the cluster key
+	// only signs handshakes and never lands in a kubeconfig. Only kubepact
+	// providers accept such Tenants: a Liqo provider requires the CSR to be
+	// for the cluster key.
+	Strict bool
 	// OnStep, when set, is called after each completed step.
 	OnStep func(Step)
 }
@@ -62,6 +75,12 @@ func NewConsumer(clusterID string, ports ConsumerPorts, opts *ConsumerOptions) (
 	c := &Consumer{id: clusterID, ports: ports}
 	if opts != nil {
 		c.opts = *opts
+	}
+	if c.opts.Strict && ports.IdentityKeys == nil {
+		return nil, fmt.Errorf("%w: a strict consumer needs IdentityKeys", ErrInvalidConfig)
+	}
+	if c.opts.TranscriptLifetime <= 0 {
+		c.opts.TranscriptLifetime = tenant.DefaultTranscriptLifetime
 	}
 	if c.opts.Clock == nil {
 		c.opts.Clock = clock.RealClock{}
@@ -106,6 +125,15 @@ func (c *Consumer) clusterKey(ctx context.Context, create bool) (*keys.PrivateKe
 	return k, nil
 }
 
+// tlsKey returns the key of the ControlPlane identity for providerID: the
+// cluster key, or for a Strict consumer the identity's own key.
+func (c *Consumer) tlsKey(ctx context.Context, providerID string) (*keys.PrivateKey, error) {
+	if c.opts.Strict {
+		return c.ports.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
+	}
+	return c.clusterKey(ctx, false)
+}
+
 // TenantOptions tunes Consumer.Tenant. The zero value, like a nil pointer,
 // sends no proxy URL.
 type TenantOptions struct {
@@ -131,9 +159,20 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	if err != nil {
 		return nil, stepError(StepNonceSigned, err)
 	}
-	build := &tenant.BuildOptions{Rand: c.opts.Rand}
+	build := &tenant.BuildOptions{
+		Rand:       c.opts.Rand,
+		ProviderID: providerID,
+		Expiry:     c.opts.Clock.Now().Add(c.opts.TranscriptLifetime),
+	}
 	if opts != nil {
 		build.ProxyURL = opts.ProxyURL
+	}
+	if c.opts.Strict {
+		// Stored before the CSR is built: a retry after a crash re-uses it.
+		build.IdentityKey, err = keys.EnsureIn(ctx, c.ports.IdentityKeys, identity.ControlPlaneName(providerID), c.opts.Rand, c.opts.KeyAlgorithm)
+		if err != nil {
+			return nil, stepError(StepTenantGenerated, err)
+		}
 	}
 	t, err := tenant.Build(c.id, key, n, build)
 	if err != nil {
@@ -168,7 +207,7 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: %s identity %q, want ControlPlane identity %q",
 			identity.ErrMalformed, id.Spec.Type, id.Name, identity.ControlPlaneName(providerID)))
 	}
-	key, err := c.clusterKey(ctx, false)
+	key, err := c.tlsKey(ctx, providerID)
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)
 	}
@@ -212,8 +251,8 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 	return &Authenticated{Identity: stored, Secret: secret, Kubeconfig: cfg}, nil
 }
 
-// Forget removes the consumer's ControlPlane Identity for providerID and its
-// kubeconfig Secret. It refuses, with an error wrapping ErrInUse, while
+// Forget removes the consumer's ControlPlane Identity for providerID, its
+// kubeconfig Secret and, when it has one, its own TLS key. It refuses, with an error wrapping ErrInUse, while
 // ResourceSlice Identities for that provider exist. Forgetting an unknown
 // provider succeeds.
 func (c *Consumer) Forget(ctx context.Context, providerID string) error {
@@ -236,6 +275,11 @@ func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 	}
 	if err := c.ports.Identities.Delete(ctx, namespace, name); err != nil {
 		return stepError(StepForgetIdentity, err)
+	}
+	if c.ports.IdentityKeys != nil {
+		if err := c.ports.IdentityKeys.Delete(ctx, name); err != nil {
+			return stepError(StepForgetIdentity, err)
+		}
 	}
 	c.step(Step{Name: StepForgetIdentity})
 	return nil

@@ -244,7 +244,11 @@ func TestAcceptRejectsAndWritesNothing(t *testing.T) {
 		{"invalid cluster ID", func(tn *authv1beta1.Tenant) { tn.Spec.ClusterID = "CL" }, clusterid.ErrInvalid, true},
 		{"malformed public key", func(tn *authv1beta1.Tenant) { tn.Spec.PublicKey = []byte("x") }, keys.ErrMalformed, true},
 		{"bad signature", func(tn *authv1beta1.Tenant) { tn.Spec.Signature[0] ^= 0xff }, keys.ErrBadSignature, false},
-		{"CSR not DER", func(tn *authv1beta1.Tenant) {
+		{"CSR replaced under the transcript", func(tn *authv1beta1.Tenant) {
+			tn.Spec.CSR = []byte("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n")
+		}, tenant.ErrTranscriptMismatch, false},
+		{"CSR not DER, no transcript", func(tn *authv1beta1.Tenant) {
+			tn.Annotations = nil
 			tn.Spec.CSR = []byte("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n")
 		}, csr.ErrMalformed, false},
 		{"wrong namespace", func(tn *authv1beta1.Tenant) { tn.Namespace = "default" }, clusterid.ErrInvalid, true},

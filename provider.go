@@ -54,6 +54,9 @@ type ProviderOptions struct {
 	// CertificateLifetime is the lifetime requested for certificates; the
 	// signer may shorten it.
 	CertificateLifetime time.Duration
+	// Policy is how strictly Tenants are checked: tenant.Compatible (the
+	// default) accepts Liqo consumers, tenant.Strict requires a transcript.
+	Policy tenant.Policy
 	// OnStep, when set, is called after each completed step.
 	OnStep func(Step)
 }
@@ -154,7 +157,7 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	if err != nil {
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "spec.signature", Err: err})
 	}
-	v, err := tenant.Verify(t, n)
+	v, err := tenant.Verify(t, n, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: p.opts.Clock.Now()})
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}

@@ -32,6 +32,7 @@ type Cluster struct {
 	Certificates *CertificateCache
 	RBAC         *RBAC
 	Keys         *KeyStore
+	IdentityKeys *Keyring
 	Approver     *Approver
 	Signer       *Signer
 }
@@ -68,6 +69,7 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 		Certificates: &CertificateCache{},
 		RBAC:         &RBAC{},
 		Keys:         &KeyStore{},
+		IdentityKeys: &Keyring{},
 		Approver:     approver,
 		Signer:       &Signer{CA: ca},
 	}, nil
@@ -93,9 +95,10 @@ func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
 // ConsumerPorts returns the ports a kubepact.Consumer needs.
 func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts {
 	return kubepact.ConsumerPorts{
-		Namespaces: c.Namespaces,
-		Keys:       c.Keys,
-		Identities: c.Identities,
-		Secrets:    c.Secrets,
+		Namespaces:   c.Namespaces,
+		Keys:         c.Keys,
+		Identities:   c.Identities,
+		Secrets:      c.Secrets,
+		IdentityKeys: c.IdentityKeys,
 	}
 }

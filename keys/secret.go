@@ -18,8 +18,22 @@ const (
 	PublicKeySecretKey = "publicKey"
 )
 
-// Secret returns the Secret that holds k in namespace. Its data is secret.
+// KeyringSecretPrefix prefixes the names of the Secrets of a Keyring.
+const KeyringSecretPrefix = "kubepact-key-"
+
+// Secret returns the cluster key Secret that holds k in namespace. Its data
+// is secret.
 func Secret(namespace string, k *PrivateKey) (*corev1.Secret, error) {
+	return namedSecret(namespace, SecretName, k)
+}
+
+// KeyringSecret returns the Secret that holds the key named name of a
+// Keyring, in namespace. Its data is secret.
+func KeyringSecret(namespace, name string, k *PrivateKey) (*corev1.Secret, error) {
+	return namedSecret(namespace, KeyringSecretPrefix+name, k)
+}
+
+func namedSecret(namespace, secretName string, k *PrivateKey) (*corev1.Secret, error) {
 	priv, err := MarshalPrivateKey(k)
 	if err != nil {
 		return nil, err
@@ -30,7 +44,7 @@ func Secret(namespace string, k *PrivateKey) (*corev1.Secret, error) {
 	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: SecretName, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: namespace},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{PrivateKeySecretKey: priv, PublicKeySecretKey: pub},
 	}, nil

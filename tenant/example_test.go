@@ -31,11 +31,11 @@ func ExampleVerify() {
 	n, _ := nonce.Generate(nil)
 	t, _ := tenant.Build("cl-consumer", key, n, nil)
 
-	v, err := tenant.Verify(t, n)
+	v, err := tenant.Verify(t, n, nil)
 	fmt.Println(v.ClusterID, v.CSR.Subject().CommonName, v.CSR.Subject().Organization, err)
 
 	other, _ := nonce.Generate(nil)
-	_, err = tenant.Verify(t, other)
+	_, err = tenant.Verify(t, other, nil)
 	var fe *tenant.FieldError
 	fmt.Println(errors.As(err, &fe), fe.Field, errors.Is(err, keys.ErrBadSignature))
 	// Output:

@@ -14,7 +14,20 @@
 // Validate and Verify return a *FieldError naming the field that failed and
 // wrapping the cause: clusterid.ErrInvalid, keys.ErrMalformed,
 // keys.ErrUnsupported, keys.ErrWeak, keys.ErrBadSignature, nonce errors, one
-// of the csr Err values, or ErrInvalidProxyURL.
+// of the csr Err values, ErrInvalidProxyURL, ErrTranscriptMissing,
+// ErrTranscriptMismatch or ErrTranscriptExpired. Build wraps
+// clusterid.ErrInvalid, ErrInvalidProxyURL or ErrInvalidOptions.
+//
+// # Security
+//
+// Liqo's consumer signs only the nonce. Build adds, when given the
+// provider's ID, a signed transcript of the handshake (see Transcript) that
+// binds the Tenant to that provider, the nonce, the exact CSR and an expiry,
+// so a Tenant replayed to another provider, with another CSR or late is
+// refused. Under the Compatible policy a Tenant without a transcript (from a
+// Liqo consumer) is accepted, and one with a transcript must pass it; the
+// Strict policy requires it. A verified transcript also lets the CSR be for
+// a fresh per-identity key, so the cluster key never becomes a TLS key.
 package tenant
 
 import (
@@ -23,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,9 +57,13 @@ const (
 	MaxSignatureSize = 1024
 )
 
-// ErrInvalidProxyURL reports a proxy URL that is not an absolute http or
-// https URL.
-var ErrInvalidProxyURL = errors.New("invalid proxy URL")
+var (
+	// ErrInvalidProxyURL reports a proxy URL that is not an absolute http
+	// or https URL.
+	ErrInvalidProxyURL = errors.New("invalid proxy URL")
+	// ErrInvalidOptions reports BuildOptions that do not fit together.
+	ErrInvalidOptions = errors.New("invalid tenant options")
+)
 
 // FieldError reports which field of a Tenant was rejected, and why.
 type FieldError struct {
@@ -75,16 +93,27 @@ func Namespace(remoteID string) *corev1.Namespace {
 }
 
 // BuildOptions tunes Build. The zero value, like a nil pointer, uses
-// crypto/rand.Reader and no proxy.
+// crypto/rand.Reader, no proxy and no transcript: the Tenant a Liqo consumer
+// sends.
 type BuildOptions struct {
 	// Rand supplies randomness where the key type needs it.
 	Rand io.Reader
 	// ProxyURL is the http(s) proxy the consumer uses to reach the provider.
 	ProxyURL string
+	// ProviderID, when set, adds a transcript that binds the Tenant to that
+	// provider, the nonce, the CSR and Expiry.
+	ProviderID string
+	// Expiry ends the transcript's validity; required with ProviderID.
+	Expiry time.Time
+	// IdentityKey, when set, is the key the CSR is for: a fresh key for
+	// this identity, so the cluster key never becomes a TLS key. It
+	// requires ProviderID, because only a transcript binds a CSR for
+	// another key to the cluster key.
+	IdentityKey crypto.Signer
 }
 
 // Build returns the Tenant that consumer consumerID sends to a provider that
-// issued n, signed with key.
+// issued n, signed with the cluster key key.
 func Build(consumerID string, key crypto.Signer, n nonce.Nonce, opts *BuildOptions) (*authv1beta1.Tenant, error) {
 	if opts == nil {
 		opts = &BuildOptions{}
@@ -99,6 +128,16 @@ func Build(consumerID string, key crypto.Signer, n nonce.Nonce, opts *BuildOptio
 		}
 		proxy = &opts.ProxyURL
 	}
+	if opts.ProviderID != "" {
+		if err := clusterid.Validate(opts.ProviderID); err != nil {
+			return nil, err
+		}
+		if opts.Expiry.IsZero() {
+			return nil, fmt.Errorf("%w: a transcript needs an expiry", ErrInvalidOptions)
+		}
+	} else if opts.IdentityKey != nil {
+		return nil, fmt.Errorf("%w: an identity key needs a transcript (set ProviderID)", ErrInvalidOptions)
+	}
 	pub, err := keys.MarshalPublicKey(key.Public())
 	if err != nil {
 		return nil, err
@@ -107,11 +146,15 @@ func Build(consumerID string, key crypto.Signer, n nonce.Nonce, opts *BuildOptio
 	if err != nil {
 		return nil, err
 	}
-	req, err := csr.Create(opts.Rand, key, csr.ControlPlaneSubject(consumerID))
+	csrKey := key
+	if opts.IdentityKey != nil {
+		csrKey = opts.IdentityKey
+	}
+	req, err := csr.Create(opts.Rand, csrKey, csr.ControlPlaneSubject(consumerID))
 	if err != nil {
 		return nil, err
 	}
-	return &authv1beta1.Tenant{
+	t := &authv1beta1.Tenant{
 		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.TenantKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      consumerID,
@@ -127,7 +170,15 @@ func Build(consumerID string, key crypto.Signer, n nonce.Nonce, opts *BuildOptio
 			ProxyURL:        proxy,
 			TenantCondition: authv1beta1.TenantConditionActive,
 		},
-	}, nil
+	}
+	if opts.ProviderID != "" {
+		tr := Transcript{ProviderID: opts.ProviderID, ConsumerID: consumerID, Nonce: n, CSR: req, Expiry: opts.Expiry.Truncate(time.Second)}
+		err := signTranscript(t, tr, func(msg []byte) ([]byte, error) { return keys.SignMessage(opts.Rand, key, msg) })
+		if err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 // Verified is what a provider learns from a Tenant that passed Verify.
@@ -136,10 +187,26 @@ type Verified struct {
 	ClusterID string
 	// PublicKey is the consumer's cluster key.
 	PublicKey crypto.PublicKey
-	// CSR is the consumer's checked ControlPlane CSR.
+	// CSR is the consumer's checked ControlPlane CSR. Its key is the
+	// cluster key, or a per-identity key bound by the transcript.
 	CSR *csr.Checked
 	// ProxyURL is the consumer's proxy, if it sent one.
 	ProxyURL *string
+	// Transcript reports whether a transcript was verified.
+	Transcript bool
+}
+
+// VerifyOptions tunes Verify. The zero value, like a nil pointer, applies the
+// Compatible policy with no provider ID (so a Tenant carrying a transcript
+// fails) at time.Now().
+type VerifyOptions struct {
+	// ProviderID is the verifying provider's cluster ID, which a
+	// transcript must name.
+	ProviderID string
+	// Policy selects Compatible or Strict checking.
+	Policy Policy
+	// Now is the time a transcript must be valid at.
+	Now time.Time
 }
 
 // Validate checks what can be checked in t without the nonce: the cluster
@@ -172,21 +239,72 @@ func Validate(t *authv1beta1.Tenant) (crypto.PublicKey, error) {
 }
 
 // Verify checks t against the nonce n the provider issued to t's cluster:
-// everything Validate checks, the signature over n, and the CSR against the
-// ControlPlane policy for the same key.
-func Verify(t *authv1beta1.Tenant, n nonce.Nonce) (*Verified, error) {
+// everything Validate checks, the signature over n, the transcript when t
+// carries one (or the policy requires one), and the CSR against the
+// ControlPlane policy. Without a verified transcript the CSR must be for the
+// cluster key itself; with one, it may be for the per-identity key the
+// transcript binds.
+func Verify(t *authv1beta1.Tenant, n nonce.Nonce, opts *VerifyOptions) (*Verified, error) {
+	if opts == nil {
+		opts = &VerifyOptions{}
+	}
 	pub, err := Validate(t)
 	if err != nil {
 		return nil, err
 	}
+	fail := func(field string, err error) error {
+		return &FieldError{Tenant: t.Name, Field: field, Err: err}
+	}
 	if err := nonce.Verify(pub, n, t.Spec.Signature); err != nil {
-		return nil, &FieldError{Tenant: t.Name, Field: "spec.signature", Err: err}
+		return nil, fail("spec.signature", err)
 	}
-	checked, err := csr.Check(t.Spec.CSR, csr.ControlPlanePolicy(t.Spec.ClusterID, pub))
+	transcript, err := verifyTranscript(t, n, pub, opts)
 	if err != nil {
-		return nil, &FieldError{Tenant: t.Name, Field: "spec.csr", Err: err}
+		return nil, fail("metadata.annotations["+TranscriptSignatureAnnotation+"]", err)
 	}
-	return &Verified{ClusterID: t.Spec.ClusterID, PublicKey: pub, CSR: checked, ProxyURL: t.Spec.ProxyURL}, nil
+	policy := csr.ControlPlanePolicy(t.Spec.ClusterID, pub)
+	if transcript {
+		policy.PublicKey = nil // bound by the transcript instead
+	}
+	checked, err := csr.Check(t.Spec.CSR, policy)
+	if err != nil {
+		return nil, fail("spec.csr", err)
+	}
+	return &Verified{ClusterID: t.Spec.ClusterID, PublicKey: pub, CSR: checked, ProxyURL: t.Spec.ProxyURL, Transcript: transcript}, nil
+}
+
+// verifyTranscript reports whether t carries a valid transcript, and fails
+// when it carries an invalid one or the policy requires one.
+func verifyTranscript(t *authv1beta1.Tenant, n nonce.Nonce, pub crypto.PublicKey, opts *VerifyOptions) (bool, error) {
+	tr, sig, present, err := readTranscript(t, n)
+	switch {
+	case err != nil:
+		return false, err
+	case !present && opts.Policy == Strict:
+		return false, ErrTranscriptMissing
+	case !present:
+		return false, nil
+	case opts.ProviderID == "" || tr.ProviderID != opts.ProviderID:
+		return false, fmt.Errorf("%w: made for provider %q, verified by %q", ErrTranscriptMismatch, tr.ProviderID, opts.ProviderID)
+	}
+	msg, err := tr.Marshal()
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrTranscriptMismatch, err)
+	}
+	if err := keys.VerifyMessage(pub, msg, sig); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrTranscriptMismatch, err)
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if !now.Before(tr.Expiry) {
+		return false, fmt.Errorf("%w: at %s", ErrTranscriptExpired, tr.Expiry.UTC().Format(time.RFC3339))
+	}
+	if tr.Expiry.Sub(now) > MaxTranscriptLifetime {
+		return false, fmt.Errorf("%w: valid until %s, more than %s ahead", ErrTranscriptExpired, tr.Expiry.UTC().Format(time.RFC3339), MaxTranscriptLifetime)
+	}
+	return true, nil
 }
 
 func validateProxyURL(s string) error {

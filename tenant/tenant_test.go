@@ -73,7 +73,7 @@ func TestBuildThenVerify(t *testing.T) {
 			require.Equal(t, authv1beta1.TenantConditionActive, tn.Spec.TenantCondition)
 			require.True(t, strings.HasPrefix(string(tn.Spec.PublicKey), "-----BEGIN PUBLIC KEY-----"))
 
-			v, err := tenant.Verify(tn, n)
+			v, err := tenant.Verify(tn, n, nil)
 			require.NoError(t, err)
 			require.Equal(t, consumerID, v.ClusterID)
 			require.True(t, keys.Equal(key.Public(), v.PublicKey))
@@ -93,7 +93,7 @@ func TestVerifyAcceptsRawEd25519PublicKey(t *testing.T) {
 	require.NoError(t, err)
 	tn.Spec.PublicKey = []byte(pub.(ed25519.PublicKey))
 	require.Len(t, tn.Spec.PublicKey, ed25519.PublicKeySize)
-	_, err = tenant.Verify(tn, n)
+	_, err = tenant.Verify(tn, n, nil)
 	require.NoError(t, err)
 }
 
@@ -197,7 +197,7 @@ func TestVerifyRejects(t *testing.T) {
 			require.NoError(t, err)
 			tt.mutate(tn)
 
-			_, err = tenant.Verify(tn, n)
+			_, err = tenant.Verify(tn, n, nil)
 			require.ErrorIs(t, err, tt.want)
 			var fe *tenant.FieldError
 			require.ErrorAs(t, err, &fe)
