@@ -11,11 +11,14 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
@@ -225,4 +228,31 @@ func TestValidateChangesNothing(t *testing.T) {
 	_, err = tenant.Validate(tn)
 	require.NoError(t, err)
 	require.Equal(t, before, tn)
+}
+
+// TestVerifyLiqoConsumerTenant checks Tenants in the two forms Liqo
+// consumers write (raw 32-byte Ed25519 key before v1.0.2, PEM after): the
+// Compatible policy accepts them, the Strict one refuses them for lack of a
+// transcript.
+func TestVerifyLiqoConsumerTenant(t *testing.T) {
+	t.Parallel()
+	n, err := nonce.Parse("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw==")
+	require.NoError(t, err)
+	for _, file := range []string{"tenant-raw-ed25519.yaml", "tenant-pem.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(filepath.Join("..", "apis", "authentication", "v1beta1", "testdata", file))
+			require.NoError(t, err)
+			var tn authv1beta1.Tenant
+			require.NoError(t, yaml.UnmarshalStrict(data, &tn))
+
+			v, err := tenant.Verify(&tn, n, &tenant.VerifyOptions{ProviderID: "cl-provider"})
+			require.NoError(t, err)
+			require.False(t, v.Transcript)
+			require.Equal(t, "cl-consumer", v.ClusterID)
+
+			_, err = tenant.Verify(&tn, n, &tenant.VerifyOptions{ProviderID: "cl-provider", Policy: tenant.Strict})
+			require.ErrorIs(t, err, tenant.ErrTranscriptMissing)
+		})
+	}
 }
