@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
@@ -94,9 +95,12 @@ func NewConsumer(clusterID string, ports ConsumerPorts, opts *ConsumerOptions) (
 // ClusterID returns the consumer's cluster ID.
 func (c *Consumer) ClusterID() string { return c.id }
 
-func (c *Consumer) step(s Step) {
+// step reports a completed step to the observer and, at V(1), to the
+// logger in ctx.
+func (c *Consumer) step(ctx context.Context, s Step) {
+	s.Cluster = c.id
+	logr.FromContextOrDiscard(ctx).V(1).Info(string(s.Name), "cluster", s.Cluster, "role", "consumer")
 	if c.opts.OnStep != nil {
-		s.Cluster = c.id
 		c.opts.OnStep(s)
 	}
 }
@@ -153,8 +157,8 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
 		return nil, stepError(StepConsumerNamespace, err)
 	}
-	c.step(Step{Name: StepConsumerNamespace})
-	c.step(Step{Name: StepNonceRetrieved})
+	c.step(ctx, Step{Name: StepConsumerNamespace})
+	c.step(ctx, Step{Name: StepNonceRetrieved})
 	key, err := c.clusterKey(ctx, true)
 	if err != nil {
 		return nil, stepError(StepNonceSigned, err)
@@ -178,8 +182,8 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	if err != nil {
 		return nil, stepError(StepTenantGenerated, err)
 	}
-	c.step(Step{Name: StepNonceSigned})
-	c.step(Step{Name: StepTenantGenerated})
+	c.step(ctx, Step{Name: StepNonceSigned})
+	c.step(ctx, Step{Name: StepTenantGenerated})
 	return t, nil
 }
 
@@ -235,19 +239,19 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)
 	}
-	c.step(Step{Name: StepIdentityApplied})
+	c.step(ctx, Step{Name: StepIdentityApplied})
 
 	secret := kubeconfig.Secret(stored, data)
 	if err := c.ports.Secrets.Write(ctx, secret); err != nil {
 		return nil, stepError(StepKubeconfigWritten, err)
 	}
-	c.step(Step{Name: StepKubeconfigWritten})
+	c.step(ctx, Step{Name: StepKubeconfigWritten})
 
 	stored.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret.Name}
 	if stored, err = c.ports.Identities.Apply(ctx, stored); err != nil {
 		return nil, stepError(StepIdentityStatus, err)
 	}
-	c.step(Step{Name: StepIdentityStatus})
+	c.step(ctx, Step{Name: StepIdentityStatus})
 	return &Authenticated{Identity: stored, Secret: secret, Kubeconfig: cfg}, nil
 }
 
@@ -281,6 +285,6 @@ func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 			return stepError(StepForgetIdentity, err)
 		}
 	}
-	c.step(Step{Name: StepForgetIdentity})
+	c.step(ctx, Step{Name: StepForgetIdentity})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/clock"
 
@@ -102,9 +103,12 @@ func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts 
 // ClusterID returns the provider's cluster ID.
 func (p *Provider) ClusterID() string { return p.id }
 
-func (p *Provider) step(s Step) {
+// step reports a completed step to the observer and, at V(1), to the
+// logger in ctx.
+func (p *Provider) step(ctx context.Context, s Step) {
+	s.Cluster = p.id
+	logr.FromContextOrDiscard(ctx).V(1).Info(string(s.Name), "cluster", s.Cluster, "role", "provider")
 	if p.opts.OnStep != nil {
-		s.Cluster = p.id
 		p.opts.OnStep(s)
 	}
 }
@@ -122,12 +126,12 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 	if err := p.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
 		return nonce.Nonce{}, stepError(StepProviderNamespace, err)
 	}
-	p.step(Step{Name: StepProviderNamespace})
+	p.step(ctx, Step{Name: StepProviderNamespace})
 	n, err := nonce.Ensure(ctx, p.ports.Nonces, consumerID, p.opts.Clock.Now(), p.nonceOptions())
 	if err != nil {
 		return nonce.Nonce{}, stepError(StepNonceGenerated, err)
 	}
-	p.step(Step{Name: StepNonceGenerated})
+	p.step(ctx, Step{Name: StepNonceGenerated})
 	return n, nil
 }
 
@@ -161,14 +165,14 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
-	p.step(Step{Name: StepTenantApplied})
+	p.step(ctx, Step{Name: StepTenantApplied})
 
 	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: consumerID},
 		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, p.opts.Clock.Now())
 	if err != nil {
 		return nil, stepError(StepCertificateIssued, err)
 	}
-	p.step(Step{Name: StepCertificateIssued})
+	p.step(ctx, Step{Name: StepCertificateIssued})
 
 	if err := p.ports.RBAC.ApplyClusterRole(ctx, rbac.ControlPlaneClusterRole()); err != nil {
 		return nil, stepError(StepRBACBound, err)
@@ -176,7 +180,7 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	if err := p.ports.RBAC.ApplyRoleBinding(ctx, rbac.ControlPlaneRoleBinding(namespace, consumerID)); err != nil {
 		return nil, stepError(StepRBACBound, err)
 	}
-	p.step(Step{Name: StepRBACBound})
+	p.step(ctx, Step{Name: StepRBACBound})
 
 	stored := t.DeepCopy()
 	stored.Name, stored.Namespace = consumerID, namespace
@@ -199,8 +203,8 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	if _, err := p.ports.Tenants.Apply(ctx, stored); err != nil {
 		return nil, stepError(StepTenantStatus, err)
 	}
-	p.step(Step{Name: StepTenantStatus})
-	return p.identity(stored)
+	p.step(ctx, Step{Name: StepTenantStatus})
+	return p.identity(ctx, stored)
 }
 
 // accepted returns the Identity of a Tenant already accepted with exactly
@@ -215,17 +219,17 @@ func (p *Provider) accepted(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 	case prev.Status.AuthParams == nil || !equality.Semantic.DeepEqual(prev.Spec, t.Spec):
 		return nil, false, nil
 	}
-	p.step(Step{Name: StepTenantStatus})
-	id, err := p.identity(prev)
+	p.step(ctx, Step{Name: StepTenantStatus})
+	id, err := p.identity(ctx, prev)
 	return id, err == nil, err
 }
 
-func (p *Provider) identity(t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
+func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	id, err := identity.Build(p.id, *t.Status.AuthParams, &identity.BuildOptions{TenantNamespace: t.Status.TenantNamespace})
 	if err != nil {
 		return nil, stepError(StepIdentityGenerated, err)
 	}
-	p.step(Step{Name: StepIdentityGenerated})
+	p.step(ctx, Step{Name: StepIdentityGenerated})
 	return id, nil
 }
 
@@ -249,7 +253,7 @@ func (p *Provider) Forget(ctx context.Context, consumerID string) error {
 	if err := p.ports.Tenants.Delete(ctx, namespace, consumerID); err != nil {
 		return stepError(StepForgetTenant, err)
 	}
-	p.step(Step{Name: StepForgetTenant})
+	p.step(ctx, Step{Name: StepForgetTenant})
 	return nil
 }
 
