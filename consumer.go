@@ -288,3 +288,36 @@ func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 	c.step(ctx, Step{Name: StepForgetIdentity})
 	return nil
 }
+
+// String names the Identity and the Secret, never their credentials.
+func (a *Authenticated) String() string {
+	if a == nil || a.Identity == nil {
+		return "kubepact.Authenticated(<nil>)"
+	}
+	secret := ""
+	if a.Secret != nil {
+		secret = a.Secret.Namespace + "/" + a.Secret.Name
+	}
+	return fmt.Sprintf("kubepact.Authenticated(identity=%s/%s secret=%s %v)", a.Identity.Namespace, a.Identity.Name, secret, a.Kubeconfig)
+}
+
+// GoString is String.
+func (a *Authenticated) GoString() string { return a.String() }
+
+// Format makes every fmt verb print String: the Secret's data is a kubeconfig.
+func (a *Authenticated) Format(f fmt.State, _ rune) { io.WriteString(f, a.String()) }
+
+// String names the consumer. fmt never calls the formatting methods of
+// unexported fields, so Consumer formats itself to keep its key out.
+func (c *Consumer) String() string {
+	if c == nil {
+		return "kubepact.Consumer(<nil>)"
+	}
+	return fmt.Sprintf("kubepact.Consumer(%s, strict=%t)", c.id, c.opts.Strict)
+}
+
+// GoString is String.
+func (c *Consumer) GoString() string { return c.String() }
+
+// Format makes every fmt verb print String.
+func (c *Consumer) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }

@@ -265,3 +265,17 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// String names the provider and its endpoint.
+func (p *Provider) String() string {
+	if p == nil {
+		return "kubepact.Provider(<nil>)"
+	}
+	return fmt.Sprintf("kubepact.Provider(%s, %s, policy=%v)", p.id, p.endpoint.Server, p.opts.Policy)
+}
+
+// GoString is String.
+func (p *Provider) GoString() string { return p.String() }
+
+// Format makes every fmt verb print String.
+func (p *Provider) Format(f fmt.State, _ rune) { io.WriteString(f, p.String()) }

@@ -152,3 +152,17 @@ func (ca *LocalCA) Sign(ctx context.Context, r Request) ([]byte, error) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
+
+// String names the CA, never its key.
+func (ca *LocalCA) String() string {
+	if ca == nil || ca.cert == nil {
+		return "csr.LocalCA(<nil>)"
+	}
+	return fmt.Sprintf("csr.LocalCA(%s, until %s)", ca.cert.Subject.CommonName, ca.cert.NotAfter.UTC().Format(time.RFC3339))
+}
+
+// GoString is String.
+func (ca *LocalCA) GoString() string { return ca.String() }
+
+// Format makes every fmt verb print String: the CA key stays out of logs.
+func (ca *LocalCA) Format(f fmt.State, _ rune) { io.WriteString(f, ca.String()) }

@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/kubepact/kubepact/keys"
@@ -64,3 +65,27 @@ func (r *Keyring) Len() int {
 	defer r.mu.Unlock()
 	return len(r.keys)
 }
+
+// String counts the keys; it never prints them. fmt does not call the
+// formatting methods of unexported fields, so the fakes holding keys format
+// themselves.
+func (r *Keyring) String() string { return fmt.Sprintf("fake.Keyring(%d keys)", r.Len()) }
+
+// GoString is String.
+func (r *Keyring) GoString() string { return r.String() }
+
+// Format makes every fmt verb print String.
+func (r *Keyring) Format(f fmt.State, _ rune) { io.WriteString(f, r.String()) }
+
+// String tells whether a key is stored; it never prints it.
+func (s *KeyStore) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("fake.KeyStore(%v)", s.key)
+}
+
+// GoString is String.
+func (s *KeyStore) GoString() string { return s.String() }
+
+// Format makes every fmt verb print String.
+func (s *KeyStore) Format(f fmt.State, _ rune) { io.WriteString(f, s.String()) }
