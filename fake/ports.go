@@ -34,13 +34,20 @@ var (
 )
 
 // Namespaces is an in-memory tenant.Namespaces.
-type Namespaces struct{ objects[*corev1.Namespace] }
+type Namespaces struct {
+	objects[*corev1.Namespace]
+	// writeMu makes Ensure's read, merge and write one step, so concurrent
+	// Ensures lose no label.
+	writeMu sync.Mutex
+}
 
 // Ensure creates ns or merges its labels into the stored namespace.
 func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	n.writeMu.Lock()
+	defer n.writeMu.Unlock()
 	want := ns.DeepCopy()
 	if prev, ok := n.get("", ns.Name); ok {
 		want = prev
@@ -58,6 +65,8 @@ func (n *Namespaces) Delete(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	n.writeMu.Lock()
+	defer n.writeMu.Unlock()
 	n.delete("", name)
 	return nil
 }
