@@ -143,11 +143,12 @@ func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if prev, ok := s.get(t.Namespace, t.Name); ok && reflect.DeepEqual(t.Status, authv1beta1.TenantStatus{}) {
-		t = t.DeepCopy()
-		t.Status = prev.Status
-	}
-	return s.apply(t), nil
+	keep := reflect.DeepEqual(t.Status, authv1beta1.TenantStatus{})
+	return s.applyMerged(t, func(prev, next *authv1beta1.Tenant) {
+		if keep {
+			next.Status = *prev.Status.DeepCopy()
+		}
+	}), nil
 }
 
 // Delete removes the Tenant namespace/name.
@@ -179,11 +180,12 @@ func (s *IdentityStore) Apply(ctx context.Context, id *authv1beta1.Identity) (*a
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if prev, ok := s.get(id.Namespace, id.Name); ok && reflect.DeepEqual(id.Status, authv1beta1.IdentityStatus{}) {
-		id = id.DeepCopy()
-		id.Status = prev.Status
-	}
-	return s.apply(id), nil
+	keep := reflect.DeepEqual(id.Status, authv1beta1.IdentityStatus{})
+	return s.applyMerged(id, func(prev, next *authv1beta1.Identity) {
+		if keep {
+			next.Status = *prev.Status.DeepCopy()
+		}
+	}), nil
 }
 
 // Delete removes the Identity namespace/name.

@@ -42,7 +42,11 @@ func (s *objects[T]) get(namespace, name string) (T, bool) {
 
 // apply stores a copy of obj, keeping the UID and creation time of the object
 // it replaces, and returns a copy of what is stored.
-func (s *objects[T]) apply(obj T) T {
+func (s *objects[T]) apply(obj T) T { return s.applyMerged(obj, nil) }
+
+// applyMerged is apply, with merge called under the lock to carry what it
+// chooses from the stored object into the new one.
+func (s *objects[T]) applyMerged(obj T, merge func(prev, next T)) T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.items == nil {
@@ -51,6 +55,9 @@ func (s *objects[T]) apply(obj T) T {
 	k := key(obj.GetNamespace(), obj.GetName())
 	next := obj.DeepCopy()
 	if prev, ok := s.items[k]; ok {
+		if merge != nil {
+			merge(prev, next)
+		}
 		next.SetUID(prev.GetUID())
 		next.SetCreationTimestamp(prev.GetCreationTimestamp())
 		next.SetResourceVersion(prev.GetResourceVersion())

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kubepact/kubepact/csr"
 )
@@ -192,7 +191,7 @@ func NewApprover(client kubernetes.Interface) *Approver { return &Approver{clien
 // Approve marks the CertificateSigningRequest name as approved.
 func (a *Approver) Approve(ctx context.Context, name string, _ *csr.Checked) error {
 	api := a.client.CertificatesV1().CertificateSigningRequests()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retryOnConflict(ctx, func() error {
 		obj, err := api.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"os"
@@ -105,3 +106,9 @@ func countingConfig(cfg *rest.Config, n *atomic.Int64) *rest.Config {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// shortName returns a DNS-1123 label, unique per test name and n.
+func shortName(testName string, n int) string {
+	sum := sha256.Sum256([]byte(testName))
+	return fmt.Sprintf("%x-%d", sum[:6], n)
+}

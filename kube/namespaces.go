@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -31,7 +30,7 @@ func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 		}
 		return nil
 	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retryOnConflict(ctx, func() error {
 		cur, err := api.Get(ctx, ns.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = api.Create(ctx, ns, metav1.CreateOptions{})

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/identity"
@@ -105,7 +104,7 @@ func (c *objectStore[T, P]) apply(ctx context.Context, want P) (P, error) {
 	// Most objects kubepact applies are new: try to create first.
 	cur, err := c.create(ctx, want)
 	if apierrors.IsAlreadyExists(err) {
-		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err = retryOnConflict(ctx, func() error {
 			cur, err = c.update(ctx, want)
 			return err
 		})
@@ -168,7 +167,7 @@ func (c *objectStore[T, P]) applyStatus(ctx context.Context, cur, want P) (P, er
 	if equality.Semantic.DeepEqual(c.status(want), c.status(new(T))) {
 		return cur, nil
 	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retryOnConflict(ctx, func() error {
 		if equality.Semantic.DeepEqual(c.status(cur), c.status(want)) {
 			return nil
 		}

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kubepact/kubepact/rbac"
 )
@@ -26,7 +25,7 @@ func NewRBAC(client kubernetes.Interface) *RBAC { return &RBAC{client: client} }
 // rules up to r's.
 func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
 	api := a.client.RbacV1().ClusterRoles()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retryOnConflict(ctx, func() error {
 		cur, err := api.Get(ctx, r.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = api.Create(ctx, r, metav1.CreateOptions{})
@@ -63,7 +62,7 @@ func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) erro
 		}
 		return nil
 	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retryOnConflict(ctx, func() error {
 		cur, err := api.Get(ctx, b.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = api.Create(ctx, b, metav1.CreateOptions{})

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kubepact/kubepact/kubeconfig"
 )
@@ -41,7 +40,7 @@ func applySecret(ctx context.Context, c kubernetes.Interface, want *corev1.Secre
 		}
 		return nil
 	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retryOnConflict(ctx, func() error {
 		cur, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = secrets.Create(ctx, want, metav1.CreateOptions{})

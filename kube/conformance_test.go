@@ -1,0 +1,178 @@
+package kube_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/csr/csrtest"
+	"github.com/kubepact/kubepact/fake"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/identity/identitytest"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/keys/keystest"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/kubeconfig/kubeconfigtest"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/nonce/noncetest"
+	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/rbac/rbactest"
+	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/tenant/tenanttest"
+)
+
+// The conformance suites of every port, run against the client-go adapters
+// on the real provider cluster. The same suites run against the fakes in
+// package fake.
+
+// ensureNamespace creates namespace name on the provider cluster.
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := provider.client.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// absent turns a not-found error into (nil, nil), as the suites' getters expect.
+func absent[T any](obj *T, err error) (*T, error) {
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return obj, err
+}
+
+func TestNonceStoreConformance(t *testing.T) {
+	noncetest.Run(t, noncetest.Harness{
+		New:      func(*testing.T) nonce.Store { return kube.NewNonceStore(provider.client) },
+		Prepare:  func(t *testing.T, id string) { ensureNamespace(t, clusterid.TenantNamespace(id)) },
+		Parallel: true,
+	})
+}
+
+func TestKeyStoreConformance(t *testing.T) {
+	n := 0
+	keystest.Run(t, keystest.Harness{
+		New: func(t *testing.T) keys.Store {
+			n++
+			return kube.NewKeyStore(provider.client, "keys-"+shortName(t.Name(), n))
+		},
+	})
+}
+
+func TestNamespacesConformance(t *testing.T) {
+	tenanttest.RunNamespaces(t, tenanttest.NamespacesHarness{
+		New: func(*testing.T) (tenant.Namespaces, func(context.Context, string) (*corev1.Namespace, error)) {
+			return kube.NewNamespaces(provider.client), func(ctx context.Context, name string) (*corev1.Namespace, error) {
+				return absent(provider.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}))
+			}
+		},
+		Parallel: true,
+	})
+}
+
+func TestTenantStoreConformance(t *testing.T) {
+	tenanttest.RunStore(t, tenanttest.StoreHarness{
+		New:       func(*testing.T) tenant.Store { return kube.NewTenantStore(provider.dynamic) },
+		Namespace: ensureNamespace,
+		Parallel:  true,
+	})
+}
+
+func TestIdentityStoreConformance(t *testing.T) {
+	identitytest.Run(t, identitytest.Harness{
+		New:       func(*testing.T) identity.Store { return kube.NewIdentityStore(provider.dynamic) },
+		Namespace: ensureNamespace,
+		Parallel:  true,
+	})
+}
+
+func TestSecretWriterConformance(t *testing.T) {
+	kubeconfigtest.Run(t, kubeconfigtest.Harness{
+		New: func(*testing.T) (kubeconfig.SecretWriter, func(context.Context, string, string) (*corev1.Secret, error)) {
+			return kube.NewSecretWriter(provider.client), func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+				return absent(provider.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{}))
+			}
+		},
+		Namespace: ensureNamespace,
+		Owner: func(t *testing.T, namespace string) metav1.OwnerReference {
+			// A real owner, so the garbage collector leaves the Secrets alone.
+			cm, err := provider.client.CoreV1().ConfigMaps(namespace).Create(context.Background(),
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "owner-"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID}
+		},
+		Parallel: true,
+	})
+}
+
+func TestCertificateCacheConformance(t *testing.T) {
+	csrtest.RunCache(t, csrtest.CacheHarness{
+		New:      func(*testing.T) csr.Cache { return kube.NewCertificateCache(provider.client) },
+		Prepare:  func(t *testing.T, id string) { ensureNamespace(t, clusterid.TenantNamespace(id)) },
+		Parallel: true,
+	})
+}
+
+func TestCSRSignerConformance(t *testing.T) {
+	csrtest.RunSigner(t, csrtest.SignerHarness{
+		New: func(_ *testing.T, a csr.Approver) (csr.Signer, []byte) {
+			return kube.NewCSRSigner(provider.client, a), provider.cluster.CA()
+		},
+		Approver: func(*testing.T) csr.Approver { return kube.NewApprover(provider.client) },
+		Denier: func(*testing.T) csr.Approver {
+			return &fake.Approver{Decide: func(name string, _ *csr.Checked) error {
+				return &csr.DeniedError{Name: name, Reason: "Denied", Message: "denied by the conformance test"}
+			}}
+		},
+		Parallel: true,
+	})
+}
+
+func TestApproverConformance(t *testing.T) {
+	csrtest.RunApprover(t, csrtest.ApproverHarness{
+		New: func(*testing.T) csr.Approver { return kube.NewApprover(provider.client) },
+		Submit: func(t *testing.T, c *csr.Checked) string {
+			obj, err := provider.client.CertificatesV1().CertificateSigningRequests().Create(context.Background(),
+				&certificatesv1.CertificateSigningRequest{
+					ObjectMeta: metav1.ObjectMeta{GenerateName: "conformance-"},
+					Spec: certificatesv1.CertificateSigningRequestSpec{
+						Request:    c.PEM(),
+						SignerName: certificatesv1.KubeAPIServerClientSignerName,
+						Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+					},
+				}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			return obj.Name
+		},
+		Parallel: true,
+	})
+}
+
+func TestRBACConformance(t *testing.T) {
+	rbactest.Run(t, rbactest.Harness{
+		New: func(*testing.T) (rbac.Applier, rbactest.Inspector) {
+			rb := provider.client.RbacV1()
+			return kube.NewRBAC(provider.client), rbactest.Inspector{
+				ClusterRole: func(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
+					return absent(rb.ClusterRoles().Get(ctx, name, metav1.GetOptions{}))
+				},
+				RoleBinding: func(ctx context.Context, namespace, name string) (*rbacv1.RoleBinding, error) {
+					return absent(rb.RoleBindings(namespace).Get(ctx, name, metav1.GetOptions{}))
+				},
+			}
+		},
+		Namespace: ensureNamespace,
+		Parallel:  true,
+	})
+}
