@@ -214,3 +214,54 @@ func TestKeyStoreKeepsTheClusterKey(t *testing.T) {
 	require.Contains(t, string(sec.Data[keys.PrivateKeySecretKey]), "-----BEGIN PRIVATE KEY-----")
 	require.Contains(t, string(sec.Data[keys.PublicKeySecretKey]), "-----BEGIN PUBLIC KEY-----")
 }
+
+// TestStrictAuthenticateEndToEnd runs a strict consumer against a strict
+// provider on the two real clusters: the kubeconfig's key is the identity's
+// own, and the cluster key is in no kubeconfig Secret.
+func TestStrictAuthenticateEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const providerID, consumerID = "cl-provider-strict", "cl-consumer-strict"
+	c := provider.client
+	p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
+		Namespaces:   kube.NewNamespaces(c),
+		Nonces:       kube.NewNonceStore(c),
+		Tenants:      kube.NewTenantStore(provider.dynamic),
+		Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
+		Certificates: kube.NewCertificateCache(c),
+		RBAC:         kube.NewRBAC(c),
+	}, &kubepact.ProviderOptions{Policy: tenant.Strict})
+	require.NoError(t, err)
+	cc := consumer.client
+	cons, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
+		Namespaces:   kube.NewNamespaces(cc),
+		Keys:         kube.NewKeyStore(cc, "liqo-strict"),
+		Identities:   kube.NewIdentityStore(consumer.dynamic),
+		Secrets:      kube.NewSecretWriter(cc),
+		IdentityKeys: kube.NewKeyring(cc, "liqo-strict"),
+	}, &kubepact.ConsumerOptions{Strict: true})
+	require.NoError(t, err)
+
+	done, err := kubepact.Authenticate(ctx, cons, p, nil)
+	require.NoError(t, err)
+	clusterKey, err := kube.NewKeyStore(cc, "liqo-strict").Get(ctx)
+	require.NoError(t, err)
+	idKey, err := kube.NewKeyring(cc, "liqo-strict").Get(ctx, identity.ControlPlaneName(providerID))
+	require.NoError(t, err)
+	cert, err := done.Kubeconfig.ClientCertificate()
+	require.NoError(t, err)
+	require.True(t, keys.Equal(idKey.Public(), cert.PublicKey))
+	require.False(t, keys.Equal(clusterKey.Public(), cert.PublicKey))
+
+	// The kubeconfig works on the provider.
+	restCfg, err := done.Kubeconfig.RESTConfig()
+	require.NoError(t, err)
+	asConsumer, err := dynamic.NewForConfig(restCfg)
+	require.NoError(t, err)
+	_, err = asConsumer.Resource(resourceSlices).Namespace("liqo-tenant-"+consumerID).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+
+	require.NoError(t, kubepact.Unauthenticate(ctx, cons, p))
+	_, err = kube.NewKeyring(cc, "liqo-strict").Get(ctx, identity.ControlPlaneName(providerID))
+	require.ErrorIs(t, err, keys.ErrNotFound)
+}
