@@ -1,0 +1,154 @@
+package kubepact_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/fake"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// faultyPair is a provider and a consumer whose ports fail on demand.
+type faultyPair struct {
+	*pair
+	faults *fake.Faults
+}
+
+func newFaultyPair(t *testing.T, strict bool) *faultyPair {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	pc, err := fake.NewCluster(providerID, &fake.ClusterOptions{Clock: clk})
+	require.NoError(t, err)
+	cc, err := fake.NewCluster(consumerID, &fake.ClusterOptions{Clock: clk})
+	require.NoError(t, err)
+	faults := &fake.Faults{}
+	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
+	policy := tenant.Compatible
+	if strict {
+		policy = tenant.Strict
+	}
+	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), fake.InterceptProvider(pc.ProviderPorts(), faults),
+		&kubepact.ProviderOptions{Clock: clk, Policy: policy})
+	require.NoError(t, err)
+	p.consumer, err = kubepact.NewConsumer(consumerID, fake.InterceptConsumer(cc.ConsumerPorts(), faults),
+		&kubepact.ConsumerOptions{Clock: clk, Strict: strict})
+	require.NoError(t, err)
+	return &faultyPair{pair: p, faults: faults}
+}
+
+// injected are the failures injected at every call: what an API server or
+// the network does to a request.
+var injected = []struct {
+	name string
+	err  error
+}{
+	{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, "x", errors.New("the object has been modified"))},
+	{"server error", apierrors.NewInternalError(errors.New("etcd is sad"))},
+	{"timeout", context.DeadlineExceeded},
+	{"cancelled", context.Canceled},
+}
+
+// TestFaultAtEveryCall fails each call of a handshake in turn, before it
+// runs and after it took effect, with each kind of failure. The handshake
+// must fail with that error; run again, it must complete, with exactly one
+// of every object and the keys stored by the failed run.
+func TestFaultAtEveryCall(t *testing.T) {
+	t.Parallel()
+	for _, strict := range []bool{false, true} {
+		// The calls of one clean handshake, in order.
+		probe := newFaultyPair(t, strict)
+		_, err := kubepact.Authenticate(context.Background(), probe.consumer, probe.provider, nil)
+		require.NoError(t, err)
+		calls := probe.faults.Calls()
+		require.NotEmpty(t, calls)
+
+		for i, c := range calls {
+			occurrence := 0
+			for _, prev := range calls[:i] {
+				if prev == c {
+					occurrence++
+				}
+			}
+			for _, fault := range injected {
+				name := fmt.Sprintf("strict=%t/%02d-%s#%d/after=%t/%s", strict, i, c.Op, occurrence, c.After, fault.name)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					runWithFault(t, strict, c, occurrence, fault.err)
+				})
+			}
+		}
+	}
+}
+
+// runWithFault runs a handshake whose occurrence-th call matching target
+// fails with fault, then runs it again without faults.
+func runWithFault(t *testing.T, strict bool, target fake.Call, occurrence int, fault error) {
+	ctx := context.Background()
+	p := newFaultyPair(t, strict)
+	var (
+		mu    sync.Mutex
+		seen  int
+		fired bool
+	)
+	p.faults.Set(func(_ context.Context, c fake.Call) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if c != target || fired {
+			return nil
+		}
+		if seen == occurrence {
+			fired = true
+			return fault
+		}
+		seen++
+		return nil
+	})
+	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.True(t, fired, "the fault must have been injected")
+	require.ErrorIs(t, err, fault)
+	var se *kubepact.StepError
+	require.ErrorAs(t, err, &se, "every failure names its step")
+
+	// Keys stored by the failed run must survive the retry.
+	clusterKey, _ := p.consumerCluster.Keys.Get(ctx)
+	idKey, _ := p.consumerCluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
+
+	p.faults.Set(nil)
+	done, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err, "the handshake completes when run again")
+
+	require.Len(t, p.providerCluster.Tenants.Objects(""), 1)
+	require.Len(t, p.providerCluster.RBAC.RoleBindings.Objects(""), 1)
+	require.Len(t, p.providerCluster.RBAC.ClusterRoles.Objects(""), 1)
+	require.Equal(t, 1, p.providerCluster.Certificates.Len())
+	require.Len(t, p.consumerCluster.Identities.Objects(""), 1)
+	require.Len(t, p.consumerCluster.Secrets.Objects(""), 1)
+
+	cert, err := done.Kubeconfig.ClientCertificate()
+	require.NoError(t, err)
+	stored, err := p.consumerCluster.Keys.Get(ctx)
+	require.NoError(t, err)
+	if clusterKey != nil {
+		require.True(t, keys.Equal(clusterKey.Public(), stored.Public()), "the cluster key is kept")
+	}
+	if strict {
+		require.Equal(t, 1, p.consumerCluster.IdentityKeys.Len())
+		if idKey != nil {
+			require.True(t, keys.Equal(idKey.Public(), cert.PublicKey), "the pending identity key is re-used")
+		}
+	} else {
+		require.True(t, keys.Equal(stored.Public(), cert.PublicKey))
+	}
+}
