@@ -10,7 +10,7 @@
 // Verify checks that the certificate chains to the Identity's CA (or to
 // VerifyOptions.ClientCAs) for client authentication, is for the consumer's
 // own key, is within its validity at the given time, and carries exactly the
-// expected CN and O.
+// expected CN and O, and that a proxy URL, if any, is http or https.
 //
 // # Errors
 //
@@ -35,6 +35,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 var (
@@ -111,6 +112,11 @@ type VerifyOptions struct {
 // consumer consumerID for key pub, trusted and valid at now. It returns the
 // parsed certificate.
 func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, now time.Time, opts *VerifyOptions) (*x509.Certificate, error) {
+	if p := id.Spec.AuthParams.ProxyURL; p != nil {
+		if err := tenant.ValidateProxyURL(*p); err != nil {
+			return nil, fmt.Errorf("%w: spec.authParams.proxyURL: %w", ErrMalformed, err)
+		}
+	}
 	cert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
 	if err != nil {
 		return nil, fmt.Errorf("%w: spec.authParams.signedCRT: %w", ErrMalformed, err)

@@ -123,7 +123,7 @@ func Build(consumerID string, key crypto.Signer, n nonce.Nonce, opts *BuildOptio
 	}
 	var proxy *string
 	if opts.ProxyURL != "" {
-		if err := validateProxyURL(opts.ProxyURL); err != nil {
+		if err := ValidateProxyURL(opts.ProxyURL); err != nil {
 			return nil, err
 		}
 		proxy = &opts.ProxyURL
@@ -231,7 +231,7 @@ func Validate(t *authv1beta1.Tenant) (crypto.PublicKey, error) {
 		return nil, fail("spec.signature", fmt.Errorf("%w: %d bytes", keys.ErrBadSignature, len(t.Spec.Signature)))
 	}
 	if t.Spec.ProxyURL != nil {
-		if err := validateProxyURL(*t.Spec.ProxyURL); err != nil {
+		if err := ValidateProxyURL(*t.Spec.ProxyURL); err != nil {
 			return nil, fail("spec.proxyURL", err)
 		}
 	}
@@ -307,7 +307,9 @@ func verifyTranscript(t *authv1beta1.Tenant, n nonce.Nonce, pub crypto.PublicKey
 	return true, nil
 }
 
-func validateProxyURL(s string) error {
+// ValidateProxyURL checks that s is an absolute http or https URL; it
+// returns an error wrapping ErrInvalidProxyURL otherwise.
+func ValidateProxyURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidProxyURL, err)
