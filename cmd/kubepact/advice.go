@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// advice returns what to do about err, or "" when there is nothing to add.
+// consumerID is the consumer of the handshake, when known.
+func advice(err error, consumerID string) string {
+	consumer := consumerID
+	if consumer == "" {
+		consumer = "CONSUMER_ID"
+	}
+	newNonce := fmt.Sprintf("ask the provider for a new nonce: kubepact create nonce --remote-cluster-id %s; "+
+		"then the consumer signs it: kubepact generate tenant --nonce NONCE ...", consumer)
+	var denied *csr.DeniedError
+	switch {
+	case errors.Is(err, kubepact.ErrInUse):
+		return "ResourceSlices of this consumer still hold identities on the provider: " +
+			"delete those ResourceSlices (their Identities go with them), then run unauthenticate again"
+	case errors.Is(err, nonce.ErrNotFound):
+		return "the consumer's nonce is gone: it was never issued, or a Tenant already redeemed it; " + newNonce
+	case errors.Is(err, nonce.ErrExpired):
+		return "the nonce expired before the Tenant came back; " + newNonce
+	case errors.Is(err, tenant.ErrTranscriptMissing):
+		return "this provider requires the transcript a kubepact consumer signs (--policy strict): " +
+			"the consumer must generate the Tenant with kubepact generate tenant"
+	case errors.Is(err, tenant.ErrTranscriptExpired):
+		return "the Tenant's transcript expired before the provider accepted it (see --transcript-lifetime of generate tenant); " + newNonce
+	case errors.Is(err, tenant.ErrTranscriptMismatch):
+		return "the Tenant's transcript was signed for another provider, nonce or CSR; " +
+			"the consumer must generate the Tenant with --remote-cluster-id set to this provider; " + newNonce
+	case errors.Is(err, keys.ErrBadSignature):
+		return "the Tenant is not signed over this nonce with the key it carries; " + newNonce
+	case errors.Is(err, csr.ErrCommonName), errors.Is(err, csr.ErrOrganization), errors.Is(err, csr.ErrSAN),
+		errors.Is(err, csr.ErrKeyMismatch), errors.Is(err, csr.ErrSignature), errors.Is(err, csr.ErrMalformed):
+		return "the Tenant's CSR must be the ControlPlane CSR of its own key (CN = the consumer's cluster ID, O = liqo.io only, no SANs): " +
+			"have the consumer generate it with kubepact generate tenant"
+	case errors.As(err, &denied):
+		return "the provider cluster denied the certificate signing request; see the CertificateSigningRequest's conditions"
+	case errors.Is(err, identity.ErrKeyMismatch):
+		return "this Identity was issued for another key than this cluster's: it answers a Tenant signed with another key " +
+			"(for example one made with --key-file); generate the Tenant on this cluster and ask the provider for a new Identity"
+	case errors.Is(err, identity.ErrExpired):
+		return "the Identity's certificate has expired: ask the provider for a new Identity"
+	case errors.Is(err, identity.ErrNotYetValid):
+		return "the Identity's certificate is not valid yet: check the clocks of both clusters"
+	case errors.Is(err, identity.ErrUntrusted), errors.Is(err, identity.ErrSubject):
+		return "this Identity was not issued to this cluster by that provider: ask the provider for a new Identity"
+	case errors.Is(err, keys.ErrNotFound):
+		return "this cluster has no cluster key yet: the Tenant answered by this Identity must be generated on this cluster (kubepact generate tenant)"
+	case errors.Is(err, tenant.ErrNotFound):
+		return fmt.Sprintf("the provider holds no Tenant for %s: store it with kubepact apply tenant FILE, or pass it with -f FILE", consumer)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out: raise --timeout, and check that the provider's controller-manager signs CertificateSigningRequests"
+	case apierrors.IsForbidden(err):
+		return "the kubeconfig's user lacks a permission this command needs"
+	}
+	return ""
+}

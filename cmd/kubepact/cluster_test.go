@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/nonce"
+)
+
+// handshakeSteps are the steps authenticate reports, in order.
+var handshakeSteps = []kubepact.StepName{
+	kubepact.StepProviderNamespace, kubepact.StepNonceGenerated,
+	kubepact.StepConsumerNamespace, kubepact.StepNonceRetrieved, kubepact.StepNonceSigned, kubepact.StepTenantGenerated,
+	kubepact.StepTenantApplied, kubepact.StepCertificateIssued, kubepact.StepRBACBound, kubepact.StepTenantStatus,
+	kubepact.StepIdentityGenerated,
+	kubepact.StepIdentityApplied, kubepact.StepKubeconfigWritten, kubepact.StepIdentityStatus,
+}
+
+// unique returns name with a random suffix, so that every run of a test,
+// also with -count, starts from clean clusters.
+func unique(name string) string {
+	return fmt.Sprintf("%s-%04x", name, rand.N(1<<16))
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// authenticateArgs are the arguments of authenticate and unauthenticate
+// between the test clusters.
+func authenticateArgs(verb, consumerID, providerID, namespace string) []string {
+	return []string{verb, "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig,
+		"--cluster-id", consumerID, "--remote-cluster-id", providerID, "-n", namespace}
+}
+
+// issuedConfig returns the client configuration held in the kubeconfig
+// Secret that the consumer cluster keeps for providerID.
+func issuedConfig(t *testing.T, ctx context.Context, providerID string) (*rest.Config, *corev1.Secret) {
+	t.Helper()
+	name := kubeconfig.SecretName(identity.ControlPlaneName(providerID))
+	sec, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	cfg, err := kubeconfig.Parse(sec.Data[kubeconfig.SecretKey])
+	require.NoError(t, err)
+	restCfg, err := cfg.RESTConfig()
+	require.NoError(t, err)
+	return restCfg, sec
+}
+
+var resourceSlices = authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)
+
+func resourceSlice(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(authv1beta1.SchemeGroupVersion.String())
+	u.SetKind(authv1beta1.ResourceSliceKind)
+	u.SetName(name)
+	return u
+}
+
+// requireLeastPrivilege checks on the provider that cfg may handle
+// ResourceSlices in tenantNS and nothing else tried here.
+func requireLeastPrivilege(t *testing.T, ctx context.Context, cfg *rest.Config, tenantNS string) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	core, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	slices := dyn.Resource(resourceSlices)
+
+	_, err = slices.Namespace(tenantNS).Create(ctx, resourceSlice("slice-a"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	list, err := slices.Namespace(tenantNS).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+
+	_, err = core.CoreV1().Secrets(tenantNS).List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "listing Secrets in the tenant namespace: %v", err)
+	_, err = slices.Namespace("default").List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "listing ResourceSlices in default: %v", err)
+	_, err = slices.Namespace("default").Create(ctx, resourceSlice("slice-b"), metav1.CreateOptions{})
+	require.True(t, apierrors.IsForbidden(err), "creating a ResourceSlice in default: %v", err)
+	_, err = core.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "listing ConfigMaps in default: %v", err)
+	_, err = core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "intruder"}}, metav1.CreateOptions{})
+	require.True(t, apierrors.IsForbidden(err), "creating a Namespace: %v", err)
+
+	require.NoError(t, slices.Namespace(tenantNS).Delete(ctx, "slice-a", metav1.DeleteOptions{}))
+}
+
+// requireUnauthenticated checks that the consumer's Identity and Secret for
+// providerID are gone and that cfg is refused on the provider.
+func requireUnauthenticated(t *testing.T, ctx context.Context, providerID, secretName string, cfg *rest.Config, tenantNS string) {
+	t.Helper()
+	_, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, secretName, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "kubeconfig Secret: %v", err)
+	ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+providerID)
+	require.NoError(t, err)
+	require.Empty(t, ids)
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	_, err = dyn.Resource(resourceSlices).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "listing ResourceSlices after unauthenticate: %v", err)
+}
+
+func TestAuthenticate(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	consumerID, providerID, namespace := unique("cl-consumer-online"), unique("cl-provider-online"), unique("liqo-online")
+	tenantNS := "liqo-tenant-" + consumerID
+
+	r := cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
+	for _, s := range handshakeSteps {
+		assert.Contains(t, r.stderr, " INFO  "+string(s)+"\n")
+	}
+	assert.Equal(t, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n"+
+		"  server:    "+provider.cluster.Host()+"\n"+
+		"  user:      "+consumerID+"\n"+
+		"  namespace: "+tenantNS+"\n", r.stdout)
+
+	cfg, sec := issuedConfig(t, ctx, providerID)
+	requireLeastPrivilege(t, ctx, cfg, tenantNS)
+
+	// Authenticating again changes nothing.
+	again := cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
+	assert.Equal(t, r.stdout, again.stdout)
+
+	r = cli(t, "", authenticateArgs("unauthenticate", consumerID, providerID, namespace)...).ok(t)
+	assert.Contains(t, r.stderr, " INFO  "+string(kubepact.StepForgetIdentity)+"\n")
+	assert.Contains(t, r.stderr, " INFO  "+string(kubepact.StepForgetTenant)+"\n")
+	assert.Equal(t, "Consumer "+consumerID+" is no longer authenticated on provider "+providerID+"\n", r.stdout)
+	requireUnauthenticated(t, ctx, providerID, sec.Name, cfg, tenantNS)
+}
+
+// TestAuthenticateReadsClusterIDs reads both cluster IDs where Liqo keeps
+// them, and installs the CRDs (again) on request.
+func TestAuthenticateReadsClusterIDs(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	namespace, consumerID, providerID := unique("liqo-ids"), unique("cl-consumer-cm"), unique("cl-provider-cm")
+	for _, c := range []struct {
+		env *testEnv
+		id  string
+	}{{consumer, consumerID}, {provider, providerID}} {
+		_, err := c.env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = c.env.client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: clusterIDConfigMap},
+			Data:       map[string]string{clusterIDKey: c.id},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	args := []string{"--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig, "-n", namespace, "--remote-namespace", namespace}
+
+	r := cli(t, "", append([]string{"authenticate", "--install-crds"}, args...)...).ok(t)
+	assert.Contains(t, r.stdout, "  user:      "+consumerID+"\n")
+	assert.Contains(t, r.stdout, "Kubeconfig Secret liqo-tenant-"+providerID+"/")
+	r = cli(t, "", append([]string{"unauthenticate"}, args...)...).ok(t)
+	assert.Contains(t, r.stdout, "Consumer "+consumerID+" is no longer authenticated on provider "+providerID)
+
+	// Without the ConfigMap, --cluster-id is needed.
+	r = cli(t, "", "authenticate", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig, "-n", "liqo-no-ids")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "cannot tell the ID of the consumer cluster: it has no ConfigMap liqo-no-ids/liqo-clusterid-configmap; pass --cluster-id")
+	r = cli(t, "", "authenticate", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig,
+		"-n", "liqo-no-ids", "--cluster-id", "cl-consumer-noid")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "cannot tell the ID of the provider cluster: it has no ConfigMap liqo/liqo-clusterid-configmap; pass --remote-cluster-id")
+}
+
+// TestOfflineFlow moves the Tenant and the Identity between the clusters as
+// files, each command run with one cluster's kubeconfig only.
+func TestOfflineFlow(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	consumerID, providerID, keyNamespace := unique("cl-consumer-files"), unique("cl-provider-files"), unique("liqo-files")
+	dir := t.TempDir()
+	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace}
+	cmd := func(words string, args ...string) []string { return append(strings.Fields(words), args...) }
+
+	// step runs one command of the flow and records how long it took.
+	var total time.Duration
+	var took []string
+	step := func(args ...string) result {
+		t.Helper()
+		start := time.Now()
+		r := cli(t, "", args...).ok(t)
+		d := time.Since(start)
+		total += d
+		took = append(took, fmt.Sprintf("%s %s %v", args[0], args[1], d.Round(time.Millisecond)))
+		return r
+	}
+
+	// Provider: issue the nonce.
+	r := step(cmd("create nonce --remote-cluster-id "+consumerID, onProvider...)...)
+	assert.Contains(t, r.stderr, " INFO  "+string(kubepact.StepNonceGenerated)+"\n")
+	text := strings.TrimSuffix(r.stdout, "\n")
+	_, err := nonce.Parse(text)
+	require.NoError(t, err, "create nonce prints only the nonce: %q", r.stdout)
+	assert.Equal(t, r.stdout, step(cmd("get nonce --remote-cluster-id "+consumerID, onProvider...)...).stdout)
+
+	// Consumer: sign it.
+	r = step(cmd("generate tenant --remote-cluster-id "+providerID+" --nonce "+text, onConsumer...)...)
+	assert.Contains(t, r.stderr, " INFO  "+string(kubepact.StepTenantGenerated)+"\n")
+	tenantFile := writeFile(t, dir, "tenant.yaml", r.stdout)
+
+	// Provider: check, store and accept it.
+	r = step("verify", "tenant", "--nonce", text, "--cluster-id", providerID, tenantFile)
+	assert.True(t, strings.HasPrefix(r.stdout, "Tenant "+consumerID+" verified: cluster ID "+consumerID+", key SHA256:"), r.stdout)
+	r = step(cmd("apply tenant "+tenantFile, onProvider...)...)
+	assert.Equal(t, "Tenant liqo-tenant-"+consumerID+"/"+consumerID+" applied on the provider cluster; next: kubepact generate identity --remote-cluster-id "+consumerID+"\n", r.stdout)
+	r = step(cmd("generate identity --remote-cluster-id "+consumerID, onProvider...)...)
+	for _, s := range []kubepact.StepName{kubepact.StepTenantApplied, kubepact.StepCertificateIssued, kubepact.StepRBACBound, kubepact.StepTenantStatus, kubepact.StepIdentityGenerated} {
+		assert.Contains(t, r.stderr, " INFO  "+string(s)+"\n")
+	}
+	identityFile := writeFile(t, dir, "identity.yaml", r.stdout)
+
+	// Consumer: apply the Identity.
+	r = step(cmd("apply identity "+identityFile, onConsumer...)...)
+	assert.Equal(t, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n"+
+		"  server:    "+provider.cluster.Host()+"\n"+
+		"  user:      "+consumerID+"\n"+
+		"  namespace: liqo-tenant-"+consumerID+"\n", r.stdout)
+	t.Logf("offline flow took %v: %s", total.Round(time.Millisecond), strings.Join(took, ", "))
+
+	cfg, _ := issuedConfig(t, ctx, providerID)
+	requireLeastPrivilege(t, ctx, cfg, "liqo-tenant-"+consumerID)
+
+	// The accepted Tenant is served again, without a new nonce.
+	again := cli(t, "", cmd("generate identity --remote-cluster-id "+consumerID, onProvider...)...).ok(t)
+	assert.Equal(t, readFile(t, identityFile), again.stdout)
+
+	t.Run("printed objects are what kubectl apply sends", func(t *testing.T) {
+		for _, f := range []string{tenantFile, identityFile} {
+			out := readFile(t, f)
+			for _, absent := range []string{"status:", "creationTimestamp:", "uid:", "resourceVersion:", "managedFields:", "finalizers:"} {
+				assert.NotContains(t, out, absent, f)
+			}
+		}
+		createAsKubectl(t, ctx, provider, tenantFile, authv1beta1.TenantResource)
+		createAsKubectl(t, ctx, consumer, identityFile, authv1beta1.IdentityResource)
+	})
+
+	t.Run("an Identity for another key is refused", func(t *testing.T) {
+		// Another Liqo namespace holds another cluster key.
+		other := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace + "-other"}
+		cli(t, "", cmd("generate tenant --remote-cluster-id "+providerID+" --nonce "+text, other...)...).ok(t)
+		r := cli(t, "", cmd("apply identity "+identityFile, other...)...)
+		assert.Equal(t, exitError, r.code)
+		assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepIdentityApplied)+`" failed: `)
+		assert.Contains(t, r.stderr, "this Identity was issued for another key")
+	})
+}
+
+// createAsKubectl creates the object printed in path as kubectl apply -f
+// would, with strict field validation, in a new namespace.
+func createAsKubectl(t *testing.T, ctx context.Context, env *testEnv, path, resource string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(readFile(t, path)), &u.Object))
+	ns, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kubectl-"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	u.SetNamespace(ns.Name)
+	_, err = env.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(resource)).Namespace(ns.Name).
+		Create(ctx, u, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+	require.NoError(t, err, "creating %s from %s", resource, filepath.Base(path))
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestGenerateIdentityAfterNonceRedeemed sends a second, different Tenant
+// over a nonce the first one redeemed.
+func TestGenerateIdentityAfterNonceRedeemed(t *testing.T) {
+	t.Parallel()
+	consumerID, providerID := unique("cl-consumer-redeemed"), unique("cl-provider-redeemed")
+	dir := t.TempDir()
+	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", unique("liqo-redeemed")}
+
+	text := strings.TrimSpace(cli(t, "", append([]string{"create", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...).ok(t).stdout)
+	first := cli(t, "", append([]string{"generate", "tenant", "--remote-cluster-id", providerID, "--nonce", text}, onConsumer...)...).ok(t)
+	cli(t, "", append([]string{"generate", "identity", "-f", writeFile(t, dir, "first.yaml", first.stdout)}, onProvider...)...).ok(t)
+
+	second := cli(t, "", append([]string{"generate", "tenant", "--remote-cluster-id", providerID, "--nonce", text,
+		"--proxy-url", "http://proxy.example:3128"}, onConsumer...)...).ok(t)
+	r := cli(t, second.stdout, append([]string{"generate", "identity", "--remote-cluster-id", consumerID, "-f", "-"}, onProvider...)...)
+	assert.Equal(t, exitError, r.code)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepTenantApplied)+`" failed: `)
+	assert.Contains(t, r.stderr, "spec.signature")
+	assert.Contains(t, r.stderr, "nonce not found")
+	assert.Contains(t, r.stderr, "ask the provider for a new nonce: kubepact create nonce --remote-cluster-id "+consumerID)
+
+	r = cli(t, "", append([]string{"get", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...)
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "no nonce for consumer "+consumerID+" (none was issued, or a Tenant redeemed it): run 'kubepact create nonce --remote-cluster-id "+consumerID+"' first")
+}
+
+func TestUnauthenticateRefusedWhileInUse(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	consumerID, providerID, namespace := unique("cl-consumer-inuse"), unique("cl-provider-inuse"), unique("liqo-inuse")
+	cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
+
+	// A ResourceSlice identity beside the ControlPlane one.
+	store := kube.NewIdentityStore(consumer.dynamic)
+	ids, err := store.List(ctx, "liqo-tenant-"+providerID)
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	slice := ids[0].DeepCopy()
+	slice.Name, slice.UID, slice.ResourceVersion = identity.ResourceSliceName("slice-a"), "", ""
+	slice.Spec.Type = authv1beta1.ResourceSliceIdentityType
+	slice.Status = authv1beta1.IdentityStatus{}
+	_, err = store.Apply(ctx, slice)
+	require.NoError(t, err)
+
+	r := cli(t, "", authenticateArgs("unauthenticate", consumerID, providerID, namespace)...)
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepForgetIdentity)+`" failed: identity still in use`)
+	assert.Contains(t, r.stderr, "delete those ResourceSlices")
+
+	require.NoError(t, store.Delete(ctx, slice.Namespace, slice.Name))
+	cli(t, "", authenticateArgs("unauthenticate", consumerID, providerID, namespace)...).ok(t)
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/nonce"
+)
+
+// Where Liqo records a cluster's own ID.
+const (
+	clusterIDConfigMap = "liqo-clusterid-configmap"
+	clusterIDKey       = "CLUSTER_ID"
+)
+
+// Roles of a cluster, as messages name them.
+const (
+	providerRole = "provider"
+	consumerRole = "consumer"
+)
+
+// errMissingCRDs reports a cluster without the authentication.liqo.io CRDs.
+var errMissingCRDs = errors.New("CRDs not installed")
+
+// clusterFlags select one cluster and the Liqo namespace on it.
+type clusterFlags struct {
+	prefix     string // "" for the local cluster, "remote-" for the other one
+	kubeconfig string
+	context    string
+	namespace  string
+	clusterID  string
+}
+
+// localFlags registers --kubeconfig, --context, -n/--namespace and
+// --cluster-id; role is the local cluster's role in the command.
+func localFlags(f *flags, role string) *clusterFlags {
+	c := &clusterFlags{}
+	f.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the "+role+" cluster (default $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&c.context, "context", "", "kubeconfig context of the "+role+" cluster (default the current context)")
+	f.StringVar(&c.namespace, "namespace", keys.DefaultNamespace, "Liqo namespace of the "+role+" cluster, holding its key and cluster ID")
+	f.alias("n", "namespace")
+	f.StringVar(&c.clusterID, "cluster-id", "", "ID of the "+role+" cluster (default CLUSTER_ID of ConfigMap "+clusterIDConfigMap+" in the Liqo namespace)")
+	return c
+}
+
+// remoteFlags registers --remote-kubeconfig, --remote-context,
+// --remote-namespace and --remote-cluster-id.
+func remoteFlags(f *flags, role string) *clusterFlags {
+	c := &clusterFlags{prefix: "remote-"}
+	f.StringVar(&c.kubeconfig, "remote-kubeconfig", "", "kubeconfig of the "+role+" cluster (required)")
+	f.StringVar(&c.context, "remote-context", "", "kubeconfig context of the "+role+" cluster (default the current context)")
+	f.StringVar(&c.namespace, "remote-namespace", keys.DefaultNamespace, "Liqo namespace of the "+role+" cluster, holding its cluster ID")
+	f.StringVar(&c.clusterID, "remote-cluster-id", "", "ID of the "+role+" cluster (default CLUSTER_ID of ConfigMap "+clusterIDConfigMap+" in its Liqo namespace)")
+	return c
+}
+
+// timeoutFlag registers --timeout.
+func timeoutFlag(f *flags) *time.Duration {
+	return f.Duration("timeout", 2*time.Minute, "give up after this long")
+}
+
+// nonceTTLFlag registers --nonce-ttl, the provider's nonce lifetime.
+func nonceTTLFlag(f *flags) *time.Duration {
+	return f.Duration("nonce-ttl", nonce.DefaultTTL, "how long a nonce the provider issues stays valid")
+}
+
+// cluster is a connected cluster.
+type cluster struct {
+	role      string
+	flags     *clusterFlags
+	config    *rest.Config
+	client    kubernetes.Interface
+	dynamic   dynamic.Interface
+	namespace string // the Liqo namespace
+}
+
+// check reports flags that cannot work, before anything is loaded.
+func (c *clusterFlags) check(role string) error {
+	if c.prefix != "" && c.kubeconfig == "" {
+		return usagef("--%skubeconfig is required: the kubeconfig of the %s cluster", c.prefix, role)
+	}
+	if c.clusterID != "" {
+		if err := clusterid.Validate(c.clusterID); err != nil {
+			return usagef("--%scluster-id: %v", c.prefix, err)
+		}
+	}
+	return nil
+}
+
+// connect builds the clients of the cluster the flags select.
+func (c *clusterFlags) connect(role string) (*cluster, error) {
+	if err := c.check(role); err != nil {
+		return nil, err
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context})
+	cfg, err := loader.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, usagef("no kubeconfig for the %s cluster: pass --%skubeconfig or set KUBECONFIG", role, c.prefix)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig of the %s cluster: %w", role, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 300 // kubectl's defaults
+	cl := &cluster{role: role, flags: c, config: cfg, namespace: c.namespace}
+	if cl.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if cl.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return cl, nil
+}
+
+// clusterID returns the cluster's own ID: the flag's value, else the one Liqo
+// records in the Liqo namespace.
+func (c *cluster) clusterID(ctx context.Context) (string, error) {
+	if c.flags.clusterID != "" {
+		return c.flags.clusterID, nil
+	}
+	flag := "--" + c.flags.prefix + "cluster-id"
+	cm, err := c.client.CoreV1().ConfigMaps(c.namespace).Get(ctx, clusterIDConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", usagef("cannot tell the ID of the %s cluster: it has no ConfigMap %s/%s; pass %s",
+			c.role, c.namespace, clusterIDConfigMap, flag)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the ID of the %s cluster from ConfigMap %s/%s: %w", c.role, c.namespace, clusterIDConfigMap, err)
+	}
+	id := cm.Data[clusterIDKey]
+	if id == "" {
+		return "", usagef("cannot tell the ID of the %s cluster: ConfigMap %s/%s has no %s; pass %s",
+			c.role, c.namespace, clusterIDConfigMap, clusterIDKey, flag)
+	}
+	if err := clusterid.Validate(id); err != nil {
+		return "", fmt.Errorf("ConfigMap %s/%s of the %s cluster: %w", c.namespace, clusterIDConfigMap, c.role, err)
+	}
+	return id, nil
+}
+
+// endpoint returns how consumers reach this cluster's API server: the
+// kubeconfig's server, or serverURL when set, and the kubeconfig's CA.
+func (c *cluster) endpoint(serverURL string) (kubepact.Endpoint, error) {
+	cfg := rest.CopyConfig(c.config)
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		return kubepact.Endpoint{}, fmt.Errorf("reading the CA of the %s cluster: %w", c.role, err)
+	}
+	if len(cfg.CAData) == 0 {
+		return kubepact.Endpoint{}, fmt.Errorf("the kubeconfig of the %s cluster has no certificate authority for its API server: "+
+			"consumers need it to trust the server; use a kubeconfig with certificate-authority-data", c.role)
+	}
+	if serverURL == "" {
+		serverURL = cfg.Host
+	}
+	return kubepact.Endpoint{Server: serverURL, CA: cfg.CAData}, nil
+}
+
+// ensureCRDs installs the authentication.liqo.io CRDs when install is set,
+// and otherwise checks that the cluster serves the given resources.
+func (c *cluster) ensureCRDs(ctx context.Context, install bool, resources ...string) error {
+	if install {
+		if err := kube.InstallCRDs(ctx, c.dynamic); err != nil {
+			return fmt.Errorf("installing the CRDs on the %s cluster: %w", c.role, err)
+		}
+		return nil
+	}
+	return requireCRDs(c.client.Discovery(), c.role, resources...)
+}
+
+// requireCRDs checks through discovery that a cluster serves resources of
+// authentication.liqo.io/v1beta1.
+func requireCRDs(d discovery.DiscoveryInterface, role string, resources ...string) error {
+	gv := authv1beta1.SchemeGroupVersion.String()
+	list, err := d.ServerResourcesForGroupVersion(gv)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("discovering %s on the %s cluster: %w", gv, role, err)
+	}
+	var missing []string
+	for _, r := range resources {
+		if list == nil || !slices.ContainsFunc(list.APIResources, func(a metav1.APIResource) bool { return a.Name == r }) {
+			missing = append(missing, r+"."+authv1beta1.GroupName)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: the %s cluster does not serve %v: install Liqo there, or pass --install-crds to install the CRDs",
+			errMissingCRDs, role, missing)
+	}
+	return nil
+}
+
+// provider returns the Provider of this cluster, whose ID is id.
+func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact.ProviderOptions) (*kubepact.Provider, error) {
+	return kubepact.NewProvider(id, endpoint, kubepact.ProviderPorts{
+		Namespaces:   kube.NewNamespaces(c.client),
+		Nonces:       kube.NewNonceStore(c.client),
+		Tenants:      kube.NewTenantStore(c.dynamic),
+		Signer:       kube.NewCSRSigner(c.client, kube.NewApprover(c.client)),
+		Certificates: kube.NewCertificateCache(c.client),
+		RBAC:         kube.NewRBAC(c.client),
+	}, opts)
+}
+
+// consumer returns the Consumer of this cluster, whose ID is id, keeping its
+// key in the Liqo namespace.
+func (c *cluster) consumer(id string, opts *kubepact.ConsumerOptions) (*kubepact.Consumer, error) {
+	return kubepact.NewConsumer(id, kubepact.ConsumerPorts{
+		Namespaces: kube.NewNamespaces(c.client),
+		Keys:       kube.NewKeyStore(c.client, c.namespace),
+		Identities: kube.NewIdentityStore(c.dynamic),
+		Secrets:    kube.NewSecretWriter(c.client),
+	}, opts)
+}
+
+// printSteps returns an observer that prints each completed step as liqoctl
+// does.
+func printSteps(w io.Writer) func(kubepact.Step) {
+	return func(s kubepact.Step) { fmt.Fprintf(w, " INFO  %s\n", s.Name) }
+}

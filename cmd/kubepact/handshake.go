@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+)
+
+// pairFlags are the flags of a command that reaches both clusters: the local
+// one is the consumer, the remote one the provider.
+type pairFlags struct {
+	consumer, provider *clusterFlags
+	timeout            *time.Duration
+}
+
+func addPairFlags(f *flags) *pairFlags {
+	return &pairFlags{
+		consumer: localFlags(f, consumerRole),
+		provider: remoteFlags(f, providerRole),
+		timeout:  timeoutFlag(f),
+	}
+}
+
+func apiServerURLFlag(f *flags) *string {
+	return f.String("api-server-url", "", "URL at which consumers reach the provider's API server (default the provider kubeconfig's server)")
+}
+
+// pair is a consumer and a provider, both reachable.
+type pair struct {
+	consumer *kubepact.Consumer
+	provider *kubepact.Provider
+}
+
+// connect builds the consumer and the provider, which consumers reach at
+// apiServerURL or else at the server of its kubeconfig. With installCRDs it
+// installs the CRDs on both clusters, otherwise it checks that they are there.
+func (p *pairFlags) connect(ctx context.Context, e *env, apiServerURL string, installCRDs bool, popts *kubepact.ProviderOptions, copts *kubepact.ConsumerOptions) (*pair, error) {
+	if err := p.consumer.check(consumerRole); err != nil {
+		return nil, err
+	}
+	if err := p.provider.check(providerRole); err != nil {
+		return nil, err
+	}
+	cons, err := p.consumer.connect(consumerRole)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := p.provider.connect(providerRole)
+	if err != nil {
+		return nil, err
+	}
+	consumerID, err := cons.clusterID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.consumerID = consumerID
+	providerID, err := prov.clusterID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if consumerID == providerID {
+		return nil, usagef("the consumer and the provider have the same cluster ID %q", consumerID)
+	}
+	if err := cons.ensureCRDs(ctx, installCRDs, authv1beta1.IdentityResource); err != nil {
+		return nil, err
+	}
+	if err := prov.ensureCRDs(ctx, installCRDs, authv1beta1.TenantResource); err != nil {
+		return nil, err
+	}
+	endpoint, err := prov.endpoint(apiServerURL)
+	if err != nil {
+		return nil, err
+	}
+	provider, err := prov.provider(providerID, endpoint, popts)
+	if err != nil {
+		return nil, err
+	}
+	consumer, err := cons.consumer(consumerID, copts)
+	if err != nil {
+		return nil, err
+	}
+	return &pair{consumer: consumer, provider: provider}, nil
+}
+
+func authenticateCommand(f *flags) runFunc {
+	pf := addPairFlags(f)
+	apiServerURL := apiServerURLFlag(f)
+	proxyURL := f.String("proxy-url", "", "http(s) proxy through which the consumer reaches the provider")
+	nonceTTL := nonceTTLFlag(f)
+	policy := addPolicyFlag(f)
+	var alg algorithmFlag
+	f.Var(&alg, "key-algorithm", "algorithm of the consumer's cluster key if it has none yet: ed25519, ecdsa-p256 or rsa-2048")
+	installCRDs := f.Bool("install-crds", false, "install the authentication.liqo.io CRDs on both clusters first")
+	return func(ctx context.Context, e *env, args []string) error {
+		if err := noArgs(args); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
+		defer cancel()
+		onStep := printSteps(e.stderr)
+		p, err := pf.connect(ctx, e, *apiServerURL, *installCRDs,
+			&kubepact.ProviderOptions{NonceTTL: *nonceTTL, Policy: policy.policy, OnStep: onStep},
+			&kubepact.ConsumerOptions{KeyAlgorithm: alg.alg, OnStep: onStep})
+		if err != nil {
+			return err
+		}
+		done, err := kubepact.Authenticate(ctx, p.consumer, p.provider, &kubepact.AuthenticateOptions{ProxyURL: *proxyURL})
+		if err != nil {
+			return err
+		}
+		printAuthenticated(e.stdout, done)
+		return nil
+	}
+}
+
+func unauthenticateCommand(f *flags) runFunc {
+	pf := addPairFlags(f)
+	return func(ctx context.Context, e *env, args []string) error {
+		if err := noArgs(args); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
+		defer cancel()
+		onStep := printSteps(e.stderr)
+		p, err := pf.connect(ctx, e, "", false, &kubepact.ProviderOptions{OnStep: onStep}, &kubepact.ConsumerOptions{OnStep: onStep})
+		if err != nil {
+			return err
+		}
+		if err := kubepact.Unauthenticate(ctx, p.consumer, p.provider); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "Consumer %s is no longer authenticated on provider %s\n", p.consumer.ClusterID(), p.provider.ClusterID())
+		return nil
+	}
+}
+
+// printAuthenticated tells where the kubeconfig is and what it grants,
+// without printing it.
+func printAuthenticated(w io.Writer, done *kubepact.Authenticated) {
+	cfg := done.Kubeconfig
+	fmt.Fprintf(w, "Kubeconfig Secret %s/%s\n  server:    %s\n  user:      %s\n  namespace: %s\n",
+		done.Secret.Namespace, done.Secret.Name, cfg.Server(), cfg.User(), cfg.Namespace())
+}
