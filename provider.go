@@ -72,7 +72,9 @@ type Provider struct {
 	opts     ProviderOptions
 }
 
-// NewProvider returns the Provider of cluster clusterID, reachable at endpoint.
+// NewProvider returns the Provider of cluster clusterID, reachable at
+// endpoint. The endpoint may be empty for a Provider that only issues nonces
+// and forgets consumers; Accept needs it.
 func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts *ProviderOptions) (*Provider, error) {
 	if err := clusterid.Validate(clusterID); err != nil {
 		return nil, err
@@ -80,9 +82,6 @@ func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts 
 	if ports.Namespaces == nil || ports.Nonces == nil || ports.Tenants == nil ||
 		ports.Signer == nil || ports.Certificates == nil || ports.RBAC == nil {
 		return nil, fmt.Errorf("%w: every provider port is required", ErrInvalidConfig)
-	}
-	if endpoint.Server == "" || len(endpoint.CA) == 0 {
-		return nil, fmt.Errorf("%w: endpoint server and CA are required", ErrInvalidConfig)
 	}
 	p := &Provider{id: clusterID, endpoint: endpoint, ports: ports}
 	if opts != nil {
@@ -144,6 +143,9 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // the consumer's nonce before its signature is checked, so each nonce backs
 // at most one verification.
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
+	if p.endpoint.Server == "" || len(p.endpoint.CA) == 0 {
+		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's server and CA", ErrInvalidConfig))
+	}
 	if _, err := tenant.Validate(t); err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}

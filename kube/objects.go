@@ -70,7 +70,7 @@ func (c *objectStore[T, P]) encode(obj P) (*unstructured.Unstructured, error) {
 
 func (c *objectStore[T, P]) get(ctx context.Context, namespace, name string) (P, error) {
 	u, err := c.api(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if isObjectNotFound(err, name) {
 		return nil, notFound(c.notFound, err, c.kind, namespace, name)
 	}
 	if err != nil {

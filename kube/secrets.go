@@ -15,6 +15,19 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 )
 
+// isObjectNotFound reports whether err says that the object name does not
+// exist. A not-found for the resource type itself, as when a CRD is not
+// installed, names no object and is not one: treating it as "absent" would
+// let a caller act as if nothing had been stored yet.
+func isObjectNotFound(err error, name string) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Name == name
+}
+
 // notFound wraps an API not-found error with the port's sentinel.
 func notFound(sentinel, err error, kind, namespace, name string) error {
 	return fmt.Errorf("%w: %s %s/%s: %w", sentinel, kind, namespace, name, err)
