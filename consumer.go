@@ -3,6 +3,7 @@ package kubepact
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -22,7 +24,8 @@ import (
 )
 
 // ConsumerPorts are the consumer's I/O. All are required, except
-// IdentityKeys, which only a Strict consumer needs.
+// IdentityKeys, which only a Strict consumer needs; a consumer that has it
+// also applies Identities issued to a Strict run of itself.
 type ConsumerPorts struct {
 	Namespaces tenant.Namespaces
 	Keys       keys.Store
@@ -129,11 +132,24 @@ func (c *Consumer) clusterKey(ctx context.Context, create bool) (*keys.PrivateKe
 	return k, nil
 }
 
-// tlsKey returns the key of the ControlPlane identity for providerID: the
-// cluster key, or for a Strict consumer the identity's own key.
-func (c *Consumer) tlsKey(ctx context.Context, providerID string) (*keys.PrivateKey, error) {
-	if c.opts.Strict {
-		return c.ports.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
+// tlsKey returns the key of the ControlPlane identity id for providerID: for
+// a Strict consumer the identity's own key; otherwise the cluster key, unless
+// the identity has a key of its own and id's certificate is for it (its
+// Tenant was built by a Strict consumer).
+func (c *Consumer) tlsKey(ctx context.Context, providerID string, id *authv1beta1.Identity) (*keys.PrivateKey, error) {
+	if c.ports.IdentityKeys == nil {
+		return c.clusterKey(ctx, false)
+	}
+	own, err := c.ports.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
+	switch {
+	case err == nil && c.opts.Strict:
+		return own, nil
+	case err == nil:
+		if cert, perr := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT); perr == nil && keys.Equal(cert.PublicKey, own.Public()) {
+			return own, nil
+		}
+	case c.opts.Strict || !errors.Is(err, keys.ErrNotFound):
+		return nil, err
 	}
 	return c.clusterKey(ctx, false)
 }
@@ -211,7 +227,7 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: %s identity %q, want ControlPlane identity %q",
 			identity.ErrMalformed, id.Spec.Type, id.Name, identity.ControlPlaneName(providerID)))
 	}
-	key, err := c.tlsKey(ctx, providerID)
+	key, err := c.tlsKey(ctx, providerID, id)
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)
 	}

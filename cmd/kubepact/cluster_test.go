@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -24,6 +26,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
@@ -350,4 +353,38 @@ func TestUnauthenticateRefusedWhileInUse(t *testing.T) {
 
 	require.NoError(t, store.Delete(ctx, slice.Namespace, slice.Name))
 	cli(t, "", authenticateArgs("unauthenticate", consumerID, providerID, namespace)...).ok(t)
+}
+
+// TestOfflineFlowStrict runs the offline flow with a strict consumer and a
+// strict provider: the kubeconfig's key is the identity's own, found again
+// by apply identity without being told.
+func TestOfflineFlowStrict(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	consumerID, providerID, keyNamespace := unique("cl-consumer-strict"), unique("cl-provider-strict"), unique("liqo-strict")
+	dir := t.TempDir()
+	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace}
+	run := func(words string, args ...string) result {
+		t.Helper()
+		return cli(t, "", append(strings.Fields(words), args...)...).ok(t)
+	}
+
+	text := strings.TrimSuffix(run("create nonce --remote-cluster-id "+consumerID, onProvider...).stdout, "\n")
+	tenantFile := writeFile(t, dir, "tenant.yaml", run("generate tenant --strict --remote-cluster-id "+providerID+" --nonce "+text, onConsumer...).stdout)
+	identityFile := writeFile(t, dir, "identity.yaml", run("generate identity --policy strict -f "+tenantFile, onProvider...).stdout)
+	run("apply identity "+identityFile, onConsumer...)
+
+	restCfg, _ := issuedConfig(t, ctx, providerID)
+	requireLeastPrivilege(t, ctx, restCfg, "liqo-tenant-"+consumerID)
+	clusterKey, err := kube.NewKeyStore(consumer.client, keyNamespace).Get(ctx)
+	require.NoError(t, err)
+	idKey, err := kube.NewKeyring(consumer.client, keyNamespace).Get(ctx, identity.ControlPlaneName(providerID))
+	require.NoError(t, err)
+	block, _ := pem.Decode(restCfg.CertData)
+	require.NotNil(t, block)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	require.True(t, keys.Equal(idKey.Public(), cert.PublicKey), "the identity has its own key")
+	require.False(t, keys.Equal(clusterKey.Public(), cert.PublicKey), "the cluster key is not a TLS key")
 }

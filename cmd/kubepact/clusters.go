@@ -219,13 +219,14 @@ func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact
 }
 
 // consumer returns the Consumer of this cluster, whose ID is id, keeping its
-// key in the Liqo namespace.
+// cluster key and its identities' own keys in the Liqo namespace.
 func (c *cluster) consumer(id string, opts *kubepact.ConsumerOptions) (*kubepact.Consumer, error) {
 	return kubepact.NewConsumer(id, kubepact.ConsumerPorts{
-		Namespaces: kube.NewNamespaces(c.client),
-		Keys:       kube.NewKeyStore(c.client, c.namespace),
-		Identities: kube.NewIdentityStore(c.dynamic),
-		Secrets:    kube.NewSecretWriter(c.client),
+		Namespaces:   kube.NewNamespaces(c.client),
+		Keys:         kube.NewKeyStore(c.client, c.namespace),
+		Identities:   kube.NewIdentityStore(c.dynamic),
+		Secrets:      kube.NewSecretWriter(c.client),
+		IdentityKeys: kube.NewKeyring(c.client, c.namespace),
 	}, opts)
 }
 

@@ -95,6 +95,7 @@ func authenticateCommand(f *flags) runFunc {
 	var alg algorithmFlag
 	f.Var(&alg, "key-algorithm", "algorithm of the consumer's cluster key if it has none yet: ed25519, ecdsa-p256 or rsa-2048")
 	installCRDs := f.Bool("install-crds", false, "install the authentication.liqo.io CRDs on both clusters first")
+	strict := f.Bool("strict", false, "give the identity a fresh TLS key instead of the cluster key (only kubepact providers accept it)")
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -104,7 +105,7 @@ func authenticateCommand(f *flags) runFunc {
 		onStep := printSteps(e.stderr)
 		p, err := pf.connect(ctx, e, *apiServerURL, *installCRDs,
 			&kubepact.ProviderOptions{NonceTTL: *nonceTTL, Policy: policy.policy, OnStep: onStep},
-			&kubepact.ConsumerOptions{KeyAlgorithm: alg.alg, OnStep: onStep})
+			&kubepact.ConsumerOptions{KeyAlgorithm: alg.alg, Strict: *strict, OnStep: onStep})
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,7 @@ func generateTenantCommand(f *flags) runFunc {
 	proxyURL := f.String("proxy-url", "", "http(s) proxy through which the consumer reaches the provider")
 	lifetime := f.Duration("transcript-lifetime", tenant.DefaultTranscriptLifetime,
 		fmt.Sprintf("how long the provider may take to accept the Tenant (at most %s)", tenant.MaxTranscriptLifetime))
+	strict := f.Bool("strict", false, "give the identity a fresh TLS key, stored in the Liqo namespace, instead of the cluster key (only kubepact providers accept it; not with --key-file)")
 	keyFile := f.String("key-file", "", "sign offline with this key file (PKCS#8 PEM, see generate key) instead of the cluster key; needs --cluster-id and no cluster")
 	var alg algorithmFlag
 	f.Var(&alg, "key-algorithm", "algorithm of the cluster key if the cluster has none yet: ed25519, ecdsa-p256 or rsa-2048")
@@ -50,6 +51,9 @@ func generateTenantCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
+		if *strict && *keyFile != "" {
+			return usagef("--strict needs the consumer cluster to keep the identity key: it does not go with --key-file")
+		}
 		var t *authv1beta1.Tenant
 		if *keyFile != "" {
 			t, err = offlineTenant(cf, *keyFile, n, &tenant.BuildOptions{
@@ -59,7 +63,7 @@ func generateTenantCommand(f *flags) runFunc {
 			ctx, cancel := context.WithTimeout(ctx, *timeout)
 			defer cancel()
 			t, err = clusterTenant(ctx, e, cf, *providerID, n, &kubepact.TenantOptions{ProxyURL: *proxyURL},
-				&kubepact.ConsumerOptions{KeyAlgorithm: alg.alg, TranscriptLifetime: *lifetime, OnStep: printSteps(e.stderr)})
+				&kubepact.ConsumerOptions{KeyAlgorithm: alg.alg, TranscriptLifetime: *lifetime, Strict: *strict, OnStep: printSteps(e.stderr)})
 		}
 		if err != nil {
 			return err
