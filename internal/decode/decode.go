@@ -11,7 +11,6 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 )
 
-
 // Strict decodes data, at most max bytes of YAML or JSON, into obj, which
 // must then declare apiVersion authentication.liqo.io/v1beta1 and kind.
 // Unknown fields and []byte fields that are not base64 are errors.
