@@ -37,38 +37,18 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	binDir, err := testcluster.EnsureBinaries(ctx)
+	clusters, err := testcluster.StartAll(ctx, "provider", "consumer")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "building control-plane binaries:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	envs := make([]*env, 2)
-	errs := make(chan error, 2)
-	for i, name := range []string{"provider", "consumer"} {
-		go func() {
-			c, err := testcluster.Start(ctx, testcluster.Options{BinDir: binDir, Name: name})
-			if err == nil {
-				envs[i], err = newEnv(ctx, c)
-			}
-			errs <- err
-		}()
-	}
-	failed := false
-	for range envs {
-		if err := <-errs; err != nil {
+	defer testcluster.StopAll(clusters)
+	envs := make([]*env, len(clusters))
+	for i, c := range clusters {
+		if envs[i], err = newEnv(ctx, c); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			failed = true
+			return 1
 		}
-	}
-	defer func() {
-		for _, e := range envs {
-			if e != nil {
-				_ = e.cluster.Stop()
-			}
-		}
-	}()
-	if failed {
-		return 1
 	}
 	provider, consumer = envs[0], envs[1]
 	return m.Run()

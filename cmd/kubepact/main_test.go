@@ -43,38 +43,18 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	binDir, err := testcluster.EnsureBinaries(ctx)
+	clusters, err := testcluster.StartAll(ctx, "provider", "consumer")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "building control-plane binaries:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	envs := make([]*testEnv, 2)
-	errs := make(chan error, 2)
+	defer testcluster.StopAll(clusters)
+	envs := make([]*testEnv, len(clusters))
 	for i, name := range []string{"provider", "consumer"} {
-		go func() {
-			c, err := testcluster.Start(ctx, testcluster.Options{BinDir: binDir, Name: name})
-			if err == nil {
-				envs[i], err = newTestEnv(ctx, c, filepath.Join(dir, name+".kubeconfig"))
-			}
-			errs <- err
-		}()
-	}
-	failed := false
-	for range envs {
-		if err := <-errs; err != nil {
+		if envs[i], err = newTestEnv(ctx, clusters[i], filepath.Join(dir, name+".kubeconfig")); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			failed = true
+			return 1
 		}
-	}
-	defer func() {
-		for _, e := range envs {
-			if e != nil {
-				_ = e.cluster.Stop()
-			}
-		}
-	}()
-	if failed {
-		return 1
 	}
 	provider, consumer = envs[0], envs[1]
 	return m.Run()
