@@ -218,7 +218,7 @@ func (p *Provider) accepted(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 		return nil, false, nil
 	case err != nil:
 		return nil, false, stepError(StepTenantApplied, err)
-	case prev.Status.AuthParams == nil || !equality.Semantic.DeepEqual(prev.Spec, t.Spec):
+	case prev.Status.AuthParams == nil || !equality.Semantic.DeepEqual(withDefaults(prev.Spec), withDefaults(t.Spec)):
 		return nil, false, nil
 	}
 	p.step(ctx, Step{Name: StepTenantStatus})
@@ -257,6 +257,18 @@ func (p *Provider) Forget(ctx context.Context, consumerID string) error {
 	}
 	p.step(ctx, Step{Name: StepForgetTenant})
 	return nil
+}
+
+// withDefaults returns spec with the defaults an API server fills in, so a
+// Tenant sent without them compares equal to its stored form.
+func withDefaults(spec authv1beta1.TenantSpec) authv1beta1.TenantSpec {
+	if spec.AuthzPolicy == "" {
+		spec.AuthzPolicy = authv1beta1.KeysExchange
+	}
+	if spec.TenantCondition == "" {
+		spec.TenantCondition = authv1beta1.TenantConditionActive
+	}
+	return spec
 }
 
 func containsString(list []string, s string) bool {

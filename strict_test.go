@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
@@ -238,3 +239,25 @@ func TestStrictConsumerNeedsIdentityKeys(t *testing.T) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// TestAcceptLiqoTenantTwice checks that a Liqo consumer's Tenant, which may
+// leave the defaulted fields empty, is served again like any other.
+func TestAcceptLiqoTenantTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newModePair(t, tenant.Compatible, false)
+	tn := liqoTenant(t, p)
+	tn.Spec.AuthzPolicy, tn.Spec.TenantCondition = "", ""
+	first, err := p.provider.Accept(ctx, tn)
+	require.NoError(t, err)
+	// The stored Tenant has its defaults, as an API server would fill them.
+	stored, err := p.providerCluster.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
+	require.NoError(t, err)
+	stored.Spec.AuthzPolicy, stored.Spec.TenantCondition = authv1beta1.KeysExchange, authv1beta1.TenantConditionActive
+	_, err = p.providerCluster.Tenants.Apply(ctx, stored)
+	require.NoError(t, err)
+
+	again, err := p.provider.Accept(ctx, tn)
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+}
