@@ -48,7 +48,10 @@ const MaxSize = 16 << 10
 
 const pemType = "CERTIFICATE REQUEST"
 
-var oidSubjectAltName = asn1.ObjectIdentifier{2, 5, 29, 17}
+var (
+	oidSubjectAltName = asn1.ObjectIdentifier{2, 5, 29, 17}
+	oidCommonName     = asn1.ObjectIdentifier{2, 5, 4, 3}
+)
 
 var (
 	// ErrMalformed reports bytes that are not one PEM certificate request.
@@ -145,6 +148,17 @@ func Check(pemBytes []byte, p Policy) (*Checked, error) {
 	}
 	if req.Subject.CommonName != p.CommonName {
 		return nil, fmt.Errorf("%w: %q, want %q", ErrCommonName, req.Subject.CommonName, p.CommonName)
+	}
+	// Go keeps only the last CN in Subject.CommonName; a signer that copies
+	// the raw subject would issue all of them.
+	cns := 0
+	for _, atv := range req.Subject.Names {
+		if atv.Type.Equal(oidCommonName) {
+			cns++
+		}
+	}
+	if cns > 1 {
+		return nil, fmt.Errorf("%w: %d common names, want exactly one", ErrCommonName, cns)
 	}
 	if !slices.Equal(req.Subject.Organization, []string{p.Organization}) {
 		return nil, fmt.Errorf("%w: %q, want exactly [%q]", ErrOrganization, req.Subject.Organization, p.Organization)

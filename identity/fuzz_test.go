@@ -6,15 +6,21 @@ import (
 	"crypto"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"math/big"
 	mathrand "math/rand/v2"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/csr"
@@ -22,7 +28,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 )
 
-// The fuzz target below runs its seeds as ordinary tests under go test. Its
+// The fuzz targets below run their seeds as ordinary tests under go test. Its
 // keys and CAs come from fixed seeds, so every fuzzing worker process holds
 // the same ones as the coordinator.
 
@@ -95,7 +101,35 @@ func (ca fuzzCA) serverCert(f *testing.F, key crypto.Signer, subject pkix.Name) 
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-func FuzzVerify(f *testing.F) {
+// fuzzFixture is the consumer's fixed key, the provider's CA, and seeds.
+type fuzzFixture struct {
+	key       *keys.PrivateKey
+	clientCAs *x509.CertPool
+	valid     []byte // the certificate of key, issued by ca
+	ca        []byte
+	seeds     []fuzzIdentity
+}
+
+// fuzzIdentity are the fuzzed fields of an Identity.
+type fuzzIdentity struct {
+	signedCRT, ca []byte
+	useClientCAs  bool
+	proxyURL      string
+	hasProxy      bool
+}
+
+func (v fuzzIdentity) identity() *authv1beta1.Identity {
+	id := &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{
+		APIServer: "https://provider.example:6443", CA: v.ca, SignedCRT: v.signedCRT,
+	}}}
+	if v.hasProxy {
+		id.Spec.AuthParams.ProxyURL = &v.proxyURL
+	}
+	return id
+}
+
+func newFuzzFixture(f *testing.F) fuzzFixture {
+	f.Helper()
 	key, err := keys.Generate(fuzzRand(1), keys.Ed25519)
 	if err != nil {
 		f.Fatal(err)
@@ -121,12 +155,13 @@ func FuzzVerify(f *testing.F) {
 		ca.serverCert(f, key, subject),
 		ca.pem,
 	}
+	var seeds []fuzzIdentity
 	cas := [][]byte{ca.pem, other.pem, append(bytes.Clone(other.pem), ca.pem...), valid, {}}
 	for _, cert := range certs {
 		for _, bundle := range cas {
-			f.Add(cert, bundle, false)
+			seeds = append(seeds, fuzzIdentity{signedCRT: cert, ca: bundle})
 		}
-		f.Add(cert, []byte{}, true)
+		seeds = append(seeds, fuzzIdentity{signedCRT: cert, useClientCAs: true})
 	}
 	block, _ := pem.Decode(valid)
 	for _, damaged := range [][]byte{
@@ -137,61 +172,190 @@ func FuzzVerify(f *testing.F) {
 		pem.EncodeToMemory(&pem.Block{Type: "TRUSTED CERTIFICATE", Bytes: block.Bytes}),
 		{},
 	} {
-		f.Add(damaged, ca.pem, false)
-		f.Add(valid, damaged, false)
+		seeds = append(seeds, fuzzIdentity{signedCRT: damaged, ca: ca.pem}, fuzzIdentity{signedCRT: valid, ca: damaged})
 	}
-	f.Add(valid, append(bytes.Clone(ca.pem), bytes.Repeat([]byte("\n"), csr.MaxCertificateSize)...), false)
+	seeds = append(seeds, fuzzIdentity{signedCRT: valid, ca: append(bytes.Clone(ca.pem), bytes.Repeat([]byte("\n"), csr.MaxCertificateSize)...)})
+	for _, proxy := range []string{"http://proxy.example:3128", "https://proxy.example", "socks5://proxy.example:1080", "http://", "proxy.example:3128", "http://[::1", ""} {
+		seeds = append(seeds, fuzzIdentity{signedCRT: valid, ca: ca.pem, proxyURL: proxy, hasProxy: true})
+	}
 
 	clientCAs := x509.NewCertPool()
 	if !clientCAs.AppendCertsFromPEM(ca.pem) {
 		f.Fatal("CA does not parse")
 	}
-	pub := key.Public()
+	return fuzzFixture{key: key, clientCAs: clientCAs, valid: valid, ca: ca.pem, seeds: seeds}
+}
 
-	f.Fuzz(func(t *testing.T, signedCRT, caPEM []byte, useClientCAs bool) {
-		id := &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{
-			APIServer: "https://provider.example:6443", CA: caPEM, SignedCRT: signedCRT,
-		}}}
-		var opts *identity.VerifyOptions
-		roots := clientCAs
+var verifySentinels = []error{identity.ErrMalformed, identity.ErrUntrusted, identity.ErrKeyMismatch,
+	identity.ErrExpired, identity.ErrNotYetValid, identity.ErrSubject}
+
+// checkVerified fails t unless cert, which Verify returned for id, is the
+// consumer's trusted, valid ControlPlane certificate.
+func checkVerified(t *testing.T, id *authv1beta1.Identity, pub crypto.PublicKey, roots *x509.CertPool, cert *x509.Certificate) {
+	t.Helper()
+	params := id.Spec.AuthParams
+	if roots == nil {
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(params.CA) {
+			t.Fatalf("accepted spec.authParams.ca that holds no certificate")
+		}
+	}
+	if p := params.ProxyURL; p != nil {
+		u, err := url.Parse(*p)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			t.Fatalf("accepted proxy URL %q", *p)
+		}
+	}
+	want := csr.ControlPlaneSubject(consumerID)
+	if cert.Subject.CommonName != want.CommonName || !slices.Equal(cert.Subject.Organization, want.Organization) {
+		t.Fatalf("accepted subject CN=%q O=%q", cert.Subject.CommonName, cert.Subject.Organization)
+	}
+	if !keys.Equal(pub, cert.PublicKey) {
+		t.Fatalf("accepted a certificate for key %s", keys.Fingerprint(cert.PublicKey))
+	}
+	if epoch.Before(cert.NotBefore) || epoch.After(cert.NotAfter) {
+		t.Fatalf("accepted a certificate valid from %v to %v at %v", cert.NotBefore, cert.NotAfter, epoch)
+	}
+	parsed, err := csr.ParseCertificate(params.SignedCRT)
+	if err != nil || !parsed.Equal(cert) {
+		t.Fatalf("returned certificate is not the first of spec.authParams.signedCRT (%v)", err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: epoch, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatalf("accepted a certificate that does not chain for client auth: %v", err)
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	fx := newFuzzFixture(f)
+	for _, v := range fx.seeds {
+		f.Add(v.signedCRT, v.ca, v.useClientCAs, v.proxyURL, v.hasProxy)
+	}
+	pub := fx.key.Public()
+
+	f.Fuzz(func(t *testing.T, signedCRT, caPEM []byte, useClientCAs bool, proxyURL string, hasProxy bool) {
+		id := fuzzIdentity{signedCRT: signedCRT, ca: caPEM, proxyURL: proxyURL, hasProxy: hasProxy}.identity()
+		var (
+			opts  *identity.VerifyOptions
+			roots *x509.CertPool
+		)
 		if useClientCAs {
-			opts = &identity.VerifyOptions{ClientCAs: clientCAs}
+			roots = fx.clientCAs
+			opts = &identity.VerifyOptions{ClientCAs: roots}
 		}
 		cert, err := identity.Verify(id, consumerID, pub, epoch, opts)
 		if err != nil {
 			if cert != nil {
 				t.Fatalf("Verify returned a certificate and error %q", err)
 			}
-			for _, s := range []error{identity.ErrMalformed, identity.ErrUntrusted, identity.ErrKeyMismatch,
-				identity.ErrExpired, identity.ErrNotYetValid, identity.ErrSubject} {
+			for _, s := range verifySentinels {
 				if errors.Is(err, s) {
 					return
 				}
 			}
 			t.Fatalf("Verify error %q wraps no documented sentinel", err)
 		}
-		if !useClientCAs {
-			roots = x509.NewCertPool()
-			if !roots.AppendCertsFromPEM(caPEM) {
-				t.Fatalf("accepted spec.authParams.ca that holds no certificate")
+		checkVerified(t, id, pub, roots, cert)
+	})
+}
+
+// wireTimes truncates the metav1.Time fields of m to whole seconds, what
+// their RFC 3339 wire form keeps. It reports false for a time whose year in
+// UTC is outside 0000 to 9999, which metav1.Time marshals but cannot decode
+// again (a property of k8s.io/apimachinery).
+func wireTimes(m *metav1.ObjectMeta) bool {
+	ok := true
+	fix := func(t *metav1.Time) {
+		if t == nil || t.IsZero() {
+			return
+		}
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			ok = false
+		}
+		t.Time = t.Truncate(time.Second)
+	}
+	fix(&m.CreationTimestamp)
+	fix(m.DeletionTimestamp)
+	for i := range m.ManagedFields {
+		fix(m.ManagedFields[i].Time)
+	}
+	return ok
+}
+
+func FuzzDecode(f *testing.F) {
+	fx := newFuzzFixture(f)
+	for i, v := range fx.seeds {
+		if len(v.ca) > csr.MaxCertificateSize {
+			continue
+		}
+		params := v.identity().Spec.AuthParams
+		params.APIServer = "https://provider.example:6443"
+		id, err := identity.Build("cl-provider", params, &identity.BuildOptions{TenantNamespace: "liqo-tenant-" + consumerID})
+		if err != nil {
+			continue // Build refuses an empty CA or certificate
+		}
+		y, err := yaml.Marshal(id)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(y)
+		if i == 0 {
+			j, err := json.Marshal(id)
+			if err != nil {
+				f.Fatal(err)
 			}
+			f.Add(j)
+			f.Add(y[:len(y)/2])
+			f.Add(bytes.Replace(y, []byte("kind: Identity"), []byte("kind: Tenant"), 1))
+			f.Add(bytes.Replace(y, []byte("spec:"), []byte("unknown: 1\nspec:"), 1))
+			f.Add(bytes.Replace(y, []byte("signedCRT: "), []byte("signedCRT: \"not base64!\"\n    x: "), 1))
+			f.Add(append(bytes.Clone(y), bytes.Repeat([]byte("#"), identity.MaxObjectSize)...))
 		}
-		want := csr.ControlPlaneSubject(consumerID)
-		if cert.Subject.CommonName != want.CommonName || !slices.Equal(cert.Subject.Organization, want.Organization) {
-			t.Fatalf("accepted subject CN=%q O=%q", cert.Subject.CommonName, cert.Subject.Organization)
+	}
+	f.Add([]byte{})
+	f.Add([]byte("null"))
+
+	pub := fx.key.Public()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		id, err := identity.Decode(data)
+		if err != nil {
+			if id != nil {
+				t.Fatalf("Decode returned an Identity and error %q", err)
+			}
+			if !errors.Is(err, identity.ErrMalformed) {
+				t.Fatalf("Decode error %q does not wrap ErrMalformed", err)
+			}
+			return
 		}
-		if !keys.Equal(pub, cert.PublicKey) {
-			t.Fatalf("accepted a certificate for key %s", keys.Fingerprint(cert.PublicKey))
+		if len(data) == 0 || len(data) > identity.MaxObjectSize {
+			t.Fatalf("decoded %d bytes", len(data))
 		}
-		if epoch.Before(cert.NotBefore) || epoch.After(cert.NotAfter) {
-			t.Fatalf("accepted a certificate valid from %v to %v at %v", cert.NotBefore, cert.NotAfter, epoch)
+		if id.APIVersion != authv1beta1.SchemeGroupVersion.String() || id.Kind != authv1beta1.IdentityKind {
+			t.Fatalf("decoded apiVersion %q kind %q", id.APIVersion, id.Kind)
 		}
-		parsed, err := csr.ParseCertificate(signedCRT)
-		if err != nil || !parsed.Equal(cert) {
-			t.Fatalf("returned certificate is not the first of spec.authParams.signedCRT (%v)", err)
+		// A decoded Identity goes through Verify.
+		if cert, err := identity.Verify(id, consumerID, pub, epoch, nil); err == nil {
+			checkVerified(t, id, pub, nil, cert)
+		} else if !slices.ContainsFunc(verifySentinels, func(s error) bool { return errors.Is(err, s) }) {
+			t.Fatalf("Verify error %q wraps no documented sentinel", err)
 		}
-		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: epoch, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-			t.Fatalf("accepted a certificate that does not chain for client auth: %v", err)
+		// What Decode accepted, marshalled again, decodes to the same
+		// Identity.
+		if !wireTimes(&id.ObjectMeta) {
+			return
+		}
+		out, err := yaml.Marshal(id)
+		if err != nil {
+			t.Fatalf("Marshal of a decoded Identity: %v", err)
+		}
+		if len(out) > identity.MaxObjectSize {
+			return
+		}
+		again, err := identity.Decode(out)
+		if err != nil {
+			t.Fatalf("a marshalled Identity does not decode: %v\n%s", err, out)
+		}
+		if !apiequality.Semantic.DeepEqual(id, again) {
+			t.Fatalf("Identity changed in a round trip:\n%s", cmp.Diff(id, again))
 		}
 	})
 }

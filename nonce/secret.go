@@ -47,6 +47,10 @@ func FromSecret(s *corev1.Secret) (Entry, error) {
 	issued := s.CreationTimestamp.Time
 	if v, ok := s.Annotations[IssuedAtAnnotation]; ok {
 		t, err := time.Parse(time.RFC3339Nano, v)
+		if y := t.UTC().Year(); err == nil && (y < 0 || y > 9999) {
+			// Secret could not write it back: RFC 3339 has four-digit years.
+			err = fmt.Errorf("year %d in UTC", y)
+		}
 		if err != nil {
 			return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s: %w", s.Namespace, s.Name, ErrMalformed, IssuedAtAnnotation, err)
 		}
