@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -190,7 +191,7 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		stored.Labels = map[string]string{}
 	}
 	stored.Labels[clusterid.Label] = consumerID
-	if !containsString(stored.Finalizers, tenant.Finalizer) {
+	if !slices.Contains(stored.Finalizers, tenant.Finalizer) {
 		stored.Finalizers = append(stored.Finalizers, tenant.Finalizer)
 	}
 	stored.Status = authv1beta1.TenantStatus{
@@ -269,15 +270,6 @@ func withDefaults(spec authv1beta1.TenantSpec) authv1beta1.TenantSpec {
 		spec.TenantCondition = authv1beta1.TenantConditionActive
 	}
 	return spec
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // String names the provider and its endpoint.
