@@ -3,21 +3,32 @@
 //
 // NewCluster returns one cluster's worth of them, sharing a local CA, ready to
 // be a provider (Cluster.ProviderPorts) or a consumer (Cluster.ConsumerPorts).
+// Faults, with InterceptProvider and InterceptConsumer, injects failures
+// before or after any call of any port implementation, these fakes and
+// package kube's adapters alike, and records the calls it sees.
+//
+// Every fake passes the same conformance suites (the xxxtest packages) as
+// the client-go adapters do on a real API server.
 //
 // # Behaviour and limits
 //
 //   - Every type is safe for concurrent use; each guards its state with its
-//     own mutex, so a Consume of a nonce hands it to exactly one caller.
+//     own mutex, so a Consume of a nonce hands it to exactly one caller, and
+//     of concurrent Creates of a key exactly one succeeds.
 //   - Objects are deep-copied in and out: callers never share memory with
 //     the store.
 //   - Apply and Write create or replace and assign a UID and a
 //     resourceVersion as an API server would; a write that changes nothing
 //     is not counted and does not bump the resourceVersion. Writes reports
-//     the number of counted writes.
+//     the number of counted writes, Objects what is stored.
 //   - There is no optimistic concurrency (no conflict on a stale
-//     resourceVersion), no admission, no RBAC, no garbage collection of
-//     owned objects, no finalizer handling (Delete removes at once), no
-//     watch, and deleting a namespace does not delete what is in it.
+//     resourceVersion), no admission, no defaulting, no RBAC, no garbage
+//     collection of owned objects, no finalizer handling (Delete removes at
+//     once), no watch, and deleting a namespace does not delete what is in
+//     it. Use Faults to see how callers cope with conflicts and other
+//     failures.
 //   - The Signer signs with a csr.LocalCA in memory; it does not model the
 //     Kubernetes CSR API's objects, garbage collection or signer caps.
+//   - KeyStore, Keyring and the Cluster print redacted: they hold private
+//     keys.
 package fake

@@ -2,6 +2,7 @@ package fake_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/kubepact/kubepact"
@@ -23,4 +24,33 @@ func ExampleNewCluster() {
 	// Output:
 	// provider tenants: 1 certificates signed: 1
 	// consumer identities: 1 secrets: 1
+}
+
+// Fail the first write of a nonce, then see the handshake recover.
+func ExampleFaults() {
+	ctx := context.Background()
+	pc, _ := fake.NewCluster("cl-provider", nil)
+	cc, _ := fake.NewCluster("cl-consumer", nil)
+	faults := &fake.Faults{}
+	provider, _ := kubepact.NewProvider("cl-provider", pc.Endpoint(), fake.InterceptProvider(pc.ProviderPorts(), faults), nil)
+	consumer, _ := kubepact.NewConsumer("cl-consumer", fake.InterceptConsumer(cc.ConsumerPorts(), faults), nil)
+
+	lost := errors.New("connection reset")
+	faults.Set(func(_ context.Context, c fake.Call) error {
+		if c.Op == "Nonces.Put" && c.After {
+			return lost // the nonce was stored, but the answer was lost
+		}
+		return nil
+	})
+	_, err := kubepact.Authenticate(ctx, consumer, provider, nil)
+	fmt.Println("first run:", errors.Is(err, lost))
+
+	faults.Set(nil)
+	_, err = kubepact.Authenticate(ctx, consumer, provider, nil)
+	fmt.Println("second run:", err)
+	fmt.Println("tenants:", len(pc.Tenants.Objects("")))
+	// Output:
+	// first run: true
+	// second run: <nil>
+	// tenants: 1
 }
