@@ -18,13 +18,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/wiretest"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -258,29 +258,6 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
-// wireTimes truncates the metav1.Time fields of m to whole seconds, what
-// their RFC 3339 wire form keeps. It reports false for a time whose year in
-// UTC is outside 0000 to 9999, which metav1.Time marshals but cannot decode
-// again (a property of k8s.io/apimachinery).
-func wireTimes(m *metav1.ObjectMeta) bool {
-	ok := true
-	fix := func(t *metav1.Time) {
-		if t == nil || t.IsZero() {
-			return
-		}
-		if y := t.UTC().Year(); y < 0 || y > 9999 {
-			ok = false
-		}
-		t.Time = t.Truncate(time.Second)
-	}
-	fix(&m.CreationTimestamp)
-	fix(m.DeletionTimestamp)
-	for i := range m.ManagedFields {
-		fix(m.ManagedFields[i].Time)
-	}
-	return ok
-}
-
 func FuzzDecode(f *testing.F) {
 	fx := newFuzzFixture(f)
 	for i, v := range fx.seeds {
@@ -340,7 +317,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		// What Decode accepted, marshalled again, decodes to the same
 		// Identity.
-		if !wireTimes(&id.ObjectMeta) {
+		if !wiretest.Times(&id.ObjectMeta) {
 			return
 		}
 		out, err := yaml.Marshal(id)

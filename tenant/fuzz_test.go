@@ -21,12 +21,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/internal/wiretest"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
@@ -404,29 +404,6 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
-// wireTimes truncates the metav1.Time fields of m to whole seconds, what
-// their RFC 3339 wire form keeps. It reports false for a time whose year in
-// UTC is outside 0000 to 9999, which metav1.Time marshals but cannot decode
-// again (a property of k8s.io/apimachinery).
-func wireTimes(m *metav1.ObjectMeta) bool {
-	ok := true
-	fix := func(t *metav1.Time) {
-		if t == nil || t.IsZero() {
-			return
-		}
-		if y := t.UTC().Year(); y < 0 || y > 9999 {
-			ok = false
-		}
-		t.Time = t.Truncate(time.Second)
-	}
-	fix(&m.CreationTimestamp)
-	fix(m.DeletionTimestamp)
-	for i := range m.ManagedFields {
-		fix(m.ManagedFields[i].Time)
-	}
-	return ok
-}
-
 func FuzzDecode(f *testing.F) {
 	n, key, seeds := fuzzSetup(f)
 	for i, v := range seeds {
@@ -485,7 +462,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("a decoded Tenant verified with signature %x, the real one is %x", tn.Spec.Signature, real)
 		}
 		// What Decode accepted, marshalled again, decodes to the same Tenant.
-		if !wireTimes(&tn.ObjectMeta) {
+		if !wiretest.Times(&tn.ObjectMeta) {
 			return
 		}
 		out, err := yaml.Marshal(tn)

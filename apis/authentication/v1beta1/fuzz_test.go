@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/internal/wiretest"
 )
 
 // The fuzz targets below run their seeds as ordinary tests under go test.
@@ -86,30 +87,6 @@ func fuzzSeeds(f *testing.F, obj any) {
 	}
 }
 
-// wireTimes truncates the metav1.Time fields of m to what their wire form
-// keeps: whole seconds (metav1.Time marshals RFC 3339 without fractions). It
-// reports false when a time has no wire form at all, a year outside 0000 to
-// 9999 in UTC, which metav1.Time marshals but cannot decode again. Both are
-// properties of k8s.io/apimachinery, not of these types.
-func wireTimes(m *metav1.ObjectMeta) bool {
-	ok := true
-	fix := func(t *metav1.Time) {
-		if t == nil || t.IsZero() {
-			return
-		}
-		if y := t.UTC().Year(); y < 0 || y > 9999 {
-			ok = false
-		}
-		t.Time = t.Truncate(time.Second)
-	}
-	fix(&m.CreationTimestamp)
-	fix(m.DeletionTimestamp)
-	for i := range m.ManagedFields {
-		fix(m.ManagedFields[i].Time)
-	}
-	return ok
-}
-
 // roundTrip decodes data strictly into a new *T and, when that succeeds,
 // checks that marshalling and decoding again gives an equal object.
 func roundTrip[T any](t *testing.T, data []byte, meta func(*T) *metav1.ObjectMeta) {
@@ -118,7 +95,7 @@ func roundTrip[T any](t *testing.T, data []byte, meta func(*T) *metav1.ObjectMet
 	if err := yaml.UnmarshalStrict(data, first); err != nil {
 		return
 	}
-	if !wireTimes(meta(first)) {
+	if !wiretest.Times(meta(first)) {
 		return
 	}
 	out, err := yaml.Marshal(first)
