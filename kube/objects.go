@@ -22,8 +22,6 @@ import (
 	"github.com/kubepact/kubepact/tenant"
 )
 
-var errRoleRefChanged = errors.New("roleRef changed")
-
 // object is an authentication.liqo.io object: Tenant or Identity.
 type object[T any] interface {
 	*T

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"reflect"
 
@@ -12,6 +13,9 @@ import (
 
 	"github.com/kubepact/kubepact/rbac"
 )
+
+// errRoleRefChanged makes a RoleBinding whose roleRef changed be re-created.
+var errRoleRefChanged = errors.New("roleRef changed")
 
 // RBAC is an rbac.Applier over the API server.
 type RBAC struct{ client kubernetes.Interface }
