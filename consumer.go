@@ -216,8 +216,8 @@ type Authenticated struct {
 // Apply checks the Identity a provider returned against the consumer's own
 // key and cluster ID, stores it in the tenant namespace that Tenant ensured,
 // writes its kubeconfig Secret and points the Identity's status at the
-// Secret. An Identity that fails the checks changes
-// nothing. Applying the same Identity again rewrites the same objects.
+// Secret. An Identity that fails the checks changes nothing. Applying the
+// same Identity again writes nothing new.
 func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authenticated, error) {
 	providerID := id.Spec.ClusterID
 	if err := clusterid.Validate(providerID); err != nil {
@@ -272,9 +272,9 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 }
 
 // Forget removes the consumer's ControlPlane Identity for providerID, its
-// kubeconfig Secret and, when it has one, its own TLS key. It refuses, with an error wrapping ErrInUse, while
-// ResourceSlice Identities for that provider exist. Forgetting an unknown
-// provider succeeds.
+// kubeconfig Secret and, when it has one, its own TLS key. It refuses, with
+// an error wrapping ErrInUse, while ResourceSlice Identities for that
+// provider exist. Forgetting an unknown provider succeeds.
 func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 	if err := clusterid.Validate(providerID); err != nil {
 		return err
