@@ -162,7 +162,9 @@ type TenantOptions struct {
 }
 
 // Tenant ensures the consumer's tenant namespace for providerID and its
-// cluster key, and returns the Tenant answering the provider's nonce n.
+// cluster key, records the signed nonce in the Secret "liqo-signed-nonce"
+// as Liqo consumers do, and returns the Tenant answering the provider's
+// nonce n.
 func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
 	if err := clusterid.Validate(providerID); err != nil {
 		return nil, err
@@ -197,6 +199,9 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	t, err := tenant.Build(c.id, key, n, build)
 	if err != nil {
 		return nil, stepError(StepTenantGenerated, err)
+	}
+	if err := c.ports.Secrets.Write(ctx, nonce.SignedSecret(providerID, n, t.Spec.Signature)); err != nil {
+		return nil, stepError(StepNonceSigned, err)
 	}
 	c.step(ctx, Step{Name: StepNonceSigned})
 	c.step(ctx, Step{Name: StepTenantGenerated})
@@ -272,7 +277,7 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 }
 
 // Forget removes the consumer's ControlPlane Identity for providerID, its
-// kubeconfig Secret and, when it has one, its own TLS key. It refuses, with
+// kubeconfig and signed-nonce Secrets and, when it has one, its own TLS key. It refuses, with
 // an error wrapping ErrInUse, while ResourceSlice Identities for that
 // provider exist. Forgetting an unknown provider succeeds.
 func (c *Consumer) Forget(ctx context.Context, providerID string) error {
@@ -290,8 +295,10 @@ func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 		}
 	}
 	name := identity.ControlPlaneName(providerID)
-	if err := c.ports.Secrets.Delete(ctx, namespace, kubeconfig.SecretName(name)); err != nil {
-		return stepError(StepForgetIdentity, err)
+	for _, secret := range []string{kubeconfig.SecretName(name), nonce.SignedSecretName} {
+		if err := c.ports.Secrets.Delete(ctx, namespace, secret); err != nil {
+			return stepError(StepForgetIdentity, err)
+		}
 	}
 	if err := c.ports.Identities.Delete(ctx, namespace, name); err != nil {
 		return stepError(StepForgetIdentity, err)

@@ -134,7 +134,7 @@ func runWithFault(t *testing.T, strict bool, target fake.Call, occurrence int, f
 	require.Len(t, p.providerCluster.RBAC.ClusterRoles.Objects(""), 1)
 	require.Equal(t, 1, p.providerCluster.Certificates.Len())
 	require.Len(t, p.consumerCluster.Identities.Objects(""), 1)
-	require.Len(t, p.consumerCluster.Secrets.Objects(""), 1)
+	require.Equal(t, []string{"kubeconfig-controlplane-cl-provider", "liqo-signed-nonce"}, secretNames(p.consumerCluster))
 
 	cert, err := done.Kubeconfig.ClientCertificate()
 	require.NoError(t, err)

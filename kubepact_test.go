@@ -165,12 +165,12 @@ func TestHandshakeIsIdempotent(t *testing.T) {
 	// The second run answers a new nonce, so the stored Tenant records the
 	// new signature; nothing else is written.
 	require.Equal(t, tenantWrites+1, p.providerCluster.Tenants.Writes())
-	require.Equal(t, writes+1, p.writes(), "a second handshake writes only the Tenant's new signature")
+	require.Equal(t, writes+2, p.writes(), "a second handshake writes only the new signature: in the Tenant and the signed-nonce Secret")
 	require.Equal(t, first.Identity, second.Identity)
 	require.Equal(t, first.Secret.Data, second.Secret.Data)
 	require.Len(t, p.providerCluster.Tenants.Objects(""), 1)
 	require.Len(t, p.consumerCluster.Identities.Objects(""), 1)
-	require.Len(t, p.consumerCluster.Secrets.Objects(""), 1)
+	require.Equal(t, []string{"kubeconfig-controlplane-cl-provider", "liqo-signed-nonce"}, secretNames(p.consumerCluster))
 	require.Equal(t, 1, p.providerCluster.Certificates.Len())
 
 	// Each step alone is idempotent too, including accepting the same Tenant twice.
@@ -293,7 +293,7 @@ func TestAcceptReportsDeniedCSR(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, kubepact.StepCertificateIssued, se.Step)
 	require.Empty(t, p.providerCluster.Tenants.Objects(""))
-	require.Empty(t, p.consumerCluster.Secrets.Objects(""))
+	require.Equal(t, []string{"liqo-signed-nonce"}, secretNames(p.consumerCluster), "no kubeconfig Secret")
 }
 
 func TestApplyRejectsForeignIdentityAndWritesNothing(t *testing.T) {
@@ -433,3 +433,12 @@ func TestNewRejectsMissingPorts(t *testing.T) {
 }
 
 var errorsIs = errors.Is
+
+// secretNames returns the names of the Secrets stored on cluster c, sorted.
+func secretNames(c *fake.Cluster) []string {
+	var names []string
+	for _, s := range c.Secrets.Objects("") {
+		names = append(names, s.Name)
+	}
+	return names
+}

@@ -23,7 +23,7 @@ func ExampleNewCluster() {
 	fmt.Println("consumer identities:", len(cc.Identities.Objects("")), "secrets:", len(cc.Secrets.Objects("")))
 	// Output:
 	// provider tenants: 1 certificates signed: 1
-	// consumer identities: 1 secrets: 1
+	// consumer identities: 1 secrets: 2
 }
 
 // Fail the first write of a nonce, then see the handshake recover.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +21,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -141,13 +143,21 @@ func checkSingleIdentity(t *testing.T, ctx context.Context, providerID, consumer
 	require.Equal(t, rbac.BindingName(rbac.ControlPlaneClusterRoleName), bindings.Items[0].Name)
 	secrets, err := provider.client.CoreV1().Secrets(tenantNS).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	require.Len(t, secrets.Items, 1, "only the certificate cache; the nonce is redeemed")
+	require.Equal(t, []string{"liqo-remote-certificate"}, secretNames(secrets.Items), "only the certificate cache; the nonce is redeemed")
 	ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	require.Equal(t, identity.ControlPlaneName(providerID), ids[0].Name)
 	kcs, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	require.Len(t, kcs.Items, 1)
-	require.Equal(t, kubeconfig.SecretName(ids[0].Name), kcs.Items[0].Name)
+	require.ElementsMatch(t, []string{kubeconfig.SecretName(ids[0].Name), nonce.SignedSecretName}, secretNames(kcs.Items))
+}
+
+// secretNames returns the names of secrets, never their data.
+func secretNames(secrets []corev1.Secret) []string {
+	names := make([]string, 0, len(secrets))
+	for _, s := range secrets {
+		names = append(names, s.Name)
+	}
+	return names
 }

@@ -99,8 +99,17 @@ func (c *objectStore[T, P]) list(ctx context.Context, namespace string) ([]P, er
 // writes the status, through the status subresource. It returns what is
 // stored.
 func (c *objectStore[T, P]) apply(ctx context.Context, want P) (P, error) {
-	// Most objects kubepact applies are new: try to create first.
-	cur, err := c.create(ctx, want)
+	// Most objects kubepact applies are new: try to create first, unless
+	// want carries a resourceVersion, and so was read from the store.
+	var (
+		cur P
+		err error
+	)
+	if want.GetResourceVersion() == "" {
+		cur, err = c.create(ctx, want)
+	} else {
+		err = apierrors.NewAlreadyExists(c.resource.GroupResource(), want.GetName())
+	}
 	if apierrors.IsAlreadyExists(err) {
 		err = retryOnConflict(ctx, func() error {
 			cur, err = c.update(ctx, want)

@@ -198,3 +198,11 @@ func ExampleFromSecret() {
 	fmt.Println(err, e.Nonce.Equal(n), e.IssuedAt.Equal(issued))
 	// Output: <nil> true true
 }
+
+func ExampleSignedSecret() {
+	n, _ := nonce.Parse("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw==")
+	s := nonce.SignedSecret("cl-provider", n, make([]byte, 64))
+	fmt.Println(s.Namespace+"/"+s.Name, s.Labels[nonce.SignedSecretLabel], len(s.Data[nonce.SignedSecretKey]))
+	// Output:
+	// liqo-tenant-cl-provider/liqo-signed-nonce true 64
+}

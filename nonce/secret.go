@@ -58,3 +58,42 @@ func FromSecret(s *corev1.Secret) (Entry, error) {
 	}
 	return Entry{Nonce: n, IssuedAt: issued}, nil
 }
+
+const (
+	// SignedSecretName is the name of the consumer's signed-nonce Secret, in
+	// its tenant namespace for the provider.
+	SignedSecretName = "liqo-signed-nonce"
+	// SignedSecretLabel marks a signed-nonce Secret.
+	SignedSecretLabel = "liqo.io/signed-nonce"
+	// SignedSecretKey is the data key holding the raw signature.
+	SignedSecretKey = "signedNonce"
+)
+
+// SignedSecret returns the Secret in which a consumer records the nonce n of
+// provider providerID and its signature sig over it, as Liqo consumers do.
+func SignedSecret(providerID string, n Nonce, sig []byte) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      SignedSecretName,
+			Namespace: clusterid.TenantNamespace(providerID),
+			Labels:    map[string]string{SignedSecretLabel: "true", clusterid.Label: providerID},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{SecretKey: []byte(n.Text()), SignedSecretKey: append([]byte(nil), sig...)},
+	}
+}
+
+// FromSignedSecret reads the nonce and signature recorded in a signed-nonce
+// Secret.
+func FromSignedSecret(s *corev1.Secret) (Nonce, []byte, error) {
+	n, err := Parse(string(s.Data[SecretKey]))
+	if err != nil {
+		return Nonce{}, nil, fmt.Errorf("secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	sig := s.Data[SignedSecretKey]
+	if len(sig) == 0 {
+		return Nonce{}, nil, fmt.Errorf("secret %s/%s: %w: no %s", s.Namespace, s.Name, ErrMalformed, SignedSecretKey)
+	}
+	return n, append([]byte(nil), sig...), nil
+}

@@ -88,3 +88,28 @@ func TestFromSecretErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestSignedSecret(t *testing.T) {
+	t.Parallel()
+	n, err := nonce.Generate(nil)
+	require.NoError(t, err)
+	sig := []byte("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	s := nonce.SignedSecret("cl-provider", n, sig)
+	require.Equal(t, "liqo-signed-nonce", s.Name)
+	require.Equal(t, "liqo-tenant-cl-provider", s.Namespace)
+	require.Equal(t, map[string]string{"liqo.io/signed-nonce": "true", "liqo.io/remote-cluster-id": "cl-provider"}, s.Labels)
+	require.Equal(t, []byte(n.Text()), s.Data["nonce"])
+	require.Equal(t, sig, s.Data["signedNonce"])
+
+	got, gotSig, err := nonce.FromSignedSecret(s)
+	require.NoError(t, err)
+	require.True(t, got.Equal(n))
+	require.Equal(t, sig, gotSig)
+
+	delete(s.Data, "signedNonce")
+	_, _, err = nonce.FromSignedSecret(s)
+	require.ErrorIs(t, err, nonce.ErrMalformed)
+	s.Data["nonce"] = []byte("short")
+	_, _, err = nonce.FromSignedSecret(s)
+	require.ErrorIs(t, err, nonce.ErrMalformed)
+}
