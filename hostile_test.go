@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,18 +23,11 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
 )
-
-var weakRSA = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 1024)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
 
 // hostileCSR returns a PEM CSR from tmpl signed by key, whatever it asks.
 func hostileCSR(t *testing.T, key crypto.Signer, tmpl x509.CertificateRequest) []byte {
@@ -117,7 +108,7 @@ func TestHostileTenants(t *testing.T) {
 		}), csr.ErrSAN},
 		{"RSA-1024 key", func(t *testing.T, p *pair, n nonce.Nonce, _ *keys.PrivateKey) *authv1beta1.Tenant {
 			// A consumer whose cluster key is RSA-1024 signs everything with it.
-			return buildLiqo(t, weakRSA(), n)
+			return buildLiqo(t, testkeys.WeakRSA(t), n)
 		}, keys.ErrWeak},
 		{"CSR for another key", csrTenant(func(t *testing.T, _ *keys.PrivateKey) []byte {
 			other, err := keys.Generate(nil, keys.Ed25519)

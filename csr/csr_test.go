@@ -3,10 +3,8 @@ package csr_test
 import (
 	"bytes"
 	"crypto"
-	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -15,12 +13,12 @@ import (
 	"encoding/pem"
 	"net"
 	"net/url"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -28,42 +26,6 @@ const (
 	consumerID = "cl-consumer"
 	sliceName  = "slice-a"
 )
-
-// RSA key generation is slow: each test binary makes one key of each size.
-var (
-	rsaKey = sync.OnceValues(func() (*keys.PrivateKey, error) {
-		return keys.Generate(nil, keys.RSA2048)
-	})
-	weakRSAKey = sync.OnceValues(func() (*rsa.PrivateKey, error) {
-		return rsa.GenerateKey(rand.Reader, 1024)
-	})
-)
-
-func generateKey(t *testing.T, alg keys.Algorithm) *keys.PrivateKey {
-	t.Helper()
-	if alg == keys.RSA2048 {
-		k, err := rsaKey()
-		require.NoError(t, err)
-		return k
-	}
-	k, err := keys.Generate(nil, alg)
-	require.NoError(t, err)
-	return k
-}
-
-func weakRSA(t *testing.T) *rsa.PrivateKey {
-	t.Helper()
-	k, err := weakRSAKey()
-	require.NoError(t, err)
-	return k
-}
-
-func ecdsaKey(t *testing.T, c elliptic.Curve) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(c, rand.Reader)
-	require.NoError(t, err)
-	return k
-}
 
 // request builds a PEM CSR from tmpl directly, bypassing csr.Create, the way
 // a hostile consumer would.
@@ -124,7 +86,7 @@ func TestResourceSliceSubject(t *testing.T) {
 
 func TestPolicies(t *testing.T) {
 	t.Parallel()
-	pub := generateKey(t, keys.Ed25519).Public()
+	pub := testkeys.Generate(t, keys.Ed25519).Public()
 	tests := []struct {
 		name string
 		got  csr.Policy
@@ -172,7 +134,7 @@ func TestCreateAndCheck(t *testing.T) {
 		} {
 			t.Run(alg.String()+"/"+kind.name, func(t *testing.T) {
 				t.Parallel()
-				key := generateKey(t, alg)
+				key := testkeys.Generate(t, alg)
 				b, err := csr.Create(nil, key, kind.subject)
 				require.NoError(t, err)
 				block, rest := pem.Decode(b)
@@ -198,7 +160,7 @@ func TestCreateAndCheck(t *testing.T) {
 
 func TestCheckWithoutPolicyKey(t *testing.T) {
 	t.Parallel()
-	key := generateKey(t, keys.ECDSAP256)
+	key := testkeys.Generate(t, keys.ECDSAP256)
 	p := csr.ControlPlanePolicy(consumerID, nil)
 	c, err := csr.Check(create(t, key, csr.ControlPlaneSubject(consumerID)), p)
 	require.NoError(t, err)
@@ -207,7 +169,7 @@ func TestCheckWithoutPolicyKey(t *testing.T) {
 
 func TestCheckAcceptsTrailingWhitespace(t *testing.T) {
 	t.Parallel()
-	key := generateKey(t, keys.Ed25519)
+	key := testkeys.Generate(t, keys.Ed25519)
 	b := append(create(t, key, csr.ControlPlaneSubject(consumerID)), "\n\n  \n"...)
 	_, err := csr.Check(b, csr.ControlPlanePolicy(consumerID, key.Public()))
 	require.NoError(t, err)
@@ -215,7 +177,7 @@ func TestCheckAcceptsTrailingWhitespace(t *testing.T) {
 
 func TestCheckAcceptsP384(t *testing.T) {
 	t.Parallel()
-	key := ecdsaKey(t, elliptic.P384())
+	key := testkeys.ECDSA(t, elliptic.P384())
 	_, err := csr.Check(create(t, key, csr.ControlPlaneSubject(consumerID)), csr.ControlPlanePolicy(consumerID, key.Public()))
 	require.NoError(t, err)
 }
@@ -255,10 +217,10 @@ func otherNameSAN(t *testing.T) pkix.Extension {
 
 func TestCheckRejects(t *testing.T) {
 	t.Parallel()
-	key := generateKey(t, keys.Ed25519)
-	ecKey := generateKey(t, keys.ECDSAP256)
-	rsKey := generateKey(t, keys.RSA2048)
-	other := generateKey(t, keys.Ed25519)
+	key := testkeys.Generate(t, keys.Ed25519)
+	ecKey := testkeys.Generate(t, keys.ECDSAP256)
+	rsKey := testkeys.Generate(t, keys.RSA2048)
+	other := testkeys.Generate(t, keys.Ed25519)
 	cp := csr.ControlPlaneSubject(consumerID)
 	policy := csr.ControlPlanePolicy(consumerID, key.Public())
 	slicePolicy := csr.ResourceSlicePolicy(consumerID, sliceName, key.Public())
@@ -312,9 +274,9 @@ func TestCheckRejects(t *testing.T) {
 		{name: "bad self-signature and no policy key", csr: flipSignature(t, valid), policy: csr.ControlPlanePolicy(consumerID, nil), want: csr.ErrSignature},
 
 		// Key.
-		{name: "RSA 1024", csr: request(t, weakRSA(t), &x509.CertificateRequest{Subject: cp}), policy: csr.ControlPlanePolicy(consumerID, nil), want: keys.ErrWeak},
-		{name: "ECDSA P-224", csr: request(t, ecdsaKey(t, elliptic.P224()), &x509.CertificateRequest{Subject: cp}), policy: csr.ControlPlanePolicy(consumerID, nil), want: keys.ErrUnsupported},
-		{name: "ECDSA P-521", csr: request(t, ecdsaKey(t, elliptic.P521()), &x509.CertificateRequest{Subject: cp}), policy: csr.ControlPlanePolicy(consumerID, nil), want: keys.ErrUnsupported},
+		{name: "RSA 1024", csr: request(t, testkeys.WeakRSA(t), &x509.CertificateRequest{Subject: cp}), policy: csr.ControlPlanePolicy(consumerID, nil), want: keys.ErrWeak},
+		{name: "ECDSA P-224", csr: request(t, testkeys.ECDSA(t, elliptic.P224()), &x509.CertificateRequest{Subject: cp}), policy: csr.ControlPlanePolicy(consumerID, nil), want: keys.ErrUnsupported},
+		{name: "ECDSA P-521", csr: request(t, testkeys.ECDSA(t, elliptic.P521()), &x509.CertificateRequest{Subject: cp}), policy: csr.ControlPlanePolicy(consumerID, nil), want: keys.ErrUnsupported},
 		{name: "another Ed25519 key", csr: create(t, other, cp), policy: policy, want: csr.ErrKeyMismatch},
 		{name: "an ECDSA key for an Ed25519 policy", csr: create(t, ecKey, cp), policy: policy, want: csr.ErrKeyMismatch},
 		{name: "an RSA key for an Ed25519 policy", csr: create(t, rsKey, cp), policy: policy, want: csr.ErrKeyMismatch},

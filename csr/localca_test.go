@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -69,11 +70,11 @@ func TestNewLocalCAErrors(t *testing.T) {
 	t.Parallel()
 	certPEM, key, err := csr.GenerateCA(nil, "provider-ca", epoch, time.Hour)
 	require.NoError(t, err)
-	otherKey := generateKey(t, keys.Ed25519)
+	otherKey := testkeys.Generate(t, keys.Ed25519)
 
 	// A leaf certificate: signed by the CA, not a CA itself.
 	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
-	leafKey := generateKey(t, keys.Ed25519)
+	leafKey := testkeys.Generate(t, keys.Ed25519)
 	leaf, err := ca.ca.Sign(t.Context(), csr.Request{CSR: check(t, leafKey, csr.ControlPlaneSubject(consumerID))})
 	require.NoError(t, err)
 
@@ -127,7 +128,7 @@ func TestLocalCASign(t *testing.T) {
 			t.Run(tt.alg.String()+"/"+subject.CommonName, func(t *testing.T) {
 				t.Parallel()
 				ca := newCA(t, caLifetime, csr.LocalCAOptions{})
-				key := generateKey(t, tt.alg)
+				key := testkeys.Generate(t, tt.alg)
 				ca.clock.Step(time.Hour)
 				now := ca.clock.Now()
 
@@ -184,7 +185,7 @@ func TestLocalCALifetime(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ca := newCA(t, tt.caLifetime, csr.LocalCAOptions{MaxLifetime: tt.maxLifetime})
-			key := generateKey(t, keys.Ed25519)
+			key := testkeys.Generate(t, keys.Ed25519)
 			b, err := ca.ca.Sign(t.Context(), csr.Request{CSR: check(t, key, csr.ControlPlaneSubject(consumerID)), Lifetime: tt.requested})
 			require.NoError(t, err)
 			cert := parseCert(t, b)
@@ -197,7 +198,7 @@ func TestLocalCALifetime(t *testing.T) {
 func TestLocalCASerialsDiffer(t *testing.T) {
 	t.Parallel()
 	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
-	c := check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))
+	c := check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))
 	a, err := ca.ca.Sign(t.Context(), csr.Request{CSR: c})
 	require.NoError(t, err)
 	b, err := ca.ca.Sign(t.Context(), csr.Request{CSR: c})
@@ -221,7 +222,7 @@ func (a *approverFunc) Approve(_ context.Context, name string, c *csr.Checked) e
 
 func TestLocalCAApprover(t *testing.T) {
 	t.Parallel()
-	key := generateKey(t, keys.Ed25519)
+	key := testkeys.Generate(t, keys.Ed25519)
 	c := check(t, key, csr.ControlPlaneSubject(consumerID))
 
 	t.Run("approves", func(t *testing.T) {
@@ -264,7 +265,7 @@ func TestLocalCAApprover(t *testing.T) {
 
 func TestLocalCASignErrors(t *testing.T) {
 	t.Parallel()
-	c := check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))
+	c := check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	expired, cancel2 := context.WithDeadline(context.Background(), time.Unix(0, 0))
@@ -297,7 +298,7 @@ func TestLocalCAUsesRand(t *testing.T) {
 	t.Parallel()
 	errRead := errors.New("entropy exhausted")
 	ca := newCA(t, caLifetime, csr.LocalCAOptions{Rand: failingReader{errRead}})
-	b, err := ca.ca.Sign(t.Context(), csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))})
+	b, err := ca.ca.Sign(t.Context(), csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))})
 	require.ErrorIs(t, err, csr.ErrFailed)
 	require.ErrorIs(t, err, errRead)
 	require.Nil(t, b)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -37,7 +38,7 @@ func TestCacheKeySecretName(t *testing.T) {
 func TestParseCertificate(t *testing.T) {
 	t.Parallel()
 	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
-	leaf, err := ca.ca.Sign(t.Context(), csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))})
+	leaf, err := ca.ca.Sign(t.Context(), csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))})
 	require.NoError(t, err)
 
 	cert, err := csr.ParseCertificate(append(bytes.Clone(leaf), ca.pem...))
@@ -49,7 +50,7 @@ func TestParseCertificateErrors(t *testing.T) {
 	t.Parallel()
 	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
 	block, _ := pem.Decode(ca.pem)
-	request := create(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))
+	request := create(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))
 	tests := []struct {
 		name string
 		in   []byte
@@ -142,7 +143,7 @@ func TestIssue(t *testing.T) {
 	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
 	s := &countingSigner{Signer: ca.ca}
 	c := &memCache{}
-	key := generateKey(t, keys.Ed25519)
+	key := testkeys.Generate(t, keys.Ed25519)
 	req := csr.Request{CSR: check(t, key, csr.ControlPlaneSubject(consumerID)), Lifetime: 3 * time.Hour}
 
 	first, err := csr.Issue(t.Context(), s, c, cpKey, req, ca.clock.Now())
@@ -156,7 +157,7 @@ func TestIssue(t *testing.T) {
 	require.Equal(t, 1, s.count())
 
 	// A CSR with the same subject for another key.
-	other := csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: 3 * time.Hour}
+	other := csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: 3 * time.Hour}
 	third, err := csr.Issue(t.Context(), s, c, cpKey, other, ca.clock.Now())
 	require.NoError(t, err)
 	require.NotEqual(t, first, third)
@@ -171,7 +172,7 @@ func TestIssueKeepsIdentitiesApart(t *testing.T) {
 	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
 	s := &countingSigner{Signer: ca.ca}
 	c := &memCache{}
-	key := generateKey(t, keys.Ed25519)
+	key := testkeys.Generate(t, keys.Ed25519)
 	cp := csr.Request{CSR: check(t, key, csr.ControlPlaneSubject(consumerID))}
 	slice := csr.Request{CSR: check(t, key, csr.ResourceSliceSubject(consumerID, sliceName))}
 	sliceKey := csr.CacheKey{ConsumerID: consumerID, Slice: sliceName}
@@ -208,7 +209,7 @@ func TestIssueRenewsAfterTwoThirds(t *testing.T) {
 			ca := newCA(t, caLifetime, csr.LocalCAOptions{})
 			s := &countingSigner{Signer: ca.ca}
 			c := &memCache{}
-			req := csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: lifetime}
+			req := csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: lifetime}
 			first, err := csr.Issue(t.Context(), s, c, cpKey, req, ca.clock.Now())
 			require.NoError(t, err)
 
@@ -231,7 +232,7 @@ func TestIssueRenewsAfterTwoThirds(t *testing.T) {
 func TestIssueSignsAgainWhenCacheIsUnusable(t *testing.T) {
 	t.Parallel()
 	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
-	req := csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: time.Hour}
+	req := csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: time.Hour}
 	valid, err := ca.ca.Sign(t.Context(), req)
 	require.NoError(t, err)
 
@@ -267,7 +268,7 @@ func (deniedSigner) Sign(context.Context, csr.Request) ([]byte, error) {
 func TestIssueErrors(t *testing.T) {
 	t.Parallel()
 	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
-	req := csr.Request{CSR: check(t, generateKey(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))}
+	req := csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID))}
 	errCache := errors.New("cache unavailable")
 
 	t.Run("Get fails", func(t *testing.T) {

@@ -19,22 +19,12 @@ import (
 	"io"
 	mathrand "math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
-)
-
-// RSA key generation is slow: each test binary makes one key of each size.
-var (
-	rsaKey = sync.OnceValues(func() (*keys.PrivateKey, error) {
-		return keys.Generate(nil, keys.RSA2048)
-	})
-	weakRSAKey = sync.OnceValues(func() (*rsa.PrivateKey, error) {
-		return rsa.GenerateKey(rand.Reader, 1024)
-	})
 )
 
 var algorithms = []keys.Algorithm{keys.Ed25519, keys.ECDSAP256, keys.RSA2048}
@@ -46,32 +36,6 @@ func seeded(seed byte) *mathrand.ChaCha8 {
 		s[i] = seed
 	}
 	return mathrand.NewChaCha8(s)
-}
-
-func generate(t *testing.T, alg keys.Algorithm) *keys.PrivateKey {
-	t.Helper()
-	if alg == keys.RSA2048 {
-		k, err := rsaKey()
-		require.NoError(t, err)
-		return k
-	}
-	k, err := keys.Generate(nil, alg)
-	require.NoError(t, err)
-	return k
-}
-
-func weakRSA(t *testing.T) *rsa.PrivateKey {
-	t.Helper()
-	k, err := weakRSAKey()
-	require.NoError(t, err)
-	return k
-}
-
-func ecdsaKey(t *testing.T, c elliptic.Curve) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(c, rand.Reader)
-	require.NoError(t, err)
-	return k
 }
 
 func pemOf(typ string, der []byte) []byte {
@@ -121,7 +85,7 @@ func TestGenerate(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			k := generate(t, alg)
+			k := testkeys.Generate(t, alg)
 			require.Equal(t, alg, k.Algorithm())
 			require.NoError(t, keys.Check(k.Public()))
 			switch pub := k.Public().(type) {
@@ -185,7 +149,7 @@ func TestPrivateKeyRoundTrip(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			k := generate(t, alg)
+			k := testkeys.Generate(t, alg)
 			b, err := keys.MarshalPrivateKey(k)
 			require.NoError(t, err)
 			block, rest := pem.Decode(b)
@@ -208,7 +172,7 @@ func TestPrivateKeyRoundTrip(t *testing.T) {
 
 func TestParsePrivateKeyAcceptsP384(t *testing.T) {
 	t.Parallel()
-	k := ecdsaKey(t, elliptic.P384())
+	k := testkeys.ECDSA(t, elliptic.P384())
 	got, err := keys.ParsePrivateKey(pkcs8PEM(t, k))
 	require.NoError(t, err)
 	require.True(t, keys.Equal(&k.PublicKey, got.Public()))
@@ -216,9 +180,9 @@ func TestParsePrivateKeyAcceptsP384(t *testing.T) {
 
 func TestParsePrivateKeyErrors(t *testing.T) {
 	t.Parallel()
-	valid, err := keys.MarshalPrivateKey(generate(t, keys.Ed25519))
+	valid, err := keys.MarshalPrivateKey(testkeys.Generate(t, keys.Ed25519))
 	require.NoError(t, err)
-	p256 := ecdsaKey(t, elliptic.P256())
+	p256 := testkeys.ECDSA(t, elliptic.P256())
 	ecDER, err := x509.MarshalECPrivateKey(p256)
 	require.NoError(t, err)
 	x25519, err := ecdh.X25519().GenerateKey(rand.Reader)
@@ -234,14 +198,14 @@ func TestParsePrivateKeyErrors(t *testing.T) {
 		{name: "raw DER without PEM", in: func() []byte { b, _ := pem.Decode(valid); return b.Bytes }(), want: keys.ErrMalformed},
 		{name: "public key PEM", in: pkixPEM(t, &p256.PublicKey), want: keys.ErrMalformed},
 		{name: "SEC1 EC PRIVATE KEY", in: pemOf("EC PRIVATE KEY", ecDER), want: keys.ErrMalformed},
-		{name: "PKCS#1 RSA PRIVATE KEY", in: pemOf("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(weakRSA(t))), want: keys.ErrMalformed},
+		{name: "PKCS#1 RSA PRIVATE KEY", in: pemOf("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(testkeys.WeakRSA(t))), want: keys.ErrMalformed},
 		{name: "PRIVATE KEY holding garbage", in: pemOf("PRIVATE KEY", []byte("garbage")), want: keys.ErrMalformed},
 		{name: "SEC1 bytes labelled PRIVATE KEY", in: pemOf("PRIVATE KEY", ecDER), want: keys.ErrMalformed},
 		{name: "oversized", in: oversized(valid), want: keys.ErrMalformed},
-		{name: "ECDSA P-224", in: pkcs8PEM(t, ecdsaKey(t, elliptic.P224())), want: keys.ErrUnsupported},
-		{name: "ECDSA P-521", in: pkcs8PEM(t, ecdsaKey(t, elliptic.P521())), want: keys.ErrUnsupported},
+		{name: "ECDSA P-224", in: pkcs8PEM(t, testkeys.ECDSA(t, elliptic.P224())), want: keys.ErrUnsupported},
+		{name: "ECDSA P-521", in: pkcs8PEM(t, testkeys.ECDSA(t, elliptic.P521())), want: keys.ErrUnsupported},
 		{name: "X25519 cannot sign", in: pkcs8PEM(t, x25519), want: keys.ErrUnsupported},
-		{name: "RSA 1024", in: pkcs8PEM(t, weakRSA(t)), want: keys.ErrWeak},
+		{name: "RSA 1024", in: pkcs8PEM(t, testkeys.WeakRSA(t)), want: keys.ErrWeak},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,10 +223,10 @@ func TestPublicKeyRoundTrip(t *testing.T) {
 		name string
 		pub  crypto.PublicKey
 	}{
-		{name: "Ed25519", pub: generate(t, keys.Ed25519).Public()},
-		{name: "ECDSA P-256", pub: generate(t, keys.ECDSAP256).Public()},
-		{name: "ECDSA P-384", pub: &ecdsaKey(t, elliptic.P384()).PublicKey},
-		{name: "RSA-2048", pub: generate(t, keys.RSA2048).Public()},
+		{name: "Ed25519", pub: testkeys.Generate(t, keys.Ed25519).Public()},
+		{name: "ECDSA P-256", pub: testkeys.Generate(t, keys.ECDSAP256).Public()},
+		{name: "ECDSA P-384", pub: &testkeys.ECDSA(t, elliptic.P384()).PublicKey},
+		{name: "RSA-2048", pub: testkeys.Generate(t, keys.RSA2048).Public()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,7 +250,7 @@ func TestPublicKeyRoundTrip(t *testing.T) {
 
 func TestParsePublicKeyRawEd25519(t *testing.T) {
 	t.Parallel()
-	pub := generate(t, keys.Ed25519).Public().(ed25519.PublicKey)
+	pub := testkeys.Generate(t, keys.Ed25519).Public().(ed25519.PublicKey)
 	raw := bytes.Clone([]byte(pub))
 
 	got, err := keys.ParsePublicKey(raw)
@@ -300,12 +264,12 @@ func TestParsePublicKeyRawEd25519(t *testing.T) {
 
 func TestParsePublicKeyErrors(t *testing.T) {
 	t.Parallel()
-	ed := generate(t, keys.Ed25519).Public().(ed25519.PublicKey)
+	ed := testkeys.Generate(t, keys.Ed25519).Public().(ed25519.PublicKey)
 	valid, err := keys.MarshalPublicKey(ed)
 	require.NoError(t, err)
 	x25519, err := ecdh.X25519().GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	privPEM, err := keys.MarshalPrivateKey(generate(t, keys.Ed25519))
+	privPEM, err := keys.MarshalPrivateKey(testkeys.Generate(t, keys.Ed25519))
 	require.NoError(t, err)
 
 	tests := []struct {
@@ -319,13 +283,13 @@ func TestParsePublicKeyErrors(t *testing.T) {
 		{name: "raw 33 bytes", in: append(bytes.Clone([]byte(ed)), 0), want: keys.ErrMalformed},
 		{name: "raw 64-byte Ed25519 private key", in: bytes.Repeat([]byte{7}, ed25519.PrivateKeySize), want: keys.ErrMalformed},
 		{name: "private key PEM", in: privPEM, want: keys.ErrMalformed},
-		{name: "PKCS#1 RSA PUBLIC KEY", in: pemOf("RSA PUBLIC KEY", x509.MarshalPKCS1PublicKey(generate(t, keys.RSA2048).Public().(*rsa.PublicKey))), want: keys.ErrMalformed},
+		{name: "PKCS#1 RSA PUBLIC KEY", in: pemOf("RSA PUBLIC KEY", x509.MarshalPKCS1PublicKey(testkeys.Generate(t, keys.RSA2048).Public().(*rsa.PublicKey))), want: keys.ErrMalformed},
 		{name: "PUBLIC KEY holding garbage", in: pemOf("PUBLIC KEY", []byte("garbage")), want: keys.ErrMalformed},
 		{name: "oversized", in: oversized(valid), want: keys.ErrMalformed},
-		{name: "ECDSA P-224", in: pkixPEM(t, &ecdsaKey(t, elliptic.P224()).PublicKey), want: keys.ErrUnsupported},
-		{name: "ECDSA P-521", in: pkixPEM(t, &ecdsaKey(t, elliptic.P521()).PublicKey), want: keys.ErrUnsupported},
+		{name: "ECDSA P-224", in: pkixPEM(t, &testkeys.ECDSA(t, elliptic.P224()).PublicKey), want: keys.ErrUnsupported},
+		{name: "ECDSA P-521", in: pkixPEM(t, &testkeys.ECDSA(t, elliptic.P521()).PublicKey), want: keys.ErrUnsupported},
 		{name: "X25519", in: pkixPEM(t, x25519.PublicKey()), want: keys.ErrUnsupported},
-		{name: "RSA 1024", in: pkixPEM(t, &weakRSA(t).PublicKey), want: keys.ErrWeak},
+		{name: "RSA 1024", in: pkixPEM(t, &testkeys.WeakRSA(t).PublicKey), want: keys.ErrWeak},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,7 +305,7 @@ func TestCheckAndMarshalPublicKeyErrors(t *testing.T) {
 	t.Parallel()
 	x25519, err := ecdh.X25519().GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	ed := generate(t, keys.Ed25519).Public().(ed25519.PublicKey)
+	ed := testkeys.Generate(t, keys.Ed25519).Public().(ed25519.PublicKey)
 
 	tests := []struct {
 		name string
@@ -350,11 +314,11 @@ func TestCheckAndMarshalPublicKeyErrors(t *testing.T) {
 	}{
 		{name: "nil", pub: nil, want: keys.ErrUnsupported},
 		{name: "short Ed25519", pub: ed[:31], want: keys.ErrMalformed},
-		{name: "ECDSA P-224", pub: &ecdsaKey(t, elliptic.P224()).PublicKey, want: keys.ErrUnsupported},
-		{name: "ECDSA P-521", pub: &ecdsaKey(t, elliptic.P521()).PublicKey, want: keys.ErrUnsupported},
+		{name: "ECDSA P-224", pub: &testkeys.ECDSA(t, elliptic.P224()).PublicKey, want: keys.ErrUnsupported},
+		{name: "ECDSA P-521", pub: &testkeys.ECDSA(t, elliptic.P521()).PublicKey, want: keys.ErrUnsupported},
 		{name: "X25519", pub: x25519.PublicKey(), want: keys.ErrUnsupported},
 		{name: "Ed25519 private key", pub: ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)), want: keys.ErrUnsupported},
-		{name: "RSA 1024", pub: &weakRSA(t).PublicKey, want: keys.ErrWeak},
+		{name: "RSA 1024", pub: &testkeys.WeakRSA(t).PublicKey, want: keys.ErrWeak},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -369,12 +333,12 @@ func TestCheckAndMarshalPublicKeyErrors(t *testing.T) {
 
 func TestEqual(t *testing.T) {
 	t.Parallel()
-	ed := generate(t, keys.Ed25519).Public()
+	ed := testkeys.Generate(t, keys.Ed25519).Public()
 	edAgain, err := keys.ParsePublicKey([]byte(ed.(ed25519.PublicKey)))
 	require.NoError(t, err)
-	otherEd := generate(t, keys.Ed25519).Public()
-	ec := generate(t, keys.ECDSAP256).Public()
-	rs := generate(t, keys.RSA2048).Public()
+	otherEd := testkeys.Generate(t, keys.Ed25519).Public()
+	ec := testkeys.Generate(t, keys.ECDSAP256).Public()
+	rs := testkeys.Generate(t, keys.RSA2048).Public()
 	rsAgain, err := keys.ParsePublicKey(pkixPEM(t, rs))
 	require.NoError(t, err)
 
@@ -406,7 +370,7 @@ func TestFingerprint(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			pub := generate(t, alg).Public()
+			pub := testkeys.Generate(t, alg).Public()
 			der, err := x509.MarshalPKIXPublicKey(pub)
 			require.NoError(t, err)
 			sum := sha256.Sum256(der)
@@ -465,7 +429,7 @@ func TestPrivateKeyPrintsRedacted(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			k := generate(t, alg)
+			k := testkeys.Generate(t, alg)
 			forms := secretForms(t, k)
 			want := fmt.Sprintf("keys.PrivateKey(%v, %s)", alg, keys.Fingerprint(k.Public()))
 			type holder struct {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -18,7 +19,7 @@ func TestSecret(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			k := generate(t, alg)
+			k := testkeys.Generate(t, alg)
 			s, err := keys.Secret("liqo", k)
 			require.NoError(t, err)
 
@@ -56,7 +57,7 @@ func TestSecret(t *testing.T) {
 
 func TestFromSecretErrors(t *testing.T) {
 	t.Parallel()
-	pub, err := keys.MarshalPublicKey(generate(t, keys.Ed25519).Public())
+	pub, err := keys.MarshalPublicKey(testkeys.Generate(t, keys.Ed25519).Public())
 	require.NoError(t, err)
 	meta := metav1.ObjectMeta{Name: "authentication-keys", Namespace: "liqo"}
 	tests := []struct {
@@ -67,7 +68,7 @@ func TestFromSecretErrors(t *testing.T) {
 		{name: "no data", data: nil, want: keys.ErrMalformed},
 		{name: "only a public key", data: map[string][]byte{"publicKey": pub}, want: keys.ErrMalformed},
 		{name: "public key under privateKey", data: map[string][]byte{"privateKey": pub}, want: keys.ErrMalformed},
-		{name: "RSA 1024", data: map[string][]byte{"privateKey": pkcs8PEM(t, weakRSA(t))}, want: keys.ErrWeak},
+		{name: "RSA 1024", data: map[string][]byte{"privateKey": pkcs8PEM(t, testkeys.WeakRSA(t))}, want: keys.ErrWeak},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

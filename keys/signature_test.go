@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -26,7 +27,7 @@ func TestSignMessageWireFormat(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			k := generate(t, alg)
+			k := testkeys.Generate(t, alg)
 			sig, err := keys.SignMessage(nil, k, message)
 			require.NoError(t, err)
 			switch pub := k.Public().(type) {
@@ -48,7 +49,7 @@ func TestSignAndVerifyMessage(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			k := generate(t, alg)
+			k := testkeys.Generate(t, alg)
 			sig, err := keys.SignMessage(seeded(3), k, message)
 			require.NoError(t, err)
 			require.NoError(t, keys.VerifyMessage(k.Public(), message, sig))
@@ -75,15 +76,15 @@ func TestVerifyMessageRejects(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			k := generate(t, alg)
+			k := testkeys.Generate(t, alg)
 			sig, err := keys.SignMessage(nil, k, message)
 			require.NoError(t, err)
 			others := map[string]crypto.PublicKey{
-				"other Ed25519": generate(t, keys.Ed25519).Public(),
-				"other ECDSA":   generate(t, keys.ECDSAP256).Public(),
+				"other Ed25519": testkeys.Generate(t, keys.Ed25519).Public(),
+				"other ECDSA":   testkeys.Generate(t, keys.ECDSAP256).Public(),
 			}
 			if alg != keys.RSA2048 {
-				others["RSA"] = generate(t, keys.RSA2048).Public()
+				others["RSA"] = testkeys.Generate(t, keys.RSA2048).Public()
 			}
 
 			tampered := bytes.Clone(message)
@@ -126,11 +127,11 @@ func TestVerifyMessageRejects(t *testing.T) {
 
 func TestVerifyMessageRejectsUnacceptedKeys(t *testing.T) {
 	t.Parallel()
-	weak := weakRSA(t)
+	weak := testkeys.WeakRSA(t)
 	sum := sha256.Sum256(message)
 	weakSig, err := rsa.SignPKCS1v15(nil, weak, crypto.SHA256, sum[:])
 	require.NoError(t, err)
-	p521 := ecdsaKey(t, elliptic.P521())
+	p521 := testkeys.ECDSA(t, elliptic.P521())
 	p521Sig, err := ecdsa.SignASN1(nil, p521, sum[:])
 	require.NoError(t, err)
 

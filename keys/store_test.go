@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -83,7 +84,7 @@ func TestEnsureDrawsFromReader(t *testing.T) {
 
 func TestEnsureReturnsStoredKey(t *testing.T) {
 	t.Parallel()
-	stored := generate(t, keys.Ed25519)
+	stored := testkeys.Generate(t, keys.Ed25519)
 	s := &memStore{key: stored}
 	// The stored key wins even when another algorithm is asked for.
 	k, err := keys.Ensure(t.Context(), s, nil, keys.ECDSAP256)
@@ -94,7 +95,7 @@ func TestEnsureReturnsStoredKey(t *testing.T) {
 
 func TestEnsureLosesRace(t *testing.T) {
 	t.Parallel()
-	winner := generate(t, keys.Ed25519)
+	winner := testkeys.Generate(t, keys.Ed25519)
 	s := &memStore{}
 	s.onGet = func(n int) (*keys.PrivateKey, error) {
 		if n == 1 {

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 )
@@ -30,23 +30,6 @@ func counting() io.Reader {
 
 // countingText is the standard base64 of counting's bytes.
 const countingText = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw=="
-
-// RSA key generation is slow: each test binary makes one key.
-var rsaKey = sync.OnceValues(func() (*keys.PrivateKey, error) {
-	return keys.Generate(nil, keys.RSA2048)
-})
-
-func generateKey(t *testing.T, alg keys.Algorithm) *keys.PrivateKey {
-	t.Helper()
-	if alg == keys.RSA2048 {
-		k, err := rsaKey()
-		require.NoError(t, err)
-		return k
-	}
-	k, err := keys.Generate(nil, alg)
-	require.NoError(t, err)
-	return k
-}
 
 func generate(t *testing.T) nonce.Nonce {
 	t.Helper()
@@ -207,7 +190,7 @@ func TestSignVerify(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			k := generateKey(t, alg)
+			k := testkeys.Generate(t, alg)
 			n := generate(t)
 			sig, err := nonce.Sign(nil, k, n)
 			require.NoError(t, err)
@@ -227,13 +210,13 @@ func TestVerifyRejects(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			k := generateKey(t, alg)
+			k := testkeys.Generate(t, alg)
 			n := generate(t)
 			sig, err := nonce.Sign(nil, k, n)
 			require.NoError(t, err)
-			other := generateKey(t, keys.Ed25519)
+			other := testkeys.Generate(t, keys.Ed25519)
 			if alg == keys.Ed25519 {
-				other = generateKey(t, keys.ECDSAP256)
+				other = testkeys.Generate(t, keys.ECDSAP256)
 			}
 
 			tests := []struct {
@@ -268,12 +251,12 @@ func sameAlgorithmOther(t *testing.T, alg keys.Algorithm) crypto.PublicKey {
 	if alg == keys.RSA2048 {
 		return nil
 	}
-	return generateKey(t, alg).Public()
+	return testkeys.Generate(t, alg).Public()
 }
 
 func TestVerifyRejectsSignatureOverDecodedBytes(t *testing.T) {
 	t.Parallel()
-	k := generateKey(t, keys.Ed25519)
+	k := testkeys.Generate(t, keys.Ed25519)
 	n, err := nonce.Generate(counting())
 	require.NoError(t, err)
 	raw, err := io.ReadAll(counting())
@@ -285,7 +268,7 @@ func TestVerifyRejectsSignatureOverDecodedBytes(t *testing.T) {
 
 func TestZeroNonce(t *testing.T) {
 	t.Parallel()
-	k := generateKey(t, keys.Ed25519)
+	k := testkeys.Generate(t, keys.Ed25519)
 	sig, err := nonce.Sign(nil, k, nonce.Nonce{})
 	require.ErrorIs(t, err, nonce.ErrMalformed)
 	require.Nil(t, sig)

@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,20 +21,13 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
 )
 
 const consumerID = "cl-consumer"
-
-var weakRSA = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 1024)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
 
 func mustKey(t *testing.T, alg keys.Algorithm) *keys.PrivateKey {
 	t.Helper()
@@ -151,7 +142,7 @@ func TestVerifyRejects(t *testing.T) {
 		{"cluster ID of 52 characters", func(tn *authv1beta1.Tenant) { tn.Spec.ClusterID = strings.Repeat("c", 52) }, "spec.clusterID", clusterid.ErrInvalid},
 		{"public key not PEM", func(tn *authv1beta1.Tenant) { tn.Spec.PublicKey = []byte("not a key") }, "spec.publicKey", keys.ErrMalformed},
 		{"public key truncated", func(tn *authv1beta1.Tenant) { tn.Spec.PublicKey = tn.Spec.PublicKey[:40] }, "spec.publicKey", keys.ErrMalformed},
-		{"public key RSA-1024", func(tn *authv1beta1.Tenant) { tn.Spec.PublicKey = pkixPEM(&weakRSA().PublicKey) }, "spec.publicKey", keys.ErrWeak},
+		{"public key RSA-1024", func(tn *authv1beta1.Tenant) { tn.Spec.PublicKey = pkixPEM(&testkeys.WeakRSA(t).PublicKey) }, "spec.publicKey", keys.ErrWeak},
 		{"public key P-224", func(tn *authv1beta1.Tenant) { tn.Spec.PublicKey = pkixPEM(&p224.PublicKey) }, "spec.publicKey", keys.ErrUnsupported},
 		{"no signature", func(tn *authv1beta1.Tenant) { tn.Spec.Signature = nil }, "spec.signature", keys.ErrBadSignature},
 		{"signature flipped", func(tn *authv1beta1.Tenant) { tn.Spec.Signature[3] ^= 1 }, "spec.signature", keys.ErrBadSignature},
@@ -186,7 +177,7 @@ func TestVerifyRejects(t *testing.T) {
 			tn.Spec.CSR = mustCSR(t, other, &x509.CertificateRequest{Subject: subject})
 		}, "spec.csr", csr.ErrKeyMismatch},
 		{"CSR with RSA-1024 key", func(tn *authv1beta1.Tenant) {
-			tn.Spec.CSR = mustCSR(t, weakRSA(), &x509.CertificateRequest{Subject: subject})
+			tn.Spec.CSR = mustCSR(t, testkeys.WeakRSA(t), &x509.CertificateRequest{Subject: subject})
 		}, "spec.csr", keys.ErrWeak},
 		{"proxy URL with ftp scheme", func(tn *authv1beta1.Tenant) {
 			s := "ftp://proxy.example"
