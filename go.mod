@@ -3,6 +3,7 @@ module github.com/kubepact/kubepact
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	github.com/stretchr/testify v1.12.1

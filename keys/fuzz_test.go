@@ -20,9 +20,11 @@ import (
 	"sync"
 	"testing"
 
+	"filippo.io/edwards25519"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubepact/kubepact/internal/weakkeys"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -229,6 +231,14 @@ func FuzzParsePublicKey(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0}, ed25519.PublicKeySize))
 	f.Add(bytes.Repeat([]byte{0xff}, ed25519.PrivateKeySize))
 	f.Add(append(bytes.Clone(m.public[0]), bytes.Repeat([]byte("\n"), keys.MaxPEMSize)...))
+	points, _ := weakkeys.SmallOrder()
+	encodings, _ := weakkeys.NonCanonical()
+	for _, enc := range append(points, encodings...) {
+		f.Add(enc)
+		if der, err := x509.MarshalPKIXPublicKey(ed25519.PublicKey(enc)); err == nil {
+			f.Add(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+		}
+	}
 
 	f.Fuzz(func(t *testing.T, input []byte) {
 		data := bytes.Clone(input) // the engine's input must not be modified
@@ -237,11 +247,14 @@ func FuzzParsePublicKey(f *testing.F) {
 			if pub != nil {
 				t.Fatalf("ParsePublicKey returned a key and error %q", err)
 			}
-			wantsSentinel(t, err, keys.ErrMalformed, keys.ErrUnsupported, keys.ErrWeak)
+			wantsSentinel(t, err, keys.ErrMalformed, keys.ErrUnsupported, keys.ErrWeak, keys.ErrWeakKey)
 			return
 		}
 		if err := keys.Check(pub); err != nil {
 			t.Fatalf("parsed key fails Check: %v", err)
+		}
+		if ed, ok := pub.(ed25519.PublicKey); ok && weakEd25519(ed) {
+			t.Fatalf("accepted Ed25519 key %x of small order or in a non-canonical encoding", []byte(ed))
 		}
 		if fp := keys.Fingerprint(pub); fp == "SHA256:?" {
 			t.Fatalf("parsed key has no fingerprint")
@@ -386,6 +399,51 @@ func FuzzVerifyMessage(f *testing.F) {
 			if !bytes.Equal(real, sig) {
 				t.Fatalf("%v: signature %x verifies, but the real one is %x", a, sig, real)
 			}
+		}
+	})
+}
+
+// weakEd25519 reports, independently of package keys, whether enc is a
+// point of small order or a non-canonical encoding.
+func weakEd25519(enc []byte) bool {
+	p, err := new(edwards25519.Point).SetBytes(enc)
+	if err != nil {
+		return false
+	}
+	return !bytes.Equal(p.Bytes(), enc) ||
+		new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1
+}
+
+// FuzzVerifyMessageAnyEd25519Key verifies arbitrary signatures under
+// arbitrary 32-byte Ed25519 keys: whatever verifies, the key is neither of
+// small order nor non-canonical, so no signature was forged without a
+// private key.
+func FuzzVerifyMessageAnyEd25519Key(f *testing.F) {
+	points, _ := weakkeys.SmallOrder()
+	encodings, _ := weakkeys.NonCanonical()
+	real := fuzzKey(f, fuzzEd25519)
+	for _, enc := range append(append(points, encodings...), real.Public().(ed25519.PublicKey)) {
+		forged, _ := weakkeys.NewSigner(enc).Sign(nil, nil, nil)
+		for _, msg := range fuzzMessages {
+			f.Add(enc, msg, forged)
+			sig, _ := keys.SignMessage(nil, real, msg)
+			f.Add(enc, msg, sig)
+		}
+	}
+
+	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
+		if len(pub) != ed25519.PublicKeySize {
+			return
+		}
+		err := keys.VerifyMessage(ed25519.PublicKey(pub), msg, sig)
+		if err == nil && weakEd25519(pub) {
+			t.Fatalf("signature %x over %q verifies under weak key %x", sig, msg, pub)
+		}
+		if err != nil {
+			wantsSentinel(t, err, keys.ErrBadSignature, keys.ErrMalformed, keys.ErrWeakKey)
+		}
+		if weakEd25519(pub) && !errors.Is(err, keys.ErrWeakKey) {
+			t.Fatalf("weak key %x: error %v, want ErrWeakKey", pub, err)
 		}
 	})
 }

@@ -14,11 +14,22 @@
 // algorithm and a fingerprint of the public key, never the private key. The
 // only way to get the secret bytes out is MarshalPrivateKey.
 //
+// An Ed25519 public key whose point has small order (the neutral point and
+// the other seven points of order 2, 4 and 8) makes the signature R = the
+// neutral point, S = 0 verify for every message, or for a large share of
+// them: whoever sends such a key needs no private key to "sign" anything.
+// Check, and so every parser and verifier in kubepact, refuses these keys,
+// and every non-canonical encoding of a point, wherever a key enters. RSA
+// keys are bounded above as well as below, so no key makes one verification
+// arbitrarily slow.
+//
 // # Errors
 //
 // Parsing returns errors wrapping ErrMalformed; keys of an unsupported type
-// or curve wrap ErrUnsupported, and RSA keys shorter than 2048 bits wrap
-// ErrWeak.
+// or curve, RSA keys longer than MaxRSABits or with an exponent other than
+// 65537 wrap ErrUnsupported; RSA keys shorter than MinRSABits wrap ErrWeak;
+// Ed25519 keys of small order or in a non-canonical encoding wrap
+// ErrWeakKey.
 package keys
 
 import (
@@ -37,6 +48,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"filippo.io/edwards25519"
 )
 
 // Algorithm is the type of a cluster key.
@@ -71,6 +84,13 @@ func (a Algorithm) String() string {
 // MinRSABits is the shortest RSA modulus accepted anywhere in kubepact.
 const MinRSABits = 2048
 
+// MaxRSABits is the longest RSA modulus accepted anywhere in kubepact: a
+// longer key would make every verification slower without making it safer.
+const MaxRSABits = 4096
+
+// RSAExponent is the only RSA public exponent accepted.
+const RSAExponent = 65537
+
 // MaxPEMSize bounds the encoded size of a key accepted by the parsers.
 const MaxPEMSize = 16 << 10
 
@@ -81,6 +101,10 @@ var (
 	ErrUnsupported = errors.New("unsupported key type")
 	// ErrWeak reports an RSA key shorter than MinRSABits.
 	ErrWeak = errors.New("key too weak")
+	// ErrWeakKey reports an Ed25519 public key that no private key stands
+	// behind: a point of small order, or a non-canonical encoding of a
+	// point.
+	ErrWeakKey = errors.New("weak Ed25519 public key")
 	// ErrNotFound reports that a Store holds no key.
 	ErrNotFound = errors.New("cluster key not found")
 	// ErrExists reports that a Store already holds a key.
@@ -209,7 +233,11 @@ func MarshalPublicKey(pub crypto.PublicKey) ([]byte, error) {
 // and checks that kubepact accepts it.
 func ParsePublicKey(b []byte) (crypto.PublicKey, error) {
 	if len(b) == ed25519.PublicKeySize && !bytes.HasPrefix(b, []byte("-----")) {
-		return ed25519.PublicKey(bytes.Clone(b)), nil
+		pub := ed25519.PublicKey(bytes.Clone(b))
+		if err := Check(pub); err != nil {
+			return nil, err
+		}
+		return pub, nil
 	}
 	if len(b) > MaxPEMSize {
 		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrMalformed, len(b), MaxPEMSize)
@@ -228,8 +256,9 @@ func ParsePublicKey(b []byte) (crypto.PublicKey, error) {
 	return pub, nil
 }
 
-// Check reports whether pub is of a type and size kubepact accepts: Ed25519,
-// ECDSA on P-256 or P-384, or RSA of at least MinRSABits.
+// Check reports whether pub is of a type and size kubepact accepts: Ed25519
+// of large order in its canonical encoding, ECDSA on P-256 or P-384, or RSA
+// of MinRSABits to MaxRSABits with exponent RSAExponent.
 func Check(pub crypto.PublicKey) error {
 	_, err := algorithmOf(pub)
 	return err
@@ -241,6 +270,9 @@ func algorithmOf(pub crypto.PublicKey) (Algorithm, error) {
 		if len(k) != ed25519.PublicKeySize {
 			return 0, fmt.Errorf("%w: Ed25519 key of %d bytes", ErrMalformed, len(k))
 		}
+		if err := checkEd25519(k); err != nil {
+			return 0, err
+		}
 		return Ed25519, nil
 	case *ecdsa.PublicKey:
 		switch k.Curve {
@@ -251,12 +283,34 @@ func algorithmOf(pub crypto.PublicKey) (Algorithm, error) {
 		}
 		return 0, fmt.Errorf("%w: ECDSA curve %s", ErrUnsupported, k.Curve.Params().Name)
 	case *rsa.PublicKey:
-		if k.N.BitLen() < MinRSABits {
-			return 0, fmt.Errorf("%w: RSA key of %d bits, want at least %d", ErrWeak, k.N.BitLen(), MinRSABits)
+		switch bits := k.N.BitLen(); {
+		case bits < MinRSABits:
+			return 0, fmt.Errorf("%w: RSA key of %d bits, want at least %d", ErrWeak, bits, MinRSABits)
+		case bits > MaxRSABits:
+			return 0, fmt.Errorf("%w: RSA key of %d bits, want at most %d", ErrUnsupported, bits, MaxRSABits)
+		case k.E != RSAExponent:
+			return 0, fmt.Errorf("%w: RSA exponent %d, want %d", ErrUnsupported, k.E, RSAExponent)
 		}
 		return RSA2048, nil
 	}
 	return 0, fmt.Errorf("%w: %T", ErrUnsupported, pub)
+}
+
+// checkEd25519 refuses a key that does not decode to a point, a
+// non-canonical encoding of a point, and a point of small order: one that
+// the cofactor 8 sends to the neutral element.
+func checkEd25519(k ed25519.PublicKey) error {
+	p, err := new(edwards25519.Point).SetBytes(k)
+	if err != nil {
+		return fmt.Errorf("%w: Ed25519 key is not a point on the curve", ErrMalformed)
+	}
+	if !bytes.Equal(p.Bytes(), k) {
+		return fmt.Errorf("%w: non-canonical encoding", ErrWeakKey)
+	}
+	if new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1 {
+		return fmt.Errorf("%w: point of small order", ErrWeakKey)
+	}
+	return nil
 }
 
 // Equal reports whether a and b are the same public key.
