@@ -26,6 +26,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/internal/weakkeys"
 	"github.com/kubepact/kubepact/internal/wiretest"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
@@ -63,6 +64,7 @@ type fuzzFields struct {
 	transcriptSig      string
 	transcriptProvider string
 	transcriptExpiry   string
+	transcriptVersion  string
 	hasTranscript      bool
 	strict             bool
 }
@@ -80,6 +82,7 @@ func fieldsOf(t *authv1beta1.Tenant) fuzzFields {
 	v.transcriptSig, v.hasTranscript = t.Annotations[tenant.TranscriptSignatureAnnotation]
 	v.transcriptProvider = t.Annotations[tenant.TranscriptProviderAnnotation]
 	v.transcriptExpiry = t.Annotations[tenant.TranscriptExpiryAnnotation]
+	v.transcriptVersion = t.Annotations[tenant.TranscriptVersionAnnotation]
 	return v
 }
 
@@ -101,6 +104,9 @@ func (v fuzzFields) tenant() *authv1beta1.Tenant {
 			tenant.TranscriptSignatureAnnotation: v.transcriptSig,
 			tenant.TranscriptProviderAnnotation:  v.transcriptProvider,
 			tenant.TranscriptExpiryAnnotation:    v.transcriptExpiry,
+		}
+		if v.transcriptVersion != "" {
+			t.Annotations[tenant.TranscriptVersionAnnotation] = v.transcriptVersion
 		}
 	}
 	return t
@@ -229,6 +235,19 @@ func fuzzSetup(f *testing.F) (nonce.Nonce, *keys.PrivateKey, []fuzzFields) {
 		add(with(withTranscript, edit))
 		add(with(withIdentityKey, edit))
 	}
+	// Keyless forgeries: keys of small order, whose "signatures" verify
+	// without a private key, in both encodings of the key.
+	points, _ := weakkeys.SmallOrder()
+	encodings, _ := weakkeys.NonCanonical()
+	for _, pub := range append(points, encodings...) {
+		forged, err := weakkeys.ForgedTenant(fuzzConsumerID, fuzzProviderID, pub, n, expiry)
+		if err != nil {
+			f.Fatal(err)
+		}
+		add(fieldsOf(forged))
+		add(fieldsOf(weakkeys.RawForm(forged, pub)))
+		add(with(fieldsOf(forged), func(v *fuzzFields) { v.hasTranscript = false }))
+	}
 	return n, key, seeds
 }
 
@@ -237,7 +256,7 @@ func addFields(f *testing.F, seeds []fuzzFields) {
 	for _, v := range seeds {
 		for _, strict := range []bool{false, true} {
 			f.Add(v.clusterID, v.publicKey, v.csr, v.signature, v.proxyURL, v.hasProxy,
-				v.transcriptSig, v.transcriptProvider, v.transcriptExpiry, v.hasTranscript, strict)
+				v.transcriptSig, v.transcriptProvider, v.transcriptExpiry, v.transcriptVersion, v.hasTranscript, strict)
 		}
 	}
 }
@@ -245,9 +264,9 @@ func addFields(f *testing.F, seeds []fuzzFields) {
 // fieldSentinels are the causes Validate and Verify may report per field.
 var fieldSentinels = map[string][]error{
 	"spec.clusterID": {clusterid.ErrInvalid},
-	"spec.publicKey": {keys.ErrMalformed, keys.ErrUnsupported, keys.ErrWeak},
+	"spec.publicKey": {keys.ErrMalformed, keys.ErrUnsupported, keys.ErrWeak, keys.ErrWeakKey},
 	"spec.csr": {csr.ErrMalformed, csr.ErrSignature, csr.ErrCommonName, csr.ErrOrganization,
-		csr.ErrSAN, csr.ErrKeyMismatch, keys.ErrUnsupported, keys.ErrWeak},
+		csr.ErrSAN, csr.ErrKeyMismatch, keys.ErrUnsupported, keys.ErrWeak, keys.ErrWeakKey},
 	"spec.signature": {keys.ErrBadSignature, nonce.ErrMalformed},
 	"spec.proxyURL":  {tenant.ErrInvalidProxyURL},
 	"metadata.annotations[" + tenant.TranscriptSignatureAnnotation + "]": {
@@ -305,9 +324,9 @@ func FuzzValidate(f *testing.F) {
 	_, _, seeds := fuzzSetup(f)
 	addFields(f, seeds)
 	f.Fuzz(func(t *testing.T, clusterID string, publicKey, csrPEM, signature []byte, proxyURL string, hasProxy bool,
-		transcriptSig, transcriptProvider, transcriptExpiry string, hasTranscript, strict bool) {
+		transcriptSig, transcriptProvider, transcriptExpiry, transcriptVersion string, hasTranscript, strict bool) {
 		v := fuzzFields{clusterID, publicKey, csrPEM, signature, proxyURL, hasProxy,
-			transcriptSig, transcriptProvider, transcriptExpiry, hasTranscript, strict}
+			transcriptSig, transcriptProvider, transcriptExpiry, transcriptVersion, hasTranscript, strict}
 		tn := v.tenant()
 		pub, err := tenant.Validate(tn)
 		if err != nil {
@@ -325,9 +344,9 @@ func FuzzVerify(f *testing.F) {
 	n, key, seeds := fuzzSetup(f)
 	addFields(f, seeds)
 	f.Fuzz(func(t *testing.T, clusterID string, publicKey, csrPEM, signature []byte, proxyURL string, hasProxy bool,
-		transcriptSig, transcriptProvider, transcriptExpiry string, hasTranscript, strict bool) {
+		transcriptSig, transcriptProvider, transcriptExpiry, transcriptVersion string, hasTranscript, strict bool) {
 		v := fuzzFields{clusterID, publicKey, csrPEM, signature, proxyURL, hasProxy,
-			transcriptSig, transcriptProvider, transcriptExpiry, hasTranscript, strict}
+			transcriptSig, transcriptProvider, transcriptExpiry, transcriptVersion, hasTranscript, strict}
 		tn := v.tenant()
 		opts := &tenant.VerifyOptions{ProviderID: fuzzProviderID, Now: fuzzNow}
 		if strict {
@@ -394,7 +413,22 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted transcript signature %q: %v", transcriptSig, err)
 		}
-		msg, err := tenant.Transcript{ProviderID: fuzzProviderID, ConsumerID: clusterID, Nonce: n, CSR: csrPEM, Expiry: expiry}.Marshal()
+		version := tenant.TranscriptVersion
+		switch transcriptVersion {
+		case "":
+			version = 1
+			if hasProxy || strict {
+				t.Fatalf("accepted a version 1 transcript with a proxy URL or under the strict policy")
+			}
+		case "2":
+		default:
+			t.Fatalf("accepted transcript version %q", transcriptVersion)
+		}
+		var proxy *string
+		if hasProxy {
+			proxy = &proxyURL
+		}
+		msg, err := tenant.Transcript{Version: version, ProviderID: fuzzProviderID, ConsumerID: clusterID, Nonce: n, CSR: csrPEM, Expiry: expiry, ProxyURL: proxy}.Marshal()
 		if err != nil {
 			t.Fatalf("Transcript.Marshal: %v", err)
 		}

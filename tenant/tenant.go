@@ -172,7 +172,8 @@ func Build(consumerID string, key crypto.Signer, n nonce.Nonce, opts *BuildOptio
 		},
 	}
 	if opts.ProviderID != "" {
-		tr := Transcript{ProviderID: opts.ProviderID, ConsumerID: consumerID, Nonce: n, CSR: req, Expiry: opts.Expiry.Truncate(time.Second)}
+		tr := Transcript{ProviderID: opts.ProviderID, ConsumerID: consumerID, Nonce: n, CSR: req, Expiry: opts.Expiry.Truncate(time.Second),
+			AuthzPolicy: t.Spec.AuthzPolicy, TenantCondition: t.Spec.TenantCondition, ProxyURL: t.Spec.ProxyURL}
 		err := signTranscript(t, tr, func(msg []byte) ([]byte, error) { return keys.SignMessage(opts.Rand, key, msg) })
 		if err != nil {
 			return nil, err
@@ -286,6 +287,10 @@ func verifyTranscript(t *authv1beta1.Tenant, n nonce.Nonce, pub crypto.PublicKey
 		return false, nil
 	case opts.ProviderID == "" || tr.ProviderID != opts.ProviderID:
 		return false, fmt.Errorf("%w: made for provider %q, verified by %q", ErrTranscriptMismatch, tr.ProviderID, opts.ProviderID)
+	case tr.Version == 1 && opts.Policy == Strict:
+		return false, fmt.Errorf("%w: version 1 does not cover spec.proxyURL, spec.authzPolicy and spec.tenantCondition", ErrTranscriptMismatch)
+	case tr.Version == 1 && !coversTerms(t):
+		return false, fmt.Errorf("%w: version 1 does not cover the proxy URL, policy or condition this Tenant sets", ErrTranscriptMismatch)
 	}
 	msg, err := tr.Marshal()
 	if err != nil {
@@ -308,11 +313,14 @@ func verifyTranscript(t *authv1beta1.Tenant, n nonce.Nonce, pub crypto.PublicKey
 }
 
 // ValidateProxyURL checks that s is an absolute http or https URL; it
-// returns an error wrapping ErrInvalidProxyURL otherwise.
+// returns an error wrapping ErrInvalidProxyURL otherwise. The error never
+// quotes s, which may hold a password.
 func ValidateProxyURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidProxyURL, err)
+		// url.Parse's error quotes s whole, and some of its causes quote
+		// the part that looked like a port: report neither.
+		return fmt.Errorf("%w: it does not parse", ErrInvalidProxyURL)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: want an absolute http or https URL", ErrInvalidProxyURL)

@@ -24,9 +24,17 @@ const (
 	// TranscriptContext separates transcript signatures from any other use
 	// of the cluster key.
 	TranscriptContext = "kubepact tenant transcript"
-	// TranscriptVersion is the version of the transcript encoding.
-	TranscriptVersion = 1
+	// TranscriptVersion is the version of the transcript encoding that
+	// Build signs. Version 2 covers every field of the Tenant's spec that
+	// changes the outcome of the handshake; version 1 (no version
+	// annotation) omitted spec.proxyURL, spec.authzPolicy and
+	// spec.tenantCondition, so it is accepted only under the Compatible
+	// policy and only when those fields are absent or at their defaults.
+	TranscriptVersion = 2
 
+	// TranscriptVersionAnnotation is the transcript's version; a transcript
+	// without it is version 1.
+	TranscriptVersionAnnotation = "kubepact.io/transcript-version"
 	// TranscriptSignatureAnnotation carries the base64 transcript signature.
 	TranscriptSignatureAnnotation = "kubepact.io/transcript-signature"
 	// TranscriptProviderAnnotation names the provider the Tenant is for.
@@ -55,8 +63,12 @@ var (
 )
 
 // Transcript is what a consumer signs, besides the nonce, to bind its Tenant
-// to one provider, one nonce, one CSR and a deadline.
+// to one provider, one nonce, one CSR, the terms it asks for and a
+// deadline.
 type Transcript struct {
+	// Version is the encoding: TranscriptVersion, or 1 for the older one
+	// that covers no terms. Zero means TranscriptVersion.
+	Version    int
 	ProviderID string
 	ConsumerID string
 	Nonce      nonce.Nonce
@@ -64,25 +76,71 @@ type Transcript struct {
 	CSR []byte
 	// Expiry is when the transcript stops being valid, to the second.
 	Expiry time.Time
+	// AuthzPolicy, TenantCondition and ProxyURL are the Tenant's terms,
+	// covered from version 2 on. Empty policy and condition stand for
+	// their defaults, KeysExchange and Active.
+	AuthzPolicy     authv1beta1.AuthzPolicy
+	TenantCondition authv1beta1.TenantCondition
+	ProxyURL        *string
 }
 
 // Marshal returns the canonical encoding of t: the context string, the
-// version, then each field length-prefixed, the SHA-256 of the CSR, and the
-// expiry in Unix seconds.
+// version, then each field length-prefixed, the SHA-256 of the CSR, the
+// expiry in Unix seconds and, from version 2 on, the authorization policy,
+// the tenant condition and the proxy URL (a presence byte, then the URL).
 func (t Transcript) Marshal() ([]byte, error) {
+	version := t.Version
+	if version == 0 {
+		version = TranscriptVersion
+	}
+	if version != 1 && version != 2 {
+		return nil, fmt.Errorf("%w: unknown transcript version %d", ErrTranscriptMismatch, version)
+	}
 	sum := sha256.Sum256(t.CSR)
 	var b cryptobyte.Builder
 	addString := func(s string) {
 		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s)) })
 	}
 	addString(TranscriptContext)
-	b.AddUint8(TranscriptVersion)
+	b.AddUint8(uint8(version))
 	addString(t.ProviderID)
 	addString(t.ConsumerID)
 	addString(t.Nonce.Text())
 	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(sum[:]) })
 	b.AddUint64(uint64(t.Expiry.Unix()))
+	if version == 1 {
+		return b.Bytes()
+	}
+	policy, condition := withDefaults(t.AuthzPolicy, t.TenantCondition)
+	addString(string(policy))
+	addString(string(condition))
+	if t.ProxyURL == nil {
+		b.AddUint8(0)
+	} else {
+		b.AddUint8(1)
+		addString(*t.ProxyURL)
+	}
 	return b.Bytes()
+}
+
+// withDefaults returns the policy and condition with the defaults the API
+// server fills in for empty values.
+func withDefaults(p authv1beta1.AuthzPolicy, c authv1beta1.TenantCondition) (authv1beta1.AuthzPolicy, authv1beta1.TenantCondition) {
+	if p == "" {
+		p = authv1beta1.KeysExchange
+	}
+	if c == "" {
+		c = authv1beta1.TenantConditionActive
+	}
+	return p, c
+}
+
+// coversTerms reports whether a version 1 transcript, which does not cover
+// the Tenant's terms, leaves nothing uncovered in t: no proxy, and the
+// default policy and condition.
+func coversTerms(t *authv1beta1.Tenant) bool {
+	p, c := withDefaults(t.Spec.AuthzPolicy, t.Spec.TenantCondition)
+	return t.Spec.ProxyURL == nil && p == authv1beta1.KeysExchange && c == authv1beta1.TenantConditionActive
 }
 
 // Policy is how strictly a provider checks Tenants.
@@ -119,6 +177,9 @@ func signTranscript(t *authv1beta1.Tenant, tr Transcript, sign func([]byte) ([]b
 	t.Annotations[TranscriptSignatureAnnotation] = base64.StdEncoding.EncodeToString(sig)
 	t.Annotations[TranscriptProviderAnnotation] = tr.ProviderID
 	t.Annotations[TranscriptExpiryAnnotation] = strconv.FormatInt(tr.Expiry.Unix(), 10)
+	if tr.Version != 1 {
+		t.Annotations[TranscriptVersionAnnotation] = strconv.Itoa(TranscriptVersion)
+	}
 	return nil
 }
 
@@ -136,11 +197,22 @@ func readTranscript(t *authv1beta1.Tenant, n nonce.Nonce) (tr Transcript, sig []
 	if err != nil || expiry <= 0 || expiry > math.MaxInt32*4 {
 		return Transcript{}, nil, true, fmt.Errorf("%w: expiry is not a Unix time", ErrTranscriptMismatch)
 	}
+	version := 1
+	if v, ok := t.Annotations[TranscriptVersionAnnotation]; ok {
+		if v != strconv.Itoa(TranscriptVersion) {
+			return Transcript{}, nil, true, fmt.Errorf("%w: unknown transcript version %.8q", ErrTranscriptMismatch, v)
+		}
+		version = TranscriptVersion
+	}
 	return Transcript{
-		ProviderID: t.Annotations[TranscriptProviderAnnotation],
-		ConsumerID: t.Spec.ClusterID,
-		Nonce:      n,
-		CSR:        t.Spec.CSR,
-		Expiry:     time.Unix(expiry, 0),
+		Version:         version,
+		ProviderID:      t.Annotations[TranscriptProviderAnnotation],
+		ConsumerID:      t.Spec.ClusterID,
+		Nonce:           n,
+		CSR:             t.Spec.CSR,
+		Expiry:          time.Unix(expiry, 0),
+		AuthzPolicy:     t.Spec.AuthzPolicy,
+		TenantCondition: t.Spec.TenantCondition,
+		ProxyURL:        t.Spec.ProxyURL,
 	}, sig, true, nil
 }
