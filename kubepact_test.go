@@ -107,7 +107,7 @@ func TestHandshake(t *testing.T) {
 	_, ok = p.consumerCluster.Namespaces.Get("liqo-tenant-cl-provider")
 	require.True(t, ok)
 
-	// Provider: Tenant status, binding, namespace, nonce consumed.
+	// Provider: Tenant status, binding, namespace, nonce bound to the Tenant.
 	tn, err := p.providerCluster.Tenants.Get(ctx, "liqo-tenant-cl-consumer", consumerID)
 	require.NoError(t, err)
 	require.Equal(t, "liqo-tenant-cl-consumer", tn.Status.TenantNamespace)
@@ -119,8 +119,9 @@ func TestHandshake(t *testing.T) {
 	ns, ok := p.providerCluster.Namespaces.Get("liqo-tenant-cl-consumer")
 	require.True(t, ok)
 	require.Equal(t, "true", ns.Labels[tenant.NamespaceLabel])
-	_, err = p.providerCluster.Nonces.Get(ctx, consumerID)
-	require.ErrorIs(t, err, nonce.ErrNotFound)
+	e, err := p.providerCluster.Nonces.Get(ctx, consumerID)
+	require.NoError(t, err)
+	require.Equal(t, tenant.Digest(tn), e.Redemption.By)
 }
 
 func TestHandshakeReportsEveryStep(t *testing.T) {
@@ -262,11 +263,16 @@ func TestAcceptRejectsAndWritesNothing(t *testing.T) {
 			_, err := p.provider.Accept(ctx, tn)
 			require.ErrorIs(t, err, tt.want)
 			require.Equal(t, before, p.writes(), "a rejected Tenant writes nothing")
-			_, err = p.providerCluster.Nonces.Get(ctx, consumerID)
+			e, err := p.providerCluster.Nonces.Get(ctx, consumerID)
+			require.NoError(t, err)
 			if tt.keepsNonce {
-				require.NoError(t, err)
+				require.Nil(t, e.Redemption)
 			} else {
-				require.ErrorIs(t, err, nonce.ErrNotFound, "the nonce is redeemed before the signature is checked")
+				require.NotNil(t, e.Redemption, "the nonce is redeemed before the signature is checked")
+				require.Equal(t, tenant.Digest(tn), e.Redemption.By)
+				// The nonce is spent: the untampered Tenant cannot use it.
+				_, err = p.provider.Accept(ctx, ourTenantFor(t, p, e.Nonce))
+				require.ErrorIs(t, err, nonce.ErrRedeemed)
 			}
 		})
 	}
@@ -305,7 +311,7 @@ func TestApplyRejectsForeignIdentityAndWritesNothing(t *testing.T) {
 	_, err = keys.Ensure(ctx, cc.Keys, nil, keys.Ed25519)
 	require.NoError(t, err)
 
-	_, err = intruder.Apply(ctx, done.Identity)
+	_, err = intruder.Apply(ctx, providerID, done.Identity, nil)
 	require.ErrorIs(t, err, identity.ErrKeyMismatch)
 	require.Empty(t, cc.Identities.Objects(""))
 	require.Empty(t, cc.Secrets.Objects(""))

@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -137,12 +136,19 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 
 // Accept verifies t, gets its CSR signed, binds the ControlPlane RBAC,
 // records t with its status filled, and returns the Identity for the
-// consumer. Accepting the same Tenant again returns the same Identity
-// without redeeming a nonce, signing or writing anything new.
+// consumer.
 //
 // A Tenant that fails validation changes nothing. Any other Tenant redeems
-// the consumer's nonce before its signature is checked, so each nonce backs
-// at most one verification.
+// the consumer's nonce before its signature is checked: the nonce is bound
+// to that Tenant's digest (tenant.Digest), so it backs the verification of
+// one Tenant only, and another Tenant gets nonce.ErrRedeemed. The same
+// Tenant may be accepted again: it is verified again, under the current
+// policy, against the nonce it redeemed, and every later step is
+// idempotent, so a retry after a failure halfway (signing, binding, the
+// status write) resumes where it stopped, and a retry after success returns
+// the same Identity without signing or writing anything new. Nothing stored
+// is trusted on the way: the status is rebuilt from a certificate checked
+// against the verified CSR (see csr.Issue).
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	if p.endpoint.Server == "" || len(p.endpoint.CA) == 0 {
 		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's server and CA", ErrInvalidConfig))
@@ -156,15 +162,14 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
 			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
 	}
-	if id, ok, err := p.accepted(ctx, t); err != nil || ok {
-		return id, err
-	}
 
-	n, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, p.opts.Clock.Now(), p.nonceOptions())
+	e, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, tenant.Digest(t), p.opts.Clock.Now(), p.nonceOptions())
 	if err != nil {
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "spec.signature", Err: err})
 	}
-	v, err := tenant.Verify(t, n, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: p.opts.Clock.Now()})
+	// Verified as of its redemption, so a resumed handshake judges the
+	// transcript's expiry as the first attempt did.
+	v, err := tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: e.Redemption.At})
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
@@ -185,15 +190,7 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	}
 	p.step(ctx, Step{Name: StepRBACBound})
 
-	stored := t.DeepCopy()
-	stored.Name, stored.Namespace = consumerID, namespace
-	if stored.Labels == nil {
-		stored.Labels = map[string]string{}
-	}
-	stored.Labels[clusterid.Label] = consumerID
-	if !slices.Contains(stored.Finalizers, tenant.Finalizer) {
-		stored.Finalizers = append(stored.Finalizers, tenant.Finalizer)
-	}
+	stored := storedTenant(t)
 	stored.Status = authv1beta1.TenantStatus{
 		TenantNamespace: namespace,
 		AuthParams: &authv1beta1.AuthParams{
@@ -210,21 +207,26 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	return p.identity(ctx, stored)
 }
 
-// accepted returns the Identity of a Tenant already accepted with exactly
-// t's spec: its signature was verified then, against a nonce since redeemed.
-func (p *Provider) accepted(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, bool, error) {
-	prev, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(t.Spec.ClusterID), t.Spec.ClusterID)
-	switch {
-	case errors.Is(err, tenant.ErrNotFound):
-		return nil, false, nil
-	case err != nil:
-		return nil, false, stepError(StepTenantApplied, err)
-	case prev.Status.AuthParams == nil || !equality.Semantic.DeepEqual(withDefaults(prev.Spec), withDefaults(t.Spec)):
-		return nil, false, nil
+// storedTenant returns the Tenant the provider stores for t: its spec, and
+// only the metadata the protocol defines (name, namespace, the cluster ID
+// label, kubepact's finalizer and the transcript annotations). Owner
+// references, finalizers, labels and annotations that came with t from the
+// other cluster are not kept: an owner reference to a missing object would
+// let the garbage collector delete the Tenant.
+func storedTenant(t *authv1beta1.Tenant) *authv1beta1.Tenant {
+	consumerID := t.Spec.ClusterID
+	stored := &authv1beta1.Tenant{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.TenantKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        consumerID,
+			Namespace:   clusterid.TenantNamespace(consumerID),
+			Labels:      map[string]string{clusterid.Label: consumerID},
+			Annotations: tenant.TranscriptAnnotations(t),
+			Finalizers:  []string{tenant.Finalizer},
+		},
+		Spec: *t.Spec.DeepCopy(),
 	}
-	p.step(ctx, Step{Name: StepTenantStatus})
-	id, err := p.identity(ctx, prev)
-	return id, err == nil, err
+	return stored
 }
 
 func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
@@ -258,18 +260,6 @@ func (p *Provider) Forget(ctx context.Context, consumerID string) error {
 	}
 	p.step(ctx, Step{Name: StepForgetTenant})
 	return nil
-}
-
-// withDefaults returns spec with the defaults an API server fills in, so a
-// Tenant sent without them compares equal to its stored form.
-func withDefaults(spec authv1beta1.TenantSpec) authv1beta1.TenantSpec {
-	if spec.AuthzPolicy == "" {
-		spec.AuthzPolicy = authv1beta1.KeysExchange
-	}
-	if spec.TenantCondition == "" {
-		spec.TenantCondition = authv1beta1.TenantConditionActive
-	}
-	return spec
 }
 
 // String names the provider and its endpoint.

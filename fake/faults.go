@@ -2,8 +2,10 @@ package fake
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
@@ -151,6 +153,10 @@ func (h noncesHook) Get(ctx context.Context, id string) (nonce.Entry, error) {
 	return call1(ctx, h.f, "Nonces.Get", func() (nonce.Entry, error) { return h.next.Get(ctx, id) })
 }
 
+func (h noncesHook) MarkRedeemed(ctx context.Context, id string, r nonce.Redemption) (nonce.Entry, error) {
+	return call1(ctx, h.f, "Nonces.MarkRedeemed", func() (nonce.Entry, error) { return h.next.MarkRedeemed(ctx, id, r) })
+}
+
 func (h noncesHook) Consume(ctx context.Context, id string) (nonce.Entry, error) {
 	return call1(ctx, h.f, "Nonces.Consume", func() (nonce.Entry, error) { return h.next.Consume(ctx, id) })
 }
@@ -213,6 +219,18 @@ func (h rbacHook) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) e
 
 func (h rbacHook) DeleteRoleBinding(ctx context.Context, ns, name string) error {
 	return call(ctx, h.f, "RBAC.DeleteRoleBinding", func() error { return h.next.DeleteRoleBinding(ctx, ns, name) })
+}
+
+// Allowed fails when the wrapped port cannot review: a provider port that
+// cannot check privileges must not look as if it found none.
+func (h rbacHook) Allowed(ctx context.Context, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, error) {
+	return call1(ctx, h.f, "RBAC.Allowed", func() (bool, error) {
+		r, ok := h.next.(rbac.Reviewer)
+		if !ok {
+			return false, fmt.Errorf("fake: %T is not an rbac.Reviewer", h.next)
+		}
+		return r.Allowed(ctx, user, groups, attrs)
+	})
 }
 
 type keysHook struct {

@@ -1,12 +1,15 @@
 package fake
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"sync"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
@@ -90,7 +93,7 @@ func (s *NonceStore) Put(ctx context.Context, clusterID string, e nonce.Entry) e
 	if s.entries == nil {
 		s.entries = map[string]nonce.Entry{}
 	}
-	s.entries[clusterID] = e
+	s.entries[clusterID] = copyEntry(e)
 	return nil
 }
 
@@ -105,7 +108,35 @@ func (s *NonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, er
 	if !ok {
 		return nonce.Entry{}, fmt.Errorf("%w: cluster %s", nonce.ErrNotFound, clusterID)
 	}
-	return e, nil
+	return copyEntry(e), nil
+}
+
+// MarkRedeemed records r on the entry of clusterID unless it has a
+// redemption already, and returns the entry.
+func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce.Redemption) (nonce.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nonce.Entry{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[clusterID]
+	if !ok {
+		return nonce.Entry{}, fmt.Errorf("%w: cluster %s", nonce.ErrNotFound, clusterID)
+	}
+	if e.Redemption == nil {
+		e.Redemption = &nonce.Redemption{By: bytes.Clone(r.By), At: r.At}
+		s.entries[clusterID] = e
+	}
+	return copyEntry(e), nil
+}
+
+// copyEntry returns e with its redemption copied, so no caller shares the
+// stored one.
+func copyEntry(e nonce.Entry) nonce.Entry {
+	if e.Redemption != nil {
+		e.Redemption = &nonce.Redemption{By: bytes.Clone(e.Redemption.By), At: e.Redemption.At}
+	}
+	return e
 }
 
 // Consume removes and returns the entry of clusterID.
@@ -282,10 +313,101 @@ func (c *CertificateCache) Len() int {
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
-// RBAC is an in-memory rbac.Applier.
+// RBAC is an in-memory rbac.Binder.
+//
+// Allowed evaluates what it holds as the API server's RBAC authorizer
+// does: the ClusterRoleBindings, and for a request in a namespace the
+// RoleBindings there, whose subjects match the user (User, or
+// ServiceAccount "system:serviceaccount:<namespace>:<name>") or one of the
+// groups, and the rules of the ClusterRoles they refer to (verbs, API
+// groups, resources and subresources, resource names, each with "*"). It
+// holds no Roles and does not aggregate ClusterRoles, and nothing else
+// authorizes: no bootstrap roles, no system:masters. A binding that
+// applies to the user but refers to a role it does not hold makes Allowed
+// fail unless another rule allows the request, as a SubjectAccessReview's
+// evaluationError does. ApplyClusterRoleBinding, which is not part of the
+// port, plants bindings made outside kubepact.
 type RBAC struct {
-	ClusterRoles objects[*rbacv1.ClusterRole]
-	RoleBindings objects[*rbacv1.RoleBinding]
+	ClusterRoles        objects[*rbacv1.ClusterRole]
+	RoleBindings        objects[*rbacv1.RoleBinding]
+	ClusterRoleBindings objects[*rbacv1.ClusterRoleBinding]
+}
+
+var _ rbac.Binder = (*RBAC)(nil)
+
+// ApplyClusterRoleBinding creates or replaces b.
+func (a *RBAC) ApplyClusterRoleBinding(ctx context.Context, b *rbacv1.ClusterRoleBinding) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a.ClusterRoleBindings.apply(b)
+	return nil
+}
+
+// Allowed reports whether the bindings held allow user, a member of
+// groups, to make the request attrs describes.
+func (a *RBAC) Allowed(ctx context.Context, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	var (
+		missing []string
+		allowed bool
+	)
+	visit := func(namespace string, subjects []rbacv1.Subject, ref rbacv1.RoleRef) {
+		if allowed || !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return subjectMatches(s, namespace, user, groups) }) {
+			return
+		}
+		r, ok := a.ClusterRoles.get("", ref.Name)
+		if ref.Kind != "ClusterRole" || !ok {
+			missing = append(missing, ref.Kind+" "+ref.Name)
+			return
+		}
+		allowed = slices.ContainsFunc(r.Rules, func(rule rbacv1.PolicyRule) bool { return ruleAllows(rule, attrs) })
+	}
+	for _, b := range a.ClusterRoleBindings.list("") {
+		visit("", b.Subjects, b.RoleRef)
+	}
+	if attrs.Namespace != "" {
+		for _, b := range a.RoleBindings.list(attrs.Namespace) {
+			visit(b.Namespace, b.Subjects, b.RoleRef)
+		}
+	}
+	if !allowed && len(missing) > 0 {
+		return false, fmt.Errorf("fake: reviewing user %q: bindings refer to missing roles %q", user, missing)
+	}
+	return allowed, nil
+}
+
+// subjectMatches reports whether s, in a binding in namespace ("" for a
+// ClusterRoleBinding), names user or one of groups.
+func subjectMatches(s rbacv1.Subject, namespace, user string, groups []string) bool {
+	switch s.Kind {
+	case rbacv1.UserKind:
+		return s.Name == user
+	case rbacv1.GroupKind:
+		return slices.Contains(groups, s.Name)
+	case rbacv1.ServiceAccountKind:
+		if s.Namespace != "" {
+			namespace = s.Namespace
+		}
+		return namespace != "" && user == "system:serviceaccount:"+namespace+":"+s.Name
+	}
+	return false
+}
+
+// ruleAllows reports whether rule allows the request attrs describes.
+func ruleAllows(rule rbacv1.PolicyRule, attrs authorizationv1.ResourceAttributes) bool {
+	matches := func(values []string, v string) bool {
+		return slices.Contains(values, "*") || slices.Contains(values, v)
+	}
+	resource := attrs.Resource
+	if attrs.Subresource != "" {
+		resource += "/" + attrs.Subresource
+	}
+	return matches(rule.Verbs, attrs.Verb) && matches(rule.APIGroups, attrs.Group) &&
+		(matches(rule.Resources, resource) || attrs.Subresource != "" && slices.Contains(rule.Resources, "*/"+attrs.Subresource)) &&
+		(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, attrs.Name))
 }
 
 // ApplyClusterRole creates or replaces r.

@@ -38,6 +38,53 @@ func (s *NonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, er
 	return nonce.FromSecret(sec)
 }
 
+// MarkRedeemed records r on the nonce Secret of clusterID unless it records
+// a redemption already, and returns the entry. The update is conditional on
+// the Secret read, so of concurrent callers exactly one records its
+// redemption and the others read it back.
+func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce.Redemption) (nonce.Entry, error) {
+	ns := clusterid.TenantNamespace(clusterID)
+	secrets := s.client.CoreV1().Secrets(ns)
+	var out nonce.Entry
+	err := retryOnConflict(ctx, func() error {
+		sec, err := secrets.Get(ctx, nonce.SecretName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return notFound(nonce.ErrNotFound, err, "Secret", ns, nonce.SecretName)
+		}
+		if err != nil {
+			return wrap(err, "reading", "Secret", ns, nonce.SecretName)
+		}
+		e, err := nonce.FromSecret(sec)
+		if err != nil {
+			return err
+		}
+		if e.Redemption != nil {
+			out = e
+			return nil
+		}
+		e.Redemption = &r
+		marked := nonce.Secret(clusterID, e)
+		updated := sec.DeepCopy()
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		for k, v := range marked.Annotations {
+			updated.Annotations[k] = v
+		}
+		// The update carries sec's resourceVersion: a concurrent change
+		// conflicts, and the retry reads it.
+		if _, err := secrets.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return wrap(err, "marking redeemed", "Secret", ns, nonce.SecretName)
+		}
+		out = e
+		return nil
+	})
+	if err != nil {
+		return nonce.Entry{}, err
+	}
+	return out, nil
+}
+
 // Consume deletes the nonce Secret of clusterID and returns what it held.
 // The delete is conditional on the Secret read, so of concurrent callers
 // exactly one gets the nonce.

@@ -39,6 +39,20 @@ func (s *exampleStore) Get(_ context.Context, id string) (nonce.Entry, error) {
 	return e, nil
 }
 
+func (s *exampleStore) MarkRedeemed(_ context.Context, id string, r nonce.Redemption) (nonce.Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[id]
+	if !ok {
+		return nonce.Entry{}, nonce.ErrNotFound
+	}
+	if e.Redemption == nil {
+		e.Redemption = &r
+		s.m[id] = e
+	}
+	return e, nil
+}
+
 func (s *exampleStore) Consume(_ context.Context, id string) (nonce.Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,21 +168,28 @@ func ExampleRedeem() {
 	ctx := context.Background()
 	s := &exampleStore{}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// The digests of two Tenants (see tenant.Digest).
+	tenantA, tenantB := bytes.Repeat([]byte{0xa}, 32), bytes.Repeat([]byte{0xb}, 32)
 
 	issued, _ := nonce.Ensure(ctx, s, "cl-consumer", now, nil)
-	n, err := nonce.Redeem(ctx, s, "cl-consumer", now.Add(time.Minute), nil)
-	fmt.Println(err, n.Equal(issued))
+	e, err := nonce.Redeem(ctx, s, "cl-consumer", tenantA, now.Add(time.Minute), nil)
+	fmt.Println(err, e.Nonce.Equal(issued))
 
-	_, err = nonce.Redeem(ctx, s, "cl-consumer", now.Add(time.Minute), nil)
-	fmt.Println(errors.Is(err, nonce.ErrNotFound))
+	// The same Tenant resumes; another one is refused.
+	e, err = nonce.Redeem(ctx, s, "cl-consumer", tenantA, now.Add(time.Hour), nil)
+	fmt.Println(err, e.Nonce.Equal(issued), e.Redemption.At.Equal(now.Add(time.Minute)))
+	_, err = nonce.Redeem(ctx, s, "cl-consumer", tenantB, now.Add(time.Minute), nil)
+	fmt.Println(errors.Is(err, nonce.ErrRedeemed))
 
-	_, _ = nonce.Ensure(ctx, s, "cl-consumer", now, nil)
-	_, err = nonce.Redeem(ctx, s, "cl-consumer", now.Add(nonce.DefaultTTL), nil)
-	fmt.Println(errors.Is(err, nonce.ErrExpired))
+	// A redeemed nonce is replaced by the next Ensure; a late one expires.
+	later, _ := nonce.Ensure(ctx, s, "cl-consumer", now.Add(2*time.Minute), nil)
+	_, err = nonce.Redeem(ctx, s, "cl-consumer", tenantB, now.Add(2*time.Minute+nonce.DefaultTTL), nil)
+	fmt.Println(later.Equal(issued), errors.Is(err, nonce.ErrExpired))
 	// Output:
 	// <nil> true
+	// <nil> true true
 	// true
-	// true
+	// false true
 }
 
 func ExampleEntry_Expired() {

@@ -7,23 +7,32 @@
 //
 // # Security
 //
-// A nonce is single-use: Redeem consumes it, so a second verification with
-// the same nonce fails with ErrNotFound. It expires after a TTL (DefaultTTL
-// unless configured) counted from Entry.IssuedAt, and Redeem reports ErrExpired
-// for an expired one. Nonce values print redacted; Text returns the text.
+// A nonce is single-use: Redeem binds it, before any signature is checked,
+// to the digest of the one Tenant that redeems it, and a Tenant with another
+// digest gets ErrRedeemed. The same Tenant may redeem it again: a provider
+// that failed halfway (signing, binding, writing the status) resumes where
+// it stopped instead of failing for ever. A nonce expires after a TTL
+// (DefaultTTL unless configured) counted from Entry.IssuedAt, and Redeem
+// reports ErrExpired for one that had expired when it was redeemed. Ensure
+// issues a new nonce in place of a redeemed one. Nonce values print
+// redacted; Text returns the text.
 //
 // # Errors
 //
 // Parse wraps ErrMalformed. Store implementations and Redeem wrap ErrNotFound
-// when no nonce is stored for a cluster. Verify wraps keys.ErrBadSignature.
+// when no nonce is stored for a cluster. Redeem wraps ErrRedeemed, and
+// ErrNotFound too, for a nonce redeemed by something else, and ErrExpired.
+// Verify wraps keys.ErrBadSignature.
 //
 // # Concurrency
 //
-// Store implementations are safe for concurrent use, and Consume hands a
-// nonce to at most one caller.
+// Store implementations are safe for concurrent use: MarkRedeemed binds a
+// nonce to exactly one redeemer, and Consume hands a nonce to at most one
+// caller.
 package nonce
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -54,6 +63,8 @@ var (
 	ErrNotFound = errors.New("nonce not found")
 	// ErrExpired reports a nonce older than its TTL.
 	ErrExpired = errors.New("nonce expired")
+	// ErrRedeemed reports a nonce already redeemed by another Tenant.
+	ErrRedeemed = errors.New("nonce redeemed by another Tenant")
 )
 
 // Nonce is a provider's challenge. The zero value is not a valid nonce.
@@ -131,11 +142,26 @@ func Verify(pub crypto.PublicKey, n Nonce, sig []byte) error {
 	return nil
 }
 
-// Entry is a stored nonce and the time it was issued.
+// Entry is a stored nonce, the time it was issued and, once redeemed, by
+// what.
 type Entry struct {
 	Nonce    Nonce
 	IssuedAt time.Time
+	// Redemption is nil until the nonce is redeemed.
+	Redemption *Redemption
 }
+
+// Redemption records who redeemed a nonce, and when.
+type Redemption struct {
+	// By is the digest of what redeemed the nonce: a Tenant's
+	// tenant.Digest. At most MaxRedeemerSize bytes.
+	By []byte
+	// At is when it was redeemed.
+	At time.Time
+}
+
+// MaxRedeemerSize bounds Redemption.By.
+const MaxRedeemerSize = 64
 
 // Expired reports whether e is past ttl at time now. An entry claiming to be
 // issued more than ttl in the future is expired too: no clock is that far
@@ -146,14 +172,20 @@ func (e Entry) Expired(now time.Time, ttl time.Duration) bool {
 
 // Store keeps the current nonce of each remote cluster, on the provider.
 //
-// Put stores e for clusterID, replacing any earlier nonce. Get returns the
-// stored entry, or an error wrapping ErrNotFound. Consume removes and returns
-// the stored entry; when several callers consume the same nonce at once, one
-// gets it and the others get ErrNotFound. Implementations are safe for
+// Put stores e for clusterID, replacing any earlier nonce, redeemed or not.
+// Get returns the stored entry, or an error wrapping ErrNotFound.
+// MarkRedeemed sets the stored entry's Redemption to r unless it has one
+// already, and returns the entry as stored afterwards: when several callers
+// mark the same nonce at once, exactly one redemption is stored and every
+// caller gets it back. Consume removes and returns the stored entry; when
+// several callers consume the same nonce at once, one gets it and the others
+// get ErrNotFound. MarkRedeemed and Consume of a cluster with no nonce fail
+// with an error wrapping ErrNotFound. Implementations are safe for
 // concurrent use.
 type Store interface {
 	Put(ctx context.Context, clusterID string, e Entry) error
 	Get(ctx context.Context, clusterID string) (Entry, error)
+	MarkRedeemed(ctx context.Context, clusterID string, r Redemption) (Entry, error)
 	Consume(ctx context.Context, clusterID string) (Entry, error)
 }
 
@@ -180,13 +212,13 @@ func (o *Options) rand() io.Reader {
 	return o.Rand
 }
 
-// Ensure returns the unexpired nonce stored for clusterID, or issues and
-// stores a new one at time now. Calling it again before the nonce expires
-// returns the same nonce.
+// Ensure returns the unexpired, unredeemed nonce stored for clusterID, or
+// issues and stores a new one at time now. Calling it again before the
+// nonce expires or is redeemed returns the same nonce.
 func Ensure(ctx context.Context, s Store, clusterID string, now time.Time, opts *Options) (Nonce, error) {
 	e, err := s.Get(ctx, clusterID)
 	switch {
-	case err == nil && !e.Expired(now, opts.ttl()):
+	case err == nil && e.Redemption == nil && !e.Expired(now, opts.ttl()):
 		return e.Nonce, nil
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return Nonce{}, fmt.Errorf("reading nonce of %s: %w", clusterID, err)
@@ -201,15 +233,29 @@ func Ensure(ctx context.Context, s Store, clusterID string, now time.Time, opts 
 	return n, nil
 }
 
-// Redeem consumes the nonce stored for clusterID and returns it if it has
-// not expired at time now. The nonce is gone afterwards either way.
-func Redeem(ctx context.Context, s Store, clusterID string, now time.Time, opts *Options) (Nonce, error) {
-	e, err := s.Consume(ctx, clusterID)
+// Redeem redeems the nonce stored for clusterID at time now on behalf of
+// the Tenant whose digest is by, and returns the entry with its redemption.
+// An unredeemed nonce is bound to by for good, whether or not what was
+// signed with it turns out to verify; a nonce already bound to by is
+// returned again, so the same Tenant resumes a handshake that failed
+// halfway. A nonce bound to anything else fails with ErrRedeemed, one that
+// had expired when it was redeemed with ErrExpired.
+func Redeem(ctx context.Context, s Store, clusterID string, by []byte, now time.Time, opts *Options) (Entry, error) {
+	if len(by) == 0 || len(by) > MaxRedeemerSize {
+		return Entry{}, fmt.Errorf("redeeming nonce of %s: %w: redeemer digest of %d bytes", clusterID, ErrMalformed, len(by))
+	}
+	e, err := s.MarkRedeemed(ctx, clusterID, Redemption{By: bytes.Clone(by), At: now})
 	if err != nil {
-		return Nonce{}, fmt.Errorf("redeeming nonce of %s: %w", clusterID, err)
+		return Entry{}, fmt.Errorf("redeeming nonce of %s: %w", clusterID, err)
 	}
-	if e.Expired(now, opts.ttl()) {
-		return Nonce{}, fmt.Errorf("redeeming nonce of %s issued at %s: %w", clusterID, e.IssuedAt.UTC().Format(time.RFC3339), ErrExpired)
+	r := e.Redemption
+	switch {
+	case r == nil:
+		return Entry{}, fmt.Errorf("redeeming nonce of %s: the store recorded no redemption", clusterID)
+	case subtle.ConstantTimeCompare(r.By, by) != 1:
+		return Entry{}, fmt.Errorf("redeeming nonce of %s: %w (%w)", clusterID, ErrRedeemed, ErrNotFound)
+	case e.Expired(r.At, opts.ttl()):
+		return Entry{}, fmt.Errorf("redeeming nonce of %s issued at %s: %w", clusterID, e.IssuedAt.UTC().Format(time.RFC3339), ErrExpired)
 	}
-	return e.Nonce, nil
+	return e, nil
 }

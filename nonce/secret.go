@@ -1,6 +1,7 @@
 package nonce
 
 import (
+	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -21,11 +22,16 @@ const (
 	// IssuedAtAnnotation records when the nonce was issued (RFC 3339). A
 	// Secret without it, as Liqo writes them, was issued at its creation.
 	IssuedAtAnnotation = "kubepact.io/nonce-issued-at"
+	// RedeemedByAnnotation records, in standard base64, the digest of the
+	// Tenant that redeemed the nonce (Redemption.By).
+	RedeemedByAnnotation = "kubepact.io/nonce-redeemed-by"
+	// RedeemedAtAnnotation records when the nonce was redeemed (RFC 3339).
+	RedeemedAtAnnotation = "kubepact.io/nonce-redeemed-at"
 )
 
 // Secret returns the nonce Secret holding e for consumer clusterID.
 func Secret(clusterID string, e Entry) *corev1.Secret {
-	return &corev1.Secret{
+	s := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        SecretName,
@@ -36,6 +42,11 @@ func Secret(clusterID string, e Entry) *corev1.Secret {
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{SecretKey: []byte(e.Nonce.Text())},
 	}
+	if r := e.Redemption; r != nil {
+		s.Annotations[RedeemedByAnnotation] = base64.StdEncoding.EncodeToString(r.By)
+		s.Annotations[RedeemedAtAnnotation] = r.At.UTC().Format(time.RFC3339Nano)
+	}
+	return s
 }
 
 // FromSecret reads the entry held by a nonce Secret.
@@ -46,17 +57,38 @@ func FromSecret(s *corev1.Secret) (Entry, error) {
 	}
 	issued := s.CreationTimestamp.Time
 	if v, ok := s.Annotations[IssuedAtAnnotation]; ok {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if y := t.UTC().Year(); err == nil && (y < 0 || y > 9999) {
-			// Secret could not write it back: RFC 3339 has four-digit years.
-			err = fmt.Errorf("year %d in UTC", y)
-		}
+		t, err := parseTime(v)
 		if err != nil {
 			return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s: %w", s.Namespace, s.Name, ErrMalformed, IssuedAtAnnotation, err)
 		}
 		issued = t
 	}
-	return Entry{Nonce: n, IssuedAt: issued}, nil
+	e := Entry{Nonce: n, IssuedAt: issued}
+	by, hasBy := s.Annotations[RedeemedByAnnotation]
+	at, hasAt := s.Annotations[RedeemedAtAnnotation]
+	if !hasBy && !hasAt {
+		return e, nil
+	}
+	digest, err := base64.StdEncoding.Strict().DecodeString(by)
+	if err != nil || len(digest) == 0 || len(digest) > MaxRedeemerSize {
+		return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s is not base64 of 1 to %d bytes", s.Namespace, s.Name, ErrMalformed, RedeemedByAnnotation, MaxRedeemerSize)
+	}
+	when, err := parseTime(at)
+	if err != nil {
+		return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s: %w", s.Namespace, s.Name, ErrMalformed, RedeemedAtAnnotation, err)
+	}
+	e.Redemption = &Redemption{By: digest, At: when}
+	return e, nil
+}
+
+// parseTime parses an RFC 3339 time that Secret can write back.
+func parseTime(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if y := t.UTC().Year(); err == nil && (y < 0 || y > 9999) {
+		// Secret could not write it back: RFC 3339 has four-digit years.
+		err = fmt.Errorf("year %d in UTC", y)
+	}
+	return t, err
 }
 
 const (

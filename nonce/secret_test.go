@@ -1,6 +1,7 @@
 package nonce_test
 
 import (
+	"encoding/base64"
 	"testing"
 	"time"
 
@@ -41,6 +42,20 @@ func TestSecret(t *testing.T) {
 	require.True(t, issued.Equal(e.IssuedAt), "IssuedAt survives to the nanosecond")
 }
 
+func TestSecretRoundTripsARedemption(t *testing.T) {
+	t.Parallel()
+	n, err := nonce.Parse(countingText)
+	require.NoError(t, err)
+	issued := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := &nonce.Redemption{By: []byte{1, 2, 3}, At: issued.Add(time.Minute + time.Nanosecond)}
+	s := nonce.Secret(consumer, nonce.Entry{Nonce: n, IssuedAt: issued, Redemption: r})
+	require.Equal(t, "AQID", s.Annotations[nonce.RedeemedByAnnotation])
+	e, err := nonce.FromSecret(s)
+	require.NoError(t, err)
+	require.Equal(t, r.By, e.Redemption.By)
+	require.True(t, r.At.Equal(e.Redemption.At))
+}
+
 func TestFromSecretWrittenByLiqo(t *testing.T) {
 	t.Parallel()
 	// Liqo writes no issue time: the nonce was issued when the Secret was created.
@@ -73,6 +88,26 @@ func TestFromSecretErrors(t *testing.T) {
 			name:        "bad issue time",
 			data:        map[string][]byte{"nonce": []byte(countingText)},
 			annotations: map[string]string{"kubepact.io/nonce-issued-at": "yesterday"},
+		},
+		{
+			name:        "redeemer not base64",
+			data:        map[string][]byte{"nonce": []byte(countingText)},
+			annotations: map[string]string{nonce.RedeemedByAnnotation: "!!", nonce.RedeemedAtAnnotation: "2026-01-02T03:04:05Z"},
+		},
+		{
+			name:        "redeemer too long",
+			data:        map[string][]byte{"nonce": []byte(countingText)},
+			annotations: map[string]string{nonce.RedeemedByAnnotation: base64.StdEncoding.EncodeToString(make([]byte, nonce.MaxRedeemerSize+1)), nonce.RedeemedAtAnnotation: "2026-01-02T03:04:05Z"},
+		},
+		{
+			name:        "redemption without a time",
+			data:        map[string][]byte{"nonce": []byte(countingText)},
+			annotations: map[string]string{nonce.RedeemedByAnnotation: "AAAA"},
+		},
+		{
+			name:        "redemption without a redeemer",
+			data:        map[string][]byte{"nonce": []byte(countingText)},
+			annotations: map[string]string{nonce.RedeemedAtAnnotation: "2026-01-02T03:04:05Z"},
 		},
 	}
 	for _, tt := range tests {

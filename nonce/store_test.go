@@ -1,6 +1,7 @@
 package nonce_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -24,6 +25,7 @@ type memStore struct {
 	puts       int
 	getErr     error
 	putErr     error
+	markErr    error
 	consumeErr error
 }
 
@@ -50,6 +52,23 @@ func (s *memStore) Get(_ context.Context, clusterID string) (nonce.Entry, error)
 	e, ok := s.entries[clusterID]
 	if !ok {
 		return nonce.Entry{}, nonce.ErrNotFound
+	}
+	return e, nil
+}
+
+func (s *memStore) MarkRedeemed(_ context.Context, clusterID string, r nonce.Redemption) (nonce.Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.markErr != nil {
+		return nonce.Entry{}, s.markErr
+	}
+	e, ok := s.entries[clusterID]
+	if !ok {
+		return nonce.Entry{}, nonce.ErrNotFound
+	}
+	if e.Redemption == nil {
+		e.Redemption = &r
+		s.entries[clusterID] = e
 	}
 	return e, nil
 }
@@ -157,6 +176,9 @@ func TestEnsureErrors(t *testing.T) {
 	}
 }
 
+// digest returns a stand-in for a Tenant's digest.
+func digest(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+
 func TestRedeem(t *testing.T) {
 	t.Parallel()
 	clk := clocktesting.NewFakeClock(epoch)
@@ -167,17 +189,34 @@ func TestRedeem(t *testing.T) {
 	require.NoError(t, err)
 
 	clk.Step(nonce.DefaultTTL - time.Nanosecond)
-	got, err := nonce.Redeem(t.Context(), s, consumer, clk.Now(), nil)
+	redeemedAt := clk.Now()
+	got, err := nonce.Redeem(t.Context(), s, consumer, digest(1), redeemedAt, nil)
 	require.NoError(t, err)
-	require.True(t, issued.Equal(got))
+	require.True(t, issued.Equal(got.Nonce))
+	require.Equal(t, &nonce.Redemption{By: digest(1), At: redeemedAt}, got.Redemption)
 
-	got, err = nonce.Redeem(t.Context(), s, consumer, clk.Now(), nil)
-	require.ErrorIs(t, err, nonce.ErrNotFound, "a nonce is redeemed once")
-	require.True(t, got.IsZero())
+	// Another Tenant: refused, as ErrRedeemed and, for older callers, ErrNotFound.
+	_, err = nonce.Redeem(t.Context(), s, consumer, digest(2), clk.Now(), nil)
+	require.ErrorIs(t, err, nonce.ErrRedeemed, "a nonce is redeemed by one Tenant")
+	require.ErrorIs(t, err, nonce.ErrNotFound)
+
+	// The same Tenant, even after the TTL: the redemption, as it was.
+	clk.Step(time.Hour)
+	again, err := nonce.Redeem(t.Context(), s, consumer, digest(1), clk.Now(), nil)
+	require.NoError(t, err)
+	require.Equal(t, got, again)
 
 	e, err := s.Get(t.Context(), "cl-other")
 	require.NoError(t, err)
 	require.True(t, other.Equal(e.Nonce), "redeeming one cluster's nonce leaves the others")
+	require.Nil(t, e.Redemption)
+
+	// Ensure replaces a redeemed nonce.
+	fresh, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), nil)
+	require.NoError(t, err)
+	require.False(t, fresh.Equal(issued))
+	_, err = nonce.Redeem(t.Context(), s, consumer, digest(1), clk.Now(), nil)
+	require.NoError(t, err, "the fresh nonce is anyone's to redeem")
 }
 
 func TestRedeemExpired(t *testing.T) {
@@ -200,14 +239,15 @@ func TestRedeemExpired(t *testing.T) {
 			require.NoError(t, err)
 
 			clk.Step(tt.after)
-			n, err := nonce.Redeem(t.Context(), s, consumer, clk.Now(), tt.opts)
+			e, err := nonce.Redeem(t.Context(), s, consumer, digest(1), clk.Now(), tt.opts)
 			require.ErrorIs(t, err, nonce.ErrExpired)
-			require.True(t, n.IsZero())
+			require.True(t, e.Nonce.IsZero())
 
-			_, err = s.Get(t.Context(), consumer)
-			require.ErrorIs(t, err, nonce.ErrNotFound, "an expired nonce is gone after Redeem")
-			_, err = nonce.Redeem(t.Context(), s, consumer, clk.Now(), tt.opts)
-			require.ErrorIs(t, err, nonce.ErrNotFound)
+			// Dead for everyone: expired for its redeemer, taken for others.
+			_, err = nonce.Redeem(t.Context(), s, consumer, digest(1), clk.Now(), tt.opts)
+			require.ErrorIs(t, err, nonce.ErrExpired)
+			_, err = nonce.Redeem(t.Context(), s, consumer, digest(2), clk.Now(), tt.opts)
+			require.ErrorIs(t, err, nonce.ErrRedeemed)
 		})
 	}
 }
@@ -216,19 +256,22 @@ func TestRedeemErrors(t *testing.T) {
 	t.Parallel()
 	errStore := errors.New("store unavailable")
 	tests := []struct {
-		name  string
-		store *memStore
-		want  error
+		name   string
+		store  *memStore
+		digest []byte
+		want   error
 	}{
-		{name: "never issued", store: &memStore{}, want: nonce.ErrNotFound},
-		{name: "Consume fails", store: &memStore{consumeErr: errStore}, want: errStore},
+		{name: "never issued", store: &memStore{}, digest: digest(1), want: nonce.ErrNotFound},
+		{name: "MarkRedeemed fails", store: &memStore{markErr: errStore}, digest: digest(1), want: errStore},
+		{name: "no digest", store: &memStore{}, want: nonce.ErrMalformed},
+		{name: "digest too long", store: &memStore{}, digest: make([]byte, nonce.MaxRedeemerSize+1), want: nonce.ErrMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			n, err := nonce.Redeem(t.Context(), tt.store, consumer, epoch, nil)
+			e, err := nonce.Redeem(t.Context(), tt.store, consumer, tt.digest, epoch, nil)
 			require.ErrorIs(t, err, tt.want)
-			require.True(t, n.IsZero())
+			require.True(t, e.Nonce.IsZero())
 		})
 	}
 }
@@ -244,19 +287,19 @@ func TestRedeemConcurrently(t *testing.T) {
 		wg       sync.WaitGroup
 		start    = make(chan struct{})
 		won      atomic.Int32
-		notFound atomic.Int32
-		winner   nonce.Nonce
+		redeemed atomic.Int32
+		winner   atomic.Pointer[nonce.Entry]
 	)
-	for range callers {
+	for i := range callers {
 		wg.Go(func() {
 			<-start
-			n, err := nonce.Redeem(context.Background(), s, consumer, epoch, nil)
+			e, err := nonce.Redeem(context.Background(), s, consumer, digest(byte(i)), epoch, nil)
 			switch {
 			case err == nil:
 				won.Add(1)
-				winner = n
-			case errors.Is(err, nonce.ErrNotFound):
-				notFound.Add(1)
+				winner.Store(&e)
+			case errors.Is(err, nonce.ErrRedeemed):
+				redeemed.Add(1)
 			default:
 				t.Errorf("Redeem: %v", err)
 			}
@@ -265,6 +308,6 @@ func TestRedeemConcurrently(t *testing.T) {
 	close(start)
 	wg.Wait()
 	require.EqualValues(t, 1, won.Load())
-	require.EqualValues(t, callers-1, notFound.Load())
-	require.True(t, issued.Equal(winner))
+	require.EqualValues(t, callers-1, redeemed.Load())
+	require.True(t, issued.Equal(winner.Load().Nonce))
 }

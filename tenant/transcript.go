@@ -216,3 +216,60 @@ func readTranscript(t *authv1beta1.Tenant, n nonce.Nonce) (tr Transcript, sig []
 		ProxyURL:        t.Spec.ProxyURL,
 	}, sig, true, nil
 }
+
+// transcriptAnnotations are the annotations that carry a transcript.
+var transcriptAnnotations = []string{TranscriptSignatureAnnotation, TranscriptProviderAnnotation, TranscriptExpiryAnnotation, TranscriptVersionAnnotation}
+
+// TranscriptAnnotations returns the annotations of t that carry its
+// transcript, or nil when it carries none.
+func TranscriptAnnotations(t *authv1beta1.Tenant) map[string]string {
+	var out map[string]string
+	for _, k := range transcriptAnnotations {
+		if v, ok := t.Annotations[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// digestContext separates Tenant digests from any other hash kubepact makes.
+const digestContext = "kubepact tenant digest v1"
+
+// Digest returns the SHA-256 of everything in t that the provider verifies
+// or acts on: the spec, with the defaults the API server fills in, and the
+// transcript annotations. Two Tenants with the same digest ask for the same
+// thing with the same signatures; other metadata does not count. A provider
+// binds its consumer's nonce to the digest of the Tenant that redeems it.
+func Digest(t *authv1beta1.Tenant) []byte {
+	var b cryptobyte.Builder
+	add := func(v []byte) {
+		b.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(v) })
+	}
+	policy, condition := withDefaults(t.Spec.AuthzPolicy, t.Spec.TenantCondition)
+	add([]byte(digestContext))
+	add([]byte(t.Spec.ClusterID))
+	add([]byte(policy))
+	add(t.Spec.PublicKey)
+	add(t.Spec.CSR)
+	add(t.Spec.Signature)
+	if t.Spec.ProxyURL == nil {
+		b.AddUint8(0)
+	} else {
+		b.AddUint8(1)
+		add([]byte(*t.Spec.ProxyURL))
+	}
+	add([]byte(condition))
+	for _, k := range transcriptAnnotations {
+		if v, ok := t.Annotations[k]; ok {
+			b.AddUint8(1)
+			add([]byte(v))
+		} else {
+			b.AddUint8(0)
+		}
+	}
+	sum := sha256.Sum256(b.BytesOrPanic())
+	return sum[:]
+}

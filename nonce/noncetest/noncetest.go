@@ -8,6 +8,12 @@
 //     the earlier nonce;
 //   - Consume returns the stored entry and removes it, and of concurrent
 //     Consumes of one nonce exactly one gets it, the others ErrNotFound;
+//   - MarkRedeemed of a cluster with no nonce fails with ErrNotFound; it
+//     records a redemption once, keeps the nonce and its issue time, and
+//     returns the first redemption to every later caller; of concurrent
+//     MarkRedeemed calls exactly one redemption is stored and all callers
+//     get it; Get returns it; Put replaces a redeemed entry with an
+//     unredeemed one;
 //   - each cluster ID has its own nonce;
 //   - a call with a cancelled context fails with an error wrapping
 //     context.Canceled.
@@ -128,6 +134,73 @@ func Run(t *testing.T, h Harness) {
 		_, err = s.Consume(t.Context(), id)
 		require.ErrorIs(t, err, nonce.ErrNotFound, "second Consume")
 	})
+	t.Run("MarkRedeemedUnknownIsNotFound", func(t *testing.T) {
+		h.parallel(t)
+		s, id := h.New(t), h.clusterID(t)
+		_, err := s.MarkRedeemed(t.Context(), id, newRedemption(t))
+		require.ErrorIs(t, err, nonce.ErrNotFound)
+	})
+	t.Run("MarkRedeemedRecordsOnce", func(t *testing.T) {
+		h.parallel(t)
+		s, id := h.New(t), h.clusterID(t)
+		want := newEntry(t)
+		require.NoError(t, s.Put(t.Context(), id, want))
+		first, second := newRedemption(t), newRedemption(t)
+		second.At = first.At.Add(time.Minute)
+
+		got, err := s.MarkRedeemed(t.Context(), id, first)
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
+		requireRedemption(t, first, got)
+
+		got, err = s.MarkRedeemed(t.Context(), id, second)
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
+		requireRedemption(t, first, got)
+
+		got, err = s.Get(t.Context(), id)
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
+		requireRedemption(t, first, got)
+
+		fresh := newEntry(t)
+		require.NoError(t, s.Put(t.Context(), id, fresh))
+		got, err = s.Get(t.Context(), id)
+		require.NoError(t, err)
+		requireSameEntry(t, fresh, got)
+		require.Nil(t, got.Redemption, "Put replaces a redeemed entry")
+	})
+	t.Run("ConcurrentMarkRedeemedRecordsOne", func(t *testing.T) {
+		h.parallel(t)
+		s, id := h.New(t), h.clusterID(t)
+		want := newEntry(t)
+		require.NoError(t, s.Put(t.Context(), id, want))
+
+		var (
+			start   = make(chan struct{})
+			wg      sync.WaitGroup
+			entries [ConcurrentConsumers]nonce.Entry
+			errs    [ConcurrentConsumers]error
+		)
+		for i := range ConcurrentConsumers {
+			r := newRedemption(t)
+			wg.Go(func() {
+				<-start
+				entries[i], errs[i] = s.MarkRedeemed(t.Context(), id, r)
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		stored, err := s.Get(t.Context(), id)
+		require.NoError(t, err)
+		require.NotNil(t, stored.Redemption)
+		for i, err := range errs {
+			require.NoError(t, err, "MarkRedeemed %d", i)
+			requireSameEntry(t, want, entries[i])
+			requireRedemption(t, *stored.Redemption, entries[i])
+		}
+	})
 	t.Run("ClusterIDsAreIndependent", func(t *testing.T) {
 		h.parallel(t)
 		s := h.New(t)
@@ -193,6 +266,7 @@ func Run(t *testing.T, h Harness) {
 			{"Put", func() error { return s.Put(ctx, id, e) }},
 			{"Get", func() error { _, err := s.Get(ctx, id); return err }},
 			{"Consume", func() error { _, err := s.Consume(ctx, id); return err }},
+			{"MarkRedeemed", func() error { _, err := s.MarkRedeemed(ctx, id, newRedemption(t)); return err }},
 		}
 		for _, c := range calls {
 			require.ErrorIs(t, c.call(), context.Canceled, c.name)
@@ -232,6 +306,26 @@ func newEntry(t *testing.T) nonce.Entry {
 	n, err := nonce.Generate(nil)
 	require.NoError(t, err)
 	return nonce.Entry{Nonce: n, IssuedAt: time.Now().Round(0).Add(-time.Minute)}
+}
+
+// newRedemption returns a redemption by a random digest, at a time with a
+// fractional second.
+func newRedemption(t *testing.T) nonce.Redemption {
+	t.Helper()
+	by := make([]byte, sha256.Size)
+	_, err := rand.Read(by)
+	require.NoError(t, err)
+	return nonce.Redemption{By: by, At: time.Now().Round(0)}
+}
+
+// requireRedemption checks that got records want: the same digest, at a
+// time within a second of want's.
+func requireRedemption(t *testing.T, want nonce.Redemption, got nonce.Entry) {
+	t.Helper()
+	require.NotNil(t, got.Redemption, "no redemption recorded")
+	require.Equal(t, want.By, got.Redemption.By)
+	d := got.Redemption.At.Sub(want.At).Abs()
+	require.Less(t, d, time.Second, "redeemed at %s, want %s", got.Redemption.At, want.At)
 }
 
 // requireSameEntry checks got against want: the same nonce, issued within a
