@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -61,7 +63,7 @@ func (l *leakScan) err(err error) {
 
 // printed records every fmt form of v.
 func (l *leakScan) printed(v any) {
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
 		l.output(fmt.Sprintf(verb, v))
 	}
 }
@@ -83,6 +85,13 @@ func (l *leakScan) secret(name string, b []byte) {
 		}
 	}
 	l.secrets[name] = append(l.secrets[name], forms...)
+}
+
+// text registers s, a secret held as text (a password in a URL, an access
+// key), as itself and in every encoding secret looks for.
+func (l *leakScan) text(name, s string) {
+	l.secret(name, []byte(s))
+	l.secrets[name] = append(l.secrets[name], s, url.UserPassword("u", s).String()[2:], fmt.Sprintf("%X", s))
 }
 
 func (l *leakScan) privateKey(name string, k *keys.PrivateKey) {
@@ -113,9 +122,29 @@ func (l *leakScan) check(t *testing.T) {
 	}
 }
 
+// Text secrets that the API types and a proxy URL carry.
+const (
+	leakAWSSecret     = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYLEAKTESTKEY"
+	leakProxyPassword = "proxy-password-7f3a9c41"
+)
+
+// leakProxy is a proxy URL with a password, which kubepact must use yet
+// never print.
+const leakProxy = "http://proxy-user:" + leakProxyPassword + "@proxy.example:3128"
+
+// leakBadProxies are proxy URLs with the password that kubepact refuses,
+// each for another reason; url.Parse's own errors would quote them.
+var leakBadProxies = map[string]string{
+	"scheme":    "ftp://proxy-user:" + leakProxyPassword + "@proxy.example",
+	"no parse":  "http://proxy-user:" + leakProxyPassword + "@[::1",
+	"bad port":  "http://proxy-user:" + leakProxyPassword + "/@proxy.example",
+	"no scheme": "proxy-user:" + leakProxyPassword + "@proxy.example:3128",
+	"opaque":    "http:proxy-user:" + leakProxyPassword + "@proxy.example:3128",
+}
+
 // TestNoSecretLeaks drives the failure paths of both sides and scans every
-// error, log line and printed value for private keys, kubeconfigs and
-// signatures.
+// error, log line and printed value for private keys, kubeconfigs,
+// signatures, AWS secret access keys and proxy passwords.
 func TestNoSecretLeaks(t *testing.T) {
 	scan := newLeakScan()
 	ctx := logr.NewContext(context.Background(), scan.logger())
@@ -148,6 +177,86 @@ func TestNoSecretLeaks(t *testing.T) {
 		scan.printed(p.consumerCluster.IdentityKeys)
 		scan.printed(p.providerCluster.Signer.CA)
 		scan.printed(kubeconfig.Params{Name: "x", Key: clusterKey})
+
+		// API types holding an AWS secret access key, printed and logged.
+		scan.text("AWS secret access key", leakAWSSecret)
+		awsID := done.Identity.DeepCopy()
+		awsID.Spec.AuthParams.AwsConfig = &authv1beta1.AwsConfig{
+			AwsUserArn: "arn:aws:iam::123456789012:user/liqo", AwsAccessKeyID: "AKIAEXAMPLE",
+			AwsSecretAccessKey: leakAWSSecret, AwsRegion: "eu-west-1", AwsClusterName: "provider",
+		}
+		awsTenant := &authv1beta1.Tenant{Status: authv1beta1.TenantStatus{AuthParams: awsID.Spec.AuthParams.DeepCopy()}}
+		for _, v := range []any{awsID, *awsID, awsID.Spec, awsID.Spec.AuthParams, &awsID.Spec.AuthParams,
+			awsID.Spec.AuthParams.AwsConfig, *awsID.Spec.AuthParams.AwsConfig, awsTenant, *awsTenant,
+			authv1beta1.IdentityList{Items: []authv1beta1.Identity{*awsID}}} {
+			scan.printed(v)
+			logr.FromContextOrDiscard(ctx).Info("printed by reflection", "value", v)
+		}
+		applied, err := p.consumer.Apply(ctx, providerID, awsID, nil)
+		scan.err(err)
+		scan.printed(applied)
+
+		// A handshake through a proxy whose URL holds a password.
+		scan.text("proxy password", leakProxyPassword)
+		r := newModePair(t, tenant.Strict, strict)
+		proxied, err := kubepact.Authenticate(ctx, r.consumer, r.provider, &kubepact.AuthenticateOptions{ProxyURL: leakProxy})
+		require.NoError(t, err)
+		require.Equal(t, leakProxy, proxied.Kubeconfig.ProxyURL())
+		scan.printed(proxied)
+		scan.printed(proxied.Kubeconfig)
+		scan.printed(proxied.Identity)
+		scan.printed(*proxied.Identity)
+		scan.printed(proxied.Identity.Spec)
+		scan.printed(proxied.Identity.Spec.AuthParams)
+		rKey, err := r.consumerCluster.Keys.Get(ctx)
+		require.NoError(t, err)
+		scan.printed(kubeconfig.Params{Name: "x", Server: "https://provider.example:6443", Key: rKey, ProxyURL: leakProxy})
+		proxy := leakProxy
+		proxyTenant := &authv1beta1.Tenant{
+			Spec:   authv1beta1.TenantSpec{ClusterID: consumerID, ProxyURL: &proxy},
+			Status: authv1beta1.TenantStatus{AuthParams: &authv1beta1.AuthParams{ProxyURL: &proxy}},
+		}
+		scan.printed(proxyTenant)
+		scan.printed(*proxyTenant)
+		scan.printed(proxyTenant.Spec)
+
+		// Proxy URLs with the password that each step refuses.
+		for name, bad := range leakBadProxies {
+			require.ErrorIs(t, tenant.ValidateProxyURL(bad), tenant.ErrInvalidProxyURL, name)
+			scan.err(tenant.ValidateProxyURL(bad))
+
+			n, err := r.provider.IssueNonce(ctx, consumerID)
+			require.NoError(t, err)
+			_, err = r.consumer.Tenant(ctx, providerID, n, &kubepact.TenantOptions{ProxyURL: bad})
+			require.ErrorIs(t, err, tenant.ErrInvalidProxyURL, name)
+			scan.err(err)
+			tn, err := r.consumer.Tenant(ctx, providerID, n, nil)
+			require.NoError(t, err)
+			tn.Spec.ProxyURL = &bad
+			_, err = r.provider.Accept(ctx, tn)
+			require.ErrorIs(t, err, tenant.ErrInvalidProxyURL, name)
+			scan.err(err)
+
+			id := proxied.Identity.DeepCopy()
+			id.Spec.AuthParams.ProxyURL = &bad
+			_, err = r.consumer.Apply(ctx, providerID, id, nil)
+			require.ErrorIs(t, err, identity.ErrMalformed, name)
+			require.ErrorIs(t, err, tenant.ErrInvalidProxyURL, name)
+			scan.err(err)
+
+			_, err = kubeconfig.FromIdentity(id, rKey)
+			require.ErrorIs(t, err, kubeconfig.ErrInvalid, name)
+			scan.err(err)
+			api := proxied.Kubeconfig.API()
+			for _, cluster := range api.Clusters {
+				cluster.ProxyURL = bad
+			}
+			data, err := clientcmd.Write(*api)
+			require.NoError(t, err)
+			_, err = kubeconfig.Parse(data)
+			require.ErrorIs(t, err, kubeconfig.ErrMalformed, name)
+			scan.err(err)
+		}
 
 		// Every Tenant rejection, each with fresh signatures to look for.
 		mutations := map[string]func(*authv1beta1.Tenant){
@@ -208,10 +317,10 @@ func TestNoSecretLeaks(t *testing.T) {
 		// Identity rejections on the consumer.
 		id := done.Identity.DeepCopy()
 		id.Spec.AuthParams.SignedCRT = id.Spec.AuthParams.SignedCRT[:100]
-		_, err = p.consumer.Apply(ctx, id)
+		_, err = p.consumer.Apply(ctx, providerID, id, nil)
 		scan.err(err)
 		p.clock.Step(2 * kubepact.DefaultCertificateLifetime)
-		_, err = p.consumer.Apply(ctx, done.Identity)
+		_, err = p.consumer.Apply(ctx, providerID, done.Identity, nil)
 		require.ErrorIs(t, err, identity.ErrExpired)
 		scan.err(err)
 

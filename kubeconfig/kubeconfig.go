@@ -9,12 +9,17 @@
 // # Security
 //
 // A kubeconfig carries the consumer's private key. Config keeps it behind
-// unexported fields and prints only its server, user and namespace; the
-// output of Marshal and API, and the Secret, are secret.
+// unexported fields and prints only its server, proxy, user and namespace,
+// with any password in the server or proxy URL replaced as net/url's
+// Redacted does; Params prints the same way. The output of Marshal and API,
+// and the Secret, are secret.
 //
 // # Errors
 //
-// Build and FromIdentity wrap ErrInvalid; Parse wraps ErrMalformed.
+// Build and FromIdentity wrap ErrInvalid; Parse wraps ErrMalformed. No
+// error quotes a proxy URL with its password: the package checks proxy URLs
+// itself rather than let clientcmd's validation, which quotes them whole,
+// report them.
 package kubeconfig
 
 import (
@@ -24,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,9 +76,26 @@ type Params struct {
 	Key *keys.PrivateKey
 	// Namespace is the context's default namespace; optional.
 	Namespace string
-	// ProxyURL is the proxy to reach Server through; optional.
+	// ProxyURL is the proxy to reach Server through, an http, https or
+	// socks5 URL with a host; optional.
 	ProxyURL string
 }
+
+// String prints the name, server, proxy and namespace, never the
+// credentials, nor a password in the server or proxy URL.
+func (p Params) String() string {
+	s := fmt.Sprintf("kubeconfig.Params(name=%s server=%s namespace=%s", p.Name, printableURL(p.Server), p.Namespace)
+	if p.ProxyURL != "" {
+		s += " proxy=" + printableURL(p.ProxyURL)
+	}
+	return s + ")"
+}
+
+// GoString is String.
+func (p Params) GoString() string { return p.String() }
+
+// Format makes every fmt verb print String.
+func (p Params) Format(f fmt.State, _ rune) { io.WriteString(f, p.String()) }
 
 // Config is a kubeconfig with one cluster, one user and one current context.
 // It is built by Build, FromIdentity or Parse, and prints redacted.
@@ -104,6 +127,9 @@ func Build(p Params) (*Config, error) {
 	cfg.AuthInfos[p.Name] = user
 	cfg.Contexts[p.Name] = kctx
 	cfg.CurrentContext = p.Name
+	if err := checkProxyURLs(cfg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if err := clientcmd.Validate(*cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -175,12 +201,17 @@ func (c *Config) cluster() *clientcmdapi.Cluster {
 	return &clientcmdapi.Cluster{}
 }
 
-// String prints the server, user and namespace, never credentials.
+// String prints the server, proxy (when there is one), user and namespace,
+// never credentials, nor a password in the server or proxy URL.
 func (c *Config) String() string {
 	if c == nil || c.api == nil {
 		return "kubeconfig(<nil>)"
 	}
-	return fmt.Sprintf("kubeconfig(server=%s user=%s namespace=%s)", c.Server(), c.User(), c.Namespace())
+	proxy := ""
+	if p := c.ProxyURL(); p != "" {
+		proxy = " proxy=" + printableURL(p)
+	}
+	return fmt.Sprintf("kubeconfig(server=%s%s user=%s namespace=%s)", printableURL(c.Server()), proxy, c.User(), c.Namespace())
 }
 
 // GoString is String.
@@ -192,8 +223,9 @@ func (c *Config) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
 // Parse reads a kubeconfig with clientcmd and checks it is valid, names a
 // current context, and is self-contained: credentials and CAs inline, no
 // file paths (which validation would open) and no exec or auth-provider
-// plugins (which a client would run). A kubeconfig kubepact writes is
-// always self-contained.
+// plugins (which a client would run). Every proxy-url must be an http,
+// https or socks5 URL with a host. A kubeconfig kubepact writes is always
+// self-contained.
 func Parse(data []byte) (*Config, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrMalformed, len(data), MaxSize)
@@ -205,6 +237,9 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if err := selfContained(cfg); err != nil {
 		return nil, err
+	}
+	if err := checkProxyURLs(cfg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if err := clientcmd.Validate(*cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
@@ -232,6 +267,38 @@ func selfContained(cfg *clientcmdapi.Config) error {
 		}
 	}
 	return nil
+}
+
+// checkProxyURLs checks the proxy URL of every cluster in cfg as clientcmd
+// does (http, https or socks5) and also asks for a host, so that
+// printableURL prints it without its password. Its errors quote no URL:
+// one that does not parse could hold a password anywhere.
+func checkProxyURLs(cfg *clientcmdapi.Config) error {
+	for name, c := range cfg.Clusters {
+		if c.ProxyURL == "" {
+			continue
+		}
+		u, err := url.Parse(c.ProxyURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") || u.Opaque != "" || u.Host == "" {
+			return fmt.Errorf("cluster %q: proxy-url is not an http, https or socks5 URL with a host", name)
+		}
+	}
+	return nil
+}
+
+// printableURL returns s with any password replaced, as url.URL's Redacted
+// does, or a placeholder when s is not a URL with a host, where a password
+// could sit anywhere (url.Parse reads "user:pass@host" as a scheme and an
+// opaque part).
+func printableURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Opaque != "" || u.Host == "" {
+		return "<not a URL with a host>"
+	}
+	return u.Redacted()
 }
 
 // SecretName is the name of the Secret holding the kubeconfig of the

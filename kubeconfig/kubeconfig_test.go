@@ -376,12 +376,120 @@ func TestConfigPrintsRedacted(t *testing.T) {
 		}
 		require.NotContains(t, p, "PRIVATE KEY")
 	}
-	want := "kubeconfig(server=https://provider.example:6443 user=cl-consumer namespace=liqo-tenant-cl-consumer)"
+	want := "kubeconfig(server=https://provider.example:6443 proxy=http://proxy.example:3128 user=cl-consumer namespace=liqo-tenant-cl-consumer)"
 	require.Equal(t, want, fmt.Sprintf("%v", c))
 	require.Equal(t, want, fmt.Sprintf("%#v", c))
 
 	var nilConfig *kubeconfig.Config
 	require.Equal(t, "kubeconfig(<nil>)", fmt.Sprintf("%v", nilConfig))
+}
+
+// proxyPassword is the password in the proxy URLs below, which nothing may
+// print.
+const proxyPassword = "proxy-password-7f3a"
+
+// printedForms returns v printed with every fmt verb.
+func printedForms(v any) []string {
+	var out []string
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
+		out = append(out, fmt.Sprintf(verb, v))
+	}
+	return out
+}
+
+// requireNoPassword fails t if any of out holds proxyPassword, as text or
+// hex.
+func requireNoPassword(t *testing.T, out ...string) {
+	t.Helper()
+	forms := []string{proxyPassword, fmt.Sprintf("%x", proxyPassword), fmt.Sprintf("%X", proxyPassword)}
+	for _, o := range out {
+		for _, f := range forms {
+			require.NotContains(t, o, f)
+		}
+	}
+}
+
+func TestProxyPasswordPrintsRedacted(t *testing.T) {
+	t.Parallel()
+	creds := newCredentials(t)
+	p := creds.params()
+	p.ProxyURL = "http://proxy-user:" + proxyPassword + "@proxy.example:3128"
+	c, err := kubeconfig.Build(p)
+	require.NoError(t, err)
+	require.Equal(t, p.ProxyURL, c.ProxyURL(), "the Config keeps the password, it only prints without it")
+
+	out := append(printedForms(c), printedForms(p)...)
+	out = append(out, printedForms(&p)...)
+	out = append(out, printedForms([]any{c, p})...)
+	requireNoPassword(t, out...)
+	require.Equal(t, "kubeconfig(server=https://provider.example:6443 proxy=http://proxy-user:xxxxx@proxy.example:3128 user=cl-consumer namespace=liqo-tenant-cl-consumer)", c.String())
+	require.Equal(t, "kubeconfig.Params(name=controlplane-cl-provider server=https://provider.example:6443 namespace=liqo-tenant-cl-consumer proxy=http://proxy-user:xxxxx@proxy.example:3128)", p.String())
+
+	// A password in the server URL is redacted the same way.
+	p.Server = "https://admin:" + proxyPassword + "@provider.example:6443"
+	c, err = kubeconfig.Build(p)
+	require.NoError(t, err)
+	requireNoPassword(t, append(printedForms(c), printedForms(p)...)...)
+
+	// Params with a proxy URL that is not a URL with a host prints none of it.
+	p.ProxyURL = "proxy-user:" + proxyPassword + "@proxy.example:3128"
+	requireNoPassword(t, printedForms(p)...)
+}
+
+// badProxyURLs are proxy URLs that carry proxyPassword and that Build and
+// Parse refuse.
+var badProxyURLs = map[string]string{
+	"unsupported scheme":    "ftp://proxy-user:" + proxyPassword + "@proxy.example",
+	"does not parse":        "http://proxy-user:" + proxyPassword + "@[::1",
+	"bad port":              "http://proxy-user:" + proxyPassword + "/@proxy.example",
+	"no scheme":             "proxy-user:" + proxyPassword + "@proxy.example:3128",
+	"opaque with http":      "http:proxy-user:" + proxyPassword + "@proxy.example:3128",
+	"control character":     "http://proxy-user:" + proxyPassword + "@proxy.example\n",
+	"no host":               "http://proxy-user:" + proxyPassword + "@",
+	"socks5 without a host": "socks5:" + proxyPassword,
+}
+
+func TestBuildRefusesBadProxyWithoutQuotingIt(t *testing.T) {
+	t.Parallel()
+	creds := newCredentials(t)
+	for name, proxy := range badProxyURLs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := creds.params()
+			p.ProxyURL = proxy
+			c, err := kubeconfig.Build(p)
+			require.ErrorIs(t, err, kubeconfig.ErrInvalid)
+			require.Nil(t, c)
+			requireNoPassword(t, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
+
+			id := creds.identity()
+			id.Spec.AuthParams.ProxyURL = &proxy
+			c, err = kubeconfig.FromIdentity(id, creds.key)
+			require.ErrorIs(t, err, kubeconfig.ErrInvalid)
+			require.Nil(t, c)
+			requireNoPassword(t, err.Error(), fmt.Sprintf("%+v", err))
+		})
+	}
+}
+
+func TestParseRefusesBadProxyWithoutQuotingIt(t *testing.T) {
+	t.Parallel()
+	creds := newCredentials(t)
+	c, err := kubeconfig.Build(creds.params())
+	require.NoError(t, err)
+	for name, proxy := range badProxyURLs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			api := c.API()
+			api.Clusters[api.Contexts[api.CurrentContext].Cluster].ProxyURL = proxy
+			data, err := clientcmd.Write(*api)
+			require.NoError(t, err)
+			got, err := kubeconfig.Parse(data)
+			require.ErrorIs(t, err, kubeconfig.ErrMalformed)
+			require.Nil(t, got)
+			requireNoPassword(t, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
+		})
+	}
 }
 
 func TestSecretName(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	kjson "sigs.k8s.io/json"
+
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/internal/decode"
 )
@@ -13,17 +15,37 @@ import (
 const MaxObjectSize = 64 << 10
 
 // ErrMalformed reports bytes that are not one Tenant in YAML or JSON:
-// oversized, truncated, of another kind, with unknown fields, or with a
-// []byte field that is not base64.
+// oversized, truncated, of another kind, with unknown, duplicate or
+// miscased fields, with a value of the wrong type, or with a []byte field
+// that is not base64.
 var ErrMalformed = errors.New("malformed tenant")
 
 // Decode reads a Tenant from YAML or JSON, as a consumer sends it or kubectl
-// prints it, strictly. It checks only the encoding: Validate and Verify
-// check the content.
+// prints it, strictly and as the API server reads it: field names match
+// case-sensitively (clusterId is not clusterID), and unknown or repeated
+// fields are refused rather than ignored or merged, so each field Decode
+// returns is the one the API server would store. It checks only the
+// encoding: Validate and Verify check the content.
 func Decode(data []byte) (*authv1beta1.Tenant, error) {
 	var t authv1beta1.Tenant
-	if err := decode.Strict(data, MaxObjectSize, &t, &t.TypeMeta, authv1beta1.TenantKind); err != nil {
+	if err := decode.Strict(data, MaxObjectSize, (*apiServerTenant)(&t), &t.TypeMeta, authv1beta1.TenantKind); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return &t, nil
+}
+
+// apiServerTenant is a Tenant that decodes its JSON as the API server does,
+// with sigs.k8s.io/json: case-sensitive field names, and unknown and
+// duplicate fields as errors. Being a json.Unmarshaler, it also makes
+// sigs.k8s.io/yaml convert YAML to JSON without consulting the Tenant's
+// field types, as kubectl does, so a YAML number is not quietly turned into
+// a string.
+type apiServerTenant authv1beta1.Tenant
+
+func (t *apiServerTenant) UnmarshalJSON(data []byte) error {
+	strict, err := kjson.UnmarshalStrict(data, (*authv1beta1.Tenant)(t))
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
