@@ -23,6 +23,7 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 var errResponseLost = errors.New("response lost")
@@ -135,15 +136,19 @@ func checkSingleIdentity(t *testing.T, ctx context.Context, providerID, consumer
 	require.NoError(t, err)
 	require.Equal(t, 1, countRequests(csrs.Items, consumerID), "one CSR object")
 	tenantNS := "liqo-tenant-" + consumerID
-	_, err = kube.NewTenantStore(provider.dynamic).Get(ctx, tenantNS, consumerID)
-	require.NoError(t, err)
 	bindings, err := provider.client.RbacV1().RoleBindings(tenantNS).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, bindings.Items, 1)
 	require.Equal(t, rbac.BindingName(rbac.ControlPlaneClusterRoleName), bindings.Items[0].Name)
 	secrets, err := provider.client.CoreV1().Secrets(tenantNS).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	require.Equal(t, []string{"liqo-remote-certificate"}, secretNames(secrets.Items), "only the certificate cache; the nonce is redeemed")
+	require.ElementsMatch(t, []string{"liqo-nonce", "liqo-remote-certificate"}, secretNames(secrets.Items), "the certificate cache and the redeemed nonce")
+	e, err := kube.NewNonceStore(provider.client).Get(ctx, consumerID)
+	require.NoError(t, err)
+	require.NotNil(t, e.Redemption, "the nonce is bound to the Tenant that redeemed it")
+	stored, err := kube.NewTenantStore(provider.dynamic).Get(ctx, tenantNS, consumerID)
+	require.NoError(t, err)
+	require.Equal(t, tenant.Digest(stored), e.Redemption.By)
 	ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
