@@ -88,3 +88,15 @@ func TestDecodeLikeTheAPIServer(t *testing.T) {
 		})
 	}
 }
+
+// kubectl applies every document of a stream; Decode would read only the
+// first, so a stream of several is refused. Empty documents do not count.
+func TestDecodeRefusesSeveralDocuments(t *testing.T) {
+	t.Parallel()
+	yamlDoc, _ := encodedTenant(t)
+	other := strings.Replace(yamlDoc, "cl-consumer", "cl-other", -1)
+	_, err := tenant.Decode([]byte(yamlDoc + "---\n" + other))
+	require.ErrorIs(t, err, tenant.ErrMalformed)
+	_, err = tenant.Decode([]byte("---\n# a comment\n---\n" + yamlDoc + "---\n"))
+	require.NoError(t, err)
+}

@@ -3,9 +3,14 @@
 package decode
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -13,13 +18,19 @@ import (
 
 // Strict decodes data, at most max bytes of YAML or JSON, into obj, which
 // must then declare apiVersion authentication.liqo.io/v1beta1 and kind.
-// Unknown fields and []byte fields that are not base64 are errors.
+// Unknown fields, []byte fields that are not base64 and a stream of several
+// YAML documents (which kubectl would apply one by one, while only the first
+// would be decoded here) are errors.
 func Strict(data []byte, max int, obj any, meta *metav1.TypeMeta, kind string) error {
 	if len(data) > max {
 		return fmt.Errorf("%d bytes exceeds %d", len(data), max)
 	}
 	if len(data) == 0 {
 		return fmt.Errorf("empty document")
+	}
+	data, err := onlyDocument(data)
+	if err != nil {
+		return err
 	}
 	if err := yaml.UnmarshalStrict(data, obj); err != nil {
 		return err
@@ -28,4 +39,33 @@ func Strict(data []byte, max int, obj any, meta *metav1.TypeMeta, kind string) e
 		return fmt.Errorf("apiVersion %q kind %q, want %s %s", meta.APIVersion, meta.Kind, authv1beta1.SchemeGroupVersion, kind)
 	}
 	return nil
+}
+
+// onlyDocument returns the one YAML document in data that is not empty,
+// splitting the stream as kubectl does; it fails when there are several.
+// With no such document it returns data, for the decoder to refuse.
+func onlyDocument(data []byte) ([]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var found []byte
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		if err := yaml.Unmarshal(doc, &v); err == nil && v == nil {
+			continue // only comments or whitespace, as kubectl skips them
+		}
+		if found != nil {
+			return nil, fmt.Errorf("more than one YAML document")
+		}
+		found = doc
+	}
+	if found == nil {
+		return data, nil
+	}
+	return found, nil
 }
