@@ -3,25 +3,41 @@ package kubepact
 import "context"
 
 // AuthenticateOptions tunes Authenticate. The zero value, like a nil pointer,
-// sends no proxy URL.
+// sends no proxy URL and refuses to change the endpoint of an identity the
+// consumer already holds.
 type AuthenticateOptions struct {
 	// ProxyURL is the http(s) proxy the consumer uses to reach the provider.
 	ProxyURL string
+	// ReplaceEndpoint allows the new Identity to change the API server URL
+	// or CA of the kubeconfig the consumer already holds for the provider
+	// (ApplyOptions.ReplaceEndpoint). Authenticate reaches the provider
+	// through the caller's own client, yet the endpoint it hands out comes
+	// from the provider's configuration; a change of it (a moved API server,
+	// a rotated CA, or a mistaken endpoint) is left to the caller to accept.
+	ReplaceEndpoint bool
 }
 
 // Authenticate runs the whole handshake between a consumer and a provider
 // that are both reachable: the provider issues a nonce, the consumer answers
 // with a Tenant, the provider accepts it and the consumer applies the
-// Identity. Running it again after success changes nothing and returns the
-// same identity.
+// Identity, expecting it from p's cluster ID. Running it again after success
+// changes nothing and returns the same identity. An Identity that changes
+// the API server or CA already held is refused with ErrEndpointChanged
+// unless opts.ReplaceEndpoint is set; the provider has then already
+// accepted the Tenant, and running Authenticate again with the option set
+// completes the handshake.
 func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *AuthenticateOptions) (*Authenticated, error) {
 	n, err := p.IssueNonce(ctx, c.ClusterID())
 	if err != nil {
 		return nil, err
 	}
-	var topts *TenantOptions
+	var (
+		topts *TenantOptions
+		aopts *ApplyOptions
+	)
 	if opts != nil {
 		topts = &TenantOptions{ProxyURL: opts.ProxyURL}
+		aopts = &ApplyOptions{ReplaceEndpoint: opts.ReplaceEndpoint}
 	}
 	t, err := c.Tenant(ctx, p.ClusterID(), n, topts)
 	if err != nil {
@@ -31,7 +47,7 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 	if err != nil {
 		return nil, err
 	}
-	return c.Apply(ctx, id)
+	return c.Apply(ctx, p.ClusterID(), id, aopts)
 }
 
 // Unauthenticate removes the consumer's Identity and kubeconfig Secret for

@@ -1,16 +1,20 @@
 package kubepact
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -218,19 +222,48 @@ type Authenticated struct {
 	Kubeconfig *kubeconfig.Config
 }
 
-// Apply checks the Identity a provider returned against the consumer's own
-// key and cluster ID, stores it in the tenant namespace that Tenant ensured,
-// writes its kubeconfig Secret and points the Identity's status at the
-// Secret. An Identity that fails the checks changes nothing. Applying the
-// same Identity again writes nothing new.
-func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authenticated, error) {
-	providerID := id.Spec.ClusterID
-	if err := clusterid.Validate(providerID); err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+// ErrEndpointChanged reports an Identity that would change the API server
+// or the CA of the kubeconfig the consumer already holds for its provider,
+// without ApplyOptions.ReplaceEndpoint.
+var ErrEndpointChanged = errors.New("identity changes the endpoint of the kubeconfig already held")
+
+// ApplyOptions tunes Consumer.Apply. The zero value, like a nil pointer,
+// refuses an Identity that changes the endpoint of one already held.
+type ApplyOptions struct {
+	// ReplaceEndpoint allows the Identity to change the API server URL or
+	// the CA of the kubeconfig already held for its provider. Without it,
+	// such an Identity is refused with ErrEndpointChanged and nothing is
+	// written; an Identity that keeps both (a renewed certificate) is
+	// always applied.
+	ReplaceEndpoint bool
+}
+
+// Apply checks the Identity id that provider providerID returned, stores it
+// in the tenant namespace that Tenant ensured, writes its kubeconfig Secret
+// and points the Identity's status at the Secret.
+//
+// providerID is the provider the caller means to trust, not one read from
+// id: an Identity for another provider is refused with
+// identity.ErrWrongProvider. The Identity must name an https API server
+// (identity.ErrInvalidServer) and carry a certificate for the consumer's own
+// key and cluster ID (identity.Verify). When the consumer already holds an
+// Identity for providerID with another API server or CA, Apply refuses with
+// ErrEndpointChanged unless opts.ReplaceEndpoint is set.
+//
+// Only what the protocol defines is stored: the name, the tenant namespace,
+// the label "liqo.io/remote-cluster-id" and the spec. Owner references,
+// finalizers, annotations, other labels and server-set fields of id are
+// dropped, so a peer cannot attach the Identity, and with it the kubeconfig
+// Secret, to an object of its choosing.
+//
+// An Identity that fails the checks changes nothing. Applying the same
+// Identity again writes nothing new.
+func (c *Consumer) Apply(ctx context.Context, providerID string, id *authv1beta1.Identity, opts *ApplyOptions) (*Authenticated, error) {
+	if id == nil {
+		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: no identity", identity.ErrMalformed))
 	}
-	if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Name != identity.ControlPlaneName(providerID) {
-		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: %s identity %q, want ControlPlane identity %q",
-			identity.ErrMalformed, id.Spec.Type, id.Name, identity.ControlPlaneName(providerID)))
+	if err := identity.CheckProvider(id, providerID); err != nil {
+		return nil, stepError(StepIdentityApplied, err)
 	}
 	key, err := c.tlsKey(ctx, providerID, id)
 	if err != nil {
@@ -248,14 +281,20 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 		return nil, stepError(StepIdentityApplied, err)
 	}
 
-	want := id.DeepCopy()
-	want.Namespace = clusterid.TenantNamespace(providerID)
-	if want.Labels == nil {
-		want.Labels = map[string]string{}
+	want := storedIdentity(providerID, id)
+	held, err := c.heldIdentity(ctx, want.Namespace, want.Name)
+	if err != nil {
+		return nil, stepError(StepIdentityApplied, err)
 	}
-	want.Labels[clusterid.Label] = providerID
-	// A zero status keeps the stored one, so a re-run writes nothing.
-	want.Status = authv1beta1.IdentityStatus{}
+	if held != nil {
+		if opts == nil || !opts.ReplaceEndpoint {
+			if err := sameEndpoint(held, want); err != nil {
+				return nil, stepError(StepIdentityApplied, err)
+			}
+		}
+		// Ours, not the peer's: lets a store go straight to an update.
+		want.ResourceVersion = held.ResourceVersion
+	}
 	stored, err := c.ports.Identities.Apply(ctx, want)
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)
@@ -274,6 +313,61 @@ func (c *Consumer) Apply(ctx context.Context, id *authv1beta1.Identity) (*Authen
 	}
 	c.step(ctx, Step{Name: StepIdentityStatus})
 	return &Authenticated{Identity: stored, Secret: secret, Kubeconfig: cfg}, nil
+}
+
+// storedIdentity returns the Identity the consumer stores for id, built from
+// scratch: name, tenant namespace, provider label and spec, nothing else of
+// the peer's metadata. A zero status keeps the stored one, so a re-run
+// writes nothing.
+func storedIdentity(providerID string, id *authv1beta1.Identity) *authv1beta1.Identity {
+	return &authv1beta1.Identity{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      identity.ControlPlaneName(providerID),
+			Namespace: clusterid.TenantNamespace(providerID),
+			Labels:    map[string]string{clusterid.Label: providerID},
+		},
+		Spec: *id.Spec.DeepCopy(),
+	}
+}
+
+// heldIdentity returns the Identity namespace/name the consumer already
+// stores, or nil when there is none.
+func (c *Consumer) heldIdentity(ctx context.Context, namespace, name string) (*authv1beta1.Identity, error) {
+	ids, err := c.ports.Identities.List(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ids {
+		if ids[i].Name == name {
+			return &ids[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// sameEndpoint reports, wrapping ErrEndpointChanged, a new Identity whose API
+// server or CA differs from the one held: the kubeconfig Secret holds them.
+func sameEndpoint(held, next *authv1beta1.Identity) error {
+	was, now := held.Spec.AuthParams, next.Spec.AuthParams
+	if was.APIServer != now.APIServer {
+		return fmt.Errorf("%w: identity %s/%s: API server %s, held %s", ErrEndpointChanged,
+			held.Namespace, held.Name, redactedURL(now.APIServer), redactedURL(was.APIServer))
+	}
+	if !bytes.Equal(was.CA, now.CA) {
+		return fmt.Errorf("%w: identity %s/%s: the CA of API server %s differs from the one held", ErrEndpointChanged,
+			held.Namespace, held.Name, redactedURL(was.APIServer))
+	}
+	return nil
+}
+
+// redactedURL quotes s without user information, or says it does not parse.
+func redactedURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return strconv.Quote(u.Redacted())
 }
 
 // Forget removes the consumer's ControlPlane Identity for providerID, its

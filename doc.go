@@ -28,10 +28,13 @@
 //     "liqo-remote-controlplane" to the consumer in its tenant namespace,
 //     records the Tenant with its status filled, and returns an Identity
 //     (Provider.Accept).
-//  4. The consumer checks the Identity (the certificate chains to the CA,
-//     is for its own key, is valid now and names it), stores it, writes the
-//     kubeconfig Secret "kubeconfig-controlplane-<provider ID>" and points
-//     the Identity's status at it (Consumer.Apply).
+//  4. The consumer checks the Identity (it comes from the provider the
+//     caller expects, names an https API server, and its certificate chains
+//     to the CA, is for its own key, is valid now and names it), refuses one
+//     that changes the server or CA of a kubeconfig already held unless told
+//     to replace it, stores only its name, provider label and spec, writes
+//     the kubeconfig Secret "kubeconfig-controlplane-<provider ID>" and
+//     points the Identity's status at it (Consumer.Apply).
 //
 // Authenticate runs the four steps when both clusters are reachable from one
 // process; Unauthenticate undoes them. Each step is also usable on its own,

@@ -8,6 +8,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/fake"
+	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/nonce"
 )
 
@@ -72,7 +73,7 @@ func ExampleProvider_Accept() {
 	if err != nil {
 		panic(err)
 	}
-	done, err := consumer.Apply(ctx, id)
+	done, err := consumer.Apply(ctx, provider.ClusterID(), id, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -88,6 +89,34 @@ func ExampleProvider_Accept() {
 	// identity: controlplane-cl-provider ControlPlane
 	// kubeconfig: kubeconfig(server=https://provider.example:6443 user=cl-consumer namespace=liqo-tenant-cl-consumer)
 	// replay refused: true
+}
+
+// An Identity that would move the kubeconfig already held to another API
+// server is refused unless the caller says the move is meant.
+func ExampleConsumer_Apply() {
+	ctx := context.Background()
+	provider, consumer := newExampleClusters()
+	done, err := kubepact.Authenticate(ctx, consumer, provider, nil)
+	if err != nil {
+		panic(err)
+	}
+
+	moved := done.Identity.DeepCopy()
+	moved.Spec.AuthParams.APIServer = "https://elsewhere.example:6443"
+	_, err = consumer.Apply(ctx, provider.ClusterID(), moved, nil)
+	fmt.Println("refused:", errors.Is(err, kubepact.ErrEndpointChanged))
+	_, err = consumer.Apply(ctx, "cl-other", done.Identity, nil)
+	fmt.Println("wrong provider:", errors.Is(err, identity.ErrWrongProvider))
+
+	done, err = consumer.Apply(ctx, provider.ClusterID(), moved, &kubepact.ApplyOptions{ReplaceEndpoint: true})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("server:", done.Kubeconfig.Server())
+	// Output:
+	// refused: true
+	// wrong provider: true
+	// server: https://elsewhere.example:6443
 }
 
 func mustTenant(c *kubepact.Consumer, p *kubepact.Provider, n nonce.Nonce) *authv1beta1.Tenant {

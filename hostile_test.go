@@ -278,7 +278,7 @@ func TestHostileIdentities(t *testing.T) {
 			tt.mutate(t, p, id)
 			before := p.consumerCluster.Identities.Writes() + p.consumerCluster.Secrets.Writes()
 
-			_, err = p.consumer.Apply(ctx, id)
+			_, err = p.consumer.Apply(ctx, providerID, id, nil)
 			require.ErrorIs(t, err, tt.want)
 			require.Equal(t, before, p.consumerCluster.Identities.Writes()+p.consumerCluster.Secrets.Writes(), "a rejected Identity writes nothing")
 		})

@@ -104,7 +104,7 @@ func TestCompatibleProviderAcceptsLiqoTenant(t *testing.T) {
 	p := newModePair(t, tenant.Compatible, false)
 	id, err := p.provider.Accept(context.Background(), liqoTenant(t, p))
 	require.NoError(t, err)
-	_, err = p.consumer.Apply(context.Background(), id)
+	_, err = p.consumer.Apply(context.Background(), providerID, id, nil)
 	require.NoError(t, err)
 }
 

@@ -7,16 +7,23 @@
 //
 // # Security
 //
-// Verify checks that the certificate chains to the Identity's CA (or to
-// VerifyOptions.ClientCAs) for client authentication, is for the consumer's
-// own key, is within its validity at the given time, and carries exactly the
-// expected CN and O, and that a proxy URL, if any, is http or https.
+// Build and Verify both require the API server to be an absolute https URL
+// with a host (ValidateServer), so a provider never emits, and a consumer
+// never trusts, an Identity that would send its client certificate in clear
+// or to a local socket. Verify checks that the certificate chains to the
+// Identity's CA (or to VerifyOptions.ClientCAs) for client authentication, is
+// for the consumer's own key, is within its validity at the given time, and
+// carries exactly the expected CN and O, and that a proxy URL, if any, is
+// http or https. CheckProvider checks that an Identity is the ControlPlane
+// Identity of the provider the caller expects: nothing in the Identity
+// itself proves who sent it.
 //
 // # Errors
 //
 // Build wraps clusterid.ErrInvalid or ErrMalformed. Verify wraps one of
 // ErrMalformed, ErrUntrusted, ErrKeyMismatch, ErrExpired, ErrNotYetValid or
-// ErrSubject.
+// ErrSubject. CheckProvider wraps ErrWrongProvider or ErrMalformed. An
+// unacceptable API server wraps ErrInvalidServer, and ErrMalformed too.
 package identity
 
 import (
@@ -51,7 +58,50 @@ var (
 	ErrNotYetValid = errors.New("identity certificate is not yet valid")
 	// ErrSubject reports a certificate with another CN or O than expected.
 	ErrSubject = errors.New("identity certificate has the wrong subject")
+	// ErrInvalidServer reports an API server that is not an absolute https
+	// URL with a host. Errors that wrap it wrap ErrMalformed too.
+	ErrInvalidServer = errors.New("identity API server is not an https URL with a host")
+	// ErrWrongProvider reports an Identity issued by another provider than
+	// the one the caller expects.
+	ErrWrongProvider = errors.New("identity is for another provider")
 )
+
+// ValidateServer checks that server is an absolute https URL with a host and
+// neither user information, query nor fragment: the API server a kubeconfig
+// may send a client certificate to. Errors wrap ErrInvalidServer and
+// ErrMalformed, and quote server only when it parses, without its user
+// information.
+func ValidateServer(server string) error {
+	u, err := url.Parse(server)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w: it does not parse", ErrMalformed, ErrInvalidServer)
+	case u.Scheme != "https" || u.Opaque != "" || u.Hostname() == "":
+		return fmt.Errorf("%w: %w: %q", ErrMalformed, ErrInvalidServer, u.Redacted())
+	case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Errorf("%w: %w: %q has user information, a query or a fragment", ErrMalformed, ErrInvalidServer, u.Redacted())
+	}
+	return nil
+}
+
+// CheckProvider checks that id is the ControlPlane Identity that provider
+// providerID issues: spec.clusterID is providerID (else ErrWrongProvider),
+// the type is ControlPlane and the name is ControlPlaneName(providerID)
+// (else ErrMalformed). Call it with the provider the caller means to trust,
+// never with the ID read from id.
+func CheckProvider(id *authv1beta1.Identity, providerID string) error {
+	if err := clusterid.Validate(providerID); err != nil {
+		return err
+	}
+	if id.Spec.ClusterID != providerID {
+		return fmt.Errorf("%w: identity %q is for provider %q, want %q", ErrWrongProvider, id.Name, id.Spec.ClusterID, providerID)
+	}
+	if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Name != ControlPlaneName(providerID) {
+		return fmt.Errorf("%w: %s identity %q, want ControlPlane identity %q",
+			ErrMalformed, id.Spec.Type, id.Name, ControlPlaneName(providerID))
+	}
+	return nil
+}
 
 // ControlPlaneName is the name of the ControlPlane Identity for a provider.
 func ControlPlaneName(providerID string) string { return "controlplane-" + providerID }
@@ -74,8 +124,8 @@ func Build(providerID string, params authv1beta1.AuthParams, opts *BuildOptions)
 	if err := clusterid.Validate(providerID); err != nil {
 		return nil, err
 	}
-	if u, err := url.Parse(params.APIServer); err != nil || u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("%w: API server %q is not an https URL", ErrMalformed, params.APIServer)
+	if err := ValidateServer(params.APIServer); err != nil {
+		return nil, fmt.Errorf("spec.authParams.apiServer: %w", err)
 	}
 	if len(params.CA) == 0 || len(params.SignedCRT) == 0 {
 		return nil, fmt.Errorf("%w: missing CA or certificate", ErrMalformed)
@@ -108,10 +158,13 @@ type VerifyOptions struct {
 	ClientCAs *x509.CertPool
 }
 
-// Verify checks that id's certificate is the ControlPlane certificate of
-// consumer consumerID for key pub, trusted and valid at now. It returns the
-// parsed certificate.
+// Verify checks that id names an https API server and that its certificate
+// is the ControlPlane certificate of consumer consumerID for key pub, trusted
+// and valid at now. It returns the parsed certificate.
 func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, now time.Time, opts *VerifyOptions) (*x509.Certificate, error) {
+	if err := ValidateServer(id.Spec.AuthParams.APIServer); err != nil {
+		return nil, fmt.Errorf("spec.authParams.apiServer: %w", err)
+	}
 	if p := id.Spec.AuthParams.ProxyURL; p != nil {
 		if err := tenant.ValidateProxyURL(*p); err != nil {
 			return nil, fmt.Errorf("%w: spec.authParams.proxyURL: %w", ErrMalformed, err)

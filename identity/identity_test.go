@@ -3,6 +3,8 @@ package identity_test
 import (
 	"context"
 	"crypto/x509"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,8 +93,9 @@ func TestBuildRejects(t *testing.T) {
 		want       error
 	}{
 		{"invalid provider ID", "Provider", func(*authv1beta1.AuthParams) {}, clusterid.ErrInvalid},
-		{"http API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "http://p.example" }, identity.ErrMalformed},
-		{"no API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "" }, identity.ErrMalformed},
+		{"http API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "http://p.example" }, identity.ErrInvalidServer},
+		{"unix API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "unix:///run/k8s.sock" }, identity.ErrInvalidServer},
+		{"no API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "" }, identity.ErrInvalidServer},
 		{"no CA", providerID, func(p *authv1beta1.AuthParams) { p.CA = nil }, identity.ErrMalformed},
 		{"no certificate", providerID, func(p *authv1beta1.AuthParams) { p.SignedCRT = nil }, identity.ErrMalformed},
 	}
@@ -163,6 +166,15 @@ func TestVerifyRejects(t *testing.T) {
 		{"CA not PEM", func(id *authv1beta1.Identity) {
 			id.Spec.AuthParams.CA = []byte("garbage")
 		}, f.key, epoch, identity.ErrMalformed},
+		{"http API server", func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.APIServer = "http://provider.example:6443"
+		}, f.key, epoch, identity.ErrInvalidServer},
+		{"unix API server", func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.APIServer = "unix:///var/run/kubernetes.sock"
+		}, f.key, epoch, identity.ErrInvalidServer},
+		{"API server without host", func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.APIServer = "https:///api"
+		}, f.key, epoch, identity.ErrInvalidServer},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,4 +185,79 @@ func TestVerifyRejects(t *testing.T) {
 			require.ErrorIs(t, err, tt.want)
 		})
 	}
+}
+
+func TestValidateServer(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{
+		"https://provider.example:6443",
+		"https://provider.example",
+		"https://10.0.0.1:6443",
+		"https://[fd00::1]:6443",
+		"https://rancher.example/k8s/clusters/c-abc", // a path, as behind an API proxy
+	} {
+		require.NoError(t, identity.ValidateServer(ok), ok)
+	}
+	for _, bad := range []string{
+		"",
+		"provider.example:6443",
+		"//provider.example:6443",
+		"http://provider.example:6443",
+		"unix:///var/run/kubernetes.sock",
+		"file:///etc/kubernetes/admin.conf",
+		"https://",
+		"https:///api",
+		"https://:6443",
+		"https:provider.example",
+		"HTTPS//provider.example",
+		"https://provider.example:port",
+		"https://user:secret@provider.example",
+		"https://provider.example/?x=1",
+		"https://provider.example/#frag",
+		"https://provider.example:6443\n",
+		" https://provider.example",
+	} {
+		err := identity.ValidateServer(bad)
+		require.ErrorIs(t, err, identity.ErrInvalidServer, bad)
+		require.ErrorIs(t, err, identity.ErrMalformed, bad)
+		require.NotContains(t, err.Error(), "secret", "user information is never quoted")
+	}
+}
+
+func TestCheckProvider(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	require.NoError(t, identity.CheckProvider(f.identity(t), providerID))
+	tests := []struct {
+		name       string
+		providerID string
+		mutate     func(*authv1beta1.Identity)
+		want       error
+	}{
+		{"another provider expected", "cl-other", func(*authv1beta1.Identity) {}, identity.ErrWrongProvider},
+		{"spec names another provider", providerID, func(id *authv1beta1.Identity) { id.Spec.ClusterID = "cl-other" }, identity.ErrWrongProvider},
+		{"no provider in spec", providerID, func(id *authv1beta1.Identity) { id.Spec.ClusterID = "" }, identity.ErrWrongProvider},
+		{"invalid expected provider", "Provider", func(*authv1beta1.Identity) {}, clusterid.ErrInvalid},
+		{"ResourceSlice type", providerID, func(id *authv1beta1.Identity) { id.Spec.Type = authv1beta1.ResourceSliceIdentityType }, identity.ErrMalformed},
+		{"another name", providerID, func(id *authv1beta1.Identity) { id.Name = "controlplane-cl-other" }, identity.ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			id := f.identity(t)
+			tt.mutate(id)
+			require.ErrorIs(t, identity.CheckProvider(id, tt.providerID), tt.want)
+		})
+	}
+}
+
+func ExampleValidateServer() {
+	for _, server := range []string{"https://provider.example:6443", "http://provider.example:6443", "unix:///run/kube.sock"} {
+		err := identity.ValidateServer(server)
+		fmt.Println(server, errors.Is(err, identity.ErrInvalidServer))
+	}
+	// Output:
+	// https://provider.example:6443 false
+	// http://provider.example:6443 true
+	// unix:///run/kube.sock true
 }

@@ -49,6 +49,14 @@ func advice(err error, consumerID string) string {
 			"have the consumer generate it with kubepact generate tenant"
 	case errors.As(err, &denied):
 		return "the provider cluster denied the certificate signing request; see the CertificateSigningRequest's conditions"
+	case errors.Is(err, kubepact.ErrEndpointChanged):
+		return "the provider's Identity names another API server or CA than the kubeconfig this cluster holds for it; " +
+			"if the provider really moved or rotated its CA, run again with --replace-endpoint"
+	case errors.Is(err, identity.ErrWrongProvider):
+		return "this Identity was issued by another provider than --remote-cluster-id names: check which provider sent it"
+	case errors.Is(err, identity.ErrInvalidServer):
+		return "the provider hands out an API server that is not an https URL with a host: " +
+			"it must give its https URL (--api-server-url of authenticate or generate identity)"
 	case errors.Is(err, identity.ErrKeyMismatch):
 		return "this Identity was issued for another key than this cluster's: it answers a Tenant signed with another key " +
 			"(for example one made with --key-file); generate the Tenant on this cluster and ask the provider for a new Identity"

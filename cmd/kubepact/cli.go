@@ -56,7 +56,7 @@ var commands = []command{
 		"Provider: store a consumer's Tenant", applyTenantCommand},
 	{"generate identity", "--remote-cluster-id CONSUMER [-f FILE|-] [flags]",
 		"Provider: accept a consumer's Tenant and print its Identity", generateIdentityCommand},
-	{"apply identity", "FILE|- [flags]",
+	{"apply identity", "--remote-cluster-id PROVIDER FILE|- [flags]",
 		"Consumer: store the provider's Identity and write the kubeconfig Secret", applyIdentityCommand},
 	{"generate key", "--out FILE [--algorithm ALG]",
 		"Write a new cluster key file (PKCS#8 PEM), for Tenants signed offline", generateKeyCommand},
@@ -157,7 +157,7 @@ Offline, files moved by hand:
   provider$ kubepact create nonce --remote-cluster-id CONSUMER > nonce.txt
   consumer$ kubepact generate tenant --remote-cluster-id PROVIDER --nonce "$(cat nonce.txt)" > tenant.yaml
   provider$ kubepact generate identity --remote-cluster-id CONSUMER -f tenant.yaml > identity.yaml
-  consumer$ kubepact apply identity identity.yaml
+  consumer$ kubepact apply identity --remote-cluster-id PROVIDER identity.yaml
 
 Run 'kubepact COMMAND [RESOURCE] -h' for a command's flags.
 `)

@@ -243,7 +243,7 @@ func TestOfflineFlow(t *testing.T) {
 	identityFile := writeFile(t, dir, "identity.yaml", r.stdout)
 
 	// Consumer: apply the Identity.
-	r = step(cmd("apply identity "+identityFile, onConsumer...)...)
+	r = step(cmd("apply identity --remote-cluster-id "+providerID+" "+identityFile, onConsumer...)...)
 	assert.Equal(t, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n"+
 		"  server:    "+provider.cluster.Host()+"\n"+
 		"  user:      "+consumerID+"\n"+
@@ -272,11 +272,107 @@ func TestOfflineFlow(t *testing.T) {
 		// Another Liqo namespace holds another cluster key.
 		other := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace + "-other"}
 		cli(t, "", cmd("generate tenant --remote-cluster-id "+providerID+" --nonce "+text, other...)...).ok(t)
-		r := cli(t, "", cmd("apply identity "+identityFile, other...)...)
+		r := cli(t, "", cmd("apply identity --remote-cluster-id "+providerID+" "+identityFile, other...)...)
 		assert.Equal(t, exitError, r.code)
 		assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepIdentityApplied)+`" failed: `)
 		assert.Contains(t, r.stderr, "this Identity was issued for another key")
 	})
+
+	t.Run("apply identity refuses an Identity from another provider", func(t *testing.T) {
+		before := heldState(t, ctx, providerID)
+		r := cli(t, "", cmd("apply identity "+identityFile, onConsumer...)...)
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, "kubepact: apply identity: --remote-cluster-id is required")
+
+		wrong := unique("cl-provider-wrong")
+		r = cli(t, "", cmd("apply identity --remote-cluster-id "+wrong+" "+identityFile, onConsumer...)...)
+		assert.Equal(t, exitError, r.code)
+		assert.Empty(t, r.stdout)
+		assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepIdentityApplied)+`" failed: `)
+		assert.Contains(t, r.stderr, "this Identity was issued by another provider than --remote-cluster-id names")
+		ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+wrong)
+		require.NoError(t, err)
+		assert.Empty(t, ids)
+		secrets, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+wrong).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, secrets.Items)
+		assert.Equal(t, before, heldState(t, ctx, providerID), "the held Identity and kubeconfig Secret are unchanged")
+	})
+
+	t.Run("a changed endpoint needs --replace-endpoint", func(t *testing.T) {
+		original := readFile(t, identityFile)
+		require.Contains(t, original, "apiServer: "+provider.cluster.Host()+"\n")
+		moved := writeFile(t, dir, "moved.yaml", strings.Replace(original, "apiServer: "+provider.cluster.Host(), "apiServer: https://moved.example:6443", 1))
+		plain := writeFile(t, dir, "http.yaml", strings.Replace(original, "apiServer: "+provider.cluster.Host(), "apiServer: http://moved.example:6443", 1))
+		apply := "apply identity --remote-cluster-id " + providerID + " "
+		before := heldState(t, ctx, providerID)
+
+		r := cli(t, "", cmd(apply+moved, onConsumer...)...)
+		assert.Equal(t, exitError, r.code)
+		assert.Contains(t, r.stderr, "run again with --replace-endpoint")
+		assert.Equal(t, before, heldState(t, ctx, providerID))
+		for _, extra := range [][]string{nil, {"--replace-endpoint"}} {
+			r = cli(t, "", append(cmd(apply+plain, onConsumer...), extra...)...)
+			assert.Equal(t, exitError, r.code)
+			assert.Contains(t, r.stderr, "not an https URL")
+			assert.Equal(t, before, heldState(t, ctx, providerID))
+		}
+
+		r = cli(t, "", append(cmd(apply+moved, onConsumer...), "--replace-endpoint")...).ok(t)
+		assert.Contains(t, r.stdout, "  server:    https://moved.example:6443\n")
+		r = cli(t, "", append(cmd(apply+identityFile, onConsumer...), "--replace-endpoint")...).ok(t)
+		assert.Contains(t, r.stdout, "  server:    "+provider.cluster.Host()+"\n")
+	})
+
+	t.Run("only the protocol's metadata is stored", func(t *testing.T) {
+		// Start from nothing held, so the Identity is created.
+		store := kube.NewIdentityStore(consumer.dynamic)
+		ns, name := "liqo-tenant-"+providerID, identity.ControlPlaneName(providerID)
+		require.NoError(t, store.Delete(ctx, ns, name))
+		err := consumer.client.CoreV1().Secrets(ns).Delete(ctx, kubeconfig.SecretName(name), metav1.DeleteOptions{})
+		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
+
+		var u map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(readFile(t, identityFile)), &u))
+		meta := u["metadata"].(map[string]any)
+		meta["ownerReferences"] = []any{map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": "6b0c1d1e-0000-4000-8000-000000000000", "controller": true,
+		}}
+		meta["finalizers"] = []any{"evil.example/hold"}
+		meta["labels"] = map[string]any{"liqo.io/remote-cluster-id": "cl-evil", "app": "evil"}
+		meta["annotations"] = map[string]any{"evil.example/note": "x"}
+		out, err := yaml.Marshal(u)
+		require.NoError(t, err)
+		poisoned := writeFile(t, dir, "poisoned.yaml", string(out))
+
+		cli(t, "", cmd("apply identity --remote-cluster-id "+providerID+" "+poisoned, onConsumer...)...).ok(t)
+		ids, err := store.List(ctx, ns)
+		require.NoError(t, err)
+		require.Len(t, ids, 1)
+		assert.Empty(t, ids[0].OwnerReferences)
+		assert.Empty(t, ids[0].Finalizers)
+		assert.Empty(t, ids[0].Annotations)
+		assert.Equal(t, map[string]string{"liqo.io/remote-cluster-id": providerID}, ids[0].Labels)
+		sec, err := consumer.client.CoreV1().Secrets(ns).Get(ctx, kubeconfig.SecretName(name), metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Len(t, sec.OwnerReferences, 1)
+		assert.Equal(t, ids[0].UID, sec.OwnerReferences[0].UID)
+	})
+}
+
+// heldObjects are what the consumer cluster holds for a provider, by
+// resource version.
+type heldObjects struct{ identity, secret string }
+
+func heldState(t *testing.T, ctx context.Context, providerID string) heldObjects {
+	t.Helper()
+	ns, name := "liqo-tenant-"+providerID, identity.ControlPlaneName(providerID)
+	ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, ns)
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	sec, err := consumer.client.CoreV1().Secrets(ns).Get(ctx, kubeconfig.SecretName(name), metav1.GetOptions{})
+	require.NoError(t, err)
+	return heldObjects{identity: ids[0].ResourceVersion, secret: sec.ResourceVersion}
 }
 
 // createAsKubectl creates the object printed in path as kubectl apply -f
@@ -373,7 +469,7 @@ func TestOfflineFlowStrict(t *testing.T) {
 	text := strings.TrimSuffix(run("create nonce --remote-cluster-id "+consumerID, onProvider...).stdout, "\n")
 	tenantFile := writeFile(t, dir, "tenant.yaml", run("generate tenant --strict --remote-cluster-id "+providerID+" --nonce "+text, onConsumer...).stdout)
 	identityFile := writeFile(t, dir, "identity.yaml", run("generate identity --policy strict -f "+tenantFile, onProvider...).stdout)
-	run("apply identity "+identityFile, onConsumer...)
+	run("apply identity --remote-cluster-id "+providerID+" "+identityFile, onConsumer...)
 
 	restCfg, _ := issuedConfig(t, ctx, providerID)
 	requireLeastPrivilege(t, ctx, restCfg, "liqo-tenant-"+consumerID)

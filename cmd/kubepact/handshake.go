@@ -96,6 +96,7 @@ func authenticateCommand(f *flags) runFunc {
 	f.Var(&alg, "key-algorithm", "algorithm of the consumer's cluster key if it has none yet: ed25519, ecdsa-p256 or rsa-2048")
 	installCRDs := f.Bool("install-crds", false, "install the authentication.liqo.io CRDs on both clusters first")
 	strict := f.Bool("strict", false, "give the identity a fresh TLS key instead of the cluster key (only kubepact providers accept it)")
+	replace := replaceEndpointFlag(f)
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -109,7 +110,7 @@ func authenticateCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
-		done, err := kubepact.Authenticate(ctx, p.consumer, p.provider, &kubepact.AuthenticateOptions{ProxyURL: *proxyURL})
+		done, err := kubepact.Authenticate(ctx, p.consumer, p.provider, &kubepact.AuthenticateOptions{ProxyURL: *proxyURL, ReplaceEndpoint: *replace})
 		if err != nil {
 			return err
 		}

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -70,11 +67,19 @@ func generateIdentityCommand(f *flags) runFunc {
 func applyIdentityCommand(f *flags) runFunc {
 	cf := localFlags(f, consumerRole)
 	timeout := timeoutFlag(f)
+	providerID := f.String("remote-cluster-id", "", "ID of the provider cluster the Identity must come from (required)")
+	replace := replaceEndpointFlag(f)
 	installCRDs := f.Bool("install-crds", false, "install the authentication.liqo.io CRDs first")
 	return func(ctx context.Context, e *env, args []string) error {
 		path, err := oneArg(args, "the Identity file (or - for standard input)")
 		if err != nil {
 			return err
+		}
+		if err := required("remote-cluster-id", *providerID); err != nil {
+			return err
+		}
+		if err := clusterid.Validate(*providerID); err != nil {
+			return usagef("--remote-cluster-id: %v", err)
 		}
 		id, err := readIdentity(e, path)
 		if err != nil {
@@ -98,7 +103,7 @@ func applyIdentityCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
-		done, err := c.Apply(ctx, cleanIdentity(id))
+		done, err := c.Apply(ctx, *providerID, id, &kubepact.ApplyOptions{ReplaceEndpoint: *replace})
 		if err != nil {
 			return err
 		}
@@ -107,13 +112,7 @@ func applyIdentityCommand(f *flags) runFunc {
 	}
 }
 
-// cleanIdentity returns id's name, namespace, labels, annotations and spec:
-// what a provider may set. The consumer fills the status.
-func cleanIdentity(id *authv1beta1.Identity) *authv1beta1.Identity {
-	return &authv1beta1.Identity{
-		TypeMeta: id.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: id.Name, Namespace: id.Namespace,
-			Labels: maps.Clone(id.Labels), Annotations: maps.Clone(id.Annotations)},
-		Spec: *id.Spec.DeepCopy(),
-	}
+// replaceEndpointFlag registers --replace-endpoint.
+func replaceEndpointFlag(f *flags) *bool {
+	return f.Bool("replace-endpoint", false, "accept an Identity that changes the API server or CA of the kubeconfig already held for the provider")
 }

@@ -17,7 +17,7 @@
 //	verify tenant      anyone, offline: check a Tenant against a nonce
 //	apply tenant       provider: store a consumer's Tenant
 //	generate identity  provider: accept a Tenant, print the Identity
-//	apply identity     consumer: store an Identity, write the kubeconfig Secret
+//	apply identity     consumer: check and store a provider's Identity, write the kubeconfig Secret
 //	generate key       anyone, offline: write a new cluster key file
 //
 // Every command that talks to a cluster takes --kubeconfig (default $KUBECONFIG
@@ -45,7 +45,7 @@
 //	kubepact verify tenant --nonce "$(cat nonce.txt)" tenant.yaml
 //	kubepact generate identity --remote-cluster-id cl-consumer -f tenant.yaml > identity.yaml
 //	# consumer
-//	kubepact apply identity identity.yaml
+//	kubepact apply identity --remote-cluster-id cl-provider identity.yaml
 //
 // Instead of -f, the provider may store the Tenant first (kubepact apply tenant
 // tenant.yaml, or kubectl apply -f tenant.yaml) and then run generate identity
@@ -65,6 +65,18 @@
 // which has no transcript; strict requires one. verify tenant checks the
 // transcript for the provider given by --cluster-id, or else for the provider
 // the transcript names, and says which.
+//
+// # Trusting an Identity
+//
+// apply identity requires --remote-cluster-id, the provider the consumer
+// expects the Identity from: an Identity for any other provider is refused,
+// whatever the file says. The Identity must name an https API server. Once
+// the consumer holds a kubeconfig for a provider, an Identity (or a new run
+// of authenticate) that changes its API server or CA is refused and nothing
+// is written, unless --replace-endpoint says the change is meant; a renewed
+// certificate for the same server and CA needs no flag. Only the name, the
+// provider label and the spec of an Identity are stored: owner references,
+// finalizers, annotations and other labels the provider sent are dropped.
 //
 // # Output
 //

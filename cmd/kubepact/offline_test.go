@@ -293,6 +293,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"create", "nonce"}, "--remote-cluster-id is required"},
 		{[]string{"get", "nonce", "--remote-cluster-id", "-bad-"}, "--remote-cluster-id: invalid cluster ID"},
 		{[]string{"apply", "identity"}, "missing the Identity file"},
+		{[]string{"apply", "identity", "identity.yaml"}, "--remote-cluster-id is required"},
+		{[]string{"apply", "identity", "--remote-cluster-id", "Bad_ID", "identity.yaml"}, "--remote-cluster-id: invalid cluster ID"},
 		{[]string{"apply", "tenant"}, "missing the Tenant file"},
 	} {
 		t.Run(short.Replace(strings.Join(tc.args, " ")), func(t *testing.T) {
@@ -375,6 +377,9 @@ func TestAdvice(t *testing.T) {
 		{step(kubepact.StepIdentityApplied, identity.ErrExpired), "ask the provider for a new Identity"},
 		{step(kubepact.StepTenantApplied, fmt.Errorf("%w: %w", tenant.ErrTranscriptMismatch, keys.ErrBadSignature)), "transcript was signed for another provider"},
 		{step(kubepact.StepNonceSigned, keys.ErrNotFound), "this cluster has no cluster key yet"},
+		{step(kubepact.StepIdentityApplied, fmt.Errorf("%w: API server", kubepact.ErrEndpointChanged)), "run again with --replace-endpoint"},
+		{step(kubepact.StepIdentityApplied, identity.ErrWrongProvider), "issued by another provider than --remote-cluster-id names"},
+		{step(kubepact.StepIdentityApplied, identity.ValidateServer("http://p.example")), "not an https URL"},
 		{errors.New("something else"), ""},
 	} {
 		assert.Contains(t, advice(tc.err, "cl-consumer"), tc.want, tc.err)
