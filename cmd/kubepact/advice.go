@@ -29,6 +29,8 @@ func advice(err error, consumerID string) string {
 	case errors.Is(err, kubepact.ErrInUse):
 		return "ResourceSlices of this consumer still hold identities on the provider: " +
 			"delete those ResourceSlices (their Identities go with them), then run unauthenticate again"
+	case errors.Is(err, nonce.ErrRedeemed):
+		return "another Tenant already redeemed the consumer's nonce; " + newNonce
 	case errors.Is(err, nonce.ErrNotFound):
 		return "the consumer's nonce is gone: it was never issued, or a Tenant already redeemed it; " + newNonce
 	case errors.Is(err, nonce.ErrExpired):

@@ -416,12 +416,16 @@ func TestGenerateIdentityAfterNonceRedeemed(t *testing.T) {
 	assert.Empty(t, r.stdout)
 	assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepTenantApplied)+`" failed: `)
 	assert.Contains(t, r.stderr, "spec.signature")
-	assert.Contains(t, r.stderr, "nonce not found")
-	assert.Contains(t, r.stderr, "ask the provider for a new nonce: kubepact create nonce --remote-cluster-id "+consumerID)
+	assert.Contains(t, r.stderr, "nonce redeemed by another Tenant")
+	assert.Contains(t, r.stderr, "another Tenant already redeemed the consumer's nonce; ask the provider for a new nonce: kubepact create nonce --remote-cluster-id "+consumerID)
+
+	// The first Tenant, sent again, resumes: the nonce stays bound to it.
+	cli(t, "", append([]string{"generate", "identity", "-f", writeFile(t, dir, "again.yaml", first.stdout)}, onProvider...)...).ok(t)
 
 	r = cli(t, "", append([]string{"get", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...)
 	assert.Equal(t, exitError, r.code)
-	assert.Contains(t, r.stderr, "no nonce for consumer "+consumerID+" (none was issued, or a Tenant redeemed it): run 'kubepact create nonce --remote-cluster-id "+consumerID+"' first")
+	assert.Contains(t, r.stderr, "the nonce for consumer "+consumerID+" was redeemed by a Tenant at ")
+	assert.Contains(t, r.stderr, "run 'kubepact create nonce --remote-cluster-id "+consumerID+"' to issue a new one")
 }
 
 func TestUnauthenticateRefusedWhileInUse(t *testing.T) {

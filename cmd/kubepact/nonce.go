@@ -109,6 +109,9 @@ func getNonceCommand(f *flags) runFunc {
 			return fmt.Errorf("no nonce for consumer %s (none was issued, or a Tenant redeemed it): run '%s' first", pf.consumerID, create)
 		case err != nil:
 			return err
+		case entry.Redemption != nil:
+			return fmt.Errorf("the nonce for consumer %s was redeemed by a Tenant at %s: run '%s' to issue a new one",
+				pf.consumerID, entry.Redemption.At.UTC().Format(time.RFC3339), create)
 		case entry.Expired(time.Now(), *ttl):
 			return fmt.Errorf("the nonce for consumer %s expired at %s: run '%s' to issue a new one",
 				pf.consumerID, entry.IssuedAt.Add(*ttl).UTC().Format(time.RFC3339), create)

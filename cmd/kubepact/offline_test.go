@@ -236,7 +236,7 @@ func TestVerifyTenantRejectsOtherDocuments(t *testing.T) {
 	n := newNonce(t)
 	_, good := offlineTenantFile(t, n)
 	for _, tc := range []struct{ name, doc, want string }{
-		{"unknown field", strings.Replace(good, "spec:\n", "spec:\n  bogus: 1\n", 1), `unknown field "bogus"`},
+		{"unknown field", strings.Replace(good, "spec:\n", "spec:\n  bogus: 1\n", 1), `unknown field "spec.bogus"`},
 		{"duplicate field", good + "kind: Tenant\n", `key "kind" already set`},
 		{"another kind", strings.Replace(good, "kind: Tenant", "kind: Identity", 1), `kind "Identity", want authentication.liqo.io/v1beta1 Tenant`},
 		{"another version", strings.Replace(good, "v1beta1", "v1alpha1", 1), `apiVersion "authentication.liqo.io/v1alpha1"`},
