@@ -76,7 +76,11 @@ func ValidateServer(server string) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %w: it does not parse", ErrMalformed, ErrInvalidServer)
-	case u.Scheme != "https" || u.Opaque != "" || u.Hostname() == "":
+	case u.Opaque != "" || u.Hostname() == "":
+		// Redacted leaves an opaque URL ("user:password@host") whole:
+		// quote nothing.
+		return fmt.Errorf("%w: %w: it has no host", ErrMalformed, ErrInvalidServer)
+	case u.Scheme != "https":
 		return fmt.Errorf("%w: %w: %q", ErrMalformed, ErrInvalidServer, u.Redacted())
 	case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return fmt.Errorf("%w: %w: %q has user information, a query or a fragment", ErrMalformed, ErrInvalidServer, u.Redacted())
@@ -189,6 +193,9 @@ func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, n
 		return nil, fmt.Errorf("%w: valid from %s", ErrNotYetValid, cert.NotBefore.UTC().Format(time.RFC3339))
 	case now.After(cert.NotAfter):
 		return nil, fmt.Errorf("%w: valid until %s", ErrExpired, cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if err := keys.Check(cert.PublicKey); err != nil {
+		return nil, fmt.Errorf("%w: spec.authParams.signedCRT: certificate key: %w", ErrMalformed, err)
 	}
 	if !keys.Equal(pub, cert.PublicKey) {
 		return nil, fmt.Errorf("%w: certificate key %s, own key %s", ErrKeyMismatch, keys.Fingerprint(cert.PublicKey), keys.Fingerprint(pub))

@@ -216,6 +216,8 @@ func TestValidateServer(t *testing.T) {
 		"https://provider.example/#frag",
 		"https://provider.example:6443\n",
 		" https://provider.example",
+		"user:secret@provider.example:6443", // opaque: Redacted would keep the password
+		"https:secret@provider.example",
 	} {
 		err := identity.ValidateServer(bad)
 		require.ErrorIs(t, err, identity.ErrInvalidServer, bad)
