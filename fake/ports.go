@@ -322,11 +322,10 @@ func clone(b []byte) []byte { return append([]byte(nil), b...) }
 // groups, and the rules of the ClusterRoles they refer to (verbs, API
 // groups, resources and subresources, resource names, each with "*"). It
 // holds no Roles and does not aggregate ClusterRoles, and nothing else
-// authorizes: no bootstrap roles, no system:masters. A binding that
-// applies to the user but refers to a role it does not hold makes Allowed
-// fail unless another rule allows the request, as a SubjectAccessReview's
-// evaluationError does. ApplyClusterRoleBinding, which is not part of the
-// port, plants bindings made outside kubepact.
+// authorizes: no bootstrap roles, no system:masters. A binding to a role
+// it does not hold grants nothing. Allowed never fails but on a cancelled
+// context. ApplyClusterRoleBinding, which is not part of the port, plants
+// bindings made outside kubepact.
 type RBAC struct {
 	ClusterRoles        objects[*rbacv1.ClusterRole]
 	RoleBindings        objects[*rbacv1.RoleBinding]
@@ -350,33 +349,28 @@ func (a *RBAC) Allowed(ctx context.Context, user string, groups []string, attrs 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	var (
-		missing []string
-		allowed bool
-	)
-	visit := func(namespace string, subjects []rbacv1.Subject, ref rbacv1.RoleRef) {
-		if allowed || !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return subjectMatches(s, namespace, user, groups) }) {
-			return
+	allows := func(namespace string, subjects []rbacv1.Subject, ref rbacv1.RoleRef) bool {
+		if ref.Kind != "ClusterRole" ||
+			!slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return subjectMatches(s, namespace, user, groups) }) {
+			return false
 		}
 		r, ok := a.ClusterRoles.get("", ref.Name)
-		if ref.Kind != "ClusterRole" || !ok {
-			missing = append(missing, ref.Kind+" "+ref.Name)
-			return
-		}
-		allowed = slices.ContainsFunc(r.Rules, func(rule rbacv1.PolicyRule) bool { return ruleAllows(rule, attrs) })
+		return ok && slices.ContainsFunc(r.Rules, func(rule rbacv1.PolicyRule) bool { return ruleAllows(rule, attrs) })
 	}
 	for _, b := range a.ClusterRoleBindings.list("") {
-		visit("", b.Subjects, b.RoleRef)
-	}
-	if attrs.Namespace != "" {
-		for _, b := range a.RoleBindings.list(attrs.Namespace) {
-			visit(b.Namespace, b.Subjects, b.RoleRef)
+		if allows("", b.Subjects, b.RoleRef) {
+			return true, nil
 		}
 	}
-	if !allowed && len(missing) > 0 {
-		return false, fmt.Errorf("fake: reviewing user %q: bindings refer to missing roles %q", user, missing)
+	if attrs.Namespace == "" {
+		return false, nil
 	}
-	return allowed, nil
+	for _, b := range a.RoleBindings.list(attrs.Namespace) {
+		if allows(b.Namespace, b.Subjects, b.RoleRef) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // subjectMatches reports whether s, in a binding in namespace ("" for a

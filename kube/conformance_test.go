@@ -176,3 +176,17 @@ func TestRBACConformance(t *testing.T) {
 		Parallel:  true,
 	})
 }
+
+func TestReviewerConformance(t *testing.T) {
+	rbactest.RunReviewer(t, rbactest.ReviewerHarness{
+		New: func(*testing.T) rbac.Binder { return kube.NewRBAC(provider.client) },
+		ClusterRoleBinding: func(t *testing.T, b *rbacv1.ClusterRoleBinding) {
+			api := provider.client.RbacV1().ClusterRoleBindings()
+			_, err := api.Create(context.Background(), b, metav1.CreateOptions{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = api.Delete(context.Background(), b.Name, metav1.DeleteOptions{}) })
+		},
+		Namespace: ensureNamespace,
+		Parallel:  true,
+	})
+}

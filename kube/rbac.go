@@ -3,9 +3,12 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +20,15 @@ import (
 // errRoleRefChanged makes a RoleBinding whose roleRef changed be re-created.
 var errRoleRefChanged = errors.New("roleRef changed")
 
-// RBAC is an rbac.Applier over the API server.
+// RBAC is an rbac.Binder over the API server.
+//
+// Besides what it applies (clusterroles, and rolebindings in tenant
+// namespaces), its client needs create on
+// subjectaccessreviews.authorization.k8s.io for Allowed; without it
+// Allowed fails with a Forbidden error, and rbac.CheckUnprivileged with it.
 type RBAC struct{ client kubernetes.Interface }
 
-var _ rbac.Applier = (*RBAC)(nil)
+var _ rbac.Binder = (*RBAC)(nil)
 
 // NewRBAC returns an RBAC using client.
 func NewRBAC(client kubernetes.Interface) *RBAC { return &RBAC{client: client} }
@@ -107,4 +115,26 @@ func (a *RBAC) DeleteRoleBinding(ctx context.Context, namespace, name string) er
 		return wrap(err, "deleting", "RoleBinding", namespace, name)
 	}
 	return nil
+}
+
+// Allowed asks the API server with one SubjectAccessReview. A review that
+// allows the request answers true even if an authorizer failed on the
+// way; one that does not, but reports an evaluationError, is an error.
+func (a *RBAC) Allowed(ctx context.Context, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, error) {
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               user,
+		Groups:             slices.Clone(groups),
+		ResourceAttributes: &attrs,
+	}}
+	got, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, wrap(err, "creating", "SubjectAccessReview", "", "for user "+user)
+	}
+	if got.Status.Allowed {
+		return true, nil
+	}
+	if got.Status.EvaluationError != "" {
+		return false, fmt.Errorf("SubjectAccessReview for user %s: evaluation error: %s", user, got.Status.EvaluationError)
+	}
+	return false, nil
 }

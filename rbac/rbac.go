@@ -10,6 +10,28 @@
 //
 // Builders are pure and deterministic: the same inputs give equal objects,
 // with rules and bindings in a fixed order.
+//
+// # Security
+//
+// The user and groups of an identity are names kubepact does not own: a
+// consumer picks its cluster ID, and a cluster ID that names an existing
+// user ("admin", "ci-deployer") or group would inherit every binding made
+// for it. Before it issues a certificate or binds anything, the provider
+// calls CheckUnprivileged, which asks the provider's authorizer (through a
+// Reviewer, a SubjectAccessReview in package kube) about each of
+// PrivilegeProbes for the identity's user and groups, AuthenticatedGroup
+// included, and refuses any identity that may make one of them.
+//
+// # Errors
+//
+// CheckUnprivileged returns a *PrivilegedError, which wraps
+// ErrPrivilegedUser, for a privileged identity, and the Reviewer's error
+// when it cannot tell: it never treats an unanswered question as "no".
+//
+// # Concurrency
+//
+// Builders and CheckUnprivileged share no state; they are as safe for
+// concurrent use as the ports they are given, which must be.
 package rbac
 
 import (

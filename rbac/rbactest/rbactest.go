@@ -1,4 +1,6 @@
-// Package rbactest is the conformance suite of rbac.Applier.
+// Package rbactest holds the conformance suites of rbac.Applier (Run) and
+// of rbac.Reviewer (RunReviewer, which needs an rbac.Binder: it applies
+// the roles it reviews through the port).
 //
 // Run checks the contract written on rbac.Applier:
 //
