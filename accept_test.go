@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubepact/kubepact/internal/weakkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -290,4 +292,36 @@ func TestAcceptRefusesKeylessForgery(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A consumer ID that names a user who already holds permissions would
+// inherit them through the issued certificate: Accept refuses it before
+// signing or binding anything.
+func TestAcceptRefusesAPrivilegedConsumerID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPair(t)
+	require.NoError(t, p.providerCluster.RBAC.ApplyClusterRole(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "everything"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+	}))
+	require.NoError(t, p.providerCluster.RBAC.ApplyClusterRoleBinding(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "someone-made-this-earlier"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: consumerID}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "everything"},
+	}))
+	bindings := len(p.providerCluster.RBAC.RoleBindings.Objects(""))
+
+	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.ErrorIs(t, err, rbac.ErrPrivilegedUser)
+	var pe *rbac.PrivilegedError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, consumerID, pe.User)
+	require.Equal(t, rbac.PrivilegeProbes()[0], pe.Probe)
+	var se *kubepact.StepError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, kubepact.StepCertificateIssued, se.Step)
+	require.Zero(t, p.providerCluster.Signer.Signed(), "nothing signed")
+	require.Len(t, p.providerCluster.RBAC.RoleBindings.Objects(""), bindings, "nothing bound")
+	require.Empty(t, p.providerCluster.Tenants.Objects(""))
 }

@@ -41,7 +41,9 @@ type ProviderPorts struct {
 	Tenants      tenant.Store
 	Signer       csr.Signer
 	Certificates csr.Cache
-	RBAC         rbac.Applier
+	// RBAC binds the consumer's role, after checking (rbac.Reviewer) that
+	// the consumer's user name holds no privilege of its own.
+	RBAC rbac.Binder
 }
 
 // ProviderOptions tunes a Provider. The zero value, like a nil pointer, uses
@@ -174,6 +176,14 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		return nil, stepError(StepTenantApplied, err)
 	}
 	p.step(ctx, Step{Name: StepTenantApplied})
+
+	// The cluster ID becomes a user name: refuse one that already holds
+	// permissions (an "admin" would inherit its bindings). Checked after
+	// the signature, so only a consumer with a valid nonce makes the
+	// provider ask, and before anything is signed or bound.
+	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
+		return nil, stepError(StepCertificateIssued, err)
+	}
 
 	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: consumerID},
 		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, p.opts.Clock.Now())

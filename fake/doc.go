@@ -22,11 +22,17 @@
 //     is not counted and does not bump the resourceVersion. Writes reports
 //     the number of counted writes, Objects what is stored.
 //   - There is no optimistic concurrency (no conflict on a stale
-//     resourceVersion), no admission, no defaulting, no RBAC, no garbage
+//     resourceVersion), no admission, no defaulting, no authorization of
+//     the callers themselves, no garbage
 //     collection of owned objects, no finalizer handling (Delete removes at
 //     once), no watch, and deleting a namespace does not delete what is in
 //     it. Use Faults to see how callers cope with conflicts and other
 //     failures.
+//   - RBAC answers reviews (rbac.Reviewer) from the ClusterRoles,
+//     RoleBindings and ClusterRoleBindings it holds, as Kubernetes RBAC
+//     evaluates them: ApplyClusterRoleBinding, which is not part of the
+//     port, plants grants made outside kubepact. It holds no Roles, does no
+//     aggregation and knows no bootstrap roles or system:masters.
 //   - The Signer signs with a csr.LocalCA in memory; it does not model the
 //     Kubernetes CSR API's objects, garbage collection or signer caps.
 //   - KeyStore, Keyring and the Cluster print redacted: they hold private

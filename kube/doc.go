@@ -16,9 +16,13 @@
 //     tenant.ErrNotFound, ...) and the API error, so both errors.Is and
 //     apierrors.IsNotFound work. Other API errors are wrapped with the
 //     object's kind and name.
-//   - NonceStore.Consume deletes the nonce Secret with UID and
-//     resourceVersion preconditions, so concurrent consumers of one nonce
-//     get it at most once.
+//   - NonceStore.MarkRedeemed records the redemption in annotations of the
+//     nonce Secret with an update conditional on the resourceVersion read,
+//     so of concurrent redeemers exactly one is recorded; Consume deletes
+//     the Secret with UID and resourceVersion preconditions, so concurrent
+//     consumers of one nonce get it at most once.
+//   - RBAC.Allowed asks the API server with a SubjectAccessReview, and
+//     reports an authorizer's evaluation error as an error, never as "no".
 //   - CSRSigner creates a certificates.k8s.io/v1 CertificateSigningRequest,
 //     approves it through a csr.Approver, and watches it until it is issued,
 //     denied, failed or deleted, or the context ends. Re-signing the same
@@ -28,7 +32,9 @@
 //
 // Secrets' data never reaches an error. The provider's credentials need:
 // namespaces (get, create, update, delete), secrets, tenants and
-// rolebindings in tenant namespaces, clusterroles, and for CSRSigner
+// rolebindings in tenant namespaces, clusterroles, create on
+// subjectaccessreviews.authorization.k8s.io (rbac.CheckUnprivileged), and
+// for CSRSigner
 // certificatesigningrequests (create, get, list, watch),
 // certificatesigningrequests/approval (update) and approve on
 // signers/kubernetes.io/kube-apiserver-client.
