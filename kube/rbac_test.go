@@ -114,7 +114,7 @@ func TestCheckUnprivilegedRefusesExistingUsers(t *testing.T) {
 		}
 		require.NoError(t, r.ApplyClusterRole(ctx, role))
 		bindCluster(t, "kubepact-test-cl-impersonator", "cl-impersonator", role.Name)
-		requirePrivileged(t, checkPrivileged(ctx, t, r, "cl-impersonator"), "cl-impersonator", 4)
+		requirePrivileged(t, checkPrivileged(ctx, t, r, "cl-impersonator"), "cl-impersonator", 5)
 	})
 	t.Run("FreshIDPasses", func(t *testing.T) {
 		t.Parallel()
@@ -148,7 +148,7 @@ func TestCheckUnprivilegedRequests(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, rbac.CheckUnprivileged(t.Context(), kube.NewRBAC(client), freshID(t), controlPlaneGroups))
 	require.Equal(t, int64(len(rbac.PrivilegeProbes())), n.Load())
-	require.Equal(t, 6, len(rbac.PrivilegeProbes()))
+	require.Equal(t, 7, len(rbac.PrivilegeProbes()))
 }
 
 // The provider's own client needs create on subjectaccessreviews and

@@ -54,6 +54,7 @@ func ExamplePrivilegeProbes() {
 	}
 	// Output:
 	// get "" secrets "" in ""
+	// get "" secrets "" in "kube-system"
 	// create "" pods "" in "kube-system"
 	// escalate "rbac.authorization.k8s.io" clusterroles "" in ""
 	// bind "rbac.authorization.k8s.io" clusterroles "cluster-admin" in ""

@@ -71,6 +71,8 @@ type Binder interface {
 //   - get secrets in every namespace: every token, key and kubeconfig
 //     stored in Secrets; any ClusterRoleBinding to cluster-admin, admin,
 //     edit or a wildcard role allows it;
+//   - get secrets in kube-system: the system controllers' tokens and the
+//     cluster's own keys, through a RoleBinding there alone;
 //   - create pods in kube-system: run as any of the system controllers'
 //     ServiceAccounts; a RoleBinding to admin or edit in kube-system, or a
 //     wildcard there, allows it;
@@ -90,6 +92,7 @@ type Binder interface {
 func PrivilegeProbes() []authorizationv1.ResourceAttributes {
 	return []authorizationv1.ResourceAttributes{
 		{Verb: "get", Version: "v1", Resource: "secrets"},
+		{Namespace: "kube-system", Verb: "get", Version: "v1", Resource: "secrets"},
 		{Namespace: "kube-system", Verb: "create", Version: "v1", Resource: "pods"},
 		{Verb: "escalate", Group: rbacv1.GroupName, Version: "v1", Resource: "clusterroles"},
 		{Verb: "bind", Group: rbacv1.GroupName, Version: "v1", Resource: "clusterroles", Name: "cluster-admin"},

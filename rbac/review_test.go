@@ -45,6 +45,7 @@ func TestPrivilegeProbes(t *testing.T) {
 	t.Parallel()
 	want := []authorizationv1.ResourceAttributes{
 		{Verb: "get", Version: "v1", Resource: "secrets"},
+		{Namespace: "kube-system", Verb: "get", Version: "v1", Resource: "secrets"},
 		{Namespace: "kube-system", Verb: "create", Version: "v1", Resource: "pods"},
 		{Verb: "escalate", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
 		{Verb: "bind", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Name: "cluster-admin"},
@@ -166,6 +167,7 @@ func TestPrivilegedErrorMessage(t *testing.T) {
 	t.Parallel()
 	for i, want := range []string{
 		"get secrets cluster-wide",
+		"get secrets in namespace kube-system",
 		"create pods in namespace kube-system",
 		"escalate clusterroles.rbac.authorization.k8s.io cluster-wide",
 		"bind clusterroles.rbac.authorization.k8s.io cluster-admin cluster-wide",
