@@ -59,6 +59,9 @@ type Request struct {
 // issued for r. It returns a *DeniedError when the request is denied, an
 // error wrapping ErrFailed when the signer gives up on it, and the context's
 // error when ctx ends first. Implementations are safe for concurrent use.
+// Issue checks what Sign returns with CheckIssued, so a Signer that issues
+// anything but the client certificate asked for makes Issue fail with
+// ErrBadCertificate.
 type Signer interface {
 	Sign(ctx context.Context, r Request) ([]byte, error)
 }
@@ -98,7 +101,8 @@ type CacheEntry struct {
 //
 // Get returns an error wrapping ErrNotFound when nothing is cached for key.
 // Put replaces the entry for key. Delete removes it and succeeds when there
-// is none. Implementations are safe for concurrent use.
+// is none. Implementations are safe for concurrent use. Issue trusts no
+// entry: it returns a cached certificate only when it passes CheckIssued.
 type Cache interface {
 	Get(ctx context.Context, key CacheKey) (CacheEntry, error)
 	Put(ctx context.Context, key CacheKey, e CacheEntry) error
@@ -106,15 +110,21 @@ type Cache interface {
 }
 
 // Issue returns a certificate for r. When c holds a certificate issued for
-// the same CSR that is still valid at now for at least a third of its
-// lifetime, Issue returns it; otherwise it asks s and caches the result.
+// the same CSR that passes CheckIssued at now and has at least a third of its
+// lifetime left, Issue returns it; a cached entry that fails the check is a
+// miss, never an answer, since others may write the cache. Otherwise it asks
+// s and checks the certificate s issued with CheckIssued: one that fails is
+// neither cached nor returned, and Issue returns an error wrapping
+// ErrBadCertificate. A certificate that passes is cached, then returned.
 func Issue(ctx context.Context, s Signer, c Cache, key CacheKey, r Request, now time.Time) ([]byte, error) {
 	if r.CSR == nil {
 		return nil, fmt.Errorf("%w: no checked CSR", ErrFailed)
 	}
 	switch e, err := c.Get(ctx, key); {
-	case err == nil && bytes.Equal(e.CSR, r.CSR.pem) && fresh(e.Certificate, now):
-		return e.Certificate, nil
+	case err == nil && bytes.Equal(e.CSR, r.CSR.pem):
+		if leaf, err := CheckIssued(e.Certificate, r, now); err == nil && fresh(leaf, now) {
+			return e.Certificate, nil
+		}
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return nil, fmt.Errorf("reading certificate cache %s: %w", key.SecretName(), err)
 	}
@@ -122,19 +132,18 @@ func Issue(ctx context.Context, s Signer, c Cache, key CacheKey, r Request, now 
 	if err != nil {
 		return nil, err
 	}
+	if _, err := CheckIssued(cert, r, now); err != nil {
+		return nil, fmt.Errorf("certificate issued for %s: %w", r.CSR.Subject().CommonName, err)
+	}
 	if err := c.Put(ctx, key, CacheEntry{CSR: r.CSR.PEM(), Certificate: cert}); err != nil {
 		return nil, fmt.Errorf("writing certificate cache %s: %w", key.SecretName(), err)
 	}
 	return cert, nil
 }
 
-// fresh reports whether the leaf of certPEM has at least a third of its
-// lifetime left at now.
-func fresh(certPEM []byte, now time.Time) bool {
-	cert, err := ParseCertificate(certPEM)
-	if err != nil {
-		return false
-	}
+// fresh reports whether cert has at least a third of its lifetime left at
+// now.
+func fresh(cert *x509.Certificate, now time.Time) bool {
 	life := cert.NotAfter.Sub(cert.NotBefore)
 	return now.After(cert.NotBefore) && cert.NotAfter.Sub(now) > life/3
 }

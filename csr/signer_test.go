@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/internal/testkeys"
@@ -235,6 +236,10 @@ func TestIssueSignsAgainWhenCacheIsUnusable(t *testing.T) {
 	req := csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: time.Hour}
 	valid, err := ca.ca.Sign(t.Context(), req)
 	require.NoError(t, err)
+	// A certificate that starts an hour from now, from a CA whose clock runs ahead.
+	ahead := newCA(t, caLifetime, csr.LocalCAOptions{Clock: clocktesting.NewFakePassiveClock(epoch.Add(time.Hour))})
+	future, err := ahead.ca.Sign(t.Context(), req)
+	require.NoError(t, err)
 
 	tests := []struct {
 		name  string
@@ -243,7 +248,8 @@ func TestIssueSignsAgainWhenCacheIsUnusable(t *testing.T) {
 	}{
 		{name: "garbage certificate", entry: csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: []byte("garbage")}, now: epoch},
 		{name: "no certificate", entry: csr.CacheEntry{CSR: req.CSR.PEM()}, now: epoch},
-		{name: "before NotBefore", entry: csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: valid}, now: epoch.Add(-time.Hour)},
+		{name: "before NotBefore", entry: csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: future}, now: epoch},
+		{name: "for another CSR", entry: csr.CacheEntry{CSR: []byte("another CSR"), Certificate: valid}, now: epoch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,18 +6,25 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kubepact/kubepact/csr"
 )
@@ -34,11 +41,43 @@ const (
 	MinExpirationSeconds = 600
 )
 
+// ErrForeignCSR reports a CertificateSigningRequest that is not the one
+// kubepact asked for: it asks for another request, signer or usages, or it
+// was replaced by another object (another UID) since it was checked.
+// Approver refuses such an object with an error that wraps both
+// ErrForeignCSR and a *csr.DeniedError, and leaves it untouched.
+var ErrForeignCSR = errors.New("CertificateSigningRequest is not the one kubepact asked for")
+
 // CSRSigner is a csr.Signer over the certificates.k8s.io/v1 API, for the
 // signer kubernetes.io/kube-apiserver-client.
+//
+// Sign re-uses an existing object found by CSRLabel and CSRHashLabel only
+// when it is the object Sign would create: the same spec.request, the
+// signer kubernetes.io/kube-apiserver-client, exactly kubepact's usages
+// (digital signature and client auth, and key encipherment for an RSA key),
+// the same spec.expirationSeconds, and spec.username the user its client
+// authenticates as. Anyone allowed to create CertificateSigningRequests can
+// plant an object with kubepact's labels and the consumer's request but a
+// longer lifetime, other usages, another signer; Sign leaves every such
+// object alone, neither approving nor re-using it, and creates its own.
+//
+// Sign learns its user from the response to its own create or, when an
+// existing object is a candidate before that, from one SelfSubjectReview
+// (allowed to every authenticated user by the default RBAC policy) per
+// CSRSigner. When the API server does not serve or allow the review, Sign
+// re-uses nothing and creates a new object every time.
+//
+// Sign approves the object through its Approver, holding the approval to
+// the object's UID when the Approver offers ApproveUID (as *Approver does),
+// and checks the issued certificate with csr.CheckIssued, against the real
+// clock that the API server's signer also uses, before it returns it.
 type CSRSigner struct {
 	client   kubernetes.Interface
 	approver csr.Approver
+	clock    clock.PassiveClock
+
+	mu   sync.Mutex
+	user string // the user client authenticates as, once known
 }
 
 var _ csr.Signer = (*CSRSigner)(nil)
@@ -46,71 +85,187 @@ var _ csr.Signer = (*CSRSigner)(nil)
 // NewCSRSigner returns a CSRSigner that approves its requests through
 // approver (usually NewApprover over the same client).
 func NewCSRSigner(client kubernetes.Interface, approver csr.Approver) *CSRSigner {
-	return &CSRSigner{client: client, approver: approver}
+	return &CSRSigner{client: client, approver: approver, clock: clock.RealClock{}}
 }
 
 // Sign creates (or re-uses) a CertificateSigningRequest for r, approves it,
-// and waits for the certificate until ctx ends.
+// waits for the certificate until ctx ends, and checks it. A certificate
+// that fails csr.CheckIssued is not returned: the error wraps
+// csr.ErrBadCertificate.
 func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 	if r.CSR == nil {
 		return nil, fmt.Errorf("%w: no checked CSR", csr.ErrFailed)
 	}
-	obj, err := s.ensure(ctx, r)
+	now := s.clock.Now()
+	obj, err := s.ensure(ctx, newCSRObject(r))
 	if err != nil {
 		return nil, err
 	}
-	if cert, done, err := outcomeOf(obj); done {
-		return cert, err
-	}
-	if !hasCondition(obj, certificatesv1.CertificateApproved) {
-		if err := s.approver.Approve(ctx, obj.Name, r.CSR); err != nil {
-			return nil, err
+	cert, done, err := outcomeOf(obj)
+	if !done {
+		if !hasCondition(obj, certificatesv1.CertificateApproved) {
+			if err := s.approve(ctx, obj, r.CSR); err != nil {
+				return nil, err
+			}
 		}
+		cert, err = s.wait(ctx, obj)
 	}
-	return s.wait(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := csr.CheckIssued(cert, r, now); err != nil {
+		return nil, fmt.Errorf("CertificateSigningRequest %s: %w", obj.Name, err)
+	}
+	return cert, nil
 }
 
-// ensure returns the existing CSR object for r's request, or creates one.
-func (s *CSRSigner) ensure(ctx context.Context, r csr.Request) (*certificatesv1.CertificateSigningRequest, error) {
+// newCSRObject returns the CertificateSigningRequest kubepact creates for r.
+func newCSRObject(r csr.Request) *certificatesv1.CertificateSigningRequest {
 	request := r.CSR.PEM()
 	sum := sha256.Sum256(request)
-	digest := hex.EncodeToString(sum[:16])
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: CSRGenerateName,
+			Labels:       map[string]string{CSRLabel: "true", CSRHashLabel: hex.EncodeToString(sum[:16])},
+		},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:           request,
+			SignerName:        certificatesv1.KubeAPIServerClientSignerName,
+			Usages:            usagesFor(r.CSR),
+			ExpirationSeconds: expirationSeconds(r.Lifetime),
+		},
+	}
+}
+
+// usagesFor returns the usages kubepact asks for c: digital signature and
+// client auth, and key encipherment for an RSA key.
+func usagesFor(c *csr.Checked) []certificatesv1.KeyUsage {
+	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	if _, ok := c.PublicKey().(*rsa.PublicKey); ok {
+		usages = append(usages, certificatesv1.UsageKeyEncipherment)
+	}
+	return usages
+}
+
+// expirationSeconds returns spec.expirationSeconds for lifetime: nil for the
+// signer's default, else whole seconds, at least MinExpirationSeconds.
+func expirationSeconds(lifetime time.Duration) *int32 {
+	if lifetime <= 0 {
+		return nil
+	}
+	secs := max(int32(min(lifetime/time.Second, 1<<31-1)), MinExpirationSeconds)
+	return &secs
+}
+
+// specMismatch returns how got fails to ask for exactly what want does (the
+// same request, signer, usages in any order and expirationSeconds), or ""
+// when it does not.
+func specMismatch(got, want *certificatesv1.CertificateSigningRequestSpec) string {
+	sorted := func(u []certificatesv1.KeyUsage) []certificatesv1.KeyUsage {
+		u = slices.Clone(u)
+		slices.Sort(u)
+		return u
+	}
+	seconds := func(p *int32) string {
+		if p == nil {
+			return "unset"
+		}
+		return strconv.Itoa(int(*p))
+	}
+	switch {
+	case !bytes.Equal(got.Request, want.Request):
+		return "another request"
+	case got.SignerName != want.SignerName:
+		return fmt.Sprintf("signer %q, want %q", got.SignerName, want.SignerName)
+	case !slices.Equal(sorted(got.Usages), sorted(want.Usages)):
+		return fmt.Sprintf("usages %q, want %q", got.Usages, want.Usages)
+	case seconds(got.ExpirationSeconds) != seconds(want.ExpirationSeconds):
+		return fmt.Sprintf("expirationSeconds %s, want %s", seconds(got.ExpirationSeconds), seconds(want.ExpirationSeconds))
+	}
+	return ""
+}
+
+// ensure returns kubepact's existing object for want's request, or creates
+// want. An existing object is kubepact's only when it is pending or issued,
+// asks for exactly what want does, and was made by the user s's client
+// authenticates as; ensure ignores any other.
+func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.CertificateSigningRequest) (*certificatesv1.CertificateSigningRequest, error) {
 	api := s.client.CertificatesV1().CertificateSigningRequests()
-	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: CSRLabel + "=true," + CSRHashLabel + "=" + digest})
+	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: CSRLabel + "=true," + CSRHashLabel + "=" + want.Labels[CSRHashLabel]})
 	if err != nil {
 		return nil, fmt.Errorf("listing CertificateSigningRequests: %w", err)
 	}
+	var candidates []*certificatesv1.CertificateSigningRequest
 	for i := range list.Items {
 		obj := &list.Items[i]
-		if bytes.Equal(obj.Spec.Request, request) && obj.DeletionTimestamp == nil &&
+		if obj.DeletionTimestamp == nil && specMismatch(&obj.Spec, &want.Spec) == "" &&
 			!hasCondition(obj, certificatesv1.CertificateDenied) && !hasCondition(obj, certificatesv1.CertificateFailed) {
-			return obj, nil
+			candidates = append(candidates, obj)
 		}
 	}
-	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
-	if _, ok := r.CSR.PublicKey().(*rsa.PublicKey); ok {
-		usages = append(usages, certificatesv1.UsageKeyEncipherment)
+	if len(candidates) > 0 {
+		user, err := s.username(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range candidates {
+			if user != "" && obj.Spec.Username == user {
+				return obj, nil
+			}
+		}
 	}
-	obj := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: CSRGenerateName,
-			Labels:       map[string]string{CSRLabel: "true", CSRHashLabel: digest},
-		},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    request,
-			SignerName: certificatesv1.KubeAPIServerClientSignerName,
-			Usages:     usages,
-		},
-	}
-	if r.Lifetime > 0 {
-		secs := max(int32(min(r.Lifetime/time.Second, 1<<31-1)), MinExpirationSeconds)
-		obj.Spec.ExpirationSeconds = &secs
-	}
-	created, err := api.Create(ctx, obj, metav1.CreateOptions{})
+	created, err := api.Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating CertificateSigningRequest: %w", err)
 	}
+	// The API server sets spec.username to the user who created the object.
+	s.learnUser(created.Spec.Username)
 	return created, nil
+}
+
+// username returns the user s's client authenticates as: the one learnt
+// from s's own create, else the answer of a SelfSubjectReview. It returns ""
+// when the API server does not serve or allow the review.
+func (s *CSRSigner) username(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	user := s.user
+	s.mu.Unlock()
+	if user != "" {
+		return user, nil
+	}
+	review, err := s.client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("creating SelfSubjectReview: %w", err)
+	}
+	s.learnUser(review.Status.UserInfo.Username)
+	return review.Status.UserInfo.Username, nil
+}
+
+func (s *CSRSigner) learnUser(user string) {
+	if user == "" {
+		return
+	}
+	s.mu.Lock()
+	s.user = user
+	s.mu.Unlock()
+}
+
+// uidApprover is an Approver that can hold its approval to one object, as
+// *Approver does.
+type uidApprover interface {
+	ApproveUID(ctx context.Context, name string, uid types.UID, c *csr.Checked) error
+}
+
+// approve approves obj through s's Approver, held to obj's UID when the
+// Approver can.
+func (s *CSRSigner) approve(ctx context.Context, obj *certificatesv1.CertificateSigningRequest, c *csr.Checked) error {
+	if a, ok := s.approver.(uidApprover); ok {
+		return a.ApproveUID(ctx, obj.Name, obj.UID, c)
+	}
+	return s.approver.Approve(ctx, obj.Name, c)
 }
 
 // wait watches obj, from the resourceVersion it was read at, until it is
@@ -179,6 +334,17 @@ func hasCondition(obj *certificatesv1.CertificateSigningRequest, t certificatesv
 
 // Approver is a csr.Approver that approves CertificateSigningRequests
 // through the API server's approval subresource.
+//
+// It approves an object only when it asks for exactly the checked CSR:
+// spec.request is the CSR's PEM, spec.signerName is
+// kubernetes.io/kube-apiserver-client, and spec.usages are exactly
+// kubepact's. It writes the approval to the object as it read it, so the API
+// server holds the object's UID and resourceVersion as preconditions, and on
+// a conflict it reads again and goes on only while the UID is the same: it
+// never approves an object it did not check. Any other object it refuses
+// with an error wrapping ErrForeignCSR and a *csr.DeniedError, and leaves
+// untouched. It cannot tell the lifetime asked for or who asked; CSRSigner
+// checks those, then calls ApproveUID with the UID of the object it checked.
 type Approver struct {
 	client kubernetes.Interface
 }
@@ -188,20 +354,55 @@ var _ csr.Approver = (*Approver)(nil)
 // NewApprover returns an Approver using client.
 func NewApprover(client kubernetes.Interface) *Approver { return &Approver{client: client} }
 
-// Approve marks the CertificateSigningRequest name as approved.
-func (a *Approver) Approve(ctx context.Context, name string, _ *csr.Checked) error {
+// Approve marks the CertificateSigningRequest name as approved, held to the
+// object it reads first.
+func (a *Approver) Approve(ctx context.Context, name string, c *csr.Checked) error {
+	return a.approve(ctx, name, "", c)
+}
+
+// ApproveUID is Approve held to the object uid: it refuses the object name
+// when it is another object, even one asking for the same.
+func (a *Approver) ApproveUID(ctx context.Context, name string, uid types.UID, c *csr.Checked) error {
+	if uid == "" {
+		return fmt.Errorf("approving CertificateSigningRequest %s: %w", name, refusal(name, "no UID to hold the approval to"))
+	}
+	return a.approve(ctx, name, uid, c)
+}
+
+// approve approves the object name, held to uid, or to the UID it first
+// reads when uid is empty.
+func (a *Approver) approve(ctx context.Context, name string, uid types.UID, c *csr.Checked) error {
+	if c == nil {
+		return fmt.Errorf("%w: approving CertificateSigningRequest %s: no checked CSR", csr.ErrFailed, name)
+	}
 	api := a.client.CertificatesV1().CertificateSigningRequests()
 	err := retryOnConflict(ctx, func() error {
 		obj, err := api.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if hasCondition(obj, certificatesv1.CertificateApproved) {
-			return nil
+		if uid == "" {
+			uid = obj.UID
+		}
+		if obj.UID != uid {
+			return refusal(name, fmt.Sprintf("replaced: UID %s, want %s", obj.UID, uid))
+		}
+		// The lifetime is the caller's to check: compare everything else.
+		want := certificatesv1.CertificateSigningRequestSpec{
+			Request:           c.PEM(),
+			SignerName:        certificatesv1.KubeAPIServerClientSignerName,
+			Usages:            usagesFor(c),
+			ExpirationSeconds: obj.Spec.ExpirationSeconds,
+		}
+		if why := specMismatch(&obj.Spec, &want); why != "" {
+			return refusal(name, why)
 		}
 		if hasCondition(obj, certificatesv1.CertificateDenied) {
 			_, _, err := outcomeOf(obj)
 			return err
+		}
+		if hasCondition(obj, certificatesv1.CertificateApproved) {
+			return nil
 		}
 		obj.Status.Conditions = append(obj.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 			Type:           certificatesv1.CertificateApproved,
@@ -210,6 +411,8 @@ func (a *Approver) Approve(ctx context.Context, name string, _ *csr.Checked) err
 			Message:        "Tenant verified by kubepact",
 			LastUpdateTime: metav1.Now(),
 		})
+		// obj carries the UID and resourceVersion read: the API server
+		// answers with a conflict if the object changed or was replaced.
 		_, err = api.UpdateApproval(ctx, name, obj, metav1.UpdateOptions{})
 		return err
 	})
@@ -220,4 +423,9 @@ func (a *Approver) Approve(ctx context.Context, name string, _ *csr.Checked) err
 		return fmt.Errorf("approving CertificateSigningRequest %s: %w", name, err)
 	}
 	return nil
+}
+
+// refusal is the error with which Approver refuses the object name.
+func refusal(name, why string) error {
+	return fmt.Errorf("%w: %w", ErrForeignCSR, &csr.DeniedError{Name: name, Reason: "ForeignRequest", Message: why})
 }

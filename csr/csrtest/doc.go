@@ -6,16 +6,18 @@
 //
 // RunSigner checks that Sign, with an approving Approver, returns a PEM
 // chain whose leaf carries the CSR's subject and public key, is not a CA,
-// is for client authentication and chains to the CA bundle the harness
-// names; that the requested Lifetime is honoured up to the signer's cap
-// (SignerHarness.MaxLifetime), allowing NotBefore to be backdated by five
-// minutes and ten minutes of slack on NotAfter, as Kubernetes' signer
-// backdates and rounds; that signing the same CSR twice succeeds both times
-// with certificates for the same key; that five concurrent Signs of
-// different CSRs all succeed; that a denying Approver makes Sign fail with
-// an error for which errors.As finds a *csr.DeniedError; and that Sign with
-// a cancelled context fails with an error wrapping context.Canceled (or
-// context.DeadlineExceeded, for a signer that also bounds its wait).
+// is for client authentication, chains to the CA bundle the harness names
+// and passes csr.CheckIssued for the request made (no other usage, no
+// longer lifetime than asked); that the requested Lifetime is honoured up
+// to the signer's cap (SignerHarness.MaxLifetime), allowing NotBefore to be
+// backdated by five minutes and ten minutes of slack on NotAfter, as
+// Kubernetes' signer backdates and rounds; that signing the same CSR twice
+// succeeds both times with certificates for the same key; that five
+// concurrent Signs of different CSRs all succeed; that a denying Approver
+// makes Sign fail with an error for which errors.As finds a
+// *csr.DeniedError; and that Sign with a cancelled context fails with an
+// error wrapping context.Canceled (or context.DeadlineExceeded, for a
+// signer that also bounds its wait).
 //
 // Every Sign the suite makes is bounded by SignTimeout, so a signer that
 // never hears back from its approver or its API server fails the test

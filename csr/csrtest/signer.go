@@ -61,10 +61,11 @@ func RunSigner(t *testing.T, h SignerHarness) {
 			t.Run(alg.String(), func(t *testing.T) {
 				parallel(t, h.Parallel)
 				s, ca := h.New(t, h.approver(t))
-				c := newRequest(t, alg)
-				chain, err := sign(t, s, csr.Request{CSR: c})
+				r := csr.Request{CSR: newRequest(t, alg)}
+				before := time.Now()
+				chain, err := sign(t, s, r)
 				require.NoError(t, err)
-				requireIssued(t, chain, ca, c)
+				requireIssued(t, chain, ca, r, before)
 			})
 		}
 	})
@@ -85,11 +86,12 @@ func RunSigner(t *testing.T, h SignerHarness) {
 				if h.MaxLifetime > 0 && h.MaxLifetime < want {
 					want = h.MaxLifetime
 				}
+				r := csr.Request{CSR: req, Lifetime: c.lifetime}
 				before := time.Now()
-				chain, err := sign(t, s, csr.Request{CSR: req, Lifetime: c.lifetime})
+				chain, err := sign(t, s, r)
 				after := time.Now()
 				require.NoError(t, err)
-				leaf := requireIssued(t, chain, ca, req)
+				leaf := requireIssued(t, chain, ca, r, before)
 
 				require.LessOrEqual(t, leaf.NotAfter.Sub(leaf.NotBefore), want+MaxBackdate,
 					"validity from %s to %s", leaf.NotBefore, leaf.NotAfter)
@@ -103,11 +105,12 @@ func RunSigner(t *testing.T, h SignerHarness) {
 	t.Run("SignSameRequestTwice", func(t *testing.T) {
 		parallel(t, h.Parallel)
 		s, ca := h.New(t, h.approver(t))
-		c := newRequest(t, keys.Ed25519)
+		r := csr.Request{CSR: newRequest(t, keys.Ed25519)}
 		for i := range 2 {
-			chain, err := sign(t, s, csr.Request{CSR: c})
+			before := time.Now()
+			chain, err := sign(t, s, r)
 			require.NoError(t, err, "Sign %d", i+1)
-			requireIssued(t, chain, ca, c)
+			requireIssued(t, chain, ca, r, before)
 		}
 	})
 	t.Run("ConcurrentSign", func(t *testing.T) {
@@ -125,6 +128,7 @@ func RunSigner(t *testing.T, h SignerHarness) {
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), SignTimeout)
 		defer cancel()
+		before := time.Now()
 		for i := range reqs {
 			wg.Go(func() {
 				<-start
@@ -135,7 +139,7 @@ func RunSigner(t *testing.T, h SignerHarness) {
 		wg.Wait()
 		for i := range reqs {
 			require.NoError(t, errs[i], "Sign %d", i)
-			requireIssued(t, chains[i], ca, reqs[i])
+			requireIssued(t, chains[i], ca, csr.Request{CSR: reqs[i]}, before)
 		}
 	})
 	t.Run("DeniedRequest", func(t *testing.T) {
@@ -191,10 +195,11 @@ func sign(t *testing.T, s csr.Signer, r csr.Request) ([]byte, error) {
 }
 
 // requireIssued checks that chain is a PEM chain whose leaf is a client
-// certificate for c, not a CA, that chains to caBundle and is valid now. It
-// returns the leaf.
-func requireIssued(t *testing.T, chain, caBundle []byte, c *csr.Checked) *x509.Certificate {
+// certificate for r's CSR, not a CA, that chains to caBundle, is valid now
+// and passes csr.CheckIssued for r asked at before. It returns the leaf.
+func requireIssued(t *testing.T, chain, caBundle []byte, r csr.Request, before time.Time) *x509.Certificate {
 	t.Helper()
+	c := r.CSR
 	var certs []*x509.Certificate
 	for rest := chain; ; {
 		var block *pem.Block
@@ -229,5 +234,7 @@ func requireIssued(t *testing.T, chain, caBundle []byte, c *csr.Checked) *x509.C
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
 	require.NoError(t, err, "verifying the certificate against the CA bundle")
+	_, err = csr.CheckIssued(chain, r, before)
+	require.NoError(t, err, "csr.CheckIssued")
 	return leaf
 }
