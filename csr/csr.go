@@ -10,17 +10,27 @@
 // Check is the provider's policy and is strict where Liqo is lax: the subject
 // must carry exactly the expected CN and exactly one expected O (so no extra
 // groups, no "system:masters", no "system:" group), no SAN of any kind, a
-// valid self-signature, an accepted key (Ed25519, ECDSA P-256/P-384, RSA of
-// at least 2048 bits) and, when the policy names one, exactly the expected
-// public key. Only Check makes a *Checked, and Signers take only a *Checked,
-// so an unchecked request cannot reach a signer through this package.
+// valid self-signature, an accepted key (Ed25519 of large order, ECDSA
+// P-256/P-384, RSA of 2048 to 4096 bits; see keys.Check) and, when the policy
+// names one, exactly the expected public key. Only Check makes a *Checked,
+// and Signers take only a *Checked, so an unchecked request cannot reach a
+// signer through this package.
+//
+// Issue checks every certificate, fresh from a Signer or read from a Cache
+// (a Secret others may write), with CheckIssued before it caches or
+// returns it.
 //
 // # Errors
 //
 // Check wraps one of ErrMalformed, ErrSignature, ErrCommonName,
-// ErrOrganization, ErrSAN, ErrKeyMismatch, or keys.ErrUnsupported/ErrWeak.
-// Signers return *DeniedError when a request is denied and wrap ErrFailed
-// when signing fails.
+// ErrOrganization, ErrSAN, ErrKeyMismatch, or keys.ErrUnsupported, ErrWeak
+// or ErrWeakKey. Signers return *DeniedError when a request is denied and
+// wrap ErrFailed when signing fails. CheckIssued, and Issue for a
+// certificate its Signer issued, wrap ErrBadCertificate when the
+// certificate is not the client certificate asked for: for another key or
+// subject, with a usage beyond client auth, a CA, not valid now, or valid
+// beyond the requested lifetime. A cached certificate that fails the check
+// is signed again, not an error.
 package csr
 
 import (

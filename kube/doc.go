@@ -24,9 +24,14 @@
 //   - RBAC.Allowed asks the API server with a SubjectAccessReview, and
 //     reports an authorizer's evaluation error as an error, never as "no".
 //   - CSRSigner creates a certificates.k8s.io/v1 CertificateSigningRequest,
-//     approves it through a csr.Approver, and watches it until it is issued,
-//     denied, failed or deleted, or the context ends. Re-signing the same
-//     CSR re-uses its existing object.
+//     approves it through a csr.Approver (held to the object's UID), and
+//     watches it until it is issued, denied, failed or deleted, or the
+//     context ends, then checks the certificate with csr.CheckIssued.
+//     Re-signing the same CSR re-uses its existing object only when its
+//     signer, usages, expirationSeconds, request and requesting user are
+//     what CSRSigner would create; objects planted with kubepact's labels
+//     are ignored, never approved. Approver refuses any other object with
+//     ErrForeignCSR and a *csr.DeniedError.
 //
 // # Security
 //
@@ -36,6 +41,8 @@
 // subjectaccessreviews.authorization.k8s.io (rbac.CheckUnprivileged), and
 // for CSRSigner
 // certificatesigningrequests (create, get, list, watch),
-// certificatesigningrequests/approval (update) and approve on
-// signers/kubernetes.io/kube-apiserver-client.
+// certificatesigningrequests/approval (update), approve on
+// signers/kubernetes.io/kube-apiserver-client, and create on
+// selfsubjectreviews.authentication.k8s.io (granted to every authenticated
+// user by system:basic-user).
 package kube
