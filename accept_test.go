@@ -193,6 +193,34 @@ func TestAcceptTrustsNoStoredState(t *testing.T) {
 		require.ErrorIs(t, err, nonce.ErrRedeemed)
 	})
 
+	t.Run("cached certificate for another key", func(t *testing.T) {
+		t.Parallel()
+		p := newPair(t)
+		n, err := p.provider.IssueNonce(ctx, consumerID)
+		require.NoError(t, err)
+		tn := ourTenantFor(t, p, n)
+		_, err = p.provider.Accept(ctx, tn)
+		require.NoError(t, err)
+
+		// Someone who may write the cache Secret swaps in a certificate,
+		// from the same CA, for a key of their own, beside the same CSR.
+		mallory := testkeys.Generate(t, keys.Ed25519)
+		req, err := csr.Create(nil, mallory, csr.ControlPlaneSubject(consumerID))
+		require.NoError(t, err)
+		checked, err := csr.Check(req, csr.ControlPlanePolicy(consumerID, mallory.Public()))
+		require.NoError(t, err)
+		forged, err := p.providerCluster.Signer.CA.Sign(ctx, csr.Request{CSR: checked, Lifetime: time.Hour})
+		require.NoError(t, err)
+		key := csr.CacheKey{ConsumerID: consumerID}
+		entry, err := p.providerCluster.Certificates.Get(ctx, key)
+		require.NoError(t, err)
+		require.NoError(t, p.providerCluster.Certificates.Put(ctx, key, csr.CacheEntry{CSR: entry.CSR, Certificate: forged}))
+
+		id, err := p.provider.Accept(ctx, tn)
+		require.NoError(t, err)
+		requireIdentityFor(t, id, tn)
+	})
+
 	t.Run("cached certificate expired", func(t *testing.T) {
 		t.Parallel()
 		p := newPair(t)
