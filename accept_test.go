@@ -3,7 +3,6 @@ package kubepact_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -83,26 +82,9 @@ func acceptWithFault(t *testing.T, strict bool, target fake.Call, occurrence int
 	n, err := p.provider.IssueNonce(ctx, consumerID)
 	require.NoError(t, err)
 	tn := ourTenantFor(t, p.pair, n)
-	var (
-		mu    sync.Mutex
-		seen  int
-		fired bool
-	)
-	p.faults.Set(func(_ context.Context, c fake.Call) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if c != target || fired {
-			return nil
-		}
-		if seen == occurrence {
-			fired = true
-			return fault
-		}
-		seen++
-		return nil
-	})
+	fired := failOnce(p.faults, target, occurrence, fault)
 	_, err = p.provider.Accept(ctx, tn)
-	require.True(t, fired, "the fault must have been injected")
+	require.True(t, fired(), "the fault must have been injected")
 	require.ErrorIs(t, err, fault)
 	p.faults.Set(nil)
 

@@ -364,8 +364,12 @@ func sameEndpoint(held, next *authv1beta1.Identity) error {
 // redactedURL quotes s without user information, or says it does not parse.
 func redactedURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil {
+	switch {
+	case err != nil:
 		return "(unparsable URL)"
+	case u.Opaque != "":
+		// Redacted keeps an opaque URL ("user:password@host") whole.
+		return "(URL without a host)"
 	}
 	return strconv.Quote(u.Redacted())
 }

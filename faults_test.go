@@ -92,31 +92,42 @@ func TestFaultAtEveryCall(t *testing.T) {
 	}
 }
 
-// runWithFault runs a handshake whose occurrence-th call matching target
-// fails with fault, then runs it again without faults.
-func runWithFault(t *testing.T, strict bool, target fake.Call, occurrence int, fault error) {
-	ctx := context.Background()
-	p := newFaultyPair(t, strict)
+// failOnce makes the occurrence-th call matching target fail with fault,
+// and no other; the function it returns reports whether it has.
+func failOnce(f *fake.Faults, target fake.Call, occurrence int, fault error) (fired func() bool) {
 	var (
-		mu    sync.Mutex
-		seen  int
-		fired bool
+		mu   sync.Mutex
+		seen int
+		done bool
 	)
-	p.faults.Set(func(_ context.Context, c fake.Call) error {
+	f.Set(func(_ context.Context, c fake.Call) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if c != target || fired {
+		if c != target || done {
 			return nil
 		}
 		if seen == occurrence {
-			fired = true
+			done = true
 			return fault
 		}
 		seen++
 		return nil
 	})
+	return func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return done
+	}
+}
+
+// runWithFault runs a handshake whose occurrence-th call matching target
+// fails with fault, then runs it again without faults.
+func runWithFault(t *testing.T, strict bool, target fake.Call, occurrence int, fault error) {
+	ctx := context.Background()
+	p := newFaultyPair(t, strict)
+	fired := failOnce(p.faults, target, occurrence, fault)
 	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
-	require.True(t, fired, "the fault must have been injected")
+	require.True(t, fired(), "the fault must have been injected")
 	require.ErrorIs(t, err, fault)
 	var se *kubepact.StepError
 	require.ErrorAs(t, err, &se, "every failure names its step")
