@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"crypto/ecdh"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -24,6 +25,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/internal/weakkeys"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -203,6 +205,15 @@ func FuzzCheck(f *testing.F) {
 	// signature that cannot verify.
 	f.Add(fuzzUnsignedCSR(f, subject, x25519.PublicKey()))
 	f.Add(fuzzUnsignedCSR(f, subject, key.Public()))
+	// Keys of small order, whose self-signature verifies with no private
+	// key behind it (the neutral point) or for a share of requests.
+	points, _ := weakkeys.SmallOrder()
+	for _, pub := range points {
+		if der, err := x509.CreateCertificateRequest(nil, &x509.CertificateRequest{Subject: subject}, weakkeys.NewSigner(pub)); err == nil {
+			f.Add(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+		}
+		f.Add(fuzzUnsignedCSR(f, subject, ed25519.PublicKey(pub)))
+	}
 	f.Add([]byte{})
 	f.Add(append(bytes.Clone(valid), bytes.Repeat([]byte("\n"), csr.MaxSize)...))
 
@@ -213,7 +224,7 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("Check returned a *Checked and error %q", err)
 			}
 			for _, s := range []error{csr.ErrMalformed, csr.ErrSignature, csr.ErrCommonName, csr.ErrOrganization,
-				csr.ErrSAN, csr.ErrKeyMismatch, keys.ErrUnsupported, keys.ErrWeak} {
+				csr.ErrSAN, csr.ErrKeyMismatch, keys.ErrUnsupported, keys.ErrWeak, keys.ErrWeakKey} {
 				if errors.Is(err, s) {
 					return
 				}
