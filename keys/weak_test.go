@@ -129,3 +129,16 @@ func TestRSALimits(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheckEd25519 is the cost of the small-order and canonical
+// encoding check that every Ed25519 key goes through.
+func BenchmarkCheckEd25519(b *testing.B) {
+	k, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(b, err)
+	pub := k.Public()
+	for b.Loop() {
+		if err := keys.Check(pub); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
