@@ -23,8 +23,9 @@
 // # Errors
 //
 // Check wraps one of ErrMalformed, ErrSignature, ErrCommonName,
-// ErrOrganization, ErrSAN, ErrKeyMismatch, or keys.ErrUnsupported, ErrWeak
-// or ErrWeakKey. Signers return *DeniedError when a request is denied and
+// ErrOrganization, ErrSAN, ErrKeyMismatch, or, for the request's key,
+// keys.ErrMalformed (an Ed25519 key that is not a point on the curve),
+// ErrUnsupported, ErrWeak or ErrWeakKey. Signers return *DeniedError when a request is denied and
 // wrap ErrFailed when signing fails. CheckIssued, and Issue for a
 // certificate its Signer issued, wrap ErrBadCertificate when the
 // certificate is not the client certificate asked for: for another key or

@@ -224,7 +224,7 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("Check returned a *Checked and error %q", err)
 			}
 			for _, s := range []error{csr.ErrMalformed, csr.ErrSignature, csr.ErrCommonName, csr.ErrOrganization,
-				csr.ErrSAN, csr.ErrKeyMismatch, keys.ErrUnsupported, keys.ErrWeak, keys.ErrWeakKey} {
+				csr.ErrSAN, csr.ErrKeyMismatch, keys.ErrMalformed, keys.ErrUnsupported, keys.ErrWeak, keys.ErrWeakKey} {
 				if errors.Is(err, s) {
 					return
 				}

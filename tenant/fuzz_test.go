@@ -266,7 +266,7 @@ var fieldSentinels = map[string][]error{
 	"spec.clusterID": {clusterid.ErrInvalid},
 	"spec.publicKey": {keys.ErrMalformed, keys.ErrUnsupported, keys.ErrWeak, keys.ErrWeakKey},
 	"spec.csr": {csr.ErrMalformed, csr.ErrSignature, csr.ErrCommonName, csr.ErrOrganization,
-		csr.ErrSAN, csr.ErrKeyMismatch, keys.ErrUnsupported, keys.ErrWeak, keys.ErrWeakKey},
+		csr.ErrSAN, csr.ErrKeyMismatch, keys.ErrMalformed, keys.ErrUnsupported, keys.ErrWeak, keys.ErrWeakKey},
 	"spec.signature": {keys.ErrBadSignature, nonce.ErrMalformed},
 	"spec.proxyURL":  {tenant.ErrInvalidProxyURL},
 	"metadata.annotations[" + tenant.TranscriptSignatureAnnotation + "]": {
