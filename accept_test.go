@@ -142,13 +142,24 @@ func TestAcceptTrustsNoStoredState(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, afterPlant.Status.AuthParams, "the old status is kept")
 
-		// Accept judges other on its own: its nonce was never redeemed by it,
-		// and it is redeemed now, so the old certificate is not handed out.
+		// The nonce issued was the one kept for the consumer's verified key:
+		// other, of another key, cannot use it, and the old status is not
+		// handed out.
 		signed := p.providerCluster.Signer.Signed()
 		id, err := p.provider.Accept(ctx, other)
+		require.ErrorIs(t, err, nonce.ErrRedeemed)
+		require.Nil(t, id)
+		require.Equal(t, signed, p.providerCluster.Signer.Signed())
+
+		// Had the nonce been fresh, other would be judged on its own.
+		require.NoError(t, p.provider.Forget(ctx, consumerID))
+		n, err = p.provider.IssueNonce(ctx, consumerID)
+		require.NoError(t, err)
+		other, err = tenant.Build(consumerID, testkeys.Generate(t, keys.Ed25519), n, nil)
+		require.NoError(t, err)
+		id, err = p.provider.Accept(ctx, other)
 		require.NoError(t, err)
 		requireIdentityFor(t, id, other)
-		require.Equal(t, signed+1, p.providerCluster.Signer.Signed(), "a certificate for other's key was signed")
 	})
 
 	t.Run("a stored Tenant whose nonce was redeemed by another", func(t *testing.T) {

@@ -9,7 +9,9 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 // newExampleClusters returns a provider and a consumer over in-memory ports.
@@ -81,9 +83,18 @@ func ExampleProvider_Accept() {
 	fmt.Println("identity:", id.Name, id.Spec.Type)
 	fmt.Println("kubeconfig:", done.Kubeconfig)
 
-	// The nonce was redeemed: a second Tenant signed over it is refused.
-	_, err = provider.Accept(ctx, mustTenant(consumer, provider, n))
-	fmt.Println("replay refused:", errors.Is(err, nonce.ErrNotFound))
+	// The nonce was redeemed, and stays bound to the consumer's key: a
+	// Tenant of another key signed over it is refused.
+	intruder, err := keys.Generate(nil, keys.Ed25519)
+	if err != nil {
+		panic(err)
+	}
+	replay, err := tenant.Build("cl-consumer", intruder, n, nil)
+	if err != nil {
+		panic(err)
+	}
+	_, err = provider.Accept(ctx, replay)
+	fmt.Println("replay refused:", errors.Is(err, nonce.ErrRedeemed))
 	// Output:
 	// tenant: liqo-tenant-cl-consumer/cl-consumer
 	// identity: controlplane-cl-provider ControlPlane

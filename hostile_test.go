@@ -73,11 +73,9 @@ func TestHostileTenants(t *testing.T) {
 		{"reused nonce", func(t *testing.T, p *pair, n nonce.Nonce, key *keys.PrivateKey) *authv1beta1.Tenant {
 			_, err := p.provider.Accept(context.Background(), buildLiqo(t, key, n))
 			require.NoError(t, err)
-			tn := buildLiqo(t, key, n)
-			s := "http://proxy.example:3128" // any change, so it is not the Tenant already accepted
-			tn.Spec.ProxyURL = &s
-			return tn
-		}, nonce.ErrNotFound},
+			// The nonce stays bound to key: another key cannot use it.
+			return buildLiqo(t, testkeys.Generate(t, keys.Ed25519), n)
+		}, nonce.ErrRedeemed},
 		{"expired nonce", func(t *testing.T, p *pair, n nonce.Nonce, key *keys.PrivateKey) *authv1beta1.Tenant {
 			p.clock.Step(nonce.DefaultTTL + time.Second)
 			return buildLiqo(t, key, n)

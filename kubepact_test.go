@@ -18,6 +18,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
@@ -163,10 +164,11 @@ func TestHandshakeIsIdempotent(t *testing.T) {
 
 	second, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
-	// The second run answers a new nonce, so the stored Tenant records the
-	// new signature; nothing else is written.
-	require.Equal(t, tenantWrites+1, p.providerCluster.Tenants.Writes())
-	require.Equal(t, writes+2, p.writes(), "a second handshake writes only the new signature: in the Tenant and the signed-nonce Secret")
+	// The provider keeps the nonce redeemed by the consumer's key, so the
+	// second run signs the same nonce and sends the same Tenant: nothing is
+	// written.
+	require.Equal(t, tenantWrites, p.providerCluster.Tenants.Writes())
+	require.Equal(t, writes, p.writes(), "a second handshake writes nothing")
 	require.Equal(t, first.Identity, second.Identity)
 	require.Equal(t, first.Secret.Data, second.Secret.Data)
 	require.Len(t, p.providerCluster.Tenants.Objects(""), 1)
@@ -270,9 +272,14 @@ func TestAcceptRejectsAndWritesNothing(t *testing.T) {
 			} else {
 				require.NotNil(t, e.Redemption, "the nonce is redeemed before the signature is checked")
 				require.Equal(t, tenant.Digest(tn), e.Redemption.By)
-				// The nonce is spent: the untampered Tenant cannot use it.
-				_, err = p.provider.Accept(ctx, ourTenantFor(t, p, e.Nonce))
+				// The nonce is bound to the key the Tenant claimed: a Tenant
+				// of another key cannot use it, the untampered one can.
+				other, err := tenant.Build(consumerID, testkeys.Generate(t, keys.Ed25519), e.Nonce, nil)
+				require.NoError(t, err)
+				_, err = p.provider.Accept(ctx, other)
 				require.ErrorIs(t, err, nonce.ErrRedeemed)
+				_, err = p.provider.Accept(ctx, ourTenantFor(t, p, e.Nonce))
+				require.NoError(t, err)
 			}
 		})
 	}

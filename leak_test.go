@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -21,6 +22,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
@@ -281,11 +283,14 @@ func TestNoSecretLeaks(t *testing.T) {
 			require.NoError(t, err)
 			scan.secret(name+": transcript signature", tsig)
 			if name == "nonce reused" {
+				// Accepted, the nonce stays bound to the consumer's key:
+				// a Tenant of another key over it is refused.
 				_, err = p.provider.Accept(ctx, tn)
 				require.NoError(t, err)
-				tn.Spec.ProxyURL = nil
-				other := "http://proxy:1"
-				tn.Spec.ProxyURL = &other
+				tn, err = tenant.Build(consumerID, testkeys.Generate(t, keys.Ed25519), n,
+					&tenant.BuildOptions{ProviderID: providerID, Expiry: p.clock.Now().Add(time.Minute)})
+				require.NoError(t, err)
+				scan.secret(name+": other key's nonce signature", tn.Spec.Signature)
 			}
 			mutate(tn)
 			_, err = p.provider.Accept(ctx, tn)
@@ -293,7 +298,9 @@ func TestNoSecretLeaks(t *testing.T) {
 			scan.err(err)
 		}
 
-		// An expired nonce, a denied CSR.
+		// An expired nonce, a denied CSR. Forgotten first, so the nonce
+		// kept for the consumer's verified key is gone.
+		require.NoError(t, p.provider.Forget(ctx, consumerID))
 		n, err := p.provider.IssueNonce(ctx, consumerID)
 		require.NoError(t, err)
 		tn, err := p.consumer.Tenant(ctx, providerID, n, nil)

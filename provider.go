@@ -17,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
@@ -119,7 +120,11 @@ func (p *Provider) nonceOptions() *nonce.Options {
 }
 
 // IssueNonce ensures the tenant namespace of consumerID and returns its
-// current nonce, issuing one when there is none or it expired.
+// current nonce, issuing one when there is none, it expired, or it was
+// redeemed by a Tenant this provider did not accept. The nonce redeemed by
+// the key of the consumer's accepted Tenant is kept, so the consumer
+// re-authenticates with the nonce it holds, as a Liqo consumer must (it
+// refuses a different nonce); any other key still gets nonce.ErrRedeemed.
 func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Nonce, error) {
 	if err := clusterid.Validate(consumerID); err != nil {
 		return nonce.Nonce{}, err
@@ -128,7 +133,11 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 		return nonce.Nonce{}, stepError(StepProviderNamespace, err)
 	}
 	p.step(ctx, Step{Name: StepProviderNamespace})
-	n, err := nonce.Ensure(ctx, p.ports.Nonces, consumerID, p.opts.Clock.Now(), p.nonceOptions())
+	opts := p.nonceOptions()
+	opts.KeepRedeemed = func(ctx context.Context, r nonce.Redemption) (bool, error) {
+		return p.acceptedKey(ctx, consumerID, r.Key)
+	}
+	n, err := nonce.Ensure(ctx, p.ports.Nonces, consumerID, p.opts.Clock.Now(), opts)
 	if err != nil {
 		return nonce.Nonce{}, stepError(StepNonceGenerated, err)
 	}
@@ -142,20 +151,22 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 //
 // A Tenant that fails validation changes nothing. Any other Tenant redeems
 // the consumer's nonce before its signature is checked: the nonce is bound
-// to that Tenant's digest (tenant.Digest), so it backs the verification of
-// one Tenant only, and another Tenant gets nonce.ErrRedeemed. The same
-// Tenant may be accepted again: it is verified again, under the current
-// policy, against the nonce it redeemed, and every later step is
-// idempotent, so a retry after a failure halfway (signing, binding, the
-// status write) resumes where it stopped, and a retry after success returns
-// the same Identity without signing or writing anything new. Nothing stored
-// is trusted on the way: the status is rebuilt from a certificate checked
-// against the verified CSR (see csr.Issue).
+// to that Tenant's digest (tenant.Digest) and the key it claims, so a
+// Tenant claiming another key gets nonce.ErrRedeemed. A new Tenant of the
+// same key (the consumer re-authenticating with the nonce it holds) is
+// verified like the first. The same Tenant may be accepted again: it is
+// verified again, under the current policy, against the nonce it redeemed,
+// and every later step is idempotent, so a retry after a failure halfway
+// (signing, binding, the status write) resumes where it stopped, and a retry
+// after success returns the same Identity without signing or writing
+// anything new. Nothing stored is trusted on the way: the status is rebuilt
+// from a certificate checked against the verified CSR (see csr.Issue).
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	if p.endpoint.Server == "" || len(p.endpoint.CA) == 0 {
 		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's server and CA", ErrInvalidConfig))
 	}
-	if _, err := tenant.Validate(t); err != nil {
+	pub, err := tenant.Validate(t)
+	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
 	consumerID := t.Spec.ClusterID
@@ -165,13 +176,20 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
 	}
 
-	e, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, tenant.Digest(t), p.opts.Clock.Now(), p.nonceOptions())
+	digest := tenant.Digest(t)
+	e, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, nonce.Redeemer{Tenant: digest, Key: keys.Fingerprint(pub)},
+		p.opts.Clock.Now(), p.nonceOptions())
 	if err != nil {
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "spec.signature", Err: err})
 	}
-	// Verified as of its redemption, so a resumed handshake judges the
-	// transcript's expiry as the first attempt did.
-	v, err := tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: e.Redemption.At})
+	// A resumed handshake is judged as of its redemption, so its
+	// transcript's expiry counts as on the first attempt; a new Tenant of
+	// the same key, re-authenticating, is judged now.
+	verifyAt := p.opts.Clock.Now()
+	if bytes.Equal(e.Redemption.By, digest) {
+		verifyAt = e.Redemption.At
+	}
+	v, err := tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: verifyAt})
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
@@ -215,6 +233,29 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	}
 	p.step(ctx, Step{Name: StepTenantStatus})
 	return p.identity(ctx, stored)
+}
+
+// acceptedKey reports whether the Tenant stored for consumerID, which only
+// Accept writes with a status, was accepted with the key of fingerprint
+// key.
+func (p *Provider) acceptedKey(ctx context.Context, consumerID, key string) (bool, error) {
+	if key == "" {
+		return false, nil
+	}
+	stored, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
+	switch {
+	case errors.Is(err, tenant.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case stored.Status.AuthParams == nil:
+		return false, nil
+	}
+	pub, err := keys.ParsePublicKey(stored.Spec.PublicKey)
+	if err != nil {
+		return false, nil // not one this provider accepted
+	}
+	return keys.Fingerprint(pub) == key, nil
 }
 
 // storedTenant returns the Tenant the provider stores for t: its spec, and

@@ -23,7 +23,6 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
-	"github.com/kubepact/kubepact/tenant"
 )
 
 var errResponseLost = errors.New("response lost")
@@ -145,10 +144,12 @@ func checkSingleIdentity(t *testing.T, ctx context.Context, providerID, consumer
 	require.ElementsMatch(t, []string{"liqo-nonce", "liqo-remote-certificate"}, secretNames(secrets.Items), "the certificate cache and the redeemed nonce")
 	e, err := kube.NewNonceStore(provider.client).Get(ctx, consumerID)
 	require.NoError(t, err)
-	require.NotNil(t, e.Redemption, "the nonce is bound to the Tenant that redeemed it")
+	require.NotNil(t, e.Redemption, "the nonce is bound to the key that redeemed it")
 	stored, err := kube.NewTenantStore(provider.dynamic).Get(ctx, tenantNS, consumerID)
 	require.NoError(t, err)
-	require.Equal(t, tenant.Digest(stored), e.Redemption.By)
+	pub, err := keys.ParsePublicKey(stored.Spec.PublicKey)
+	require.NoError(t, err)
+	require.Equal(t, keys.Fingerprint(pub), e.Redemption.Key)
 	ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)

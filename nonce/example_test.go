@@ -168,26 +168,33 @@ func ExampleRedeem() {
 	ctx := context.Background()
 	s := &exampleStore{}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	// The digests of two Tenants (see tenant.Digest).
-	tenantA, tenantB := bytes.Repeat([]byte{0xa}, 32), bytes.Repeat([]byte{0xb}, 32)
+	// Two Tenants of one key, and one of another (see tenant.Digest and
+	// keys.Fingerprint).
+	first := nonce.Redeemer{Tenant: bytes.Repeat([]byte{0xa}, 32), Key: "SHA256:consumer"}
+	second := nonce.Redeemer{Tenant: bytes.Repeat([]byte{0xb}, 32), Key: "SHA256:consumer"}
+	stranger := nonce.Redeemer{Tenant: bytes.Repeat([]byte{0xc}, 32), Key: "SHA256:stranger"}
 
 	issued, _ := nonce.Ensure(ctx, s, "cl-consumer", now, nil)
-	e, err := nonce.Redeem(ctx, s, "cl-consumer", tenantA, now.Add(time.Minute), nil)
+	e, err := nonce.Redeem(ctx, s, "cl-consumer", first, now.Add(time.Minute), nil)
 	fmt.Println(err, e.Nonce.Equal(issued))
 
-	// The same Tenant resumes; another one is refused.
-	e, err = nonce.Redeem(ctx, s, "cl-consumer", tenantA, now.Add(time.Hour), nil)
-	fmt.Println(err, e.Nonce.Equal(issued), e.Redemption.At.Equal(now.Add(time.Minute)))
-	_, err = nonce.Redeem(ctx, s, "cl-consumer", tenantB, now.Add(time.Minute), nil)
+	// The same Tenant resumes, the same key re-authenticates, another key
+	// is refused.
+	_, err = nonce.Redeem(ctx, s, "cl-consumer", first, now.Add(time.Hour), nil)
+	fmt.Println(err)
+	_, err = nonce.Redeem(ctx, s, "cl-consumer", second, now.Add(time.Hour), nil)
+	fmt.Println(err)
+	_, err = nonce.Redeem(ctx, s, "cl-consumer", stranger, now.Add(time.Minute), nil)
 	fmt.Println(errors.Is(err, nonce.ErrRedeemed))
 
 	// A redeemed nonce is replaced by the next Ensure; a late one expires.
 	later, _ := nonce.Ensure(ctx, s, "cl-consumer", now.Add(2*time.Minute), nil)
-	_, err = nonce.Redeem(ctx, s, "cl-consumer", tenantB, now.Add(2*time.Minute+nonce.DefaultTTL), nil)
+	_, err = nonce.Redeem(ctx, s, "cl-consumer", stranger, now.Add(2*time.Minute+nonce.DefaultTTL), nil)
 	fmt.Println(later.Equal(issued), errors.Is(err, nonce.ErrExpired))
 	// Output:
 	// <nil> true
-	// <nil> true true
+	// <nil>
+	// <nil>
 	// true
 	// false true
 }

@@ -8,14 +8,19 @@
 // # Security
 //
 // A nonce is single-use: Redeem binds it, before any signature is checked,
-// to the digest of the one Tenant that redeems it, and a Tenant with another
-// digest gets ErrRedeemed. The same Tenant may redeem it again: a provider
-// that failed halfway (signing, binding, writing the status) resumes where
-// it stopped instead of failing for ever. A nonce expires after a TTL
-// (DefaultTTL unless configured) counted from Entry.IssuedAt, and Redeem
-// reports ErrExpired for one that had expired when it was redeemed. Ensure
-// issues a new nonce in place of a redeemed one. Nonce values print
-// redacted; Text returns the text.
+// to the one Tenant that redeems it (by its digest) and to the key that
+// Tenant claims. The same Tenant may redeem it again: a provider that failed
+// halfway (signing, binding, writing the status) resumes where it stopped
+// instead of failing for ever. Another Tenant claiming the same key may
+// redeem it too: the holder of that key re-authenticates, as a Liqo consumer
+// does, which keeps the nonce it signed and refuses a different one; it
+// could ask for a fresh nonce anyway. A Tenant claiming any other key gets
+// ErrRedeemed. A nonce expires after a TTL (DefaultTTL unless configured)
+// counted from Entry.IssuedAt, and Redeem reports ErrExpired for one that
+// had expired when it was first redeemed. Ensure issues a new nonce in place
+// of a redeemed one unless Options.KeepRedeemed keeps it (a provider keeps
+// the nonce of a consumer it verified). Nonce values print redacted; Text
+// returns the text.
 //
 // # Errors
 //
@@ -63,7 +68,8 @@ var (
 	ErrNotFound = errors.New("nonce not found")
 	// ErrExpired reports a nonce older than its TTL.
 	ErrExpired = errors.New("nonce expired")
-	// ErrRedeemed reports a nonce already redeemed by another Tenant.
+	// ErrRedeemed reports a nonce already redeemed by a Tenant claiming
+	// another key.
 	ErrRedeemed = errors.New("nonce redeemed by another Tenant")
 )
 
@@ -156,11 +162,23 @@ type Redemption struct {
 	// By is the digest of what redeemed the nonce: a Tenant's
 	// tenant.Digest. At most MaxRedeemerSize bytes.
 	By []byte
+	// Key is the fingerprint (keys.Fingerprint) of the key the redeeming
+	// Tenant claims; empty for a redemption recorded without one. At most
+	// MaxRedeemerSize bytes.
+	Key string
 	// At is when it was redeemed.
 	At time.Time
 }
 
-// MaxRedeemerSize bounds Redemption.By.
+// Redeemer is what redeems a nonce: a Tenant, by its digest
+// (tenant.Digest), and the key it claims, by its fingerprint
+// (keys.Fingerprint).
+type Redeemer struct {
+	Tenant []byte
+	Key    string
+}
+
+// MaxRedeemerSize bounds Redemption.By and Redemption.Key.
 const MaxRedeemerSize = 64
 
 // Expired reports whether e is past ttl at time now. An entry claiming to be
@@ -190,12 +208,18 @@ type Store interface {
 }
 
 // Options tunes Ensure and Redeem. The zero value, like a nil *Options, uses
-// crypto/rand.Reader and DefaultTTL.
+// crypto/rand.Reader and DefaultTTL, and Ensure replaces every redeemed
+// nonce.
 type Options struct {
 	// Rand is the source of new nonces.
 	Rand io.Reader
 	// TTL is how long a nonce stays valid.
 	TTL time.Duration
+	// KeepRedeemed, when set, tells Ensure whether to keep a redeemed nonce
+	// (return it again) rather than replace it. A provider keeps the nonce
+	// of a consumer whose key it verified, so that the consumer can
+	// re-authenticate with the nonce it holds. An error fails Ensure.
+	KeepRedeemed func(context.Context, Redemption) (bool, error)
 }
 
 func (o *Options) ttl() time.Duration {
@@ -212,14 +236,23 @@ func (o *Options) rand() io.Reader {
 	return o.Rand
 }
 
-// Ensure returns the unexpired, unredeemed nonce stored for clusterID, or
-// issues and stores a new one at time now. Calling it again before the
-// nonce expires or is redeemed returns the same nonce.
+// Ensure returns the unexpired, unredeemed nonce stored for clusterID, or a
+// redeemed one that opts.KeepRedeemed keeps, or issues and stores a new one
+// at time now. Calling it again before the nonce expires or is redeemed
+// returns the same nonce.
 func Ensure(ctx context.Context, s Store, clusterID string, now time.Time, opts *Options) (Nonce, error) {
 	e, err := s.Get(ctx, clusterID)
 	switch {
 	case err == nil && e.Redemption == nil && !e.Expired(now, opts.ttl()):
 		return e.Nonce, nil
+	case err == nil && e.Redemption != nil && opts != nil && opts.KeepRedeemed != nil:
+		keep, err := opts.KeepRedeemed(ctx, *e.Redemption)
+		if err != nil {
+			return Nonce{}, fmt.Errorf("nonce of %s: %w", clusterID, err)
+		}
+		if keep {
+			return e.Nonce, nil
+		}
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return Nonce{}, fmt.Errorf("reading nonce of %s: %w", clusterID, err)
 	}
@@ -234,25 +267,29 @@ func Ensure(ctx context.Context, s Store, clusterID string, now time.Time, opts 
 }
 
 // Redeem redeems the nonce stored for clusterID at time now on behalf of
-// the Tenant whose digest is by, and returns the entry with its redemption.
-// An unredeemed nonce is bound to by for good, whether or not what was
-// signed with it turns out to verify; a nonce already bound to by is
-// returned again, so the same Tenant resumes a handshake that failed
-// halfway. A nonce bound to anything else fails with ErrRedeemed, one that
-// had expired when it was redeemed with ErrExpired.
-func Redeem(ctx context.Context, s Store, clusterID string, by []byte, now time.Time, opts *Options) (Entry, error) {
-	if len(by) == 0 || len(by) > MaxRedeemerSize {
-		return Entry{}, fmt.Errorf("redeeming nonce of %s: %w: redeemer digest of %d bytes", clusterID, ErrMalformed, len(by))
+// who, and returns the entry with its redemption. An unredeemed nonce is
+// bound to who for good, whether or not what was signed with it turns out
+// to verify. A nonce already bound to who's Tenant is returned again, so the
+// same Tenant resumes a handshake that failed halfway; one bound to another
+// Tenant that claimed who's key is returned too, so the key's holder
+// re-authenticates (the caller still verifies the signature under that
+// key). A nonce bound to any other key fails with ErrRedeemed, one that had
+// expired when it was first redeemed with ErrExpired.
+func Redeem(ctx context.Context, s Store, clusterID string, who Redeemer, now time.Time, opts *Options) (Entry, error) {
+	if len(who.Tenant) == 0 || len(who.Tenant) > MaxRedeemerSize || len(who.Key) > MaxRedeemerSize {
+		return Entry{}, fmt.Errorf("redeeming nonce of %s: %w: redeemer digest of %d bytes, key fingerprint of %d", clusterID, ErrMalformed, len(who.Tenant), len(who.Key))
 	}
-	e, err := s.MarkRedeemed(ctx, clusterID, Redemption{By: bytes.Clone(by), At: now})
+	e, err := s.MarkRedeemed(ctx, clusterID, Redemption{By: bytes.Clone(who.Tenant), Key: who.Key, At: now})
 	if err != nil {
 		return Entry{}, fmt.Errorf("redeeming nonce of %s: %w", clusterID, err)
 	}
 	r := e.Redemption
+	sameTenant := r != nil && subtle.ConstantTimeCompare(r.By, who.Tenant) == 1
+	sameKey := r != nil && who.Key != "" && r.Key == who.Key
 	switch {
 	case r == nil:
 		return Entry{}, fmt.Errorf("redeeming nonce of %s: the store recorded no redemption", clusterID)
-	case subtle.ConstantTimeCompare(r.By, by) != 1:
+	case !sameTenant && !sameKey:
 		return Entry{}, fmt.Errorf("redeeming nonce of %s: %w (%w)", clusterID, ErrRedeemed, ErrNotFound)
 	case e.Expired(r.At, opts.ttl()):
 		return Entry{}, fmt.Errorf("redeeming nonce of %s issued at %s: %w", clusterID, e.IssuedAt.UTC().Format(time.RFC3339), ErrExpired)

@@ -27,6 +27,9 @@ const (
 	RedeemedByAnnotation = "kubepact.io/nonce-redeemed-by"
 	// RedeemedAtAnnotation records when the nonce was redeemed (RFC 3339).
 	RedeemedAtAnnotation = "kubepact.io/nonce-redeemed-at"
+	// RedeemedKeyAnnotation records the fingerprint of the key the
+	// redeeming Tenant claimed (Redemption.Key).
+	RedeemedKeyAnnotation = "kubepact.io/nonce-redeemed-key"
 )
 
 // Secret returns the nonce Secret holding e for consumer clusterID.
@@ -45,6 +48,9 @@ func Secret(clusterID string, e Entry) *corev1.Secret {
 	if r := e.Redemption; r != nil {
 		s.Annotations[RedeemedByAnnotation] = base64.StdEncoding.EncodeToString(r.By)
 		s.Annotations[RedeemedAtAnnotation] = r.At.UTC().Format(time.RFC3339Nano)
+		if r.Key != "" {
+			s.Annotations[RedeemedKeyAnnotation] = r.Key
+		}
 	}
 	return s
 }
@@ -77,7 +83,11 @@ func FromSecret(s *corev1.Secret) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s: %w", s.Namespace, s.Name, ErrMalformed, RedeemedAtAnnotation, err)
 	}
-	e.Redemption = &Redemption{By: digest, At: when}
+	key := s.Annotations[RedeemedKeyAnnotation]
+	if len(key) > MaxRedeemerSize {
+		return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s longer than %d bytes", s.Namespace, s.Name, ErrMalformed, RedeemedKeyAnnotation, MaxRedeemerSize)
+	}
+	e.Redemption = &Redemption{By: digest, Key: key, At: when}
 	return e, nil
 }
 

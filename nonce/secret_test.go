@@ -2,6 +2,7 @@ package nonce_test
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,12 +48,14 @@ func TestSecretRoundTripsARedemption(t *testing.T) {
 	n, err := nonce.Parse(countingText)
 	require.NoError(t, err)
 	issued := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := &nonce.Redemption{By: []byte{1, 2, 3}, At: issued.Add(time.Minute + time.Nanosecond)}
+	r := &nonce.Redemption{By: []byte{1, 2, 3}, Key: "SHA256:abc", At: issued.Add(time.Minute + time.Nanosecond)}
 	s := nonce.Secret(consumer, nonce.Entry{Nonce: n, IssuedAt: issued, Redemption: r})
 	require.Equal(t, "AQID", s.Annotations[nonce.RedeemedByAnnotation])
+	require.Equal(t, "SHA256:abc", s.Annotations[nonce.RedeemedKeyAnnotation])
 	e, err := nonce.FromSecret(s)
 	require.NoError(t, err)
 	require.Equal(t, r.By, e.Redemption.By)
+	require.Equal(t, r.Key, e.Redemption.Key)
 	require.True(t, r.At.Equal(e.Redemption.At))
 }
 
@@ -98,6 +101,12 @@ func TestFromSecretErrors(t *testing.T) {
 			name:        "redeemer too long",
 			data:        map[string][]byte{"nonce": []byte(countingText)},
 			annotations: map[string]string{nonce.RedeemedByAnnotation: base64.StdEncoding.EncodeToString(make([]byte, nonce.MaxRedeemerSize+1)), nonce.RedeemedAtAnnotation: "2026-01-02T03:04:05Z"},
+		},
+		{
+			name: "redeeming key too long",
+			data: map[string][]byte{"nonce": []byte(countingText)},
+			annotations: map[string]string{nonce.RedeemedByAnnotation: "AAAA", nonce.RedeemedAtAnnotation: "2026-01-02T03:04:05Z",
+				nonce.RedeemedKeyAnnotation: strings.Repeat("k", nonce.MaxRedeemerSize+1)},
 		},
 		{
 			name:        "redemption without a time",

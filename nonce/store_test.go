@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,8 +177,10 @@ func TestEnsureErrors(t *testing.T) {
 	}
 }
 
-// digest returns a stand-in for a Tenant's digest.
-func digest(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+// digest returns a stand-in for a Tenant, each of its own key.
+func digest(b byte) nonce.Redeemer {
+	return nonce.Redeemer{Tenant: bytes.Repeat([]byte{b}, 32), Key: fmt.Sprintf("SHA256:key-%d", b)}
+}
 
 func TestRedeem(t *testing.T) {
 	t.Parallel()
@@ -193,7 +196,7 @@ func TestRedeem(t *testing.T) {
 	got, err := nonce.Redeem(t.Context(), s, consumer, digest(1), redeemedAt, nil)
 	require.NoError(t, err)
 	require.True(t, issued.Equal(got.Nonce))
-	require.Equal(t, &nonce.Redemption{By: digest(1), At: redeemedAt}, got.Redemption)
+	require.Equal(t, &nonce.Redemption{By: digest(1).Tenant, Key: digest(1).Key, At: redeemedAt}, got.Redemption)
 
 	// Another Tenant: refused, as ErrRedeemed and, for older callers, ErrNotFound.
 	_, err = nonce.Redeem(t.Context(), s, consumer, digest(2), clk.Now(), nil)
@@ -217,6 +220,53 @@ func TestRedeem(t *testing.T) {
 	require.False(t, fresh.Equal(issued))
 	_, err = nonce.Redeem(t.Context(), s, consumer, digest(1), clk.Now(), nil)
 	require.NoError(t, err, "the fresh nonce is anyone's to redeem")
+}
+
+// The holder of the key that redeemed a nonce re-authenticates with it,
+// with a new Tenant; a Tenant claiming another key cannot; Ensure keeps the
+// nonce when KeepRedeemed says so.
+func TestRedeemBySameKey(t *testing.T) {
+	t.Parallel()
+	clk := clocktesting.NewFakeClock(epoch)
+	s := &memStore{}
+	issued, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), nil)
+	require.NoError(t, err)
+	first := nonce.Redeemer{Tenant: bytes.Repeat([]byte{1}, 32), Key: "SHA256:consumer"}
+	_, err = nonce.Redeem(t.Context(), s, consumer, first, clk.Now(), nil)
+	require.NoError(t, err)
+
+	clk.Step(30 * 24 * time.Hour)
+	var kept []nonce.Redemption
+	keep := &nonce.Options{KeepRedeemed: func(_ context.Context, r nonce.Redemption) (bool, error) {
+		kept = append(kept, r)
+		return r.Key == "SHA256:consumer", nil
+	}}
+	again, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), keep)
+	require.NoError(t, err)
+	require.True(t, issued.Equal(again), "the redeemed nonce is kept")
+	require.Len(t, kept, 1)
+	require.Equal(t, first.Tenant, kept[0].By)
+
+	second := nonce.Redeemer{Tenant: bytes.Repeat([]byte{2}, 32), Key: "SHA256:consumer"}
+	e, err := nonce.Redeem(t.Context(), s, consumer, second, clk.Now(), nil)
+	require.NoError(t, err, "the same key re-authenticates, long after the TTL")
+	require.Equal(t, first.Tenant, e.Redemption.By, "the first redemption stays recorded")
+
+	_, err = nonce.Redeem(t.Context(), s, consumer, nonce.Redeemer{Tenant: second.Tenant, Key: "SHA256:other"}, clk.Now(), nil)
+	require.ErrorIs(t, err, nonce.ErrRedeemed, "another key, even with a known Tenant digest")
+	_, err = nonce.Redeem(t.Context(), s, consumer, nonce.Redeemer{Tenant: second.Tenant}, clk.Now(), nil)
+	require.ErrorIs(t, err, nonce.ErrRedeemed, "no key claimed")
+
+	errKeep := errors.New("tenant store unavailable")
+	_, err = nonce.Ensure(t.Context(), s, consumer, clk.Now(), &nonce.Options{
+		KeepRedeemed: func(context.Context, nonce.Redemption) (bool, error) { return false, errKeep },
+	})
+	require.ErrorIs(t, err, errKeep)
+	fresh, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), &nonce.Options{
+		KeepRedeemed: func(context.Context, nonce.Redemption) (bool, error) { return false, nil },
+	})
+	require.NoError(t, err)
+	require.False(t, fresh.Equal(issued), "a nonce not kept is replaced")
 }
 
 func TestRedeemExpired(t *testing.T) {
@@ -258,13 +308,14 @@ func TestRedeemErrors(t *testing.T) {
 	tests := []struct {
 		name   string
 		store  *memStore
-		digest []byte
+		digest nonce.Redeemer
 		want   error
 	}{
 		{name: "never issued", store: &memStore{}, digest: digest(1), want: nonce.ErrNotFound},
 		{name: "MarkRedeemed fails", store: &memStore{markErr: errStore}, digest: digest(1), want: errStore},
-		{name: "no digest", store: &memStore{}, want: nonce.ErrMalformed},
-		{name: "digest too long", store: &memStore{}, digest: make([]byte, nonce.MaxRedeemerSize+1), want: nonce.ErrMalformed},
+		{name: "no digest", store: &memStore{}, digest: nonce.Redeemer{Key: "SHA256:k"}, want: nonce.ErrMalformed},
+		{name: "digest too long", store: &memStore{}, digest: nonce.Redeemer{Tenant: make([]byte, nonce.MaxRedeemerSize+1)}, want: nonce.ErrMalformed},
+		{name: "key fingerprint too long", store: &memStore{}, digest: nonce.Redeemer{Tenant: []byte{1}, Key: string(make([]byte, nonce.MaxRedeemerSize+1))}, want: nonce.ErrMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

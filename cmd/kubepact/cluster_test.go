@@ -396,8 +396,8 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// TestGenerateIdentityAfterNonceRedeemed sends a second, different Tenant
-// over a nonce the first one redeemed.
+// TestGenerateIdentityAfterNonceRedeemed sends a Tenant of another key over
+// a nonce the first one redeemed.
 func TestGenerateIdentityAfterNonceRedeemed(t *testing.T) {
 	t.Parallel()
 	consumerID, providerID := unique("cl-consumer-redeemed"), unique("cl-provider-redeemed")
@@ -409,8 +409,11 @@ func TestGenerateIdentityAfterNonceRedeemed(t *testing.T) {
 	first := cli(t, "", append([]string{"generate", "tenant", "--remote-cluster-id", providerID, "--nonce", text}, onConsumer...)...).ok(t)
 	cli(t, "", append([]string{"generate", "identity", "-f", writeFile(t, dir, "first.yaml", first.stdout)}, onProvider...)...).ok(t)
 
-	second := cli(t, "", append([]string{"generate", "tenant", "--remote-cluster-id", providerID, "--nonce", text,
-		"--proxy-url", "http://proxy.example:3128"}, onConsumer...)...).ok(t)
+	// A Tenant of another key, offline, over the same nonce.
+	keyFile := filepath.Join(dir, "other-key.pem")
+	cli(t, "", "generate", "key", "--out", keyFile).ok(t)
+	second := cli(t, "", "generate", "tenant", "--key-file", keyFile, "--cluster-id", consumerID,
+		"--remote-cluster-id", providerID, "--nonce", text).ok(t)
 	r := cli(t, second.stdout, append([]string{"generate", "identity", "--remote-cluster-id", consumerID, "-f", "-"}, onProvider...)...)
 	assert.Equal(t, exitError, r.code)
 	assert.Empty(t, r.stdout)
@@ -425,7 +428,11 @@ func TestGenerateIdentityAfterNonceRedeemed(t *testing.T) {
 	r = cli(t, "", append([]string{"get", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...)
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "the nonce for consumer "+consumerID+" was redeemed by a Tenant at ")
-	assert.Contains(t, r.stderr, "run 'kubepact create nonce --remote-cluster-id "+consumerID+"' to issue a new one")
+	assert.Contains(t, r.stderr, "run 'kubepact create nonce --remote-cluster-id "+consumerID+"', which returns it again")
+
+	// create nonce returns it again: the first Tenant's key was accepted.
+	again := strings.TrimSpace(cli(t, "", append([]string{"create", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...).ok(t).stdout)
+	assert.Equal(t, text, again)
 }
 
 func TestUnauthenticateRefusedWhileInUse(t *testing.T) {

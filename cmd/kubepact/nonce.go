@@ -110,7 +110,8 @@ func getNonceCommand(f *flags) runFunc {
 		case err != nil:
 			return err
 		case entry.Redemption != nil:
-			return fmt.Errorf("the nonce for consumer %s was redeemed by a Tenant at %s: run '%s' to issue a new one",
+			return fmt.Errorf("the nonce for consumer %s was redeemed by a Tenant at %s: run '%s', "+
+				"which returns it again for the key the provider accepted with it, or issues a new one",
 				pf.consumerID, entry.Redemption.At.UTC().Format(time.RFC3339), create)
 		case entry.Expired(time.Now(), *ttl):
 			return fmt.Errorf("the nonce for consumer %s expired at %s: run '%s' to issue a new one",

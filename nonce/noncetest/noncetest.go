@@ -315,7 +315,7 @@ func newRedemption(t *testing.T) nonce.Redemption {
 	by := make([]byte, sha256.Size)
 	_, err := rand.Read(by)
 	require.NoError(t, err)
-	return nonce.Redemption{By: by, At: time.Now().Round(0)}
+	return nonce.Redemption{By: by, Key: "SHA256:" + hex.EncodeToString(by[:8]), At: time.Now().Round(0)}
 }
 
 // requireRedemption checks that got records want: the same digest, at a
@@ -324,6 +324,7 @@ func requireRedemption(t *testing.T, want nonce.Redemption, got nonce.Entry) {
 	t.Helper()
 	require.NotNil(t, got.Redemption, "no redemption recorded")
 	require.Equal(t, want.By, got.Redemption.By)
+	require.Equal(t, want.Key, got.Redemption.Key)
 	d := got.Redemption.At.Sub(want.At).Abs()
 	require.Less(t, d, time.Second, "redeemed at %s, want %s", got.Redemption.At, want.At)
 }
