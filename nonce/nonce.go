@@ -26,7 +26,8 @@
 //
 // Parse wraps ErrMalformed. Store implementations and Redeem wrap ErrNotFound
 // when no nonce is stored for a cluster. Redeem wraps ErrRedeemed, and
-// ErrNotFound too, for a nonce redeemed by something else, and ErrExpired.
+// ErrNotFound too, for a nonce redeemed by a Tenant of another key, and
+// ErrExpired.
 // Verify wraps keys.ErrBadSignature.
 //
 // # Concurrency
