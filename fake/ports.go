@@ -404,22 +404,41 @@ func ruleAllows(rule rbacv1.PolicyRule, attrs authorizationv1.ResourceAttributes
 		(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, attrs.Name))
 }
 
-// ApplyClusterRole creates or replaces r.
+// ApplyClusterRole creates r or replaces the stored rules, setting r's
+// labels over the stored ones.
 func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	a.ClusterRoles.apply(r)
+	a.ClusterRoles.applyMerged(r, func(prev, next *rbacv1.ClusterRole) {
+		next.Labels = keepLabels(prev.Labels, next.Labels)
+	})
 	return nil
 }
 
-// ApplyRoleBinding creates or replaces b.
+// ApplyRoleBinding creates b or replaces the stored subjects, setting b's
+// labels over the stored ones; a binding whose roleRef differs is replaced
+// whole, as an API server re-creates it.
 func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	a.RoleBindings.apply(b)
+	a.RoleBindings.applyMerged(b, func(prev, next *rbacv1.RoleBinding) {
+		if prev.RoleRef == next.RoleRef {
+			next.Labels = keepLabels(prev.Labels, next.Labels)
+		}
+	})
 	return nil
+}
+
+// keepLabels returns stored with want's labels set over it.
+func keepLabels(stored, want map[string]string) map[string]string {
+	if len(stored) == 0 {
+		return want
+	}
+	out := maps.Clone(stored)
+	maps.Copy(out, want)
+	return out
 }
 
 // DeleteRoleBinding removes the RoleBinding namespace/name.

@@ -33,8 +33,8 @@ var _ rbac.Binder = (*RBAC)(nil)
 // NewRBAC returns an RBAC using client.
 func NewRBAC(client kubernetes.Interface) *RBAC { return &RBAC{client: client} }
 
-// ApplyClusterRole creates r or brings the stored ClusterRole's labels and
-// rules up to r's.
+// ApplyClusterRole creates r or brings the stored ClusterRole's rules up to
+// r's and sets r's labels on it, keeping the others.
 func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
 	api := a.client.RbacV1().ClusterRoles()
 	err := retryOnConflict(ctx, func() error {
@@ -49,11 +49,12 @@ func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) erro
 		if err != nil {
 			return err
 		}
-		if maps.Equal(cur.Labels, r.Labels) && reflect.DeepEqual(cur.Rules, r.Rules) {
+		labels := mergeLabels(cur.Labels, r.Labels)
+		if maps.Equal(cur.Labels, labels) && reflect.DeepEqual(cur.Rules, r.Rules) {
 			return nil
 		}
 		next := cur.DeepCopy()
-		next.Labels, next.Rules = maps.Clone(r.Labels), r.Rules
+		next.Labels, next.Rules = labels, r.Rules
 		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
 		return err
 	})
@@ -63,8 +64,9 @@ func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) erro
 	return nil
 }
 
-// ApplyRoleBinding creates b or brings the stored RoleBinding up to b,
-// replacing it when its roleRef differs.
+// ApplyRoleBinding creates b or brings the stored RoleBinding's subjects up
+// to b's and sets b's labels on it, keeping the others; it replaces the
+// binding when its roleRef differs.
 func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {
 	api := a.client.RbacV1().RoleBindings(b.Namespace)
 	_, err := api.Create(ctx, b, metav1.CreateOptions{})
@@ -94,11 +96,12 @@ func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) erro
 			}
 			return apierrors.NewConflict(rbacv1.Resource("rolebindings"), b.Name, errRoleRefChanged)
 		}
-		if maps.Equal(cur.Labels, b.Labels) && reflect.DeepEqual(cur.Subjects, b.Subjects) {
+		labels := mergeLabels(cur.Labels, b.Labels)
+		if maps.Equal(cur.Labels, labels) && reflect.DeepEqual(cur.Subjects, b.Subjects) {
 			return nil
 		}
 		next := cur.DeepCopy()
-		next.Labels, next.Subjects = maps.Clone(b.Labels), b.Subjects
+		next.Labels, next.Subjects = labels, b.Subjects
 		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
 		return err
 	})
@@ -106,6 +109,20 @@ func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) erro
 		return wrap(err, "applying", "RoleBinding", b.Namespace, b.Name)
 	}
 	return nil
+}
+
+// mergeLabels returns stored with want's labels set over it; nil when both
+// are empty.
+func mergeLabels(stored, want map[string]string) map[string]string {
+	if len(stored) == 0 && len(want) == 0 {
+		return stored
+	}
+	out := maps.Clone(stored)
+	if out == nil {
+		out = make(map[string]string, len(want))
+	}
+	maps.Copy(out, want)
+	return out
 }
 
 // DeleteRoleBinding removes the RoleBinding namespace/name.

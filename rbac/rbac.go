@@ -47,6 +47,15 @@ import (
 // ControlPlaneClusterRoleName names the ClusterRole of ControlPlane identities.
 const ControlPlaneClusterRoleName = "liqo-remote-controlplane"
 
+// NameLabel is the label by which Liqo finds the roles it binds; the
+// ControlPlane ClusterRole carries it with value ControlPlaneNameValue, as
+// Liqo's own does, so Liqo's Tenant controller finds the role kubepact
+// applies.
+const (
+	NameLabel             = "app.kubernetes.io/name"
+	ControlPlaneNameValue = "remote-controlplane"
+)
+
 // Verbs returns the explicit list of every verb on a resource.
 func Verbs() []string {
 	return []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
@@ -56,8 +65,11 @@ func Verbs() []string {
 // identities in their tenant namespace.
 func ControlPlaneClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneClusterRoleName},
+		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   ControlPlaneClusterRoleName,
+			Labels: map[string]string{NameLabel: ControlPlaneNameValue},
+		},
 		Rules: []rbacv1.PolicyRule{
 			{
 				APIGroups: []string{"authentication.liqo.io"},
@@ -114,11 +126,15 @@ func roleBinding(namespace, consumerID, clusterRole string, subject rbacv1.Subje
 
 // Applier applies RBAC objects on the provider.
 //
-// ApplyClusterRole creates r or replaces the rules and labels of the stored
-// one. ApplyRoleBinding does the same for b, replacing a stored binding whose
-// roleRef differs (roleRef is immutable). DeleteRoleBinding removes a binding
-// and succeeds when there is none. All succeed without writing when nothing
-// changes. Implementations are safe for concurrent use.
+// ApplyClusterRole creates r or replaces the rules of the stored one and sets
+// r's labels on it, keeping the labels it has that r does not name: the
+// ClusterRole may be shared (Liqo installs "liqo-remote-controlplane" too),
+// and others' labels are theirs. ApplyRoleBinding does the same for b's
+// subjects and labels, replacing a stored binding whose roleRef differs
+// (roleRef is immutable). A label kubepact no longer sets is therefore never
+// removed. DeleteRoleBinding removes a binding and succeeds when there is
+// none. All succeed without writing when nothing changes. Implementations
+// are safe for concurrent use.
 type Applier interface {
 	ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error
 	ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error

@@ -19,7 +19,11 @@ func TestControlPlaneClusterRole(t *testing.T) {
 	t.Parallel()
 	want := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: "liqo-remote-controlplane"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "liqo-remote-controlplane",
+			// Liqo's Tenant controller finds the role by this label.
+			Labels: map[string]string{"app.kubernetes.io/name": "remote-controlplane"},
+		},
 		Rules: []rbacv1.PolicyRule{
 			{
 				APIGroups: []string{"authentication.liqo.io"},

@@ -4,11 +4,13 @@
 //
 // Run checks the contract written on rbac.Applier:
 //
-//   - ApplyClusterRole creates a ClusterRole, replaces the rules and labels
-//     of a stored one, and does not write when nothing changes (its
+//   - ApplyClusterRole creates a ClusterRole, replaces the rules of a stored
+//     one and sets its labels over the stored ones, keeping labels it does
+//     not name, and does not write when nothing changes (its
 //     resourceVersion stays);
-//   - ApplyRoleBinding creates a RoleBinding, replaces the subjects and
-//     labels of a stored one, replaces a stored one whose roleRef differs
+//   - ApplyRoleBinding creates a RoleBinding, replaces the subjects of a
+//     stored one and sets its labels over the stored ones, keeping the
+//     others, replaces a stored one whose roleRef differs
 //     (roleRef is immutable on an API server, so an adapter deletes and
 //     creates), and does not write when nothing changes;
 //   - ten concurrent ApplyRoleBindings of one binding all succeed and leave
@@ -136,7 +138,7 @@ func Run(t *testing.T, h Harness) {
 					{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants", "tenants/status"}, Verbs: []string{"get", "update"}},
 				}
 			}},
-			{"Labels", func(r *rbacv1.ClusterRole) { r.Labels = map[string]string{extraKey: "replaced"} }},
+			{"Labels", func(r *rbacv1.ClusterRole) { r.Labels = map[string]string{testKey: "second", extraKey: "added"} }},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				h.parallel(t)
@@ -149,6 +151,34 @@ func Run(t *testing.T, h Harness) {
 				in.requireClusterRole(t, want)
 			})
 		}
+	})
+	t.Run("ApplyClusterRoleKeepsOtherLabels", func(t *testing.T) {
+		h.parallel(t)
+		a, in := h.new(t)
+		first := newClusterRole(t)
+		first.Labels[foreignKey] = "theirs"
+		require.NoError(t, a.ApplyClusterRole(t.Context(), first.DeepCopy()))
+		applied := first.DeepCopy()
+		applied.Labels = map[string]string{testKey: "second"}
+		applied.Rules[0].Verbs = []string{"get"}
+		require.NoError(t, a.ApplyClusterRole(t.Context(), applied.DeepCopy()))
+		want := applied.DeepCopy()
+		want.Labels[foreignKey] = "theirs"
+		in.requireClusterRole(t, want)
+	})
+	t.Run("ApplyRoleBindingKeepsOtherLabels", func(t *testing.T) {
+		h.parallel(t)
+		a, in := h.new(t)
+		first := h.newRoleBinding(t, a)
+		first.Labels[foreignKey] = "theirs"
+		require.NoError(t, a.ApplyRoleBinding(t.Context(), first.DeepCopy()))
+		applied := first.DeepCopy()
+		delete(applied.Labels, foreignKey)
+		changeSubjects(applied, "other")
+		require.NoError(t, a.ApplyRoleBinding(t.Context(), applied.DeepCopy()))
+		want := applied.DeepCopy()
+		want.Labels[foreignKey] = "theirs"
+		in.requireRoleBinding(t, want)
 	})
 	t.Run("ApplyRoleBindingCreates", func(t *testing.T) {
 		h.parallel(t)
@@ -175,7 +205,8 @@ func Run(t *testing.T, h Harness) {
 		}{
 			{"Subjects", func(_ *testing.T, _ rbac.Applier, b *rbacv1.RoleBinding) { changeSubjects(b, "other") }},
 			{"Labels", func(_ *testing.T, _ rbac.Applier, b *rbacv1.RoleBinding) {
-				b.Labels = map[string]string{extraKey: "replaced"}
+				b.Labels[testKey] = "second"
+				b.Labels[extraKey] = "added"
 			}},
 			{"RoleRef", func(t *testing.T, a rbac.Applier, b *rbacv1.RoleBinding) {
 				b.RoleRef.Name = applyClusterRole(t, a).Name
@@ -264,6 +295,8 @@ func Run(t *testing.T, h Harness) {
 const (
 	testKey  = "conformance.kubepact.io/value"
 	extraKey = "conformance.kubepact.io/extra"
+	// foreignKey is a label kubepact does not set, as another controller's.
+	foreignKey = "conformance.kubepact.io/foreign"
 )
 
 func (h Harness) parallel(t *testing.T) {
