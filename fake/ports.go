@@ -7,11 +7,13 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/csr"
@@ -182,12 +184,35 @@ func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 	}), nil
 }
 
-// Delete removes the Tenant namespace/name.
+// Delete removes tenant.Finalizer from the Tenant namespace/name and
+// removes it, unless other finalizers stay: then it keeps the Tenant with
+// those and a deletionTimestamp, as an API server does.
 func (s *TenantStore) Delete(ctx context.Context, namespace, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.delete(namespace, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key(namespace, name)
+	cur, ok := s.items[k]
+	if !ok {
+		return nil
+	}
+	others := slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == tenant.Finalizer })
+	s.writes++
+	if len(others) == 0 {
+		delete(s.items, k)
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.Finalizers = others
+	if next.DeletionTimestamp == nil {
+		now := metav1.Now()
+		next.DeletionTimestamp = &now
+	}
+	s.version++
+	next.ResourceVersion = strconv.Itoa(s.version)
+	s.items[k] = next
 	return nil
 }
 

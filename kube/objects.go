@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -41,6 +42,9 @@ type objectStore[T any, P object[T]] struct {
 	status func(P) any
 	// setSpec and setStatus copy the spec or the status of src into dst.
 	setSpec, setStatus func(dst, src P)
+	// finalizer, when set, is the only finalizer delete removes; when
+	// empty, delete clears them all.
+	finalizer string
 }
 
 func (c *objectStore[T, P]) api(namespace string) dynamic.ResourceInterface {
@@ -207,24 +211,38 @@ func (c *objectStore[T, P]) metaSpecMatches(cur, want P) bool {
 		equality.Semantic.DeepEqual(c.spec(cur), c.spec(want))
 }
 
-// delete removes the object, clearing its finalizers first.
+// delete removes c.finalizer from the object, or all its finalizers when
+// c.finalizer is empty, then deletes it. Finalizers others put on it stay,
+// and keep it, terminating, until they remove them.
 func (c *objectStore[T, P]) delete(ctx context.Context, namespace, name string) error {
-	cur, err := c.get(ctx, namespace, name)
-	if errors.Is(err, c.notFound) {
+	err := retryOnConflict(ctx, func() error {
+		cur, err := c.get(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		fins := cur.GetFinalizers()
+		keep := []string{}
+		if c.finalizer != "" {
+			keep = slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == c.finalizer })
+		}
+		if len(keep) == len(fins) {
+			return nil
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"finalizers":      keep,
+			"resourceVersion": cur.GetResourceVersion(),
+		}})
+		if err != nil {
+			return err
+		}
+		_, err = c.api(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if errors.Is(err, c.notFound) || apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return err
-	}
-	if len(cur.GetFinalizers()) > 0 {
-		patch := fmt.Appendf(nil, `{"metadata":{"finalizers":null,"resourceVersion":%q}}`, cur.GetResourceVersion())
-		_, err := c.api(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return wrap(err, "removing finalizers of", c.kind, namespace, name)
-		}
+		return wrap(err, "removing the finalizer of", c.kind, namespace, name)
 	}
 	err = c.api(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -251,6 +269,7 @@ func NewTenantStore(client dynamic.Interface) *TenantStore {
 		status:    func(t *authv1beta1.Tenant) any { return &t.Status },
 		setSpec:   func(dst, src *authv1beta1.Tenant) { dst.Spec = *src.Spec.DeepCopy() },
 		setStatus: func(dst, src *authv1beta1.Tenant) { dst.Status = *src.Status.DeepCopy() },
+		finalizer: tenant.Finalizer,
 	}}
 }
 
@@ -264,7 +283,8 @@ func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 	return s.crd.apply(ctx, t)
 }
 
-// Delete removes the Tenant namespace/name, clearing its finalizers.
+// Delete removes tenant.Finalizer from the Tenant namespace/name and deletes
+// it; finalizers others put on it stay, and keep it until they remove them.
 func (s *TenantStore) Delete(ctx context.Context, namespace, name string) error {
 	return s.crd.delete(ctx, namespace, name)
 }

@@ -28,9 +28,11 @@ type Namespaces interface {
 // Get returns the Tenant, or an error wrapping ErrNotFound. Apply creates t
 // or replaces the spec, labels, annotations and finalizers of the stored
 // one, and its status too unless t's status is the zero value (then the
-// stored status is kept); it returns what is stored. Delete removes the Tenant
-// (ignoring its finalizers, which belong to the caller) and succeeds when
-// there is none. Implementations are safe for concurrent use.
+// stored status is kept); it returns what is stored. Delete removes
+// Finalizer, the caller's, from the Tenant and deletes it; a finalizer
+// another controller put on it stays and keeps the Tenant, terminating,
+// until that controller removes it. Delete succeeds when there is no
+// Tenant. Implementations are safe for concurrent use.
 type Store interface {
 	Get(ctx context.Context, namespace, name string) (*authv1beta1.Tenant, error)
 	Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error)

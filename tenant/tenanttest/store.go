@@ -2,6 +2,7 @@ package tenanttest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -153,6 +154,25 @@ func RunStore(t *testing.T, h StoreHarness) {
 		_, err = s.Get(t.Context(), want.Namespace, want.Name)
 		require.ErrorIs(t, err, tenant.ErrNotFound, "Get after Delete of a Tenant with a finalizer")
 	})
+	t.Run("DeleteKeepsOthersFinalizers", func(t *testing.T) {
+		parallel(t, h.Parallel)
+		s, want := h.New(t), h.newTenant(t)
+		want.Finalizers = []string{tenant.Finalizer, foreignFinalizer}
+		// Apply, which replaces finalizers, lets the Tenant go at the end.
+		t.Cleanup(func() {
+			gone := want.DeepCopy()
+			gone.Finalizers = nil
+			if _, err := s.Apply(context.Background(), gone); err != nil && !errors.Is(err, tenant.ErrNotFound) {
+				t.Errorf("cleanup: removing the finalizers of Tenant %s/%s: %v", want.Namespace, want.Name, err)
+			}
+		})
+		_, err := s.Apply(t.Context(), want.DeepCopy())
+		require.NoError(t, err)
+		require.NoError(t, s.Delete(t.Context(), want.Namespace, want.Name))
+		got := get(t, s, want)
+		require.Equal(t, []string{foreignFinalizer}, got.Finalizers, "finalizers after Delete")
+		require.NotNil(t, got.DeletionTimestamp, "deletionTimestamp after Delete")
+	})
 	t.Run("NamespacesAreIndependent", func(t *testing.T) {
 		parallel(t, h.Parallel)
 		s, a := h.New(t), h.newTenant(t)
@@ -273,6 +293,9 @@ func changeLabels(tn *authv1beta1.Tenant) {
 func changeAnnotations(tn *authv1beta1.Tenant) {
 	tn.Annotations = map[string]string{testLabel: "second", extraLabel: "added"}
 }
+
+// foreignFinalizer stands for a finalizer another controller owns.
+const foreignFinalizer = "conformance.kubepact.io/foreign"
 
 func addFinalizer(tn *authv1beta1.Tenant) {
 	tn.Finalizers = append(tn.Finalizers, tenant.Finalizer)
