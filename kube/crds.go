@@ -2,7 +2,9 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +23,34 @@ import (
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// InstallCRDs creates or updates the authentication.liqo.io CRDs from the
-// project's generated manifests and waits until the API server serves them.
+// ErrCRDIncompatible reports that an installed CustomResourceDefinition does
+// not serve a field kubepact writes. The error is a *CRDFieldMissingError.
+var ErrCRDIncompatible = errors.New("installed CustomResourceDefinition lacks a field kubepact writes")
+
+// CRDFieldMissingError names the installed CRD and the schema path, in the
+// v1beta1 version's openAPIV3Schema, of a field kubepact writes but the CRD
+// does not declare, so that the API server would prune it.
+type CRDFieldMissingError struct {
+	CRD   string // for example "tenants.authentication.liqo.io"
+	Field string // for example "spec.publicKey"; empty when the version itself is missing
+}
+
+func (e *CRDFieldMissingError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("CustomResourceDefinition %s does not serve version v1beta1", e.CRD)
+	}
+	return fmt.Sprintf("CustomResourceDefinition %s does not declare field %s", e.CRD, e.Field)
+}
+
+// Is makes errors.Is(err, ErrCRDIncompatible) true.
+func (e *CRDFieldMissingError) Is(target error) bool { return target == ErrCRDIncompatible }
+
+// InstallCRDs creates the authentication.liqo.io CRDs that are missing, from
+// the project's generated manifests (which carry Liqo v1.2's schemas), and
+// waits until the API server serves them. It never updates a CRD that
+// exists, such as one installed by Liqo: it checks instead that the CRD
+// serves v1beta1 with every field of kubepact's schema, and otherwise returns
+// a *CRDFieldMissingError, which matches ErrCRDIncompatible.
 func InstallCRDs(ctx context.Context, client dynamic.Interface) error {
 	api := client.Resource(crdResource)
 	var names []string
@@ -33,15 +61,19 @@ func InstallCRDs(ctx context.Context, client dynamic.Interface) error {
 		}
 		names = append(names, u.GetName())
 		cur, err := api.Get(ctx, u.GetName(), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
+		if apierrors.IsNotFound(err) {
 			_, err = api.Create(ctx, u, metav1.CreateOptions{})
-		case err == nil:
-			u.SetResourceVersion(cur.GetResourceVersion())
-			_, err = api.Update(ctx, u, metav1.UpdateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				cur, err = api.Get(ctx, u.GetName(), metav1.GetOptions{})
+			}
 		}
 		if err != nil {
 			return wrap(err, "installing", "CustomResourceDefinition", "", u.GetName())
+		}
+		if cur != nil {
+			if err := checkCRD(u, cur); err != nil {
+				return err
+			}
 		}
 	}
 	for _, name := range names {
@@ -50,6 +82,94 @@ func InstallCRDs(ctx context.Context, client dynamic.Interface) error {
 		}
 	}
 	return nil
+}
+
+// checkCRD returns a *CRDFieldMissingError when the v1beta1 schema of have
+// lacks a field declared by the v1beta1 schema of want.
+func checkCRD(want, have *unstructured.Unstructured) error {
+	wantSchema := versionSchema(want)
+	haveSchema := versionSchema(have)
+	if haveSchema == nil {
+		return &CRDFieldMissingError{CRD: have.GetName()}
+	}
+	if field := missingField(wantSchema, haveSchema, ""); field != "" {
+		return &CRDFieldMissingError{CRD: have.GetName(), Field: field}
+	}
+	return nil
+}
+
+// versionSchema returns the openAPIV3Schema of the served v1beta1 version of
+// a CRD, or nil when there is none.
+func versionSchema(u *unstructured.Unstructured) map[string]any {
+	versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+	for _, v := range versions {
+		m, ok := v.(map[string]any)
+		if !ok || m["name"] != "v1beta1" || m["served"] != true {
+			continue
+		}
+		s, _, _ := unstructured.NestedMap(m, "schema", "openAPIV3Schema")
+		if s == nil {
+			// No schema to prune with: every field is kept.
+			return map[string]any{"x-kubernetes-preserve-unknown-fields": true}
+		}
+		return s
+	}
+	return nil
+}
+
+// missingField returns the path of the first field, in sorted order, that
+// want declares and have neither declares nor preserves.
+func missingField(want, have map[string]any, path string) string {
+	if have["x-kubernetes-preserve-unknown-fields"] == true {
+		return ""
+	}
+	if items, ok := want["items"].(map[string]any); ok {
+		haveItems, _ := have["items"].(map[string]any)
+		if haveItems == nil {
+			return path + "[]"
+		}
+		if f := missingField(items, haveItems, path+"[]"); f != "" {
+			return f
+		}
+	}
+	if add, ok := want["additionalProperties"].(map[string]any); ok {
+		haveAdd, _ := have["additionalProperties"].(map[string]any)
+		if haveAdd == nil {
+			return path + "{}"
+		}
+		if f := missingField(add, haveAdd, path+"{}"); f != "" {
+			return f
+		}
+	}
+	props, _ := want["properties"].(map[string]any)
+	haveProps, _ := have["properties"].(map[string]any)
+	haveAdd, _ := have["additionalProperties"].(map[string]any)
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if path == "" && (k == "metadata" || k == "apiVersion" || k == "kind") {
+			continue
+		}
+		p := k
+		if path != "" {
+			p = path + "." + k
+		}
+		sub, _ := props[k].(map[string]any)
+		haveSub, ok := haveProps[k].(map[string]any)
+		if !ok {
+			if haveAdd == nil {
+				return p
+			}
+			haveSub = haveAdd
+		}
+		if f := missingField(sub, haveSub, p); f != "" {
+			return f
+		}
+	}
+	return ""
 }
 
 // waitEstablished watches the CRD name until its Established condition is true.

@@ -60,6 +60,7 @@ func TestCRDFiles(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{
 		"authentication.liqo.io_identities.yaml",
+		"authentication.liqo.io_renews.yaml",
 		"authentication.liqo.io_resourceslices.yaml",
 		"authentication.liqo.io_tenants.yaml",
 	}, names)
@@ -73,6 +74,7 @@ func TestCRDs(t *testing.T) {
 		{file: "authentication.liqo.io_tenants.yaml", kind: "Tenant", plural: "tenants", singular: "tenant"},
 		{file: "authentication.liqo.io_identities.yaml", kind: "Identity", plural: "identities", singular: "identity"},
 		{file: "authentication.liqo.io_resourceslices.yaml", kind: "ResourceSlice", plural: "resourceslices", singular: "resourceslice"},
+		{file: "authentication.liqo.io_renews.yaml", kind: "Renew", plural: "renews", singular: "renew"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {
@@ -154,6 +156,7 @@ func TestCRDsDescribeEveryField(t *testing.T) {
 		{file: "authentication.liqo.io_tenants.yaml", obj: fullTenant()},
 		{file: "authentication.liqo.io_identities.yaml", obj: fullIdentity()},
 		{file: "authentication.liqo.io_resourceslices.yaml", obj: fullResourceSlice()},
+		{file: "authentication.liqo.io_renews.yaml", obj: fullRenew()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

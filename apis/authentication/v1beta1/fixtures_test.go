@@ -120,6 +120,31 @@ func fullResourceSlice() *authv1beta1.ResourceSlice {
 			Resources: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("1500m"),
 			},
+			StorageClasses:      []authv1beta1.StorageType{{StorageClassName: "standard", Default: true}},
+			IngressClasses:      []authv1beta1.IngressType{{IngressClassName: "nginx", Default: true}},
+			LoadBalancerClasses: []authv1beta1.LoadBalancerType{{LoadBalancerClassName: "metallb"}},
+			NodeLabels:          map[string]string{"liqo.io/provider": "cl-provider"},
+			NodeSelector:        map[string]string{"kubernetes.io/os": "linux"},
 		},
+	}
+}
+
+// fullRenew returns a Renew with every field set.
+func fullRenew() *authv1beta1.Renew {
+	return &authv1beta1.Renew{
+		TypeMeta: metav1.TypeMeta{APIVersion: "authentication.liqo.io/v1beta1", Kind: "Renew"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              "renew-a",
+			Namespace:         "liqo-tenant-cl-consumer",
+			CreationTimestamp: created,
+		},
+		Spec: authv1beta1.RenewSpec{
+			ConsumerClusterID: "cl-consumer",
+			PublicKey:         []byte("public key"),
+			CSR:               []byte("renew csr"),
+			IdentityType:      authv1beta1.ResourceSliceIdentityType,
+			ResourceSliceRef:  &corev1.LocalObjectReference{Name: "slice-a"},
+		},
+		Status: authv1beta1.RenewStatus{AuthParams: fullAuthParams()},
 	}
 }

@@ -17,10 +17,12 @@ const (
 	TenantKind        = "Tenant"
 	IdentityKind      = "Identity"
 	ResourceSliceKind = "ResourceSlice"
+	RenewKind         = "Renew"
 
 	TenantResource        = "tenants"
 	IdentityResource      = "identities"
 	ResourceSliceResource = "resourceslices"
+	RenewResource         = "renews"
 )
 
 var (
@@ -36,6 +38,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Tenant{}, &TenantList{},
 		&Identity{}, &IdentityList{},
 		&ResourceSlice{}, &ResourceSliceList{},
+		&Renew{}, &RenewList{},
 	)
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil

@@ -9,10 +9,13 @@ import (
 // the server's CA, the signed client certificate and the server URL.
 type AuthParams struct {
 	// CA is the PEM certificate bundle of the provider's API server.
+	// +optional
 	CA []byte `json:"ca"`
 	// SignedCRT is the PEM client certificate issued for the consumer.
+	// +optional
 	SignedCRT []byte `json:"signedCRT"`
 	// APIServer is the URL of the provider's API server.
+	// +optional
 	APIServer string `json:"apiServer"`
 	// ProxyURL is the URL of a proxy in front of the API server, if any.
 	// +optional
@@ -54,7 +57,10 @@ const (
 
 // TenantSpec is what a consumer sends to a provider to be authenticated.
 type TenantSpec struct {
-	// ClusterID is the consumer's cluster ID.
+	// ClusterID is the consumer's cluster ID. It cannot change.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="ClusterID field is immutable"
+	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
 	// AuthzPolicy selects how ResourceSlices are authorized.
 	// +kubebuilder:default=KeysExchange
@@ -62,10 +68,13 @@ type TenantSpec struct {
 	AuthzPolicy AuthzPolicy `json:"authzPolicy,omitempty"`
 	// PublicKey is the consumer's public key: PEM "PUBLIC KEY" (PKIX), or
 	// the raw 32 bytes of an Ed25519 key as older consumers send it.
+	// +optional
 	PublicKey []byte `json:"publicKey,omitempty"`
 	// CSR is the PEM certificate signing request of the consumer.
+	// +optional
 	CSR []byte `json:"csr,omitempty"`
 	// Signature is the consumer's signature over the provider's nonce.
+	// +optional
 	Signature []byte `json:"signature,omitempty"`
 	// ProxyURL is the proxy the consumer uses to reach the provider.
 	// +optional
@@ -91,7 +100,8 @@ type TenantStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=liqo
+// +kubebuilder:resource:categories=liqo,shortName=tn
+// +kubebuilder:printcolumn:name="Condition",type=string,JSONPath=`.spec.tenantCondition`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Tenant struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -125,10 +135,14 @@ const (
 // IdentitySpec is what the consumer needs to act on the provider.
 type IdentitySpec struct {
 	// ClusterID is the provider's cluster ID.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
 	// Type is the kind of identity.
+	// +optional
 	Type IdentityType `json:"type,omitempty"`
 	// AuthParams are the credentials issued by the provider.
+	// +optional
 	AuthParams AuthParams `json:"authParams,omitempty"`
 	// Namespace is the consumer's tenant namespace on the provider, used as
 	// the default namespace of the kubeconfig.
@@ -147,8 +161,9 @@ type IdentityStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=liqo
+// +kubebuilder:resource:categories=liqo,shortName=id
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="KubeconfigSecret",type=string,JSONPath=`.status.kubeconfigSecretRef.name`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Identity struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -176,9 +191,11 @@ const DefaultResourceSliceClass ResourceSliceClass = "default"
 // ResourceSliceSpec is a consumer's request for resources on a provider.
 type ResourceSliceSpec struct {
 	// ConsumerClusterID is the cluster asking for the resources.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
 	ConsumerClusterID *string `json:"consumerClusterID,omitempty"`
 	// ProviderClusterID is the cluster asked for the resources.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
 	ProviderClusterID *string `json:"providerClusterID,omitempty"`
 	// Resources are the quantities asked for.
@@ -232,6 +249,45 @@ type ResourceSliceStatus struct {
 	// Resources are the quantities granted.
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// StorageClasses are the storage classes the provider offers.
+	// +optional
+	StorageClasses []StorageType `json:"storageClasses,omitempty"`
+	// IngressClasses are the ingress classes the provider offers.
+	// +optional
+	IngressClasses []IngressType `json:"ingressClasses,omitempty"`
+	// LoadBalancerClasses are the load balancer classes the provider offers.
+	// +optional
+	LoadBalancerClasses []LoadBalancerType `json:"loadBalancerClasses,omitempty"`
+	// NodeLabels are the labels of the virtual node made for the slice.
+	// +optional
+	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
+	// NodeSelector selects the provider's nodes that back the slice.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+}
+
+// StorageType is a storage class offered by a provider.
+type StorageType struct {
+	StorageClassName string `json:"storageClassName"`
+	// Default tells whether the class is the provider's default.
+	// +optional
+	Default bool `json:"default,omitempty"`
+}
+
+// IngressType is an ingress class offered by a provider.
+type IngressType struct {
+	IngressClassName string `json:"ingressClassName"`
+	// Default tells whether the class is the provider's default.
+	// +optional
+	Default bool `json:"default,omitempty"`
+}
+
+// LoadBalancerType is a load balancer class offered by a provider.
+type LoadBalancerType struct {
+	LoadBalancerClassName string `json:"loadBalancerClassName"`
+	// Default tells whether the class is the provider's default.
+	// +optional
+	Default bool `json:"default,omitempty"`
 }
 
 // ResourceSlice asks a provider for a share of its resources and for an
@@ -239,7 +295,9 @@ type ResourceSliceStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=liqo
+// +kubebuilder:resource:categories=liqo,shortName=rslice
+// +kubebuilder:printcolumn:name="Authentication",type=string,JSONPath=`.status.conditions[?(@.type=="Authentication")].status`
+// +kubebuilder:printcolumn:name="Resources",type=string,JSONPath=`.status.conditions[?(@.type=="Resources")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ResourceSlice struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -256,4 +314,54 @@ type ResourceSliceList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ResourceSlice `json:"items"`
+}
+
+// RenewSpec asks a provider to re-sign a consumer's certificate.
+type RenewSpec struct {
+	// ConsumerClusterID is the cluster asking for the renewal.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	ConsumerClusterID string `json:"consumerClusterID,omitempty"`
+	// PublicKey is the consumer's public key.
+	// +optional
+	PublicKey []byte `json:"publicKey,omitempty"`
+	// CSR is the PEM certificate signing request to sign again.
+	// +optional
+	CSR []byte `json:"csr,omitempty"`
+	// IdentityType is the type of the Identity being renewed.
+	// +optional
+	IdentityType IdentityType `json:"identityType,omitempty"`
+	// ResourceSliceRef names the ResourceSlice whose identity is renewed.
+	// +optional
+	ResourceSliceRef *corev1.LocalObjectReference `json:"resourceSliceRef,omitempty"`
+}
+
+// RenewStatus carries the renewed credentials.
+type RenewStatus struct {
+	// AuthParams are the renewed credentials.
+	// +optional
+	AuthParams *AuthParams `json:"authParams,omitempty"`
+}
+
+// Renew is a consumer's request to renew the certificate of an Identity.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=liqo
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Renew struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RenewSpec   `json:"spec,omitempty"`
+	Status RenewStatus `json:"status,omitempty"`
+}
+
+// RenewList is a list of Renews.
+//
+// +kubebuilder:object:root=true
+type RenewList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Renew `json:"items"`
 }

@@ -145,6 +145,11 @@ status:
       awsRegion: eu-west-1
       awsClusterName: provider
   resources: {cpu: 1500m}
+  storageClasses: [{storageClassName: standard, default: true}]
+  ingressClasses: [{ingressClassName: nginx, default: true}]
+  loadBalancerClasses: [{loadBalancerClassName: metallb}]
+  nodeLabels: {liqo.io/provider: cl-provider}
+  nodeSelector: {kubernetes.io/os: linux}
 `
 )
 
