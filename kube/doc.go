@@ -33,6 +33,11 @@
 //     are ignored, never approved. Approver refuses any other object with
 //     ErrForeignCSR and a *csr.DeniedError.
 //
+//   - InstallCRDs creates only the CRDs that are missing and never updates
+//     an existing one (Liqo's, say): it checks that its served v1beta1
+//     schema declares every field kubepact's does, and returns a
+//     *CRDFieldMissingError (errors.Is ErrCRDIncompatible) otherwise.
+//
 // # Security
 //
 // Secrets' data never reaches an error. The provider's credentials need:
