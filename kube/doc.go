@@ -32,7 +32,6 @@
 //     what CSRSigner would create; objects planted with kubepact's labels
 //     are ignored, never approved. Approver refuses any other object with
 //     ErrForeignCSR and a *csr.DeniedError.
-//
 //   - InstallCRDs creates only the CRDs that are missing and never updates
 //     an existing one (Liqo's, say): it checks that its served v1beta1
 //     schema declares every field kubepact's does, and returns a
@@ -44,8 +43,7 @@
 // namespaces (get, create, update, delete), secrets, tenants and
 // rolebindings in tenant namespaces, clusterroles, create on
 // subjectaccessreviews.authorization.k8s.io (rbac.CheckUnprivileged), and
-// for CSRSigner
-// certificatesigningrequests (create, get, list, watch),
+// for CSRSigner certificatesigningrequests (create, get, list, watch),
 // certificatesigningrequests/approval (update), approve on
 // signers/kubernetes.io/kube-apiserver-client, and create on
 // selfsubjectreviews.authentication.k8s.io (granted to every authenticated
