@@ -18,7 +18,7 @@ var allVerbs = []string{"get", "list", "watch", "create", "update", "patch", "de
 func TestControlPlaneClusterRole(t *testing.T) {
 	t.Parallel()
 	want := &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "liqo-remote-controlplane",
 			// Liqo's Tenant controller finds the role by this label.
