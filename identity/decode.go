@@ -1,10 +1,7 @@
 package identity
 
 import (
-	"errors"
 	"fmt"
-
-	kjson "sigs.k8s.io/json"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/internal/decode"
@@ -21,24 +18,8 @@ const MaxObjectSize = 64 << 10
 // ErrMalformed. It checks only the encoding: Verify checks the content.
 func Decode(data []byte) (*authv1beta1.Identity, error) {
 	var id authv1beta1.Identity
-	if err := decode.Strict(data, MaxObjectSize, (*apiServerIdentity)(&id), &id.TypeMeta, authv1beta1.IdentityKind); err != nil {
+	if err := decode.Strict(data, MaxObjectSize, &id, &id.TypeMeta, authv1beta1.IdentityKind); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return &id, nil
-}
-
-// apiServerIdentity is an Identity that decodes its JSON as the API server
-// does, with sigs.k8s.io/json: case-sensitive field names, and unknown and
-// duplicate fields as errors. Being a json.Unmarshaler, it also makes
-// sigs.k8s.io/yaml convert YAML to JSON without consulting the Identity's
-// field types, as kubectl does, so a YAML number is not quietly turned into
-// a string.
-type apiServerIdentity authv1beta1.Identity
-
-func (id *apiServerIdentity) UnmarshalJSON(data []byte) error {
-	strict, err := kjson.UnmarshalStrict(data, (*authv1beta1.Identity)(id))
-	if err != nil {
-		return err
-	}
-	return errors.Join(strict...)
 }

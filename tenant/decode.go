@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	kjson "sigs.k8s.io/json"
-
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/internal/decode"
 )
@@ -28,24 +26,8 @@ var ErrMalformed = errors.New("malformed tenant")
 // encoding: Validate and Verify check the content.
 func Decode(data []byte) (*authv1beta1.Tenant, error) {
 	var t authv1beta1.Tenant
-	if err := decode.Strict(data, MaxObjectSize, (*apiServerTenant)(&t), &t.TypeMeta, authv1beta1.TenantKind); err != nil {
+	if err := decode.Strict(data, MaxObjectSize, &t, &t.TypeMeta, authv1beta1.TenantKind); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return &t, nil
-}
-
-// apiServerTenant is a Tenant that decodes its JSON as the API server does,
-// with sigs.k8s.io/json: case-sensitive field names, and unknown and
-// duplicate fields as errors. Being a json.Unmarshaler, it also makes
-// sigs.k8s.io/yaml convert YAML to JSON without consulting the Tenant's
-// field types, as kubectl does, so a YAML number is not quietly turned into
-// a string.
-type apiServerTenant authv1beta1.Tenant
-
-func (t *apiServerTenant) UnmarshalJSON(data []byte) error {
-	strict, err := kjson.UnmarshalStrict(data, (*authv1beta1.Tenant)(t))
-	if err != nil {
-		return err
-	}
-	return errors.Join(strict...)
 }

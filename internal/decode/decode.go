@@ -11,14 +11,16 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 )
 
 // Strict decodes data, at most max bytes of YAML or JSON, into obj, which
-// must then declare apiVersion authentication.liqo.io/v1beta1 and kind.
-// Unknown fields, []byte fields that are not base64 and a stream of several
+// must then declare apiVersion authentication.liqo.io/v1beta1 and kind. It
+// reads JSON as the API server does (see apiServerJSON). Unknown,
+// duplicate and miscased fields, []byte fields that are not base64 and a stream of several
 // YAML documents (which kubectl would apply one by one, while only the first
 // would be decoded here) are errors.
 func Strict(data []byte, max int, obj any, meta *metav1.TypeMeta, kind string) error {
@@ -32,7 +34,7 @@ func Strict(data []byte, max int, obj any, meta *metav1.TypeMeta, kind string) e
 	if err != nil {
 		return err
 	}
-	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+	if err := yaml.UnmarshalStrict(data, &apiServerJSON{obj}); err != nil {
 		return err
 	}
 	if meta.APIVersion != authv1beta1.SchemeGroupVersion.String() || meta.Kind != kind {
@@ -68,4 +70,19 @@ func onlyDocument(data []byte) ([]byte, error) {
 		return data, nil
 	}
 	return found, nil
+}
+
+// apiServerJSON decodes its JSON into obj as the API server does, with
+// sigs.k8s.io/json: case-sensitive field names, and unknown and duplicate
+// fields as errors. Being a json.Unmarshaler, it also makes sigs.k8s.io/yaml
+// convert YAML to JSON without consulting obj's field types, as kubectl
+// does, so a YAML number is not quietly turned into a string.
+type apiServerJSON struct{ obj any }
+
+func (a *apiServerJSON) UnmarshalJSON(data []byte) error {
+	strict, err := kjson.UnmarshalStrict(data, a.obj)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
