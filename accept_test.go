@@ -55,24 +55,7 @@ func TestAcceptResumesAfterAFaultAtEveryCall(t *testing.T) {
 		before := len(probe.faults.Calls())
 		_, err = probe.provider.Accept(context.Background(), tn)
 		require.NoError(t, err)
-		calls := probe.faults.Calls()[before:]
-		require.NotEmpty(t, calls)
-
-		for i, c := range calls {
-			occurrence := 0
-			for _, prev := range calls[:i] {
-				if prev == c {
-					occurrence++
-				}
-			}
-			for _, fault := range injected {
-				name := fmt.Sprintf("strict=%t/%02d-%s#%d/after=%t/%s", strict, i, c.Op, occurrence, c.After, fault.name)
-				t.Run(name, func(t *testing.T) {
-					t.Parallel()
-					acceptWithFault(t, strict, c, occurrence, fault.err)
-				})
-			}
-		}
+		eachFault(t, strict, probe.faults.Calls()[before:], acceptWithFault)
 	}
 }
 

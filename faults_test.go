@@ -71,23 +71,30 @@ func TestFaultAtEveryCall(t *testing.T) {
 		probe := newFaultyPair(t, strict)
 		_, err := kubepact.Authenticate(context.Background(), probe.consumer, probe.provider, nil)
 		require.NoError(t, err)
-		calls := probe.faults.Calls()
-		require.NotEmpty(t, calls)
+		eachFault(t, strict, probe.faults.Calls(), runWithFault)
+	}
+}
 
-		for i, c := range calls {
-			occurrence := 0
-			for _, prev := range calls[:i] {
-				if prev == c {
-					occurrence++
-				}
+// eachFault runs, in parallel subtests, run with every call of calls as
+// the target (counting earlier calls alike to it) and every injected
+// failure.
+func eachFault(t *testing.T, strict bool, calls []fake.Call,
+	run func(t *testing.T, strict bool, target fake.Call, occurrence int, fault error)) {
+	t.Helper()
+	require.NotEmpty(t, calls)
+	for i, c := range calls {
+		occurrence := 0
+		for _, prev := range calls[:i] {
+			if prev == c {
+				occurrence++
 			}
-			for _, fault := range injected {
-				name := fmt.Sprintf("strict=%t/%02d-%s#%d/after=%t/%s", strict, i, c.Op, occurrence, c.After, fault.name)
-				t.Run(name, func(t *testing.T) {
-					t.Parallel()
-					runWithFault(t, strict, c, occurrence, fault.err)
-				})
-			}
+		}
+		for _, fault := range injected {
+			name := fmt.Sprintf("strict=%t/%02d-%s#%d/after=%t/%s", strict, i, c.Op, occurrence, c.After, fault.name)
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				run(t, strict, c, occurrence, fault.err)
+			})
 		}
 	}
 }
