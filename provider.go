@@ -210,15 +210,23 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	}
 	p.step(ctx, Step{Name: StepCertificateIssued})
 
+	// The Tenant is recorded, status aside, before the binding, which it
+	// owns: deleting the Tenant collects the binding.
+	stored := storedTenant(t)
+	owner, err := p.ports.Tenants.Apply(ctx, stored)
+	if err != nil {
+		return nil, stepError(StepRBACBound, err)
+	}
 	if err := p.ports.RBAC.ApplyClusterRole(ctx, rbac.ControlPlaneClusterRole()); err != nil {
 		return nil, stepError(StepRBACBound, err)
 	}
-	if err := p.ports.RBAC.ApplyRoleBinding(ctx, rbac.ControlPlaneRoleBinding(namespace, consumerID)); err != nil {
+	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
+	binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
+	if err := p.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
 		return nil, stepError(StepRBACBound, err)
 	}
 	p.step(ctx, Step{Name: StepRBACBound})
 
-	stored := storedTenant(t)
 	stored.Status = authv1beta1.TenantStatus{
 		TenantNamespace: namespace,
 		AuthParams: &authv1beta1.AuthParams{

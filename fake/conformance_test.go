@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/csr/csrtest"
 	"github.com/kubepact/kubepact/fake"
@@ -61,16 +62,27 @@ func TestNamespacesConformance(t *testing.T) {
 
 func TestTenantStoreConformance(t *testing.T) {
 	t.Parallel()
+	// One store for every test, so that Update writes where the test reads.
+	store := &fake.TenantStore{}
 	tenanttest.RunStore(t, tenanttest.StoreHarness{
-		New:      func(*testing.T) tenant.Store { return &fake.TenantStore{} },
+		New: func(*testing.T) tenant.Store { return store },
+		Update: func(ctx context.Context, tn *authv1beta1.Tenant) error {
+			_, err := store.Update(ctx, tn)
+			return err
+		},
 		Parallel: true,
 	})
 }
 
 func TestIdentityStoreConformance(t *testing.T) {
 	t.Parallel()
+	store := &fake.IdentityStore{}
 	identitytest.Run(t, identitytest.Harness{
-		New:      func(*testing.T) identity.Store { return &fake.IdentityStore{} },
+		New: func(*testing.T) identity.Store { return store },
+		Update: func(ctx context.Context, id *authv1beta1.Identity) error {
+			_, err := store.Update(ctx, id)
+			return err
+		},
 		Parallel: true,
 	})
 }
@@ -147,6 +159,8 @@ func TestRBACConformance(t *testing.T) {
 					b, _ := a.RoleBinding(namespace, name)
 					return b, nil
 				},
+				UpdateClusterRole: a.UpdateClusterRole,
+				UpdateRoleBinding: a.UpdateRoleBinding,
 			}
 		},
 		Parallel: true,

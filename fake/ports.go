@@ -7,13 +7,11 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strconv"
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/csr"
@@ -171,17 +169,29 @@ func (s *TenantStore) Get(ctx context.Context, namespace, name string) (*authv1b
 	return t, nil
 }
 
-// Apply creates or replaces t, keeping the stored status when t's is zero.
+// Apply creates t or sets its spec and metadata over the stored Tenant's,
+// as a server-side apply does: labels, annotations, finalizers and owner
+// references others set stay. It keeps the stored status when t's is zero.
 func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	keep := reflect.DeepEqual(t.Status, authv1beta1.TenantStatus{})
-	return s.applyMerged(t, func(prev, next *authv1beta1.Tenant) {
+	return s.applyOwned(t, func(prev, next *authv1beta1.Tenant, _ owners) {
 		if keep {
 			next.Status = *prev.Status.DeepCopy()
 		}
 	}), nil
+}
+
+// Update stores t whole, as another component (Liqo, a user) does with a
+// client-side update: the metadata it adds or changes becomes theirs, and
+// Apply keeps it.
+func (s *TenantStore) Update(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.writeAsOther(t, nil), nil
 }
 
 // Delete removes tenant.Finalizer from the Tenant namespace/name and
@@ -191,28 +201,7 @@ func (s *TenantStore) Delete(ctx context.Context, namespace, name string) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := key(namespace, name)
-	cur, ok := s.items[k]
-	if !ok {
-		return nil
-	}
-	others := slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == tenant.Finalizer })
-	s.writes++
-	if len(others) == 0 {
-		delete(s.items, k)
-		return nil
-	}
-	next := cur.DeepCopy()
-	next.Finalizers = others
-	if next.DeletionTimestamp == nil {
-		now := metav1.Now()
-		next.DeletionTimestamp = &now
-	}
-	s.version++
-	next.ResourceVersion = strconv.Itoa(s.version)
-	s.items[k] = next
+	s.terminate(namespace, name, func(f string) bool { return f == tenant.Finalizer })
 	return nil
 }
 
@@ -231,25 +220,39 @@ func (s *IdentityStore) List(ctx context.Context, namespace string) ([]authv1bet
 	return out, nil
 }
 
-// Apply creates or replaces id, keeping the stored status when id's is zero.
+// Apply creates id or sets its spec and metadata over the stored
+// Identity's, as a server-side apply does: labels, annotations, finalizers
+// and owner references others set stay. It keeps the stored status when
+// id's is zero.
 func (s *IdentityStore) Apply(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	keep := reflect.DeepEqual(id.Status, authv1beta1.IdentityStatus{})
-	return s.applyMerged(id, func(prev, next *authv1beta1.Identity) {
+	return s.applyOwned(id, func(prev, next *authv1beta1.Identity, _ owners) {
 		if keep {
 			next.Status = *prev.Status.DeepCopy()
 		}
 	}), nil
 }
 
-// Delete removes the Identity namespace/name.
+// Update stores id whole, as another component does with a client-side
+// update: the metadata it adds or changes becomes theirs, and Apply keeps it.
+func (s *IdentityStore) Update(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.writeAsOther(id, nil), nil
+}
+
+// Delete removes the Identity namespace/name, unless it carries finalizers
+// (kubepact puts none): then it keeps it with them and a deletionTimestamp,
+// as an API server does.
 func (s *IdentityStore) Delete(ctx context.Context, namespace, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.delete(namespace, name)
+	s.terminate(namespace, name, nil)
 	return nil
 }
 
@@ -261,12 +264,13 @@ func (s *IdentityStore) Get(namespace, name string) (*authv1beta1.Identity, bool
 // SecretWriter is an in-memory kubeconfig.SecretWriter.
 type SecretWriter struct{ objects[*corev1.Secret] }
 
-// Write creates or replaces sec.
+// Write creates sec or sets its type, data and metadata over the stored
+// Secret's; labels, annotations and owner references others set stay.
 func (w *SecretWriter) Write(ctx context.Context, sec *corev1.Secret) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	w.apply(sec)
+	w.applyOwned(sec, nil)
 	return nil
 }
 
@@ -429,41 +433,66 @@ func ruleAllows(rule rbacv1.PolicyRule, attrs authorizationv1.ResourceAttributes
 		(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, attrs.Name))
 }
 
-// ApplyClusterRole creates r or replaces the stored rules, setting r's
-// labels over the stored ones.
+// ApplyClusterRole creates r or sets its labels and rules over the stored
+// ClusterRole's, as the kube adapter's server-side apply does: labels others
+// set stay, and so do rules another component set (UpdateClusterRole) to
+// other values.
 func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	a.ClusterRoles.applyMerged(r, func(prev, next *rbacv1.ClusterRole) {
-		next.Labels = keepLabels(prev.Labels, next.Labels)
-	})
-	return nil
-}
-
-// ApplyRoleBinding creates b or replaces the stored subjects, setting b's
-// labels over the stored ones; a binding whose roleRef differs is replaced
-// whole, as an API server re-creates it.
-func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	a.RoleBindings.applyMerged(b, func(prev, next *rbacv1.RoleBinding) {
-		if prev.RoleRef == next.RoleRef {
-			next.Labels = keepLabels(prev.Labels, next.Labels)
+	a.ClusterRoles.applyOwned(r, func(prev, next *rbacv1.ClusterRole, own owners) {
+		if own.others(rulesField) && !reflect.DeepEqual(prev.Rules, next.Rules) {
+			next.Rules = prev.Rules
 		}
 	})
 	return nil
 }
 
-// keepLabels returns stored with want's labels set over it.
-func keepLabels(stored, want map[string]string) map[string]string {
-	if len(stored) == 0 {
-		return want
+// rulesField names a ClusterRole's rules in its owners.
+const rulesField = "rules"
+
+// UpdateClusterRole stores r whole, as another component (Liqo's chart, a
+// user) does with a client-side update: the labels it adds or changes, and
+// its rules, become theirs, and ApplyClusterRole keeps them.
+func (a *RBAC) UpdateClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	out := maps.Clone(stored)
-	maps.Copy(out, want)
-	return out
+	a.ClusterRoles.writeAsOther(r, func(prev *rbacv1.ClusterRole, exists bool) []string {
+		if len(r.Rules) == 0 || exists && reflect.DeepEqual(prev.Rules, r.Rules) {
+			return nil
+		}
+		return []string{rulesField}
+	})
+	return nil
+}
+
+// ApplyRoleBinding creates b or sets its subjects, labels and owner
+// references over the stored RoleBinding's, as the kube adapter's
+// server-side apply does: labels and owner references others set stay,
+// subjects become b's. A binding whose roleRef differs is replaced whole,
+// as an API server re-creates it.
+func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if cur, ok := a.RoleBindings.get(b.Namespace, b.Name); ok && cur.RoleRef != b.RoleRef {
+		a.RoleBindings.delete(b.Namespace, b.Name)
+	}
+	a.RoleBindings.applyOwned(b, nil)
+	return nil
+}
+
+// UpdateRoleBinding stores b whole, as another component does with a
+// client-side update: the labels and owner references it adds or changes
+// become theirs, and ApplyRoleBinding keeps them.
+func (a *RBAC) UpdateRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a.RoleBindings.writeAsOther(b, nil)
+	return nil
 }
 
 // DeleteRoleBinding removes the RoleBinding namespace/name.

@@ -10,7 +10,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/csr/csrtest"
@@ -83,7 +86,10 @@ func TestNamespacesConformance(t *testing.T) {
 
 func TestTenantStoreConformance(t *testing.T) {
 	tenanttest.RunStore(t, tenanttest.StoreHarness{
-		New:       func(*testing.T) tenant.Store { return kube.NewTenantStore(provider.dynamic) },
+		New: func(*testing.T) tenant.Store { return kube.NewTenantStore(provider.dynamic) },
+		Update: func(ctx context.Context, tn *authv1beta1.Tenant) error {
+			return updateAsOther(ctx, authv1beta1.TenantResource, tn)
+		},
 		Namespace: ensureNamespace,
 		Parallel:  true,
 	})
@@ -91,7 +97,10 @@ func TestTenantStoreConformance(t *testing.T) {
 
 func TestIdentityStoreConformance(t *testing.T) {
 	identitytest.Run(t, identitytest.Harness{
-		New:       func(*testing.T) identity.Store { return kube.NewIdentityStore(provider.dynamic) },
+		New: func(*testing.T) identity.Store { return kube.NewIdentityStore(provider.dynamic) },
+		Update: func(ctx context.Context, id *authv1beta1.Identity) error {
+			return updateAsOther(ctx, authv1beta1.IdentityResource, id)
+		},
 		Namespace: ensureNamespace,
 		Parallel:  true,
 	})
@@ -170,6 +179,12 @@ func TestRBACConformance(t *testing.T) {
 				RoleBinding: func(ctx context.Context, namespace, name string) (*rbacv1.RoleBinding, error) {
 					return absent(rb.RoleBindings(namespace).Get(ctx, name, metav1.GetOptions{}))
 				},
+				UpdateClusterRole: func(ctx context.Context, r *rbacv1.ClusterRole) error {
+					return writeAsOther(ctx, rb.ClusterRoles(), r)
+				},
+				UpdateRoleBinding: func(ctx context.Context, b *rbacv1.RoleBinding) error {
+					return writeAsOther(ctx, rb.RoleBindings(b.Namespace), b)
+				},
 			}
 		},
 		Namespace: ensureNamespace,
@@ -189,4 +204,38 @@ func TestReviewerConformance(t *testing.T) {
 		Namespace: ensureNamespace,
 		Parallel:  true,
 	})
+}
+
+// otherManager is the field manager of writes made as another component.
+const otherManager = "conformance-other"
+
+// writer creates and updates one kind of object.
+type writer[T metav1.Object] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// writeAsOther writes obj as another component does: a client-side create,
+// or an update of the resourceVersion obj carries, under otherManager.
+func writeAsOther[T metav1.Object](ctx context.Context, w writer[T], obj T) error {
+	if obj.GetResourceVersion() == "" {
+		_, err := w.Create(ctx, obj, metav1.CreateOptions{FieldManager: otherManager})
+		return err
+	}
+	_, err := w.Update(ctx, obj, metav1.UpdateOptions{FieldManager: otherManager})
+	return err
+}
+
+// updateAsOther updates the authentication.liqo.io object obj, of resource
+// resource on the provider, as another component does: a client-side
+// update of the resourceVersion obj carries, under otherManager.
+func updateAsOther(ctx context.Context, resource string, obj runtime.Object) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	_, err = provider.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(resource)).
+		Namespace(u.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{FieldManager: otherManager})
+	return err
 }

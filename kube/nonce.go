@@ -5,6 +5,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubepact/kubepact/clusterid"
@@ -63,17 +64,14 @@ func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce
 			return nil
 		}
 		e.Redemption = &r
+		// The apply carries sec's resourceVersion: a concurrent change
+		// conflicts, and the retry reads it. It applies the whole Secret
+		// kubepact owns, so the next Put of a fresh nonce drops the
+		// redemption with the old nonce.
 		marked := nonce.Secret(clusterID, e)
-		updated := sec.DeepCopy()
-		if updated.Annotations == nil {
-			updated.Annotations = map[string]string{}
-		}
-		for k, v := range marked.Annotations {
-			updated.Annotations[k] = v
-		}
-		// The update carries sec's resourceVersion: a concurrent change
-		// conflicts, and the retry reads it.
-		if _, err := secrets.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		ac := corev1ac.Secret(marked.Name, marked.Namespace).WithResourceVersion(sec.ResourceVersion).
+			WithType(marked.Type).WithLabels(marked.Labels).WithAnnotations(marked.Annotations).WithData(marked.Data)
+		if _, err := secrets.Apply(ctx, ac, applyOptions(true)); err != nil {
 			return wrap(err, "marking redeemed", "Secret", ns, nonce.SecretName)
 		}
 		out = e

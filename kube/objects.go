@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -37,13 +36,10 @@ type objectStore[T any, P object[T]] struct {
 	resource schema.GroupVersionResource
 	kind     string
 	notFound error
-	// spec and status point into an object, for comparison and copying.
-	spec   func(P) any
+	// status points into an object.
 	status func(P) any
-	// setSpec and setStatus copy the spec or the status of src into dst.
-	setSpec, setStatus func(dst, src P)
-	// finalizer, when set, is the only finalizer delete removes; when
-	// empty, delete clears them all.
+	// finalizer, when set, is kubepact's finalizer on the objects, which
+	// delete removes.
 	finalizer string
 }
 
@@ -98,153 +94,79 @@ func (c *objectStore[T, P]) list(ctx context.Context, namespace string) ([]P, er
 	return out, nil
 }
 
-// apply creates want or brings the stored object's labels, annotations,
-// finalizers and spec up to want's; when want's status is not zero it also
-// writes the status, through the status subresource. It returns what is
-// stored.
+// apply applies want with server-side apply as FieldManager, taking over
+// its spec and its labels, annotations, finalizers and owner references;
+// when want's status is not zero it also applies the status, through the
+// status subresource. What others set on the object stays. It returns what
+// is stored.
 func (c *objectStore[T, P]) apply(ctx context.Context, want P) (P, error) {
-	// Most objects kubepact applies are new: try to create first, unless
-	// want carries a resourceVersion, and so was read from the store.
-	var (
-		cur P
-		err error
-	)
-	if want.GetResourceVersion() == "" {
-		cur, err = c.create(ctx, want)
-	} else {
-		err = apierrors.NewAlreadyExists(c.resource.GroupResource(), want.GetName())
-	}
-	if apierrors.IsAlreadyExists(err) {
-		err = retryOnConflict(ctx, func() error {
-			cur, err = c.update(ctx, want)
-			return err
-		})
-	}
-	if err == nil {
-		cur, err = c.applyStatus(ctx, cur, want)
-	}
-	if err != nil {
-		return nil, wrap(err, "applying", c.kind, want.GetNamespace(), want.GetName())
-	}
-	return cur, nil
-}
-
-func (c *objectStore[T, P]) create(ctx context.Context, want P) (P, error) {
 	u, err := c.encode(want)
 	if err != nil {
 		return nil, err
 	}
-	u.SetResourceVersion("")
-	u.SetUID("")
-	created, err := c.api(want.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	pruneServerFields(u)
+	delete(u.Object, "status")
+	api := c.api(want.GetNamespace())
+	applied, err := api.Apply(ctx, want.GetName(), u, applyOptions(true))
+	if err == nil && !equality.Semantic.DeepEqual(c.status(want), c.status(new(T))) {
+		var status *unstructured.Unstructured
+		if status, err = c.statusOnly(want); err == nil {
+			applied, err = api.ApplyStatus(ctx, want.GetName(), status, applyOptions(true))
+		}
+	}
 	if err != nil {
-		return nil, err
+		return nil, wrap(err, "applying", c.kind, want.GetNamespace(), want.GetName())
 	}
-	return c.decode(created)
+	return c.decode(applied)
 }
 
-// update brings the stored object's metadata and spec up to want's.
-func (c *objectStore[T, P]) update(ctx context.Context, want P) (P, error) {
-	cur, err := c.get(ctx, want.GetNamespace(), want.GetName())
-	if errors.Is(err, c.notFound) {
-		cur, err = c.create(ctx, want)
-		if apierrors.IsAlreadyExists(err) {
-			return nil, apierrors.NewConflict(c.resource.GroupResource(), want.GetName(), err)
-		}
-		return cur, err
-	}
-	if err != nil || c.metaSpecMatches(cur, want) {
-		return cur, err
-	}
-	next := P(cur.DeepCopy())
-	next.SetLabels(maps.Clone(want.GetLabels()))
-	next.SetAnnotations(maps.Clone(want.GetAnnotations()))
-	next.SetFinalizers(slices.Clone(want.GetFinalizers()))
-	c.setSpec(next, want)
-	u, err := c.encode(next)
+// statusOnly returns the apply of want's status alone.
+func (c *objectStore[T, P]) statusOnly(want P) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c.status(want))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encoding the status of %s %s/%s: %w", c.kind, want.GetNamespace(), want.GetName(), err)
 	}
-	updated, err := c.api(want.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return c.decode(updated)
+	u := &unstructured.Unstructured{Object: map[string]any{"status": m}}
+	u.SetAPIVersion(authv1beta1.SchemeGroupVersion.String())
+	u.SetKind(c.kind)
+	u.SetName(want.GetName())
+	u.SetNamespace(want.GetNamespace())
+	return u, nil
 }
 
-// applyStatus writes want's status over cur when it is not zero and differs,
-// re-reading cur on conflict.
-func (c *objectStore[T, P]) applyStatus(ctx context.Context, cur, want P) (P, error) {
-	if equality.Semantic.DeepEqual(c.status(want), c.status(new(T))) {
-		return cur, nil
-	}
-	err := retryOnConflict(ctx, func() error {
-		if equality.Semantic.DeepEqual(c.status(cur), c.status(want)) {
-			return nil
-		}
-		next := P(cur.DeepCopy())
-		c.setStatus(next, want)
-		u, err := c.encode(next)
-		if err != nil {
-			return err
-		}
-		updated, err := c.api(want.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			if fresh, gerr := c.get(ctx, want.GetNamespace(), want.GetName()); gerr == nil {
-				cur = fresh
-			}
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		cur, err = c.decode(updated)
-		return err
-	})
-	return cur, err
-}
-
-func (c *objectStore[T, P]) metaSpecMatches(cur, want P) bool {
-	return maps.Equal(cur.GetLabels(), want.GetLabels()) &&
-		maps.Equal(cur.GetAnnotations(), want.GetAnnotations()) &&
-		slices.Equal(cur.GetFinalizers(), want.GetFinalizers()) &&
-		equality.Semantic.DeepEqual(c.spec(cur), c.spec(want))
-}
-
-// delete removes c.finalizer from the object, or all its finalizers when
-// c.finalizer is empty, then deletes it. Finalizers others put on it stay,
-// and keep it, terminating, until they remove them.
+// delete removes c.finalizer, if any, from the object, then deletes it.
+// Finalizers others put on it stay, and keep it, terminating, until they
+// remove them.
 func (c *objectStore[T, P]) delete(ctx context.Context, namespace, name string) error {
-	err := retryOnConflict(ctx, func() error {
-		cur, err := c.get(ctx, namespace, name)
-		if err != nil {
+	if c.finalizer != "" {
+		err := retryOnConflict(ctx, func() error {
+			cur, err := c.get(ctx, namespace, name)
+			if err != nil {
+				return err
+			}
+			fins := cur.GetFinalizers()
+			keep := slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == c.finalizer })
+			if len(keep) == len(fins) {
+				return nil
+			}
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+				"finalizers":      keep,
+				"resourceVersion": cur.GetResourceVersion(),
+			}})
+			if err != nil {
+				return err
+			}
+			_, err = c.api(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 			return err
-		}
-		fins := cur.GetFinalizers()
-		keep := []string{}
-		if c.finalizer != "" {
-			keep = slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == c.finalizer })
-		}
-		if len(keep) == len(fins) {
+		})
+		if errors.Is(err, c.notFound) || apierrors.IsNotFound(err) {
 			return nil
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"finalizers":      keep,
-			"resourceVersion": cur.GetResourceVersion(),
-		}})
 		if err != nil {
-			return err
+			return wrap(err, "removing the finalizer of", c.kind, namespace, name)
 		}
-		_, err = c.api(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
-	if errors.Is(err, c.notFound) || apierrors.IsNotFound(err) {
-		return nil
 	}
-	if err != nil {
-		return wrap(err, "removing the finalizer of", c.kind, namespace, name)
-	}
-	err = c.api(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	err := c.api(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return wrap(err, "deleting", c.kind, namespace, name)
 	}
@@ -265,10 +187,7 @@ func NewTenantStore(client dynamic.Interface) *TenantStore {
 		resource:  authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource),
 		kind:      authv1beta1.TenantKind,
 		notFound:  tenant.ErrNotFound,
-		spec:      func(t *authv1beta1.Tenant) any { return &t.Spec },
 		status:    func(t *authv1beta1.Tenant) any { return &t.Status },
-		setSpec:   func(dst, src *authv1beta1.Tenant) { dst.Spec = *src.Spec.DeepCopy() },
-		setStatus: func(dst, src *authv1beta1.Tenant) { dst.Status = *src.Status.DeepCopy() },
 		finalizer: tenant.Finalizer,
 	}}
 }
@@ -302,14 +221,11 @@ var errIdentityNotFound = errors.New("identity not found")
 // NewIdentityStore returns an IdentityStore using client.
 func NewIdentityStore(client dynamic.Interface) *IdentityStore {
 	return &IdentityStore{crd: objectStore[authv1beta1.Identity, *authv1beta1.Identity]{
-		client:    client,
-		resource:  authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.IdentityResource),
-		kind:      authv1beta1.IdentityKind,
-		notFound:  errIdentityNotFound,
-		spec:      func(i *authv1beta1.Identity) any { return &i.Spec },
-		status:    func(i *authv1beta1.Identity) any { return &i.Status },
-		setSpec:   func(dst, src *authv1beta1.Identity) { dst.Spec = *src.Spec.DeepCopy() },
-		setStatus: func(dst, src *authv1beta1.Identity) { dst.Status = *src.Status.DeepCopy() },
+		client:   client,
+		resource: authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.IdentityResource),
+		kind:     authv1beta1.IdentityKind,
+		notFound: errIdentityNotFound,
+		status:   func(i *authv1beta1.Identity) any { return &i.Status },
 	}}
 }
 
@@ -331,7 +247,9 @@ func (s *IdentityStore) Apply(ctx context.Context, id *authv1beta1.Identity) (*a
 	return s.crd.apply(ctx, id)
 }
 
-// Delete removes the Identity namespace/name.
+// Delete deletes the Identity namespace/name. kubepact puts no finalizer
+// on Identities; those others put on it stay, and keep it, terminating,
+// until they remove them.
 func (s *IdentityStore) Delete(ctx context.Context, namespace, name string) error {
 	return s.crd.delete(ctx, namespace, name)
 }

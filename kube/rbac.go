@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
 	"slices"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubepact/kubepact/rbac"
@@ -33,96 +32,69 @@ var _ rbac.Binder = (*RBAC)(nil)
 // NewRBAC returns an RBAC using client.
 func NewRBAC(client kubernetes.Interface) *RBAC { return &RBAC{client: client} }
 
-// ApplyClusterRole creates r or brings the stored ClusterRole's rules up to
-// r's and sets r's labels on it, keeping the others.
+// ApplyClusterRole applies r with server-side apply as FieldManager:
+// kubepact owns r's labels and, unless another manager set them to other
+// rules, r's rules. A ClusterRole someone else manages the rules of (Liqo
+// installs "liqo-remote-controlplane" with its chart) keeps them: kubepact
+// then applies only its labels. Labels others set always stay.
 func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
 	api := a.client.RbacV1().ClusterRoles()
-	err := retryOnConflict(ctx, func() error {
-		cur, err := api.Get(ctx, r.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = api.Create(ctx, r, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(rbacv1.Resource("clusterroles"), r.Name, err)
-			}
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		labels := mergeLabels(cur.Labels, r.Labels)
-		if maps.Equal(cur.Labels, labels) && reflect.DeepEqual(cur.Rules, r.Rules) {
-			return nil
-		}
-		next := cur.DeepCopy()
-		next.Labels, next.Rules = labels, r.Rules
-		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
-		return err
-	})
+	rules := make([]*rbacv1ac.PolicyRuleApplyConfiguration, len(r.Rules))
+	for i, rule := range r.Rules {
+		rules[i] = rbacv1ac.PolicyRule().WithAPIGroups(rule.APIGroups...).WithResources(rule.Resources...).
+			WithVerbs(rule.Verbs...).WithResourceNames(rule.ResourceNames...).WithNonResourceURLs(rule.NonResourceURLs...)
+	}
+	_, err := api.Apply(ctx, rbacv1ac.ClusterRole(r.Name).WithLabels(r.Labels).WithRules(rules...), applyOptions(false))
+	if apierrors.IsConflict(err) {
+		// Another manager owns other rules: they are theirs to keep.
+		_, err = api.Apply(ctx, rbacv1ac.ClusterRole(r.Name).WithLabels(r.Labels), applyOptions(false))
+	}
 	if err != nil {
 		return wrap(err, "applying", "ClusterRole", "", r.Name)
 	}
 	return nil
 }
 
-// ApplyRoleBinding creates b or brings the stored RoleBinding's subjects up
-// to b's and sets b's labels on it, keeping the others; it replaces the
-// binding when its roleRef differs.
+// ApplyRoleBinding applies b with server-side apply as FieldManager,
+// taking over its subjects and roleRef: a binding kubepact makes grants to
+// exactly b's subjects. Labels and owner references others put on it stay.
+// A stored binding whose roleRef differs is deleted, exactly as read, and
+// created again: roleRef is immutable.
 func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {
 	api := a.client.RbacV1().RoleBindings(b.Namespace)
-	_, err := api.Create(ctx, b, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return wrap(err, "applying", "RoleBinding", b.Namespace, b.Name)
+	ac := rbacv1ac.RoleBinding(b.Name, b.Namespace).WithLabels(b.Labels).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(b.RoleRef.APIGroup).WithKind(b.RoleRef.Kind).WithName(b.RoleRef.Name))
+	for _, s := range b.Subjects {
+		subject := rbacv1ac.Subject().WithKind(s.Kind).WithName(s.Name)
+		if s.APIGroup != "" {
+			subject.WithAPIGroup(s.APIGroup)
 		}
-		return nil
+		if s.Namespace != "" {
+			subject.WithNamespace(s.Namespace)
+		}
+		ac.WithSubjects(subject)
 	}
-	err = retryOnConflict(ctx, func() error {
-		cur, err := api.Get(ctx, b.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = api.Create(ctx, b, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(rbacv1.Resource("rolebindings"), b.Name, err)
-			}
+	ac.WithOwnerReferences(ownerReferences(b.OwnerReferences)...)
+	err := retryOnConflict(ctx, func() error {
+		_, err := api.Apply(ctx, ac, applyOptions(true))
+		if !apierrors.IsInvalid(err) {
 			return err
 		}
-		if err != nil {
+		cur, gerr := api.Get(ctx, b.Name, metav1.GetOptions{})
+		if gerr != nil || cur.RoleRef == b.RoleRef {
 			return err
 		}
-		if cur.RoleRef != b.RoleRef {
-			// roleRef is immutable: delete exactly what was read, then create.
-			err := api.Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-			return apierrors.NewConflict(rbacv1.Resource("rolebindings"), b.Name, errRoleRefChanged)
+		// roleRef is immutable: delete exactly what was read, then apply again.
+		derr := api.Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
+		if derr != nil && !apierrors.IsNotFound(derr) {
+			return derr
 		}
-		labels := mergeLabels(cur.Labels, b.Labels)
-		if maps.Equal(cur.Labels, labels) && reflect.DeepEqual(cur.Subjects, b.Subjects) {
-			return nil
-		}
-		next := cur.DeepCopy()
-		next.Labels, next.Subjects = labels, b.Subjects
-		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
-		return err
+		return apierrors.NewConflict(rbacv1.Resource("rolebindings"), b.Name, errRoleRefChanged)
 	})
 	if err != nil {
 		return wrap(err, "applying", "RoleBinding", b.Namespace, b.Name)
 	}
 	return nil
-}
-
-// mergeLabels returns stored with want's labels set over it; nil when both
-// are empty.
-func mergeLabels(stored, want map[string]string) map[string]string {
-	if len(stored) == 0 && len(want) == 0 {
-		return stored
-	}
-	out := maps.Clone(stored)
-	if out == nil {
-		out = make(map[string]string, len(want))
-	}
-	maps.Copy(out, want)
-	return out
 }
 
 // DeleteRoleBinding removes the RoleBinding namespace/name.

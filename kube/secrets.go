@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -40,65 +39,35 @@ func wrap(err error, verb, kind, namespace, name string) error {
 	return fmt.Errorf("%s %s %s/%s: %w", verb, kind, namespace, name, err)
 }
 
-// applySecret creates want, or updates the Secret of the same name so that
-// its type, labels, annotations, owner references and data equal want's.
-// It sends no update when they already do.
+// applySecret applies want with server-side apply as FieldManager: kubepact
+// owns want's type, data, labels, annotations and owner references, and a
+// key it applied before and want no longer has goes. What others set on the
+// Secret stays. A Secret of another type is deleted, exactly as read, and
+// applied again: a Secret's type is immutable.
 func applySecret(ctx context.Context, c kubernetes.Interface, want *corev1.Secret) error {
 	secrets := c.CoreV1().Secrets(want.Namespace)
-	// Most Secrets kubepact writes are new: try to create first.
-	_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return wrap(err, "writing", "Secret", want.Namespace, want.Name)
-		}
-		return nil
-	}
-	err = retryOnConflict(ctx, func() error {
-		cur, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = secrets.Create(ctx, want, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				// Lost a race with another writer: retry as an update.
-				return apierrors.NewConflict(corev1.Resource("secrets"), want.Name, err)
-			}
+	ac := corev1ac.Secret(want.Name, want.Namespace).WithType(want.Type).
+		WithLabels(want.Labels).WithAnnotations(want.Annotations).
+		WithOwnerReferences(ownerReferences(want.OwnerReferences)...).WithData(want.Data)
+	err := retryOnConflict(ctx, func() error {
+		_, err := secrets.Apply(ctx, ac, applyOptions(true))
+		if !apierrors.IsInvalid(err) {
 			return err
 		}
-		if err != nil {
+		cur, gerr := secrets.Get(ctx, want.Name, metav1.GetOptions{})
+		if gerr != nil || cur.Type == want.Type {
 			return err
 		}
-		if secretMatches(cur, want) {
-			return nil
+		derr := secrets.Delete(ctx, cur.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
+		if derr != nil && !apierrors.IsNotFound(derr) {
+			return derr
 		}
-		next := cur.DeepCopy()
-		next.Type = want.Type
-		next.Labels = maps.Clone(want.Labels)
-		next.Annotations = maps.Clone(want.Annotations)
-		next.OwnerReferences = want.OwnerReferences
-		next.Data = want.Data
-		next.StringData = nil
-		if next.Type != cur.Type {
-			// A Secret's type is immutable: replace it.
-			if err := secrets.Delete(ctx, cur.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}}); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-			return apierrors.NewConflict(corev1.Resource("secrets"), want.Name, errors.New("type changed"))
-		}
-		_, err = secrets.Update(ctx, next, metav1.UpdateOptions{})
-		return err
+		return apierrors.NewConflict(corev1.Resource("secrets"), want.Name, errors.New("type changed"))
 	})
 	if err != nil {
 		return wrap(err, "writing", "Secret", want.Namespace, want.Name)
 	}
 	return nil
-}
-
-func secretMatches(cur, want *corev1.Secret) bool {
-	return cur.Type == want.Type &&
-		maps.Equal(cur.Labels, want.Labels) &&
-		maps.Equal(cur.Annotations, want.Annotations) &&
-		reflect.DeepEqual(cur.OwnerReferences, want.OwnerReferences) &&
-		len(cur.Data) == len(want.Data) &&
-		maps.EqualFunc(cur.Data, want.Data, func(a, b []byte) bool { return string(a) == string(b) })
 }
 
 func deleteSecret(ctx context.Context, c kubernetes.Interface, namespace, name string) error {

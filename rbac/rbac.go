@@ -56,6 +56,14 @@ const (
 	ControlPlaneNameValue = "remote-controlplane"
 )
 
+// ManagedByLabel, with value ManagedByValue, is on every binding, as on
+// Liqo's: Liqo's uninstaller and tools select what Liqo manages by it, and
+// a kubepact provider stands in for Liqo's.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "liqo"
+)
+
 // Verbs returns the explicit list of every verb on a resource.
 func Verbs() []string {
 	return []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
@@ -89,7 +97,9 @@ func ControlPlaneClusterRole() *rbacv1.ClusterRole {
 func BindingName(clusterRole string) string { return "liqo-binding-" + clusterRole }
 
 // ControlPlaneRoleBinding binds user consumerID to the ControlPlane
-// ClusterRole in namespace.
+// ClusterRole in namespace. A provider adds the controller reference to the
+// consumer's Tenant (tenant.OwnerReference), as Liqo's does, so deleting the
+// Tenant collects the binding.
 func ControlPlaneRoleBinding(namespace, consumerID string) *rbacv1.RoleBinding {
 	return roleBinding(namespace, consumerID, ControlPlaneClusterRoleName, rbacv1.Subject{
 		Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: consumerID,
@@ -117,24 +127,28 @@ func roleBinding(namespace, consumerID, clusterRole string, subject rbacv1.Subje
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      BindingName(clusterRole),
 			Namespace: namespace,
-			Labels:    map[string]string{clusterid.Label: consumerID},
+			Labels:    map[string]string{clusterid.Label: consumerID, ManagedByLabel: ManagedByValue},
 		},
 		Subjects: []rbacv1.Subject{subject},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
 	}
 }
 
-// Applier applies RBAC objects on the provider.
+// Applier applies RBAC objects on the provider, owning only the fields it
+// applies, as a server-side apply with one field manager does.
 //
-// ApplyClusterRole creates r or replaces the rules of the stored one and sets
-// r's labels on it, keeping the labels it has that r does not name: the
-// ClusterRole may be shared (Liqo installs "liqo-remote-controlplane" too),
-// and others' labels are theirs. ApplyRoleBinding does the same for b's
-// subjects and labels, replacing a stored binding whose roleRef differs
-// (roleRef is immutable). A label kubepact no longer sets is therefore never
-// removed. DeleteRoleBinding removes a binding and succeeds when there is
-// none. All succeed without writing when nothing changes. Implementations
-// are safe for concurrent use.
+// ApplyClusterRole sets r's labels and rules. The ClusterRole may be shared
+// (Liqo installs "liqo-remote-controlplane" too): rules another component
+// set to other values stay theirs, and are kept, and labels others set
+// stay. ApplyRoleBinding sets b's subjects, roleRef, labels and owner
+// references; subjects others set to other values are replaced (a binding
+// kubepact makes grants to exactly b's subjects), while their labels and
+// owner references stay. A binding whose roleRef differs is replaced, as
+// roleRef is immutable. A label or owner reference kubepact set before and
+// no longer applies is removed, unless another component set it too.
+// DeleteRoleBinding removes a binding and succeeds when there is none. All
+// succeed without writing when nothing changes. Implementations are safe
+// for concurrent use.
 type Applier interface {
 	ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error
 	ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error

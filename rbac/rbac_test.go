@@ -84,7 +84,7 @@ func TestControlPlaneRoleBinding(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      "liqo-binding-liqo-remote-controlplane",
 			Namespace: "liqo-tenant-cl-consumer",
-			Labels:    map[string]string{"liqo.io/remote-cluster-id": consumerID},
+			Labels:    map[string]string{"liqo.io/remote-cluster-id": consumerID, "app.kubernetes.io/managed-by": "liqo"},
 		},
 		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: consumerID}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "liqo-remote-controlplane"},
@@ -101,7 +101,7 @@ func groupBinding(namespace, role string) *rbacv1.RoleBinding {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      "liqo-binding-" + role,
 			Namespace: namespace,
-			Labels:    map[string]string{"liqo.io/remote-cluster-id": consumerID},
+			Labels:    map[string]string{"liqo.io/remote-cluster-id": consumerID, "app.kubernetes.io/managed-by": "liqo"},
 		},
 		Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: consumerID}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},

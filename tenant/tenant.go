@@ -65,6 +65,13 @@ var (
 	ErrInvalidOptions = errors.New("invalid tenant options")
 )
 
+// OwnerReference returns the controller reference to the stored Tenant t
+// that a provider puts on what it makes for t, as Liqo's does: the garbage
+// collector deletes those objects with the Tenant. t must carry its UID.
+func OwnerReference(t *authv1beta1.Tenant) metav1.OwnerReference {
+	return *metav1.NewControllerRef(t, authv1beta1.SchemeGroupVersion.WithKind(authv1beta1.TenantKind))
+}
+
 // FieldError reports which field of a Tenant was rejected, and why.
 type FieldError struct {
 	// Tenant is the name of the rejected Tenant.

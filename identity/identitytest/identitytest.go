@@ -11,7 +11,11 @@
 //     of a stored Identity and keeps its UID, keeps the stored status when
 //     the applied one is the zero value, and changes nothing when applied
 //     twice;
-//   - Delete removes an Identity and succeeds when there is none;
+//   - Apply keeps the labels, annotations and finalizers another component
+//     set (Harness.Update), and removes a label it applied before and no
+//     longer applies;
+//   - Delete removes an Identity and succeeds when there is none; an
+//     Identity with another component's finalizer stays, terminating;
 //   - ten concurrent Applies of one Identity all succeed, each returning its
 //     own status, and leave one of them stored;
 //   - a call with a cancelled context fails with an error wrapping
@@ -53,6 +57,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -75,6 +80,10 @@ type Harness struct {
 	// Namespace, when set, makes sure namespace name exists. The suite
 	// calls it before it first uses a namespace.
 	Namespace func(t *testing.T, name string)
+	// Update writes id as another component does: a client-side update of
+	// the whole Identity, under a field manager that is not kubepact's,
+	// carrying the resourceVersion read. Required.
+	Update func(ctx context.Context, id *authv1beta1.Identity) error
 	// Parallel lets the suite's tests run in parallel with each other.
 	Parallel bool
 }
@@ -85,9 +94,51 @@ const ConcurrentApplies = 10
 // Run checks that the Store made by h.New meets the identity.Store contract.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	if h.New == nil {
-		t.Fatal("identitytest: Harness.New is required")
+	if h.New == nil || h.Update == nil {
+		t.Fatal("identitytest: Harness.New and Update are required")
 	}
+	t.Run("ApplyKeepsOthersMetadata", func(t *testing.T) {
+		h.parallel(t)
+		s, ns := h.New(t), h.namespace(t)
+		first := newIdentity(ns, "controlplane")
+		_, err := s.Apply(t.Context(), first.DeepCopy())
+		require.NoError(t, err)
+		theirs := list(t, s, ns)[0]
+		theirs.Labels[foreignKey] = "theirs"
+		theirs.Annotations[foreignKey] = "theirs"
+		theirs.Finalizers = append(theirs.Finalizers, testFinalizer)
+		require.NoError(t, h.Update(t.Context(), &theirs), "Update")
+		h.removeOnCleanup(t, s, ns, theirs.Name)
+
+		applied := first.DeepCopy()
+		applied.Annotations[testKey] = "second"
+		changeSpec(applied)
+		_, err = s.Apply(t.Context(), applied.DeepCopy())
+		require.NoError(t, err)
+		got := list(t, s, ns)[0]
+		require.Equal(t, "theirs", got.Labels[foreignKey], "another component's label")
+		require.Equal(t, "theirs", got.Annotations[foreignKey], "another component's annotation")
+		require.Equal(t, "second", got.Annotations[testKey], "kubepact's annotation")
+		require.Equal(t, []string{testFinalizer}, got.Finalizers, "another component's finalizer")
+
+		require.NoError(t, s.Delete(t.Context(), ns, first.Name))
+		got = list(t, s, ns)[0]
+		require.Equal(t, []string{testFinalizer}, got.Finalizers, "finalizers after Delete")
+		require.NotNil(t, got.DeletionTimestamp, "deletionTimestamp after Delete")
+	})
+	t.Run("ApplyDropsItsOwnLabel", func(t *testing.T) {
+		h.parallel(t)
+		s, ns := h.New(t), h.namespace(t)
+		first := newIdentity(ns, "controlplane")
+		first.Labels[extraKey] = "kubepact"
+		_, err := s.Apply(t.Context(), first.DeepCopy())
+		require.NoError(t, err)
+		want := first.DeepCopy()
+		delete(want.Labels, extraKey)
+		_, err = s.Apply(t.Context(), want.DeepCopy())
+		require.NoError(t, err)
+		requireIdentity(t, want, &list(t, s, ns)[0])
+	})
 	t.Run("ListEmptyNamespace", func(t *testing.T) {
 		h.parallel(t)
 		s, ns := h.New(t), h.namespace(t)
@@ -297,6 +348,8 @@ const (
 	testKey       = "conformance.kubepact.io/value"
 	extraKey      = "conformance.kubepact.io/extra"
 	testFinalizer = "conformance.kubepact.io/finalizer"
+	// foreignKey is a label or annotation another component sets.
+	foreignKey = "conformance.kubepact.io/foreign"
 )
 
 func (h Harness) parallel(t *testing.T) {
@@ -368,12 +421,47 @@ func changeStatus(id *authv1beta1.Identity) {
 }
 
 // deleteOnCleanup deletes id when t ends, so that no Identity with a
-// finalizer outlives the test and blocks the deletion of its namespace.
+// finalizer outlives the test and blocks the deletion of its namespace: it
+// applies id without finalizers, which removes those kubepact applied,
+// then deletes it.
 func deleteOnCleanup(t *testing.T, s identity.Store, id *authv1beta1.Identity) {
 	t.Cleanup(func() {
+		bare := id.DeepCopy()
+		bare.Finalizers = nil
+		bare.Status = authv1beta1.IdentityStatus{}
+		if _, err := s.Apply(context.Background(), bare); err != nil {
+			t.Errorf("cleanup: removing the finalizers of Identity %s/%s: %v", id.Namespace, id.Name, err)
+		}
 		if err := s.Delete(context.Background(), id.Namespace, id.Name); err != nil {
 			t.Errorf("cleanup: deleting Identity %s/%s: %v", id.Namespace, id.Name, err)
 		}
+	})
+}
+
+// removeOnCleanup removes, when t ends, every finalizer of the Identity
+// namespace/name as another component does, and deletes it.
+func (h Harness) removeOnCleanup(t *testing.T, s identity.Store, namespace, name string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for range 5 {
+			ids, err := s.List(ctx, namespace)
+			if err != nil {
+				t.Errorf("cleanup: listing Identities in %s: %v", namespace, err)
+				return
+			}
+			i := slices.IndexFunc(ids, func(id authv1beta1.Identity) bool { return id.Name == name })
+			if i < 0 {
+				return
+			}
+			ids[i].Finalizers = nil
+			if err = h.Update(ctx, &ids[i]); err == nil {
+				if err = s.Delete(ctx, namespace, name); err == nil {
+					return
+				}
+			}
+			t.Logf("cleanup: removing Identity %s/%s: %v", namespace, name, err)
+		}
+		t.Errorf("cleanup: Identity %s/%s stays", namespace, name)
 	})
 }
 

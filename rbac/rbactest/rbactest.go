@@ -4,15 +4,18 @@
 //
 // Run checks the contract written on rbac.Applier:
 //
-//   - ApplyClusterRole creates a ClusterRole, replaces the rules of a stored
-//     one and sets its labels over the stored ones, keeping labels it does
-//     not name, and does not write when nothing changes (its
+//   - ApplyClusterRole creates a ClusterRole, replaces the rules and
+//     labels it applied before, keeps the labels another component set
+//     (Inspector.UpdateClusterRole) and the rules another component set to
+//     other values, removes a label it applied before and no longer
+//     applies, and does not write when nothing changes (its
 //     resourceVersion stays);
-//   - ApplyRoleBinding creates a RoleBinding, replaces the subjects of a
-//     stored one and sets its labels over the stored ones, keeping the
-//     others, replaces a stored one whose roleRef differs
-//     (roleRef is immutable on an API server, so an adapter deletes and
-//     creates), and does not write when nothing changes;
+//   - ApplyRoleBinding creates a RoleBinding, replaces its subjects (also
+//     those another component added) and the labels it applied, keeps the
+//     labels another component set, removes a label it no longer applies,
+//     replaces a stored one whose roleRef differs (roleRef is immutable on
+//     an API server, so an adapter deletes and creates), and does not
+//     write when nothing changes;
 //   - ten concurrent ApplyRoleBindings of one binding all succeed and leave
 //     one of them stored;
 //   - DeleteRoleBinding removes a binding and succeeds when there is none;
@@ -95,9 +98,16 @@ type Harness struct {
 // (nil, nil) when there is no such object, and returns the object with its
 // resourceVersion, which the suite compares to tell whether an Apply wrote.
 // Both are required.
+//
+// UpdateClusterRole and UpdateRoleBinding write an object as another
+// component (Liqo's chart, a user) does: a client-side create or update of
+// the whole object, under a field manager that is not kubepact's, carrying
+// the resourceVersion read. Both are required.
 type Inspector struct {
-	ClusterRole func(ctx context.Context, name string) (*rbacv1.ClusterRole, error)
-	RoleBinding func(ctx context.Context, namespace, name string) (*rbacv1.RoleBinding, error)
+	ClusterRole       func(ctx context.Context, name string) (*rbacv1.ClusterRole, error)
+	RoleBinding       func(ctx context.Context, namespace, name string) (*rbacv1.RoleBinding, error)
+	UpdateClusterRole func(ctx context.Context, r *rbacv1.ClusterRole) error
+	UpdateRoleBinding func(ctx context.Context, b *rbacv1.RoleBinding) error
 }
 
 // ConcurrentApplies is how many goroutines apply one RoleBinding at once.
@@ -152,12 +162,14 @@ func Run(t *testing.T, h Harness) {
 			})
 		}
 	})
-	t.Run("ApplyClusterRoleKeepsOtherLabels", func(t *testing.T) {
+	t.Run("ApplyClusterRoleKeepsOthersLabels", func(t *testing.T) {
 		h.parallel(t)
 		a, in := h.new(t)
 		first := newClusterRole(t)
-		first.Labels[foreignKey] = "theirs"
 		require.NoError(t, a.ApplyClusterRole(t.Context(), first.DeepCopy()))
+		theirs := in.requireClusterRole(t, first)
+		theirs.Labels[foreignKey] = "theirs"
+		require.NoError(t, in.UpdateClusterRole(t.Context(), theirs), "UpdateClusterRole")
 		applied := first.DeepCopy()
 		applied.Labels = map[string]string{testKey: "second"}
 		applied.Rules[0].Verbs = []string{"get"}
@@ -166,18 +178,71 @@ func Run(t *testing.T, h Harness) {
 		want.Labels[foreignKey] = "theirs"
 		in.requireClusterRole(t, want)
 	})
-	t.Run("ApplyRoleBindingKeepsOtherLabels", func(t *testing.T) {
+	t.Run("ApplyClusterRoleDropsItsOwnLabel", func(t *testing.T) {
+		h.parallel(t)
+		a, in := h.new(t)
+		first := newClusterRole(t)
+		first.Labels[extraKey] = "kubepact"
+		require.NoError(t, a.ApplyClusterRole(t.Context(), first.DeepCopy()))
+		want := first.DeepCopy()
+		delete(want.Labels, extraKey)
+		require.NoError(t, a.ApplyClusterRole(t.Context(), want.DeepCopy()))
+		in.requireClusterRole(t, want)
+	})
+	t.Run("ApplyClusterRoleKeepsOthersRules", func(t *testing.T) {
+		// A role another component installed with its own rules, as
+		// Liqo's chart installs liqo-remote-controlplane.
+		h.parallel(t)
+		a, in := h.new(t)
+		theirs := newClusterRole(t)
+		theirs.Labels = map[string]string{foreignKey: "theirs", rbac.NameLabel: "shared"}
+		theirs.Rules = append(theirs.Rules, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}})
+		require.NoError(t, in.UpdateClusterRole(t.Context(), theirs.DeepCopy()), "UpdateClusterRole")
+		applied := newClusterRole(t)
+		applied.Name = theirs.Name
+		require.NoError(t, a.ApplyClusterRole(t.Context(), applied.DeepCopy()))
+		want := theirs.DeepCopy()
+		maps.Copy(want.Labels, applied.Labels)
+		in.requireClusterRole(t, want)
+	})
+	t.Run("ApplyRoleBindingKeepsOthersLabels", func(t *testing.T) {
 		h.parallel(t)
 		a, in := h.new(t)
 		first := h.newRoleBinding(t, a)
-		first.Labels[foreignKey] = "theirs"
 		require.NoError(t, a.ApplyRoleBinding(t.Context(), first.DeepCopy()))
+		theirs := in.requireRoleBinding(t, first)
+		theirs.Labels[foreignKey] = "theirs"
+		require.NoError(t, in.UpdateRoleBinding(t.Context(), theirs), "UpdateRoleBinding")
 		applied := first.DeepCopy()
-		delete(applied.Labels, foreignKey)
+		applied.Labels[testKey] = "second"
 		changeSubjects(applied, "other")
 		require.NoError(t, a.ApplyRoleBinding(t.Context(), applied.DeepCopy()))
 		want := applied.DeepCopy()
 		want.Labels[foreignKey] = "theirs"
+		in.requireRoleBinding(t, want)
+	})
+	t.Run("ApplyRoleBindingTakesOverSubjects", func(t *testing.T) {
+		// A binding kubepact makes grants to exactly its subjects, even
+		// if someone added one.
+		h.parallel(t)
+		a, in := h.new(t)
+		want := h.newRoleBinding(t, a)
+		require.NoError(t, a.ApplyRoleBinding(t.Context(), want.DeepCopy()))
+		theirs := in.requireRoleBinding(t, want)
+		theirs.Subjects = append(theirs.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "intruder"})
+		require.NoError(t, in.UpdateRoleBinding(t.Context(), theirs), "UpdateRoleBinding")
+		require.NoError(t, a.ApplyRoleBinding(t.Context(), want.DeepCopy()))
+		in.requireRoleBinding(t, want)
+	})
+	t.Run("ApplyRoleBindingDropsItsOwnLabel", func(t *testing.T) {
+		h.parallel(t)
+		a, in := h.new(t)
+		first := h.newRoleBinding(t, a)
+		first.Labels[extraKey] = "kubepact"
+		require.NoError(t, a.ApplyRoleBinding(t.Context(), first.DeepCopy()))
+		want := first.DeepCopy()
+		delete(want.Labels, extraKey)
+		require.NoError(t, a.ApplyRoleBinding(t.Context(), want.DeepCopy()))
 		in.requireRoleBinding(t, want)
 	})
 	t.Run("ApplyRoleBindingCreates", func(t *testing.T) {
@@ -310,6 +375,8 @@ func (h Harness) new(t *testing.T) (rbac.Applier, Inspector) {
 	a, in := h.New(t)
 	require.NotNil(t, in.ClusterRole, "rbactest: Inspector.ClusterRole is required")
 	require.NotNil(t, in.RoleBinding, "rbactest: Inspector.RoleBinding is required")
+	require.NotNil(t, in.UpdateClusterRole, "rbactest: Inspector.UpdateClusterRole is required")
+	require.NotNil(t, in.UpdateRoleBinding, "rbactest: Inspector.UpdateRoleBinding is required")
 	return a, in
 }
 

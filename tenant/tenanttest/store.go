@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -24,6 +26,10 @@ type StoreHarness struct {
 	// Namespace, when set, makes sure namespace name exists. The suite
 	// calls it before it first uses a namespace.
 	Namespace func(t *testing.T, name string)
+	// Update writes tn as another component (Liqo, a user) does: a
+	// client-side update of the whole Tenant, under a field manager that
+	// is not kubepact's, carrying the resourceVersion read. Required.
+	Update func(ctx context.Context, tn *authv1beta1.Tenant) error
 	// Parallel lets the suite's tests run in parallel with each other.
 	Parallel bool
 }
@@ -35,8 +41,8 @@ const ConcurrentApplies = 10
 // contract.
 func RunStore(t *testing.T, h StoreHarness) {
 	t.Helper()
-	if h.New == nil {
-		t.Fatal("tenanttest: StoreHarness.New is required")
+	if h.New == nil || h.Update == nil {
+		t.Fatal("tenanttest: StoreHarness.New and Update are required")
 	}
 	t.Run("GetUnknownIsNotFound", func(t *testing.T) {
 		parallel(t, h.Parallel)
@@ -157,21 +163,50 @@ func RunStore(t *testing.T, h StoreHarness) {
 	t.Run("DeleteKeepsOthersFinalizers", func(t *testing.T) {
 		parallel(t, h.Parallel)
 		s, want := h.New(t), h.newTenant(t)
-		want.Finalizers = []string{tenant.Finalizer, foreignFinalizer}
-		// Apply, which replaces finalizers, lets the Tenant go at the end.
-		t.Cleanup(func() {
-			gone := want.DeepCopy()
-			gone.Finalizers = nil
-			if _, err := s.Apply(context.Background(), gone); err != nil && !errors.Is(err, tenant.ErrNotFound) {
-				t.Errorf("cleanup: removing the finalizers of Tenant %s/%s: %v", want.Namespace, want.Name, err)
-			}
-		})
+		want.Finalizers = []string{tenant.Finalizer}
 		_, err := s.Apply(t.Context(), want.DeepCopy())
 		require.NoError(t, err)
+		h.addForeignFinalizer(t, s, want)
 		require.NoError(t, s.Delete(t.Context(), want.Namespace, want.Name))
 		got := get(t, s, want)
 		require.Equal(t, []string{foreignFinalizer}, got.Finalizers, "finalizers after Delete")
 		require.NotNil(t, got.DeletionTimestamp, "deletionTimestamp after Delete")
+	})
+	t.Run("ApplyKeepsOthersMetadata", func(t *testing.T) {
+		parallel(t, h.Parallel)
+		s, want := h.New(t), h.newTenant(t)
+		_, err := s.Apply(t.Context(), want.DeepCopy())
+		require.NoError(t, err)
+		theirs := get(t, s, want)
+		theirs.Labels[foreignKey] = "theirs"
+		theirs.Annotations[foreignKey] = "theirs"
+		require.NoError(t, h.Update(t.Context(), theirs), "Update")
+		h.addForeignFinalizer(t, s, want)
+
+		applied := want.DeepCopy()
+		applied.Labels[testLabel] = "second"
+		applied.Finalizers = []string{tenant.Finalizer}
+		_, err = s.Apply(t.Context(), applied.DeepCopy())
+		require.NoError(t, err)
+		got := get(t, s, want)
+		require.Equal(t, "theirs", got.Labels[foreignKey], "another component's label")
+		require.Equal(t, "second", got.Labels[testLabel], "kubepact's label")
+		require.Equal(t, "theirs", got.Annotations[foreignKey], "another component's annotation")
+		require.ElementsMatch(t, []string{tenant.Finalizer, foreignFinalizer}, got.Finalizers, "finalizers")
+		require.True(t, equality.Semantic.DeepEqual(applied.Spec, got.Spec), "spec: got %+v, want %+v", got.Spec, applied.Spec)
+		require.NoError(t, s.Delete(t.Context(), want.Namespace, want.Name))
+	})
+	t.Run("ApplyDropsItsOwnLabel", func(t *testing.T) {
+		parallel(t, h.Parallel)
+		s, first := h.New(t), h.newTenant(t)
+		first.Labels[extraLabel] = "kubepact"
+		_, err := s.Apply(t.Context(), first.DeepCopy())
+		require.NoError(t, err)
+		want := first.DeepCopy()
+		delete(want.Labels, extraLabel)
+		_, err = s.Apply(t.Context(), want.DeepCopy())
+		require.NoError(t, err)
+		requireTenant(t, want, get(t, s, want))
 	})
 	t.Run("NamespacesAreIndependent", func(t *testing.T) {
 		parallel(t, h.Parallel)
@@ -294,8 +329,39 @@ func changeAnnotations(tn *authv1beta1.Tenant) {
 	tn.Annotations = map[string]string{testLabel: "second", extraLabel: "added"}
 }
 
-// foreignFinalizer stands for a finalizer another controller owns.
-const foreignFinalizer = "conformance.kubepact.io/foreign"
+// foreignFinalizer stands for a finalizer another controller owns, and
+// foreignKey for a label or annotation another component sets.
+const (
+	foreignFinalizer = "conformance.kubepact.io/foreign"
+	foreignKey       = "conformance.kubepact.io/foreign"
+)
+
+// addForeignFinalizer adds foreignFinalizer to the stored tn as another
+// controller does, and removes it the same way when t ends, so the Tenant
+// can go.
+func (h StoreHarness) addForeignFinalizer(t *testing.T, s tenant.Store, tn *authv1beta1.Tenant) {
+	t.Helper()
+	theirs := get(t, s, tn)
+	theirs.Finalizers = append(theirs.Finalizers, foreignFinalizer)
+	require.NoError(t, h.Update(t.Context(), theirs), "Update adding a finalizer")
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for range 5 {
+			cur, err := s.Get(ctx, tn.Namespace, tn.Name)
+			if errors.Is(err, tenant.ErrNotFound) {
+				return
+			}
+			if err == nil {
+				cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == foreignFinalizer })
+				if err = h.Update(ctx, cur); err == nil {
+					return
+				}
+			}
+			t.Logf("cleanup: removing the finalizer of Tenant %s/%s: %v", tn.Namespace, tn.Name, err)
+		}
+		t.Errorf("cleanup: Tenant %s/%s keeps its finalizer %s", tn.Namespace, tn.Name, foreignFinalizer)
+	})
+}
 
 func addFinalizer(tn *authv1beta1.Tenant) {
 	tn.Finalizers = append(tn.Finalizers, tenant.Finalizer)
