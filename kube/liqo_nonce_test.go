@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
@@ -22,10 +23,9 @@ import (
 var errDifferentNonce = errors.New("nonce secret already exists with a different nonce")
 
 // liqoSignNonce does on the consumer cluster what a Liqo consumer does with
-// the provider's nonce (SPEC §7): it records it in liqo-signed-nonce,
-// refusing when that Secret holds a different nonce, and signs it.
-func liqoSignNonce(ctx context.Context, providerID string, key *keys.PrivateKey, n nonce.Nonce) ([]byte, error) {
-	secrets := consumer.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID))
+// the provider's nonce (SPEC §7): it records it in liqo-signed-nonce, among
+// secrets, refusing when that Secret holds a different nonce, and signs it.
+func liqoSignNonce(ctx context.Context, secrets corev1client.SecretInterface, providerID string, key *keys.PrivateKey, n nonce.Nonce) ([]byte, error) {
 	held, err := secrets.Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
 	exists := err == nil
 	switch {
@@ -43,7 +43,9 @@ func liqoSignNonce(ctx context.Context, providerID string, key *keys.PrivateKey,
 		held.Data[nonce.SignedSecretKey] = sig
 		_, err = secrets.Update(ctx, held, metav1.UpdateOptions{})
 	} else {
-		_, err = secrets.Create(ctx, nonce.SignedSecret(providerID, n, sig), metav1.CreateOptions{})
+		sec := nonce.SignedSecret(providerID, n, sig)
+		sec.Namespace = "" // secrets' own
+		_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
 	}
 	return sig, err
 }
@@ -72,7 +74,7 @@ func TestLiqoConsumerReauthenticates(t *testing.T) {
 			first = n
 		}
 		require.True(t, first.Equal(n), "authentication %d: the provider keeps the nonce", i+1)
-		_, err = liqoSignNonce(ctx, providerID, key, n)
+		_, err = liqoSignNonce(ctx, consumer.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)), providerID, key, n)
 		require.NoError(t, err, "authentication %d", i+1)
 		tn, err := tenant.Build(consumerID, key, n, nil) // no transcript, as Liqo sends
 		require.NoError(t, err)
