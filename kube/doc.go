@@ -9,9 +9,17 @@
 //
 // # Behaviour
 //
-//   - Writes are create-or-update with optimistic concurrency: an update
-//     that meets a conflict re-reads and retries, and a write that changes
-//     nothing is not sent.
+//   - Tenants, Identities, Secrets, ClusterRoles and RoleBindings are
+//     written with server-side apply under FieldManager ("kubepact"), so
+//     kubepact owns exactly the fields it applies: labels, annotations,
+//     finalizers and owner references others put on a shared object stay,
+//     as do fields kubepact's types do not know, and a field kubepact
+//     applied before and no longer applies goes. kubepact takes over the
+//     fields it applies on its own objects (force), except the rules of a
+//     ClusterRole another manager set to other values, which stay theirs
+//     (Liqo's chart installs liqo-remote-controlplane). An apply that
+//     changes nothing writes nothing. Namespaces get their labels merged,
+//     with optimistic concurrency.
 //   - Not-found errors wrap the port's sentinel (nonce.ErrNotFound,
 //     tenant.ErrNotFound, ...) and the API error, so both errors.Is and
 //     apierrors.IsNotFound work. Other API errors are wrapped with the
@@ -42,7 +50,10 @@
 // Secrets' data never reaches an error. The provider's credentials need:
 // namespaces (get, create, update, delete), secrets, tenants and
 // rolebindings in tenant namespaces, clusterroles, create on
-// subjectaccessreviews.authorization.k8s.io (rbac.CheckUnprivileged), and
+// subjectaccessreviews.authorization.k8s.io (rbac.CheckUnprivileged),
+// update on tenants/finalizers where the OwnerReferencesPermissionEnforcement
+// admission plugin is on (the ControlPlane RoleBinding blocks its Tenant's
+// deletion until the garbage collector removes it), and
 // for CSRSigner certificatesigningrequests (create, get, list, watch),
 // certificatesigningrequests/approval (update), approve on
 // signers/kubernetes.io/kube-apiserver-client, and create on

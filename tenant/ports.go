@@ -26,9 +26,12 @@ type Namespaces interface {
 // Store keeps Tenants on the provider.
 //
 // Get returns the Tenant, or an error wrapping ErrNotFound. Apply creates t
-// or replaces the spec, labels, annotations and finalizers of the stored
-// one, and its status too unless t's status is the zero value (then the
-// stored status is kept); it returns what is stored. Delete removes
+// or sets t's spec, labels, annotations, finalizers and owner references on
+// the stored one, and its status too unless t's status is the zero value
+// (then the stored status is kept); it returns what is stored. Apply owns
+// only what it applies, as a server-side apply does: metadata another
+// component (Liqo, a user) set on the Tenant stays, and a label,
+// annotation or finalizer Apply set before and t no longer has goes. Delete removes
 // Finalizer, the caller's, from the Tenant and deletes it; a finalizer
 // another controller put on it stays and keeps the Tenant, terminating,
 // until that controller removes it. Delete succeeds when there is no
