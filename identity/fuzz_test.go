@@ -187,18 +187,22 @@ func newFuzzFixture(f *testing.F) fuzzFixture {
 }
 
 var verifySentinels = []error{identity.ErrMalformed, identity.ErrUntrusted, identity.ErrKeyMismatch,
-	identity.ErrExpired, identity.ErrNotYetValid, identity.ErrSubject}
+	identity.ErrExpired, identity.ErrNotYetValid, identity.ErrSubject, identity.ErrCACertificate, identity.ErrKeyUsage}
 
 // checkVerified fails t unless cert, which Verify returned for id, is the
-// consumer's trusted, valid ControlPlane certificate.
+// consumer's valid ControlPlane client certificate, trusted by roots when
+// they are set.
 func checkVerified(t *testing.T, id *authv1beta1.Identity, pub crypto.PublicKey, roots *x509.CertPool, cert *x509.Certificate) {
 	t.Helper()
 	params := id.Spec.AuthParams
-	if roots == nil {
-		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(params.CA) {
-			t.Fatalf("accepted spec.authParams.ca that holds no certificate")
-		}
+	if len(params.CA) > 0 && !x509.NewCertPool().AppendCertsFromPEM(params.CA) {
+		t.Fatalf("accepted spec.authParams.ca that holds no certificate")
+	}
+	if cert.IsCA {
+		t.Fatalf("accepted a CA certificate")
+	}
+	if len(cert.ExtKeyUsage) > 0 && !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth) && !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageAny) {
+		t.Fatalf("accepted extended key usage %v", cert.ExtKeyUsage)
 	}
 	if p := params.ProxyURL; p != nil {
 		u, err := url.Parse(*p)
@@ -219,6 +223,9 @@ func checkVerified(t *testing.T, id *authv1beta1.Identity, pub crypto.PublicKey,
 	parsed, err := csr.ParseCertificate(params.SignedCRT)
 	if err != nil || !parsed.Equal(cert) {
 		t.Fatalf("returned certificate is not the first of spec.authParams.signedCRT (%v)", err)
+	}
+	if roots == nil {
+		return
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: epoch, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Fatalf("accepted a certificate that does not chain for client auth: %v", err)
@@ -268,7 +275,7 @@ func FuzzDecode(f *testing.F) {
 		params.APIServer = "https://provider.example:6443"
 		id, err := identity.Build("cl-provider", params, &identity.BuildOptions{TenantNamespace: "liqo-tenant-" + consumerID})
 		if err != nil {
-			continue // Build refuses an empty CA or certificate
+			continue // Build refuses an empty certificate
 		}
 		y, err := yaml.Marshal(id)
 		if err != nil {

@@ -3,27 +3,41 @@
 //
 // The provider calls Build with its cluster ID and the AuthParams it issued
 // (API server URL, CA, signed certificate). The consumer calls Verify before
-// it trusts the Identity enough to build a kubeconfig from it.
+// it trusts the Identity enough to build a kubeconfig from it and, when the
+// provider is reachable, Confirm to ask the provider who the kubeconfig
+// authenticates as before writing it.
 //
 // # Security
 //
 // Build and Verify both require the API server to be an absolute https URL
 // with a host (ValidateServer), so a provider never emits, and a consumer
 // never trusts, an Identity that would send its client certificate in clear
-// or to a local socket. Verify checks that the certificate chains to the
-// Identity's CA (or to VerifyOptions.ClientCAs) for client authentication, is
-// for the consumer's own key, is within its validity at the given time, and
-// carries exactly the expected CN and O, and that a proxy URL, if any, is
-// http or https. CheckProvider checks that an Identity is the ControlPlane
-// Identity of the provider the caller expects: nothing in the Identity
-// itself proves who sent it.
+// or to a local socket. Verify checks offline what the Identity alone lets
+// it check: the certificate is for the consumer's own key, carries exactly
+// the expected CN and O, is a leaf (not a CA) usable for client
+// authentication, and is valid at the given time; a proxy URL, if any, is
+// http or https. It checks the certificate's chain only against
+// VerifyOptions.ClientCAs, the client CA the caller knows the provider's API
+// server trusts: spec.authParams.ca is the CA of the provider's serving
+// certificate, which is not the client CA on every distribution (k3s and
+// RKE2 keep them apart), and is empty when the provider's API server has a
+// publicly trusted certificate. Liqo accepts both, and so does Verify.
+// Without ClientCAs only the provider can tell whether it trusts the
+// certificate: Confirm asks it, with a SelfSubjectReview made with the new
+// kubeconfig, through a Reviewer. CheckProvider checks that an Identity is
+// the ControlPlane Identity of the provider the caller expects: nothing in
+// the Identity itself proves who sent it.
 //
 // # Errors
 //
 // Build wraps clusterid.ErrInvalid or ErrMalformed. Verify wraps one of
-// ErrMalformed, ErrUntrusted, ErrKeyMismatch, ErrExpired, ErrNotYetValid or
-// ErrSubject. CheckProvider wraps ErrWrongProvider or ErrMalformed. An
-// unacceptable API server wraps ErrInvalidServer, and ErrMalformed too.
+// ErrMalformed, ErrUntrusted, ErrKeyMismatch, ErrExpired, ErrNotYetValid,
+// ErrSubject, ErrCACertificate or ErrKeyUsage. Confirm wraps ErrRejected when
+// the provider refuses the credentials and ErrWrongUser when it takes them
+// for another user or groups; other errors (the provider unreachable, its
+// serving certificate untrusted) come from the Reviewer. CheckProvider wraps
+// ErrWrongProvider or ErrMalformed. An unacceptable API server wraps
+// ErrInvalidServer, and ErrMalformed too.
 package identity
 
 import (
@@ -48,7 +62,8 @@ import (
 var (
 	// ErrMalformed reports an Identity whose fields do not parse.
 	ErrMalformed = errors.New("malformed identity")
-	// ErrUntrusted reports a certificate that does not chain to the CA.
+	// ErrUntrusted reports a certificate that does not chain to the client
+	// CAs the caller supplied (VerifyOptions.ClientCAs).
 	ErrUntrusted = errors.New("identity certificate is not signed by the expected CA")
 	// ErrKeyMismatch reports a certificate for another key than the consumer's.
 	ErrKeyMismatch = errors.New("identity certificate is for another key")
@@ -58,6 +73,12 @@ var (
 	ErrNotYetValid = errors.New("identity certificate is not yet valid")
 	// ErrSubject reports a certificate with another CN or O than expected.
 	ErrSubject = errors.New("identity certificate has the wrong subject")
+	// ErrCACertificate reports a certificate that is a CA certificate, not
+	// a client certificate.
+	ErrCACertificate = errors.New("identity certificate is a CA certificate")
+	// ErrKeyUsage reports a certificate whose extended key usage does not
+	// allow client authentication.
+	ErrKeyUsage = errors.New("identity certificate is not for client authentication")
 	// ErrInvalidServer reports an API server that is not an absolute https
 	// URL with a host. Errors that wrap it wrap ErrMalformed too.
 	ErrInvalidServer = errors.New("identity API server is not an https URL with a host")
@@ -123,7 +144,8 @@ type BuildOptions struct {
 
 // Build returns the ControlPlane Identity that provider providerID issues to
 // a consumer, carrying params. It lives in the consumer's tenant namespace
-// for the provider.
+// for the provider. params.CA may be empty: the provider's API server has a
+// publicly trusted certificate, and consumers use their system roots.
 func Build(providerID string, params authv1beta1.AuthParams, opts *BuildOptions) (*authv1beta1.Identity, error) {
 	if err := clusterid.Validate(providerID); err != nil {
 		return nil, err
@@ -131,8 +153,8 @@ func Build(providerID string, params authv1beta1.AuthParams, opts *BuildOptions)
 	if err := ValidateServer(params.APIServer); err != nil {
 		return nil, fmt.Errorf("spec.authParams.apiServer: %w", err)
 	}
-	if len(params.CA) == 0 || len(params.SignedCRT) == 0 {
-		return nil, fmt.Errorf("%w: missing CA or certificate", ErrMalformed)
+	if len(params.SignedCRT) == 0 {
+		return nil, fmt.Errorf("%w: missing certificate", ErrMalformed)
 	}
 	id := &authv1beta1.Identity{
 		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind},
@@ -154,17 +176,24 @@ func Build(providerID string, params authv1beta1.AuthParams, opts *BuildOptions)
 	return id, nil
 }
 
-// VerifyOptions tunes Verify. The zero value, like a nil pointer, trusts the
-// Identity's own CA.
+// VerifyOptions tunes Verify. The zero value, like a nil pointer, checks no
+// chain: spec.authParams.ca is never taken for the client CA.
 type VerifyOptions struct {
-	// ClientCAs, when set, are the CAs the client certificate must chain
-	// to, for providers whose client-signing CA is not their serving CA.
+	// ClientCAs, when set, are the client CAs of the provider's API server
+	// (its --client-ca-file), known to the caller by other means than the
+	// Identity: the certificate must chain to one of them for client
+	// authentication, else ErrUntrusted.
 	ClientCAs *x509.CertPool
 }
 
-// Verify checks that id names an https API server and that its certificate
-// is the ControlPlane certificate of consumer consumerID for key pub, trusted
-// and valid at now. It returns the parsed certificate.
+// Verify checks, offline, that id names an https API server and that its
+// certificate is the ControlPlane certificate of consumer consumerID for key
+// pub: a client certificate (not a CA, ErrCACertificate; usable for client
+// authentication, ErrKeyUsage) with CN and O of csr.ControlPlaneSubject
+// (ErrSubject), valid at now (ErrNotYetValid, ErrExpired), chaining to
+// opts.ClientCAs when set (ErrUntrusted). spec.authParams.ca, the CA of the
+// provider's serving certificate, may be empty; when set it must hold PEM
+// certificates (ErrMalformed). It returns the parsed certificate.
 func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, now time.Time, opts *VerifyOptions) (*x509.Certificate, error) {
 	if err := ValidateServer(id.Spec.AuthParams.APIServer); err != nil {
 		return nil, fmt.Errorf("spec.authParams.apiServer: %w", err)
@@ -178,13 +207,8 @@ func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, n
 	if err != nil {
 		return nil, fmt.Errorf("%w: spec.authParams.signedCRT: %w", ErrMalformed, err)
 	}
-	roots := (*x509.CertPool)(nil)
-	if opts != nil {
-		roots = opts.ClientCAs
-	}
-	if roots == nil {
-		roots = x509.NewCertPool()
-		if len(id.Spec.AuthParams.CA) > csr.MaxCertificateSize || !roots.AppendCertsFromPEM(id.Spec.AuthParams.CA) {
+	if ca := id.Spec.AuthParams.CA; len(ca) > 0 {
+		if len(ca) > csr.MaxCertificateSize || !x509.NewCertPool().AppendCertsFromPEM(ca) {
 			return nil, fmt.Errorf("%w: spec.authParams.ca holds no PEM certificate", ErrMalformed)
 		}
 	}
@@ -205,23 +229,49 @@ func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, n
 		return nil, fmt.Errorf("%w: CN=%q O=%q, want CN=%q O=%q", ErrSubject,
 			cert.Subject.CommonName, cert.Subject.Organization, want.CommonName, want.Organization)
 	}
-	if _, err := cert.Verify(x509.VerifyOptions{
-		Roots:       roots,
-		CurrentTime: now,
-		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUntrusted, err)
+	if cert.IsCA {
+		return nil, fmt.Errorf("%w: basic constraints say CA", ErrCACertificate)
+	}
+	if !clientAuth(cert) {
+		return nil, fmt.Errorf("%w: extended key usage %v", ErrKeyUsage, cert.ExtKeyUsage)
+	}
+	if opts != nil && opts.ClientCAs != nil {
+		if _, err := cert.Verify(x509.VerifyOptions{
+			Roots:       opts.ClientCAs,
+			CurrentTime: now,
+			KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUntrusted, err)
+		}
 	}
 	return cert, nil
+}
+
+// clientAuth reports whether cert may authenticate a client as Go's TLS
+// stack, and so the Kubernetes API server, judges it: without an extended
+// key usage extension, or with one that lists client authentication or any
+// usage.
+func clientAuth(cert *x509.Certificate) bool {
+	if len(cert.ExtKeyUsage) == 0 && len(cert.UnknownExtKeyUsage) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(cert.ExtKeyUsage, func(u x509.ExtKeyUsage) bool {
+		return u == x509.ExtKeyUsageClientAuth || u == x509.ExtKeyUsageAny
+	})
 }
 
 // Store keeps Identities on the consumer.
 //
 // List returns the Identities in namespace, sorted by name. Apply creates id
-// or replaces the spec, labels, annotations and finalizers of the stored one,
-// and its status too unless id's status is the zero value (then the stored
-// status is kept); it returns what is stored (with its UID). Delete removes the Identity and
-// succeeds when there is none. Implementations are safe for concurrent use.
+// or sets id's spec, labels, annotations, finalizers and owner references on
+// the stored one, and its status too unless id's status is the zero value
+// (then the stored status is kept); it returns what is stored (with its
+// UID). Apply owns only what it applies, as a server-side apply does:
+// metadata another component set on the Identity stays, and a label,
+// annotation or finalizer Apply set before and id no longer has goes.
+// Delete deletes the Identity and succeeds when there is none; finalizers
+// others put on it stay, and keep it, terminating, until they remove them.
+// Implementations are safe for concurrent use.
 type Store interface {
 	List(ctx context.Context, namespace string) ([]authv1beta1.Identity, error)
 	Apply(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error)

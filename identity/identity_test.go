@@ -96,7 +96,6 @@ func TestBuildRejects(t *testing.T) {
 		{"http API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "http://p.example" }, identity.ErrInvalidServer},
 		{"unix API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "unix:///run/k8s.sock" }, identity.ErrInvalidServer},
 		{"no API server", providerID, func(p *authv1beta1.AuthParams) { p.APIServer = "" }, identity.ErrInvalidServer},
-		{"no CA", providerID, func(p *authv1beta1.AuthParams) { p.CA = nil }, identity.ErrMalformed},
 		{"no certificate", providerID, func(p *authv1beta1.AuthParams) { p.SignedCRT = nil }, identity.ErrMalformed},
 	}
 	for _, tt := range tests {
@@ -126,10 +125,16 @@ func TestVerifyWithClientCAs(t *testing.T) {
 	id.Spec.AuthParams.CA = f.other.Certificate() // serving CA differs from the client CA
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(f.ca.Certificate()))
-
 	_, err := identity.Verify(id, consumerID, f.key.Public(), epoch, &identity.VerifyOptions{ClientCAs: pool})
 	require.NoError(t, err)
+
+	// Without ClientCAs, spec.authParams.ca is not taken for the client CA.
 	_, err = identity.Verify(id, consumerID, f.key.Public(), epoch, nil)
+	require.NoError(t, err)
+
+	wrong := x509.NewCertPool()
+	require.True(t, wrong.AppendCertsFromPEM(f.other.Certificate()))
+	_, err = identity.Verify(id, consumerID, f.key.Public(), epoch, &identity.VerifyOptions{ClientCAs: wrong})
 	require.ErrorIs(t, err, identity.ErrUntrusted)
 }
 
@@ -145,12 +150,6 @@ func TestVerifyRejects(t *testing.T) {
 		now    time.Time
 		want   error
 	}{
-		{"certificate from another CA", func(id *authv1beta1.Identity) {
-			id.Spec.AuthParams.SignedCRT = issue(t, f.other, f.key, consumerID, time.Hour)
-		}, f.key, epoch, identity.ErrUntrusted},
-		{"CA replaced by another CA", func(id *authv1beta1.Identity) {
-			id.Spec.AuthParams.CA = f.other.Certificate()
-		}, f.key, epoch, identity.ErrUntrusted},
 		{"expired", func(*authv1beta1.Identity) {}, f.key, epoch.Add(2 * time.Hour), identity.ErrExpired},
 		{"not yet valid", func(*authv1beta1.Identity) {}, f.key, epoch.Add(-time.Hour), identity.ErrNotYetValid},
 		{"certificate for another key", func(*authv1beta1.Identity) {}, otherKey, epoch, identity.ErrKeyMismatch},

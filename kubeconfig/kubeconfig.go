@@ -68,7 +68,10 @@ type Params struct {
 	Name string
 	// Server is the API server URL.
 	Server string
-	// CA is the PEM CA bundle of the API server.
+	// CA is the PEM CA bundle of the API server; optional. Without it the
+	// kubeconfig has no certificate-authority-data and clients trust the
+	// server's certificate through their system roots (a provider whose API
+	// server has a publicly trusted certificate).
 	CA []byte
 	// Certificate is the PEM client certificate.
 	Certificate []byte
@@ -104,10 +107,11 @@ type Config struct {
 	ctx *clientcmdapi.Context
 }
 
-// Build returns the kubeconfig described by p.
+// Build returns the kubeconfig described by p. An empty p.CA leaves out
+// certificate-authority-data.
 func Build(p Params) (*Config, error) {
-	if p.Name == "" || p.Server == "" || len(p.CA) == 0 || len(p.Certificate) == 0 || p.Key == nil {
-		return nil, fmt.Errorf("%w: name, server, CA, certificate and key are required", ErrInvalid)
+	if p.Name == "" || p.Server == "" || len(p.Certificate) == 0 || p.Key == nil {
+		return nil, fmt.Errorf("%w: name, server, certificate and key are required", ErrInvalid)
 	}
 	keyPEM, err := keys.MarshalPrivateKey(p.Key)
 	if err != nil {
@@ -116,7 +120,9 @@ func Build(p Params) (*Config, error) {
 	cfg := clientcmdapi.NewConfig()
 	cluster := clientcmdapi.NewCluster()
 	cluster.Server = p.Server
-	cluster.CertificateAuthorityData = bytes.Clone(p.CA)
+	if len(p.CA) > 0 {
+		cluster.CertificateAuthorityData = bytes.Clone(p.CA)
+	}
 	cluster.ProxyURL = p.ProxyURL
 	user := clientcmdapi.NewAuthInfo()
 	user.ClientCertificateData = bytes.Clone(p.Certificate)

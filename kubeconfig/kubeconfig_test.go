@@ -174,6 +174,42 @@ func TestAPIReturnsACopy(t *testing.T) {
 	require.Equal(t, tenantNS, c.Namespace())
 }
 
+// TestWithoutCA builds kubeconfigs for a provider whose API server has a
+// publicly trusted certificate: no certificate-authority-data, so clients
+// use their system roots.
+func TestWithoutCA(t *testing.T) {
+	t.Parallel()
+	creds := newCredentials(t)
+	for name, ca := range map[string][]byte{"nil": nil, "empty": {}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := creds.params()
+			p.CA = ca
+			c, err := kubeconfig.Build(p)
+			require.NoError(t, err)
+			p.CA = nil
+			requireConfig(t, p, c)
+
+			data, err := c.Marshal()
+			require.NoError(t, err)
+			require.NotContains(t, string(data), "certificate-authority")
+			parsed, err := kubeconfig.Parse(data)
+			require.NoError(t, err)
+			requireConfig(t, p, parsed)
+			rc, err := parsed.RESTConfig()
+			require.NoError(t, err)
+			require.Empty(t, rc.CAData)
+			require.Empty(t, rc.CAFile)
+
+			id := creds.identity()
+			id.Spec.AuthParams.CA = ca
+			fromID, err := kubeconfig.FromIdentity(id, creds.key)
+			require.NoError(t, err)
+			require.Empty(t, fromID.API().Clusters[id.Name].CertificateAuthorityData)
+		})
+	}
+}
+
 func TestBuildErrors(t *testing.T) {
 	t.Parallel()
 	creds := newCredentials(t)
@@ -183,8 +219,6 @@ func TestBuildErrors(t *testing.T) {
 	}{
 		{name: "no name", modify: func(p *kubeconfig.Params) { p.Name = "" }},
 		{name: "no server", modify: func(p *kubeconfig.Params) { p.Server = "" }},
-		{name: "no CA", modify: func(p *kubeconfig.Params) { p.CA = nil }},
-		{name: "empty CA", modify: func(p *kubeconfig.Params) { p.CA = []byte{} }},
 		{name: "no certificate", modify: func(p *kubeconfig.Params) { p.Certificate = nil }},
 		{name: "no key", modify: func(p *kubeconfig.Params) { p.Key = nil }},
 		{name: "proxy URL with an unsupported scheme", modify: func(p *kubeconfig.Params) { p.ProxyURL = "ftp://proxy.example" }},
@@ -276,7 +310,6 @@ func TestFromIdentityErrors(t *testing.T) {
 	}{
 		{name: "no name", modify: func(id *authv1beta1.Identity) { id.Name = "" }, key: creds.key},
 		{name: "no API server", modify: func(id *authv1beta1.Identity) { id.Spec.AuthParams.APIServer = "" }, key: creds.key},
-		{name: "no CA", modify: func(id *authv1beta1.Identity) { id.Spec.AuthParams.CA = nil }, key: creds.key},
 		{name: "no certificate", modify: func(id *authv1beta1.Identity) { id.Spec.AuthParams.SignedCRT = nil }, key: creds.key},
 		{name: "no key", modify: func(*authv1beta1.Identity) {}, key: nil},
 	}
