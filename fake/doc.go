@@ -17,17 +17,26 @@
 //     of concurrent Creates of a key exactly one succeeds.
 //   - Objects are deep-copied in and out: callers never share memory with
 //     the store.
-//   - Apply and Write create or replace and assign a UID and a
+//   - Apply and Write create or update and assign a UID and a
 //     resourceVersion as an API server would; a write that changes nothing
 //     is not counted and does not bump the resourceVersion. Writes reports
 //     the number of counted writes, Objects what is stored.
+//   - As package kube's server-side applies do, the stores of Tenants,
+//     Identities, Secrets and RBAC record who set each label, annotation,
+//     finalizer and owner reference: Apply keeps what another component
+//     set and removes what kubepact set before and no longer applies. The
+//     Update methods (TenantStore.Update, IdentityStore.Update,
+//     RBAC.UpdateClusterRole, RBAC.UpdateRoleBinding), which are not part
+//     of the ports, write as another component does; a ClusterRole's rules
+//     another component set stay, as on an API server.
+//   - Delete of a Tenant or an Identity removes kubepact's finalizer, if
+//     any, and keeps the object, terminating, while others' finalizers
+//     stay.
 //   - There is no optimistic concurrency (no conflict on a stale
 //     resourceVersion), no admission, no defaulting, no authorization of
-//     the callers themselves, no garbage
-//     collection of owned objects, no finalizer handling (Delete removes at
-//     once), no watch, and deleting a namespace does not delete what is in
-//     it. Use Faults to see how callers cope with conflicts and other
-//     failures.
+//     the callers themselves, no garbage collection of owned objects, no
+//     watch, and deleting a namespace does not delete what is in it. Use
+//     Faults to see how callers cope with conflicts and other failures.
 //   - RBAC answers reviews (rbac.Reviewer) from the ClusterRoles,
 //     RoleBindings and ClusterRoleBindings it holds, as Kubernetes RBAC
 //     evaluates them: ApplyClusterRoleBinding, which is not part of the
