@@ -177,6 +177,7 @@ func TestApplyReplacesEndpointWhenAsked(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			p := newModePair(t, tenant.Compatible, false)
+			servesMoved(t, p)
 			first, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 			require.NoError(t, err)
 			id, err := p.provider.Accept(ctx, ourTenant(t, p))
@@ -192,6 +193,13 @@ func TestApplyReplacesEndpointWhenAsked(t *testing.T) {
 			require.Equal(t, id.Spec.AuthParams.CA, held.API().Clusters[held.API().CurrentContext].CertificateAuthorityData)
 		})
 	}
+}
+
+// servesMoved lets p's consumer reach the provider's API server at
+// https://moved.example:6443 too.
+func servesMoved(t *testing.T, p *pair) {
+	t.Helper()
+	require.NoError(t, p.consumerCluster.Reviewer.Serve("https://moved.example:6443", p.providerCluster.Signer.CA.Certificate()))
 }
 
 // TestApplyRenewsWithoutOptIn applies a new certificate for the same server
@@ -231,6 +239,7 @@ func TestAuthenticateRefusesMovedProvider(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p := newModePair(t, tenant.Compatible, false)
+	servesMoved(t, p)
 	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
 	moved, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: "https://moved.example:6443", CA: p.providerCluster.Endpoint().CA},

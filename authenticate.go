@@ -25,7 +25,12 @@ type AuthenticateOptions struct {
 // the API server or CA already held is refused with ErrEndpointChanged
 // unless opts.ReplaceEndpoint is set; the provider has then already
 // accepted the Tenant, and running Authenticate again with the option set
-// completes the handshake.
+// completes the handshake. With a ConsumerPorts.Reviewer, which a consumer
+// that reaches the provider should have, the consumer asks the provider
+// who the new kubeconfig authenticates as before it writes anything
+// (identity.Confirm): credentials the provider refuses wrap
+// identity.ErrRejected, and ones it takes for another user
+// identity.ErrWrongUser.
 func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *AuthenticateOptions) (*Authenticated, error) {
 	n, err := p.IssueNonce(ctx, c.ClusterID())
 	if err != nil {

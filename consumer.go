@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -28,8 +29,8 @@ import (
 )
 
 // ConsumerPorts are the consumer's I/O. All are required, except
-// IdentityKeys, which only a Strict consumer needs; a consumer that has it
-// also applies Identities issued to a Strict run of itself.
+// IdentityKeys, which only a Strict consumer needs (a consumer that has it
+// also applies Identities issued to a Strict run of itself), and Reviewer.
 type ConsumerPorts struct {
 	Namespaces tenant.Namespaces
 	Keys       keys.Store
@@ -37,6 +38,11 @@ type ConsumerPorts struct {
 	Secrets    kubeconfig.SecretWriter
 	// IdentityKeys keeps the per-identity TLS keys of a Strict consumer.
 	IdentityKeys keys.Keyring
+	// Reviewer, when set, reaches providers' API servers: Apply asks the
+	// provider who the new kubeconfig authenticates as (identity.Confirm)
+	// before writing anything. Nil applies Identities offline, with only
+	// the checks the Identity itself allows (identity.Verify).
+	Reviewer identity.Reviewer
 }
 
 // ConsumerOptions tunes a Consumer. The zero value, like a nil pointer, uses
@@ -228,8 +234,15 @@ type Authenticated struct {
 var ErrEndpointChanged = errors.New("identity changes the endpoint of the kubeconfig already held")
 
 // ApplyOptions tunes Consumer.Apply. The zero value, like a nil pointer,
-// refuses an Identity that changes the endpoint of one already held.
+// refuses an Identity that changes the endpoint of one already held and
+// checks no certificate chain offline.
 type ApplyOptions struct {
+	// ClientCAs, when set, are the client CAs of the provider's API server
+	// (its --client-ca-file), known by other means than the Identity: the
+	// certificate must chain to one of them (identity.ErrUntrusted). The
+	// Identity's own CA is the provider's serving CA, never taken for a
+	// client CA.
+	ClientCAs *x509.CertPool
 	// ReplaceEndpoint allows the Identity to change the API server URL or
 	// the CA of the kubeconfig already held for its provider. Without it,
 	// such an Identity is refused with ErrEndpointChanged and nothing is
@@ -245,10 +258,16 @@ type ApplyOptions struct {
 // providerID is the provider the caller means to trust, not one read from
 // id: an Identity for another provider is refused with
 // identity.ErrWrongProvider. The Identity must name an https API server
-// (identity.ErrInvalidServer) and carry a certificate for the consumer's own
-// key and cluster ID (identity.Verify). When the consumer already holds an
-// Identity for providerID with another API server or CA, Apply refuses with
-// ErrEndpointChanged unless opts.ReplaceEndpoint is set.
+// (identity.ErrInvalidServer) and carry a valid client certificate for the
+// consumer's own key and cluster ID, chaining to opts.ClientCAs when set
+// (identity.Verify). Its CA may be empty: the kubeconfig then trusts the
+// system roots. When the consumer already holds an Identity for providerID
+// with another API server or CA, Apply refuses with ErrEndpointChanged
+// unless opts.ReplaceEndpoint is set. With ConsumerPorts.Reviewer, Apply
+// then asks the provider who the new kubeconfig authenticates as, and
+// refuses with identity.ErrRejected when the provider refuses it and
+// identity.ErrWrongUser when it takes it for another user than the
+// consumer's ControlPlane user (identity.Confirm).
 //
 // Only what the protocol defines is stored: the name, the tenant namespace,
 // the label "liqo.io/remote-cluster-id" and the spec. Owner references,
@@ -269,7 +288,11 @@ func (c *Consumer) Apply(ctx context.Context, providerID string, id *authv1beta1
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)
 	}
-	if _, err := identity.Verify(id, c.id, key.Public(), c.opts.Clock.Now(), nil); err != nil {
+	var verify *identity.VerifyOptions
+	if opts != nil && opts.ClientCAs != nil {
+		verify = &identity.VerifyOptions{ClientCAs: opts.ClientCAs}
+	}
+	if _, err := identity.Verify(id, c.id, key.Public(), c.opts.Clock.Now(), verify); err != nil {
 		return nil, stepError(StepIdentityApplied, err)
 	}
 	cfg, err := kubeconfig.FromIdentity(id, key)
@@ -294,6 +317,13 @@ func (c *Consumer) Apply(ctx context.Context, providerID string, id *authv1beta1
 		}
 		// Ours, not the peer's: lets a store go straight to an update.
 		want.ResourceVersion = held.ResourceVersion
+	}
+	if c.ports.Reviewer != nil {
+		// Before anything is written: credentials the provider refuses
+		// must not replace working ones.
+		if err := identity.Confirm(ctx, c.ports.Reviewer, cfg, c.id); err != nil {
+			return nil, stepError(StepIdentityApplied, err)
+		}
 	}
 	stored, err := c.ports.Identities.Apply(ctx, want)
 	if err != nil {

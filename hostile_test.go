@@ -240,7 +240,7 @@ func TestHostileIdentities(t *testing.T) {
 			require.NoError(t, err)
 			id.Spec.AuthParams.SignedCRT, err = other.Signer.Sign(context.Background(), csr.Request{CSR: checked})
 			require.NoError(t, err)
-		}, identity.ErrUntrusted},
+		}, identity.ErrRejected}, // the provider's API server refuses it
 		{"expired certificate", func(t *testing.T, p *pair, _ *authv1beta1.Identity) {
 			p.clock.Step(2 * 90 * 24 * time.Hour)
 		}, identity.ErrExpired},

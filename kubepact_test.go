@@ -47,6 +47,7 @@ func newPair(t testing.TB) *pair {
 	require.NoError(t, err)
 	cc, err := fake.NewCluster(consumerID, &fake.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
+	require.NoError(t, cc.Reach(pc)) // the consumer confirms Identities online
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
 	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk})
 	require.NoError(t, err)

@@ -30,6 +30,7 @@ func newModePair(t *testing.T, policy tenant.Policy, strictConsumer bool) *pair 
 	require.NoError(t, err)
 	cc, err := fake.NewCluster(consumerID, &fake.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
+	require.NoError(t, cc.Reach(pc)) // the consumer confirms Identities online
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
 	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk, Policy: policy})
 	require.NoError(t, err)

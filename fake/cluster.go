@@ -20,7 +20,10 @@ type ClusterOptions struct {
 }
 
 // Cluster is one in-memory cluster: every port, and a local CA that serves
-// as the API server's CA and signs client certificates.
+// as the API server's CA and signs client certificates. Its Reviewer plays
+// the API servers of the providers it reaches (Reach): once it reaches
+// one, ConsumerPorts includes it, and the cluster as a consumer confirms
+// every Identity online.
 type Cluster struct {
 	Name         string
 	Server       string
@@ -35,6 +38,7 @@ type Cluster struct {
 	IdentityKeys *Keyring
 	Approver     *Approver
 	Signer       *Signer
+	Reviewer     *Reviewer
 }
 
 // NewCluster returns an empty in-memory cluster called name.
@@ -72,6 +76,7 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 		IdentityKeys: &Keyring{},
 		Approver:     approver,
 		Signer:       &Signer{CA: ca},
+		Reviewer:     &Reviewer{Clock: o.Clock},
 	}, nil
 }
 
@@ -92,13 +97,31 @@ func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
 	}
 }
 
-// ConsumerPorts returns the ports a kubepact.Consumer needs.
+// ConsumerPorts returns the ports a kubepact.Consumer needs. Reviewer is
+// set once c reaches a provider (Reach), so Apply confirms Identities
+// online; until then the consumer applies them offline.
 func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts {
-	return kubepact.ConsumerPorts{
+	ports := kubepact.ConsumerPorts{
 		Namespaces:   c.Namespaces,
 		Keys:         c.Keys,
 		Identities:   c.Identities,
 		Secrets:      c.Secrets,
 		IdentityKeys: c.IdentityKeys,
 	}
+	if c.Reviewer.Serves() {
+		ports.Reviewer = c.Reviewer
+	}
+	return ports
+}
+
+// Reach lets c, as a consumer, reach the API server of each provider: c's
+// Reviewer answers for the provider's Server as that API server does,
+// trusting client certificates its Signer signs.
+func (c *Cluster) Reach(providers ...*Cluster) error {
+	for _, p := range providers {
+		if err := c.Reviewer.Serve(p.Server, p.Signer.CA.Certificate()); err != nil {
+			return fmt.Errorf("fake cluster %s: %w", c.Name, err)
+		}
+	}
+	return nil
 }
