@@ -20,6 +20,7 @@ package testcluster
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"io"
@@ -102,6 +103,7 @@ type Cluster struct {
 
 	host       string
 	ca         *authority
+	clientCA   *authority // a second client CA, not the serving CA
 	admin      keyPair
 	kcm        keyPair
 	etcdURL    string
@@ -158,9 +160,18 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 func (c *Cluster) Host() string { return c.host }
 
 // CA returns the PEM-encoded certificate of the cluster's CA. It signs the API server's serving
-// certificate, is the --client-ca-file that authenticates client certificates, and is the signer
-// of CertificateSigningRequests, so certificates issued through the CSR API authenticate.
+// certificate, is one of the client CAs (--client-ca-file) that authenticate client certificates,
+// and is the signer of CertificateSigningRequests, so certificates issued through the CSR API
+// authenticate.
 func (c *Cluster) CA() []byte { return append([]byte(nil), c.ca.certPEM...) }
+
+// SecondClientCA returns the PEM-encoded certificate and the key of a second client CA: the API
+// server authenticates the client certificates it signs (it is in the --client-ca-file bundle),
+// but it signs neither the serving certificate nor CertificateSigningRequests. It models a
+// distribution whose client CA is not its serving CA, as k3s and RKE2.
+func (c *Cluster) SecondClientCA() ([]byte, crypto.Signer) {
+	return append([]byte(nil), c.clientCA.certPEM...), c.clientCA.key
+}
 
 // Dir returns the cluster's temporary directory, holding its certificates, etcd data and logs.
 // Stop removes it.
@@ -252,13 +263,18 @@ func (c *Cluster) writePKI() error {
 	if err != nil {
 		return err
 	}
+	clientCA, err := newAuthority("kubepact-testcluster-" + c.name + "-client-ca")
+	if err != nil {
+		return err
+	}
 	saKey, saPub, err := serviceAccountKey()
 	if err != nil {
 		return err
 	}
-	c.ca, c.admin, c.kcm = ca, admin, kcm
+	c.ca, c.clientCA, c.admin, c.kcm = ca, clientCA, admin, kcm
 	return writeFiles(c.dir, map[string][]byte{
 		"ca.crt":        ca.certPEM,
+		"client-ca.crt": append(append([]byte(nil), ca.certPEM...), clientCA.certPEM...),
 		"ca.key":        ca.keyPEM,
 		"apiserver.crt": serving.certPEM,
 		"apiserver.key": serving.keyPEM,
@@ -369,7 +385,7 @@ func (c *Cluster) apiserverArgs(port int) []string {
 		"--cert-dir=" + c.dir,
 		"--tls-cert-file=" + c.path("apiserver.crt"),
 		"--tls-private-key-file=" + c.path("apiserver.key"),
-		"--client-ca-file=" + c.path("ca.crt"),
+		"--client-ca-file=" + c.path("client-ca.crt"),
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=" + ServiceAccountIssuer,
 		"--service-account-key-file=" + c.path("sa.pub"),

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -11,7 +12,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,6 +141,61 @@ func checkCluster(t *testing.T, c, other *Cluster) {
 	if !apierrors.IsUnauthorized(err) {
 		t.Errorf("alice's certificate on the other cluster: got %v, want Unauthorized", err)
 	}
+
+	// The second client CA authenticates clients, here and only here, and signs nothing else.
+	caPEM, caKey := c.SecondClientCA()
+	clientCA := parseCert(t, caPEM)
+	if bytes.Equal(caPEM, c.CA()) {
+		t.Fatal("the second client CA is the cluster CA")
+	}
+	if otherPEM, _ := other.SecondClientCA(); bytes.Equal(caPEM, otherPEM) {
+		t.Fatal("the two clusters have the same second client CA")
+	}
+	if err := leaf.CheckSignatureFrom(clientCA); err == nil {
+		t.Error("the second client CA signed a certificate issued through the CSR API")
+	}
+	bobKey, bobCert := signClientCert(t, clientCA, caKey, "bob", "liqo.io")
+	bob := kubernetes.NewForConfigOrDie(certConfig(c, bobCert, bobKey))
+	review, err = bob.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("self-subject review as bob, signed by the second client CA: %v", err)
+	}
+	if got := review.Status.UserInfo; got.Username != "bob" || !slices.Contains(got.Groups, "liqo.io") {
+		t.Errorf("authenticated as %q in %q, want bob in liqo.io", got.Username, got.Groups)
+	}
+	strangerBob := kubernetes.NewForConfigOrDie(certConfig(other, bobCert, bobKey))
+	_, err = strangerBob.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if !apierrors.IsUnauthorized(err) {
+		t.Errorf("bob's certificate on the other cluster: got %v, want Unauthorized", err)
+	}
+}
+
+// signClientCert issues a client certificate for user in groups with a new Ed25519 key, signed
+// by ca. It returns the PEM-encoded key and certificate.
+func signClientCert(t *testing.T, ca *x509.Certificate, caKey crypto.Signer, user string, groups ...string) (keyPEM, certPEM []byte) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, pub, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // issueThroughCSR creates a CSR for user with a new Ed25519 key, approves it as admin, and waits
