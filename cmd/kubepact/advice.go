@@ -66,8 +66,16 @@ func advice(err error, consumerID string) string {
 		return "the Identity's certificate has expired: ask the provider for a new Identity"
 	case errors.Is(err, identity.ErrNotYetValid):
 		return "the Identity's certificate is not valid yet: check the clocks of both clusters"
-	case errors.Is(err, identity.ErrUntrusted), errors.Is(err, identity.ErrSubject):
+	case errors.Is(err, identity.ErrUntrusted):
+		return "the Identity's certificate does not chain to the --client-ca bundle: check that it holds the client CA of the provider's API server " +
+			"(its --client-ca-file), not its serving CA, or ask the provider for a new Identity"
+	case errors.Is(err, identity.ErrSubject), errors.Is(err, identity.ErrCACertificate), errors.Is(err, identity.ErrKeyUsage):
 		return "this Identity was not issued to this cluster by that provider: ask the provider for a new Identity"
+	case errors.Is(err, identity.ErrRejected):
+		return "the provider's API server refuses the Identity's certificate: it was not signed by a CA the provider trusts for clients, " +
+			"or the provider no longer trusts it; ask the provider for a new Identity"
+	case errors.Is(err, identity.ErrWrongUser):
+		return "the provider's API server takes the Identity's certificate for another user than this cluster: ask the provider for a new Identity"
 	case errors.Is(err, keys.ErrNotFound):
 		return "this cluster has no cluster key yet: the Tenant answered by this Identity must be generated on this cluster (kubepact generate tenant)"
 	case errors.Is(err, tenant.ErrNotFound):

@@ -19,6 +19,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
@@ -219,14 +220,17 @@ func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact
 }
 
 // consumer returns the Consumer of this cluster, whose ID is id, keeping its
-// cluster key and its identities' own keys in the Liqo namespace.
-func (c *cluster) consumer(id string, opts *kubepact.ConsumerOptions) (*kubepact.Consumer, error) {
+// cluster key and its identities' own keys in the Liqo namespace. With a
+// reviewer it confirms Identities online with the provider; nil applies
+// them offline.
+func (c *cluster) consumer(id string, reviewer identity.Reviewer, opts *kubepact.ConsumerOptions) (*kubepact.Consumer, error) {
 	return kubepact.NewConsumer(id, kubepact.ConsumerPorts{
 		Namespaces:   kube.NewNamespaces(c.client),
 		Keys:         kube.NewKeyStore(c.client, c.namespace),
 		Identities:   kube.NewIdentityStore(c.dynamic),
 		Secrets:      kube.NewSecretWriter(c.client),
 		IdentityKeys: kube.NewKeyring(c.client, c.namespace),
+		Reviewer:     reviewer,
 	}, opts)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/kube"
 )
 
 // pairFlags are the flags of a command that reaches both clusters: the local
@@ -79,7 +80,13 @@ func (p *pairFlags) connect(ctx context.Context, e *env, apiServerURL string, in
 	if err != nil {
 		return nil, err
 	}
-	consumer, err := cons.consumer(consumerID, copts)
+	// The provider is reachable from here: the consumer asks it who the new
+	// kubeconfig authenticates as before writing it.
+	reviewer, err := kube.NewIdentityReviewer(nil)
+	if err != nil {
+		return nil, err
+	}
+	consumer, err := cons.consumer(consumerID, reviewer, copts)
 	if err != nil {
 		return nil, err
 	}

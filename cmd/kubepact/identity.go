@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -70,6 +76,8 @@ func applyIdentityCommand(f *flags) runFunc {
 	providerID := f.String("remote-cluster-id", "", "ID of the provider cluster the Identity must come from (required)")
 	replace := replaceEndpointFlag(f)
 	installCRDs := f.Bool("install-crds", false, "install the authentication.liqo.io CRDs first")
+	clientCA := f.String("client-ca", "", "PEM bundle of the provider API server's client CAs (its --client-ca-file), which the Identity's certificate must chain to "+
+		"(default: no chain check; the Identity's own CA is the server's serving CA, not a client CA)")
 	return func(ctx context.Context, e *env, args []string) error {
 		path, err := oneArg(args, "the Identity file (or - for standard input)")
 		if err != nil {
@@ -80,6 +88,12 @@ func applyIdentityCommand(f *flags) runFunc {
 		}
 		if err := clusterid.Validate(*providerID); err != nil {
 			return usagef("--remote-cluster-id: %v", err)
+		}
+		var clientCAs *x509.CertPool
+		if *clientCA != "" {
+			if clientCAs, err = readClientCAs(*clientCA); err != nil {
+				return err
+			}
 		}
 		id, err := readIdentity(e, path)
 		if err != nil {
@@ -99,17 +113,62 @@ func applyIdentityCommand(f *flags) runFunc {
 		if err := cl.ensureCRDs(ctx, *installCRDs, authv1beta1.IdentityResource); err != nil {
 			return err
 		}
-		c, err := cl.consumer(consumerID, &kubepact.ConsumerOptions{OnStep: printSteps(e.stderr)})
+		// Offline: the provider may not be reachable from here.
+		c, err := cl.consumer(consumerID, nil, &kubepact.ConsumerOptions{OnStep: printSteps(e.stderr)})
 		if err != nil {
 			return err
 		}
-		done, err := c.Apply(ctx, *providerID, id, &kubepact.ApplyOptions{ReplaceEndpoint: *replace})
+		done, err := c.Apply(ctx, *providerID, id, &kubepact.ApplyOptions{ReplaceEndpoint: *replace, ClientCAs: clientCAs})
 		if err != nil {
 			return err
 		}
 		printAuthenticated(e.stdout, done)
 		return nil
 	}
+}
+
+// maxClientCASize bounds the --client-ca file.
+const maxClientCASize = 1 << 20
+
+// readClientCAs reads the PEM bundle of --client-ca: certificates only,
+// at least one, each of which parses.
+func readClientCAs(path string) (*x509.CertPool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--client-ca: %v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxClientCASize+1))
+	if err != nil {
+		return nil, usagef("--client-ca: reading %s: %v", path, err)
+	}
+	if len(data) > maxClientCASize {
+		return nil, usagef("--client-ca: %s is larger than %d bytes", path, maxClientCASize)
+	}
+	pool := x509.NewCertPool()
+	n := 0
+	for rest := bytes.TrimSpace(data); len(rest) > 0; rest = bytes.TrimSpace(rest) {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		switch {
+		case block == nil:
+			return nil, usagef("--client-ca: %s holds something else than PEM certificates", path)
+		case strings.Contains(block.Type, "PRIVATE"):
+			return nil, usagef("--client-ca: %s holds a private key: pass the CA's certificates only, never a key", path)
+		case block.Type != "CERTIFICATE":
+			return nil, usagef("--client-ca: %s holds a PEM %q block; only CERTIFICATE blocks may be there", path, block.Type)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, usagef("--client-ca: certificate %d of %s: %v", n+1, path, err)
+		}
+		pool.AddCert(cert)
+		n++
+	}
+	if n == 0 {
+		return nil, usagef("--client-ca: %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // replaceEndpointFlag registers --replace-endpoint.

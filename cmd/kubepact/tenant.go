@@ -84,7 +84,7 @@ func clusterTenant(ctx context.Context, e *env, cf *clusterFlags, providerID str
 		return nil, err
 	}
 	e.consumerID = id
-	c, err := cl.consumer(id, copts)
+	c, err := cl.consumer(id, nil, copts)
 	if err != nil {
 		return nil, err
 	}
