@@ -22,6 +22,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/identity/identitytest"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -262,4 +263,16 @@ func TestIdentityReviewerApply(t *testing.T) {
 	user, _, err := r.Review(ctx, cfg)
 	require.NoError(t, err, "the stored kubeconfig works")
 	require.Equal(t, consumerID, user)
+}
+
+func TestIdentityReviewerConformance(t *testing.T) {
+	caPEM, caKey := provider.cluster.SecondClientCA()
+	identitytest.RunReviewer(t, identitytest.ReviewerHarness{
+		New:         func(t *testing.T) identity.Reviewer { return newIdentityReviewer(t, nil) },
+		Server:      provider.cluster.Host(),
+		CA:          provider.cluster.CA(),
+		ClientCA:    caPEM,
+		ClientCAKey: caKey,
+		Parallel:    true,
+	})
 }

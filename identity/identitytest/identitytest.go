@@ -1,4 +1,5 @@
-// Package identitytest is the conformance suite of identity.Store.
+// Package identitytest holds the conformance suites of identity.Store (Run)
+// and identity.Reviewer (RunReviewer, whose contract is on its doc).
 //
 // Run checks the contract written on identity.Store:
 //
