@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"io"
@@ -132,7 +133,7 @@ func TestVerifyMessageRejectsUnacceptedKeys(t *testing.T) {
 	weakSig, err := rsa.SignPKCS1v15(nil, weak, crypto.SHA256, sum[:])
 	require.NoError(t, err)
 	p521 := testkeys.ECDSA(t, elliptic.P521())
-	p521Sig, err := ecdsa.SignASN1(nil, p521, sum[:])
+	p521Sig, err := ecdsa.SignASN1(rand.Reader, p521, sum[:])
 	require.NoError(t, err)
 
 	tests := []struct {
