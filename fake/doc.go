@@ -44,6 +44,11 @@
 //     aggregation and knows no bootstrap roles or system:masters.
 //   - The Signer signs with a csr.LocalCA in memory; it does not model the
 //     Kubernetes CSR API's objects, garbage collection or signer caps.
+//   - Reviewer plays the API servers of the providers a Cluster reaches
+//     (Cluster.Reach): it takes a client certificate that chains to that
+//     server's client CAs, is valid and matches the kubeconfig's key, and
+//     answers with its CN as user and its O as groups. It checks no server
+//     certificate, and models no proxy and no anonymous request.
 //   - KeyStore, Keyring and the Cluster print redacted: they hold private
 //     keys.
 package fake

@@ -123,6 +123,9 @@ func InterceptConsumer(c kubepact.ConsumerPorts, f *Faults) kubepact.ConsumerPor
 	if c.IdentityKeys != nil {
 		out.IdentityKeys = keyringHook{c.IdentityKeys, f}
 	}
+	if c.Reviewer != nil {
+		out.Reviewer = reviewerHook{c.Reviewer, f}
+	}
 	return out
 }
 
@@ -282,4 +285,22 @@ func (h secretsHook) Write(ctx context.Context, s *corev1.Secret) error {
 
 func (h secretsHook) Delete(ctx context.Context, ns, name string) error {
 	return call(ctx, h.f, "Secrets.Delete", func() error { return h.next.Delete(ctx, ns, name) })
+}
+
+type reviewerHook struct {
+	next identity.Reviewer
+	f    *Faults
+}
+
+func (h reviewerHook) Review(ctx context.Context, cfg *kubeconfig.Config) (string, []string, error) {
+	var groups []string
+	user, err := call1(ctx, h.f, "Reviewer.Review", func() (string, error) {
+		u, g, err := h.next.Review(ctx, cfg)
+		groups = g
+		return u, err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return user, groups, nil
 }

@@ -40,6 +40,11 @@
 //     what CSRSigner would create; objects planted with kubepact's labels
 //     are ignored, never approved. Approver refuses any other object with
 //     ErrForeignCSR and a *csr.DeniedError.
+//   - IdentityReviewer confirms a consumer's new kubeconfig online: it
+//     makes a SelfSubjectReview (authentication.k8s.io/v1) on the
+//     provider's API server with the kubeconfig under review, which every
+//     authenticated user may make (system:basic-user), and reports a
+//     refused certificate as identity.ErrRejected.
 //   - InstallCRDs creates only the CRDs that are missing and never updates
 //     an existing one (Liqo's, say): it checks that its served v1beta1
 //     schema declares every field kubepact's does, and returns a

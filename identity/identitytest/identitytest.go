@@ -127,6 +127,18 @@ func Run(t *testing.T, h Harness) {
 		require.Equal(t, []string{testFinalizer}, got.Finalizers, "finalizers after Delete")
 		require.NotNil(t, got.DeletionTimestamp, "deletionTimestamp after Delete")
 	})
+	t.Run("ApplyWithoutCA", func(t *testing.T) {
+		// A provider whose API server has a publicly trusted certificate
+		// sends no CA (SPEC §7: every authParams field is optional).
+		h.parallel(t)
+		s, ns := h.New(t), h.namespace(t)
+		want := newIdentity(ns, "controlplane")
+		want.Spec.AuthParams.CA = nil
+		got, err := s.Apply(t.Context(), want.DeepCopy())
+		require.NoError(t, err)
+		requireIdentity(t, want, got)
+		requireIdentity(t, want, &list(t, s, ns)[0])
+	})
 	t.Run("ApplyDropsItsOwnLabel", func(t *testing.T) {
 		h.parallel(t)
 		s, ns := h.New(t), h.namespace(t)

@@ -10,13 +10,13 @@ import (
 type AuthParams struct {
 	// CA is the PEM certificate bundle of the provider's API server.
 	// +optional
-	CA []byte `json:"ca"`
+	CA []byte `json:"ca,omitempty"`
 	// SignedCRT is the PEM client certificate issued for the consumer.
 	// +optional
-	SignedCRT []byte `json:"signedCRT"`
+	SignedCRT []byte `json:"signedCRT,omitempty"`
 	// APIServer is the URL of the provider's API server.
 	// +optional
-	APIServer string `json:"apiServer"`
+	APIServer string `json:"apiServer,omitempty"`
 	// ProxyURL is the URL of a proxy in front of the API server, if any.
 	// +optional
 	ProxyURL *string `json:"proxyURL,omitempty"`
