@@ -17,6 +17,12 @@ var (
 	ErrNotFound = errors.New("cached certificate not found")
 	// ErrMalformedCertificate reports bytes that are not a PEM certificate.
 	ErrMalformedCertificate = errors.New("malformed certificate")
+	// ErrPending reports a signing request that a Signer submitted but
+	// that is not signed yet: a Signer that does not wait (a controller's,
+	// which must not block a worker on another controller) returns it, and
+	// the caller asks again, with the same Request, once the request
+	// changed. It is neither a denial nor a failure.
+	ErrPending = errors.New("certificate signing request pending")
 )
 
 // DeniedError reports that an approver denied a signing request.
@@ -58,7 +64,10 @@ type Request struct {
 // Sign returns the PEM certificate (leaf first, then any intermediates)
 // issued for r. It returns a *DeniedError when the request is denied, an
 // error wrapping ErrFailed when the signer gives up on it, and the context's
-// error when ctx ends first. Implementations are safe for concurrent use.
+// error when ctx ends first. A Signer that does not wait for its signer
+// returns an error wrapping ErrPending while the request is submitted but
+// not signed; Sign with the same Request later picks the same request up.
+// Implementations are safe for concurrent use.
 // Issue checks what Sign returns with CheckIssued, so a Signer that issues
 // anything but the client certificate asked for makes Issue fail with
 // ErrBadCertificate.
@@ -116,6 +125,8 @@ type Cache interface {
 // s and checks the certificate s issued with CheckIssued: one that fails is
 // neither cached nor returned, and Issue returns an error wrapping
 // ErrBadCertificate. A certificate that passes is cached, then returned.
+// An error of s, ErrPending included, is returned as it is, and nothing is
+// cached: calling Issue again with the same arguments resumes.
 func Issue(ctx context.Context, s Signer, c Cache, key CacheKey, r Request, now time.Time) ([]byte, error) {
 	if r.CSR == nil {
 		return nil, fmt.Errorf("%w: no checked CSR", ErrFailed)

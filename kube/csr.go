@@ -26,6 +26,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 )
 
@@ -71,10 +72,19 @@ var ErrForeignCSR = errors.New("CertificateSigningRequest is not the one kubepac
 // the object's UID when the Approver offers ApproveUID (as *Approver does),
 // and checks the issued certificate with csr.CheckIssued, against the real
 // clock that the API server's signer also uses, before it returns it.
+//
+// With CSRSignerOptions.NoWait, Sign never waits: once the object is
+// submitted and approved but not yet issued, it returns an error wrapping
+// csr.ErrPending, and a later Sign with the same request finds the same
+// object and returns its certificate once issued. Every object Sign creates
+// carries CSRLabel, CSRHashLabel and, when the request's subject names a
+// consumer cluster ID, clusterid.Label, so that a controller watching the
+// objects can find what to requeue.
 type CSRSigner struct {
 	client   kubernetes.Interface
 	approver csr.Approver
 	clock    clock.PassiveClock
+	noWait   bool
 
 	mu   sync.Mutex
 	user string // the user client authenticates as, once known
@@ -83,14 +93,38 @@ type CSRSigner struct {
 var _ csr.Signer = (*CSRSigner)(nil)
 
 // NewCSRSigner returns a CSRSigner that approves its requests through
-// approver (usually NewApprover over the same client).
+// approver (usually NewApprover over the same client) and waits for their
+// certificates.
 func NewCSRSigner(client kubernetes.Interface, approver csr.Approver) *CSRSigner {
-	return &CSRSigner{client: client, approver: approver, clock: clock.RealClock{}}
+	return NewCSRSignerWithOptions(client, approver, nil)
+}
+
+// CSRSignerOptions tunes NewCSRSignerWithOptions. The zero value, like a nil
+// pointer, makes the CSRSigner of NewCSRSigner, which waits for every
+// certificate.
+type CSRSignerOptions struct {
+	// NoWait makes Sign return an error wrapping csr.ErrPending, instead of
+	// waiting, while the object it submitted and approved is not issued.
+	// For controllers, which must not block a worker on the API server's
+	// signer: they watch CertificateSigningRequests (CSRLabel) and Sign
+	// again when one is issued, denied or failed.
+	NoWait bool
+}
+
+// NewCSRSignerWithOptions returns a CSRSigner that approves its requests
+// through approver, tuned by opts.
+func NewCSRSignerWithOptions(client kubernetes.Interface, approver csr.Approver, opts *CSRSignerOptions) *CSRSigner {
+	s := &CSRSigner{client: client, approver: approver, clock: clock.RealClock{}}
+	if opts != nil {
+		s.noWait = opts.NoWait
+	}
+	return s
 }
 
 // Sign creates (or re-uses) a CertificateSigningRequest for r, approves it,
-// waits for the certificate until ctx ends, and checks it. A certificate
-// that fails csr.CheckIssued is not returned: the error wraps
+// waits for the certificate until ctx ends (or, with NoWait, returns an
+// error wrapping csr.ErrPending while it is not issued), and checks it. A
+// certificate that fails csr.CheckIssued is not returned: the error wraps
 // csr.ErrBadCertificate.
 func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 	if r.CSR == nil {
@@ -108,6 +142,9 @@ func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 				return nil, err
 			}
 		}
+		if s.noWait {
+			return nil, fmt.Errorf("%w: CertificateSigningRequest %s is not issued yet", csr.ErrPending, obj.Name)
+		}
 		cert, err = s.wait(ctx, obj)
 	}
 	if err != nil {
@@ -123,10 +160,14 @@ func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 func newCSRObject(r csr.Request) *certificatesv1.CertificateSigningRequest {
 	request := r.CSR.PEM()
 	sum := sha256.Sum256(request)
+	labels := map[string]string{CSRLabel: "true", CSRHashLabel: hex.EncodeToString(sum[:16])}
+	if id := consumerOf(r.CSR); id != "" {
+		labels[clusterid.Label] = id
+	}
 	return &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: CSRGenerateName,
-			Labels:       map[string]string{CSRLabel: "true", CSRHashLabel: hex.EncodeToString(sum[:16])},
+			Labels:       labels,
 		},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:           request,
@@ -135,6 +176,22 @@ func newCSRObject(r csr.Request) *certificatesv1.CertificateSigningRequest {
 			ExpirationSeconds: expirationSeconds(r.Lifetime),
 		},
 	}
+}
+
+// consumerOf returns the consumer cluster ID that c's subject names: the
+// CN of a ControlPlane request (O = liqo.io), the only O of a ResourceSlice
+// request; "" when that is no valid cluster ID. It only labels the object:
+// nothing is decided on it.
+func consumerOf(c *csr.Checked) string {
+	subject := c.Subject()
+	id := subject.CommonName
+	if len(subject.Organization) == 1 && subject.Organization[0] != csr.ControlPlaneOrganization {
+		id = subject.Organization[0]
+	}
+	if clusterid.Validate(id) != nil {
+		return ""
+	}
+	return id
 }
 
 // usagesFor returns the usages kubepact asks for c: digital signature and

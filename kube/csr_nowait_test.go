@@ -1,0 +1,97 @@
+package kube_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
+)
+
+// noApprover approves nothing: the object stays pending.
+type noApprover struct{}
+
+func (noApprover) Approve(context.Context, string, *csr.Checked) error { return nil }
+
+// A CSRSigner with NoWait submits and approves, returns csr.ErrPending
+// instead of waiting, and a later Sign, by the same or a new signer, picks
+// the same object up and returns its certificate once issued.
+func TestCSRSignerNoWait(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const consumerID = "cl-nowait"
+	r := csr.Request{CSR: checkedCSR(t, consumerID), Lifetime: time.Hour}
+	selector := kube.CSRHashLabel + "=" + kubepactObject(r).Labels[kube.CSRHashLabel]
+
+	// Not approved: pending, and pending again, on the one object.
+	held := kube.NewCSRSignerWithOptions(provider.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true})
+	for range 2 {
+		start := time.Now()
+		cert, err := held.Sign(ctx, r)
+		require.ErrorIs(t, err, csr.ErrPending)
+		require.NotErrorIs(t, err, csr.ErrFailed)
+		require.Nil(t, cert)
+		require.Less(t, time.Since(start), 10*time.Second, "Sign does not wait")
+	}
+	list, err := csrAPI().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	obj := list.Items[0]
+	require.Equal(t, consumerID, obj.Labels[clusterid.Label], "the object names its consumer")
+	require.Equal(t, "true", obj.Labels[kube.CSRLabel])
+	requireUntouched(t, obj.Name)
+
+	// A new signer (a restarted controller) approves the same object and
+	// returns its certificate once issued.
+	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true})
+	var cert []byte
+	require.Eventually(t, func() bool {
+		cert, err = signer.Sign(ctx, r)
+		if err != nil {
+			require.ErrorIs(t, err, csr.ErrPending)
+			return false
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond)
+	_, err = csr.CheckIssued(cert, r, time.Now())
+	require.NoError(t, err)
+	list, err = csrAPI().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1, "no second object")
+	require.Equal(t, obj.UID, list.Items[0].UID)
+
+	// The blocking signer finds the issued object too.
+	again, err := kube.NewCSRSigner(provider.client, kube.NewApprover(provider.client)).Sign(ctx, r)
+	require.NoError(t, err)
+	require.Equal(t, cert, again)
+}
+
+// A ResourceSlice request names its consumer by its organization.
+func TestCSRSignerLabelsSliceConsumer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const consumerID = "cl-nowait-slice"
+	key, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	req, err := csr.Create(nil, key, csr.ResourceSliceSubject(consumerID, "slice-a"))
+	require.NoError(t, err)
+	checked, err := csr.Check(req, csr.ResourceSlicePolicy(consumerID, "slice-a", key.Public()))
+	require.NoError(t, err)
+	r := csr.Request{CSR: checked, Lifetime: time.Hour}
+	_, err = kube.NewCSRSignerWithOptions(provider.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true}).Sign(ctx, r)
+	require.ErrorIs(t, err, csr.ErrPending)
+	list, err := csrAPI().List(ctx, metav1.ListOptions{LabelSelector: kube.CSRHashLabel + "=" + kubepactObject(r).Labels[kube.CSRHashLabel]})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	require.Equal(t, consumerID, list.Items[0].Labels[clusterid.Label])
+	require.Equal(t, certificatesv1.KubeAPIServerClientSignerName, list.Items[0].Spec.SignerName)
+}
