@@ -263,6 +263,30 @@ func TestIdentityReviewerApply(t *testing.T) {
 	user, _, err := r.Review(ctx, cfg)
 	require.NoError(t, err, "the stored kubeconfig works")
 	require.Equal(t, consumerID, user)
+
+	// The provider's API server turns out to have a publicly trusted
+	// certificate (here: trusted through the extra roots): its Identity
+	// carries no CA, and replaces the one held when allowed to.
+	noCA := providerIdentityOf(t, providerID, nil, secondClientCA(t).sign(t, key.Public(), csr.ControlPlaneSubject(consumerID)))
+	_, err = c.Apply(ctx, providerID, noCA, nil)
+	require.ErrorIs(t, err, kubepact.ErrEndpointChanged)
+	_, err = c.Apply(ctx, providerID, noCA, &kubepact.ApplyOptions{ReplaceEndpoint: true})
+	require.NoError(t, err)
+	stored, err = consumer.client.CoreV1().Secrets(namespace).Get(ctx, secretName, metav1.GetOptions{})
+	require.NoError(t, err)
+	cfg, err = kubeconfig.Parse(stored.Data[kubeconfig.SecretKey])
+	require.NoError(t, err)
+	require.Empty(t, cfg.API().Clusters[cfg.API().CurrentContext].CertificateAuthorityData, "no CA: the system roots")
+	user, _, err = r.Review(ctx, cfg)
+	require.NoError(t, err, "the stored kubeconfig without a CA works")
+	require.Equal(t, consumerID, user)
+	ids, err = kube.NewIdentityStore(consumer.dynamic).List(ctx, namespace)
+	require.NoError(t, err)
+	for _, id := range ids {
+		if id.Name == identity.ControlPlaneName(providerID) {
+			require.Empty(t, id.Spec.AuthParams.CA, "stored Identity without a CA")
+		}
+	}
 }
 
 func TestIdentityReviewerConformance(t *testing.T) {
