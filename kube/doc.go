@@ -49,6 +49,10 @@
 //     an existing one (Liqo's, say): it checks that its served v1beta1
 //     schema declares every field kubepact's does, and returns a
 //     *CRDFieldMissingError (errors.Is ErrCRDIncompatible) otherwise.
+//   - NewProviderPorts, NewConsumerPorts and EndpointFromConfig wire a
+//     Provider and a Consumer from a *rest.Config, with one shared client
+//     and rate limiter per constructor; NewProviderPorts says what QPS and
+//     Burst a provider serving many consumers needs.
 //
 // # Security
 //

@@ -1,0 +1,214 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// TestWiringAuthenticate builds a Provider and a Consumer on the two real
+// clusters from nothing but their rest.Configs, runs the handshake, which
+// the consumer confirms online, and uses the kubeconfig it returns. It logs
+// the API requests each cluster served, the figures kube.NewProviderPorts
+// documents, and holds them to that documentation.
+func TestWiringAuthenticate(t *testing.T) {
+	caCert, caKey := provider.cluster.SecondClientCA()
+	localCA, err := csr.NewLocalCA(caCert, caKey, nil)
+	require.NoError(t, err)
+	tests := []struct {
+		name                   string
+		providerID, consumerID string
+		signer                 csr.Signer // nil: the CSR API
+		strict                 bool
+		maxProviderRequests    int
+	}{
+		{name: "CSR API", providerID: "cl-provider-wiring", consumerID: "cl-consumer-wiring", maxProviderRequests: 30},
+		{name: "local CA, strict", providerID: "cl-provider-wiring-ca", consumerID: "cl-consumer-wiring-ca",
+			signer: localCA, strict: true, maxProviderRequests: 24},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			var providerRequests, consumerRequests atomic.Int64
+			providerCfg := countingConfig(provider.cluster.AdminConfig(), &providerRequests)
+			consumerCfg := countingConfig(consumer.cluster.AdminConfig(), &consumerRequests)
+
+			endpoint, err := kube.EndpointFromConfig(providerCfg)
+			require.NoError(t, err)
+			require.Equal(t, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, endpoint)
+			pports, err := kube.NewProviderPorts(providerCfg, &kube.ProviderPortsOptions{Signer: tt.signer})
+			require.NoError(t, err)
+			keyNS := "keys-" + tt.consumerID
+			cports, err := kube.NewConsumerPorts(consumerCfg, &kube.ConsumerPortsOptions{KeyNamespace: keyNS})
+			require.NoError(t, err)
+			require.NotNil(t, cports.Reviewer, "online by default")
+			var popts *kubepact.ProviderOptions
+			if tt.strict {
+				popts = &kubepact.ProviderOptions{Policy: tenant.Strict}
+			}
+			p, err := kubepact.NewProvider(tt.providerID, endpoint, pports, popts)
+			require.NoError(t, err)
+			c, err := kubepact.NewConsumer(tt.consumerID, cports, &kubepact.ConsumerOptions{Strict: tt.strict})
+			require.NoError(t, err)
+
+			// The consumer key exists, as on a cluster that has peered
+			// before, so the requests counted are those of the handshake.
+			_, err = keys.Ensure(ctx, cports.Keys, nil, keys.Ed25519)
+			require.NoError(t, err)
+			providerBefore, consumerBefore := providerRequests.Load(), consumerRequests.Load()
+			done, err := kubepact.Authenticate(ctx, c, p, nil)
+			require.NoError(t, err)
+			pn, cn := providerRequests.Load()-providerBefore, consumerRequests.Load()-consumerBefore
+			t.Logf("one handshake: %d requests to the provider, %d to the consumer", pn, cn)
+			require.LessOrEqual(t, pn, int64(tt.maxProviderRequests))
+			require.LessOrEqual(t, cn, int64(12))
+
+			// The kubeconfig authenticates on the provider as the consumer,
+			// and reaches its tenant namespace.
+			restCfg, err := done.Kubeconfig.RESTConfig()
+			require.NoError(t, err)
+			asConsumer, err := kubernetes.NewForConfig(restCfg)
+			require.NoError(t, err)
+			review, err := asConsumer.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.Equal(t, tt.consumerID, review.Status.UserInfo.Username)
+			require.True(t, slices.Contains(review.Status.UserInfo.Groups, "liqo.io"), "groups %v", review.Status.UserInfo.Groups)
+			_, err = asConsumer.CoreV1().Secrets("liqo-tenant-"+tt.consumerID).List(ctx, metav1.ListOptions{})
+			require.Error(t, err, "a ControlPlane identity reads no Secrets")
+
+			// Running it again changes nothing.
+			again, err := kubepact.Authenticate(ctx, c, p, nil)
+			require.NoError(t, err)
+			require.Equal(t, done.Identity.UID, again.Identity.UID)
+		})
+	}
+}
+
+// TestWiringOptions checks that the constructors leave the caller's config
+// alone and refuse what cannot make a client.
+func TestWiringOptions(t *testing.T) {
+	t.Parallel()
+	cfg := provider.cluster.AdminConfig()
+	qps, burst := cfg.QPS, cfg.Burst
+	_, err := kube.NewProviderPorts(cfg, &kube.ProviderPortsOptions{QPS: 1, Burst: 1})
+	require.NoError(t, err)
+	_, err = kube.NewConsumerPorts(cfg, &kube.ConsumerPortsOptions{QPS: 1, Burst: 1})
+	require.NoError(t, err)
+	require.Equal(t, qps, cfg.QPS)
+	require.Equal(t, burst, cfg.Burst)
+	require.Nil(t, cfg.RateLimiter)
+
+	offline, err := kube.NewConsumerPorts(cfg, &kube.ConsumerPortsOptions{Offline: true})
+	require.NoError(t, err)
+	require.Nil(t, offline.Reviewer)
+
+	_, err = kube.NewProviderPorts(nil, nil)
+	require.Error(t, err)
+	_, err = kube.NewConsumerPorts(nil, nil)
+	require.Error(t, err)
+	_, err = kube.NewConsumerPorts(cfg, &kube.ConsumerPortsOptions{Reviewer: &kube.IdentityReviewerOptions{RootCAs: []byte("not PEM")}})
+	require.Error(t, err)
+}
+
+// TestWiringRateLimitShared checks that QPS and Burst apply to the ports,
+// through one limiter that the clientset and the dynamic client share.
+func TestWiringRateLimitShared(t *testing.T) {
+	t.Parallel()
+	ports, err := kube.NewConsumerPorts(consumer.cluster.AdminConfig(), &kube.ConsumerPortsOptions{
+		KeyNamespace: "keys-wiring-rate", QPS: 4, Burst: 1,
+	})
+	require.NoError(t, err)
+	start := time.Now()
+	for range 3 {
+		_, err := ports.Keys.Get(t.Context()) // clientset
+		require.ErrorIs(t, err, keys.ErrNotFound)
+		_, err = ports.Identities.List(t.Context(), "keys-wiring-rate") // dynamic client
+		require.NoError(t, err)
+	}
+	// Six requests, one token at once and four a second: at least 1.25 s
+	// with one limiter, 0.5 s with one per client.
+	require.GreaterOrEqual(t, time.Since(start), 1200*time.Millisecond)
+}
+
+// TestEndpointFromConfig reads the provider's Endpoint from rest.Configs,
+// and refuses ones consumers could not use with a typed error that quotes
+// no credential.
+func TestEndpointFromConfig(t *testing.T) {
+	t.Parallel()
+	ca := provider.cluster.CA()
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, ca, 0o600))
+	const password = "s3cret-password"
+
+	ok := []struct {
+		name string
+		cfg  *rest.Config
+		want kubepact.Endpoint
+	}{
+		{"CA data", &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+			kubepact.Endpoint{Server: "https://127.0.0.1:6443", CA: ca}},
+		{"CA file", &rest.Config{Host: "https://api.example.com", TLSClientConfig: rest.TLSClientConfig{CAFile: caFile}},
+			kubepact.Endpoint{Server: "https://api.example.com", CA: ca}},
+		{"CA data wins over the file", &rest.Config{Host: "https://api.example.com", TLSClientConfig: rest.TLSClientConfig{CAData: ca, CAFile: "/nonexistent"}},
+			kubepact.Endpoint{Server: "https://api.example.com", CA: ca}},
+		{"host:port is https", &rest.Config{Host: "127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+			kubepact.Endpoint{Server: "https://127.0.0.1:6443", CA: ca}},
+		{"path prefix kept", &rest.Config{Host: "https://rancher.example.com/k8s/clusters/c-1", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+			kubepact.Endpoint{Server: "https://rancher.example.com/k8s/clusters/c-1", CA: ca}},
+	}
+	for _, tt := range ok {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := kube.EndpointFromConfig(tt.cfg)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+
+	bad := []struct {
+		name string
+		cfg  *rest.Config
+		want error
+	}{
+		{"nil config", nil, kube.ErrNoServer},
+		{"no host", &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNoServer},
+		{"not a host", &rest.Config{Host: "https://", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNoServer},
+		{"http host", &rest.Config{Host: "http://127.0.0.1:8080", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNotHTTPS},
+		{"password in the URL", &rest.Config{Host: "https://admin:" + password + "@127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNotHTTPS},
+		{"query in the URL", &rest.Config{Host: "https://127.0.0.1:6443?token=" + password, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNotHTTPS},
+		{"no CA", &rest.Config{Host: "https://127.0.0.1:6443", BearerToken: password}, kube.ErrNoCA},
+		{"CA not PEM", &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte(password)}}, kube.ErrNoCA},
+		{"unreadable CA file", &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(t.TempDir(), "missing.crt")}}, fs.ErrNotExist},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := kube.EndpointFromConfig(tt.cfg)
+			require.ErrorIs(t, err, tt.want)
+			require.NotContains(t, err.Error(), password)
+			if errors.Is(tt.want, fs.ErrNotExist) {
+				var pe *fs.PathError
+				require.ErrorAs(t, err, &pe)
+			}
+			require.False(t, strings.Contains(err.Error(), "BEGIN CERTIFICATE"), "error quotes the CA: %v", err)
+		})
+	}
+}
