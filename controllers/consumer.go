@@ -1,0 +1,244 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/nonce"
+)
+
+// ConsumerConfig configures SetupConsumer. ClusterID is required; the zero
+// value of every other field is a documented default.
+type ConsumerConfig struct {
+	// ClusterID is the consumer's cluster ID.
+	ClusterID string
+	// KeyNamespace is where the cluster key Secret (authentication-keys)
+	// and the identity keys of a Strict consumer live; empty means
+	// keys.DefaultNamespace ("liqo").
+	KeyNamespace string
+	// KeyAlgorithm is the algorithm of the cluster key when the signed-nonce
+	// reconciler has to create it; an existing key is always kept. The zero
+	// value is Ed25519.
+	KeyAlgorithm keys.Algorithm
+	// Strict is kubepact.ConsumerOptions.Strict: Identities are applied with
+	// the identity's own TLS key, so only Identities answering Tenants that
+	// a strict kubepact consumer built apply (a Tenant built by liqoctl asks
+	// for the cluster key). Without it, the cluster key is the TLS key,
+	// unless an identity key is held whose certificate the Identity carries.
+	Strict bool
+	// Offline skips the online confirmation: without it, the Identity
+	// reconciler asks the provider's API server, with the new kubeconfig,
+	// who it authenticates as (kube.IdentityReviewer) before writing
+	// anything.
+	Offline bool
+	// RootCAs are PEM certificates trusted, besides the system roots, for
+	// the serving certificate of a provider whose Identity has no CA (see
+	// kube.IdentityReviewerOptions).
+	RootCAs []byte
+}
+
+// SetupConsumer adds the consumer's reconcilers to mgr: the signed-nonce
+// reconciler (liqo-signed-nonce Secrets) and the Identity reconciler. mgr's
+// scheme must know the authentication.liqo.io/v1beta1 types (see
+// NewScheme).
+func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
+	if err := checkScheme(mgr); err != nil {
+		return err
+	}
+	cs, dyn, err := clients(mgr)
+	if err != nil {
+		return err
+	}
+	keyNS := cfg.KeyNamespace
+	if keyNS == "" {
+		keyNS = keys.DefaultNamespace
+	}
+	ports := kubepact.ConsumerPorts{
+		Namespaces:   kube.NewNamespaces(cs),
+		Keys:         kube.NewKeyStore(cs, keyNS),
+		Identities:   kube.NewIdentityStore(dyn),
+		Secrets:      kube.NewSecretWriter(cs),
+		IdentityKeys: kube.NewKeyring(cs, keyNS),
+	}
+	if !cfg.Offline {
+		rev, err := kube.NewIdentityReviewer(&kube.IdentityReviewerOptions{RootCAs: cfg.RootCAs})
+		if err != nil {
+			return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
+		}
+		ports.Reviewer = rev
+	}
+	c, err := kubepact.NewConsumer(cfg.ClusterID, ports, &kubepact.ConsumerOptions{Strict: cfg.Strict, KeyAlgorithm: cfg.KeyAlgorithm})
+	if err != nil {
+		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
+	}
+
+	sr := &signedNonceReconciler{client: mgr.GetClient(), keys: ports.Keys, alg: cfg.KeyAlgorithm,
+		events: mgr.GetEventRecorder(SignedNonceControllerName)}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(SignedNonceControllerName).
+		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SignedSecretLabel))).
+		Complete(sr); err != nil {
+		return fmt.Errorf("controllers: %s: %w", SignedNonceControllerName, err)
+	}
+
+	ir := &identityReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(IdentityControllerName)}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(IdentityControllerName).
+		For(&authv1beta1.Identity{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(ir); err != nil {
+		return fmt.Errorf("controllers: %s: %w", IdentityControllerName, err)
+	}
+	return nil
+}
+
+// signedNonceReconciler signs the nonce of a liqo-signed-nonce Secret with
+// the cluster key (SPEC §7, step 2).
+type signedNonceReconciler struct {
+	client client.Client
+	keys   keys.Store
+	alg    keys.Algorithm
+	events events.EventRecorder
+}
+
+func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var s corev1.Secret
+	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	raw := s.Data[nonce.SecretKey]
+	if s.DeletionTimestamp != nil || len(raw) == 0 {
+		return reconcile.Result{}, nil // nothing to sign yet
+	}
+	id := s.Labels[clusterid.Label]
+	if err := clusterid.Validate(id); err != nil || s.Namespace != clusterid.TenantNamespace(id) || s.Name != nonce.SignedSecretName {
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidSignedNonceSecret, "SignNonce",
+			"a signed-nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): nothing signed",
+			nonce.SignedSecretName, clusterid.Label, truncate(id))
+		return reconcile.Result{}, nil
+	}
+	// Only a well-formed nonce is signed, never arbitrary bytes: the
+	// cluster key must not sign what a writer of this Secret chooses.
+	// Parse checks the length before it decodes anything.
+	n, err := nonce.Parse(string(raw))
+	if err != nil {
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonMalformedNonce, "SignNonce", "%s: %v: nothing signed", nonce.SecretKey, err)
+		return reconcile.Result{}, nil
+	}
+	key, err := keys.Ensure(ctx, r.keys, rand.Reader, r.alg)
+	if err != nil {
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "reading the cluster key: %v", err)
+		return reconcile.Result{}, err
+	}
+	if held := s.Data[nonce.SignedSecretKey]; len(held) > 0 {
+		// Never overwritten: kubepact signed this nonce already, or the
+		// Secret holds a signature for another nonce or key.
+		if nonce.Verify(key.Public(), n, held) != nil {
+			r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSignedNonceMismatch, "SignNonce",
+				"%s is not this cluster's signature over %s; it is kept: delete the Secret to sign a new nonce", nonce.SignedSecretKey, nonce.SecretKey)
+		}
+		return reconcile.Result{}, nil
+	}
+	sig, err := nonce.Sign(rand.Reader, key, n)
+	if err != nil {
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "%v", err)
+		return reconcile.Result{}, err
+	}
+	// kubepact applies data.signedNonce alone, held to the Secret as read:
+	// if data.nonce changed since, the apply conflicts and the next
+	// reconcile judges the new nonce.
+	ac := corev1ac.Secret(s.Name, s.Namespace).WithResourceVersion(s.ResourceVersion).
+		WithData(map[string][]byte{nonce.SignedSecretKey: sig})
+	if err := r.client.Apply(ctx, ac, client.FieldOwner(kube.FieldManager)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("writing %s of Secret %s/%s: %w", nonce.SignedSecretKey, s.Namespace, s.Name, err)
+	}
+	r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceSigned, "SignNonce", "Nonce is signed")
+	return reconcile.Result{}, nil
+}
+
+// identityReconciler applies ControlPlane Identities (SPEC §7, step 4).
+type identityReconciler struct {
+	client   client.Client
+	consumer *kubepact.Consumer
+	events   events.EventRecorder
+}
+
+func (r *identityReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var id authv1beta1.Identity
+	if err := r.client.Get(ctx, req.NamespacedName, &id); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, r.removeKubeconfig(ctx, req)
+		}
+		return reconcile.Result{}, err
+	}
+	if id.DeletionTimestamp != nil || id.Spec.Type != authv1beta1.ControlPlaneIdentityType {
+		return reconcile.Result{}, nil // ResourceSlice Identities are not this reconciler's
+	}
+	providerID := id.Spec.ClusterID
+	if err := clusterid.Validate(providerID); err != nil || id.Namespace != clusterid.TenantNamespace(providerID) {
+		r.events.Eventf(&id, nil, corev1.EventTypeWarning, ReasonInvalidIdentity, "Apply",
+			"an Identity must live in the tenant namespace of its spec.clusterID (%q)", truncate(providerID))
+		return reconcile.Result{}, nil
+	}
+	applied := id.Status.KubeconfigSecretRef != nil
+	// The provider named is the Identity's own: whoever may write
+	// Identities in this cluster decides which provider it trusts.
+	_, err := r.consumer.Apply(ctx, providerID, &id, nil)
+	if err == nil {
+		if !applied {
+			r.events.Eventf(&id, nil, corev1.EventTypeNormal, ReasonIdentityApplied, "Apply", "Identity status is filled")
+		}
+		return reconcile.Result{}, nil
+	}
+	reason, terminal := reasonOf(err, ReasonApplyFailed)
+	switch {
+	case reason == ReasonInvalidTenant, errors.Is(err, keys.ErrNotFound):
+		reason, terminal = ReasonInvalidIdentity, true
+	}
+	r.events.Eventf(&id, nil, corev1.EventTypeWarning, reason, "Apply", "%v", err)
+	if terminal || !transient(err) && reason == ReasonApplyFailed {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// removeKubeconfig deletes the kubeconfig Secret of the deleted Identity
+// req, if the Secret names an Identity of that name as its controller. The
+// garbage collector would delete it too, through that owner reference, but
+// only once it knows the Identity's resource and notices; this is at once.
+func (r *identityReconciler) removeKubeconfig(ctx context.Context, req reconcile.Request) error {
+	var s corev1.Secret
+	key := client.ObjectKey{Namespace: req.Namespace, Name: kubeconfig.SecretName(req.Name)}
+	if err := r.client.Get(ctx, key, &s); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	owner := metav1.GetControllerOf(&s)
+	if owner == nil || owner.Kind != authv1beta1.IdentityKind || owner.Name != req.Name ||
+		owner.APIVersion != authv1beta1.SchemeGroupVersion.String() {
+		return nil
+	}
+	// Held to the Secret read: one rewritten since, for an Identity made
+	// again, stays.
+	err := r.client.Delete(ctx, &s, client.Preconditions{UID: &s.UID, ResourceVersion: &s.ResourceVersion})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}

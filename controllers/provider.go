@@ -1,0 +1,312 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// Names of the controllers, also the reporting controllers of their Events.
+const (
+	NonceControllerName       = "kubepact-nonce"
+	TenantControllerName      = "kubepact-tenant"
+	SignedNonceControllerName = "kubepact-signed-nonce"
+	IdentityControllerName    = "kubepact-identity"
+)
+
+// ProviderConfig configures SetupProvider. ClusterID and Endpoint are
+// required; the zero value of every other field is a documented default.
+type ProviderConfig struct {
+	// ClusterID is the provider's cluster ID.
+	ClusterID string
+	// Endpoint is how consumers reach this cluster's API server: the https
+	// URL and the PEM CA bundle of its serving certificate. It goes into
+	// every Tenant's status.
+	Endpoint kubepact.Endpoint
+	// Policy is how strictly Tenants are checked: tenant.Compatible (the
+	// default) accepts Liqo consumers, tenant.Strict requires a transcript.
+	Policy tenant.Policy
+	// Signer signs the consumers' CSRs. Nil uses the Kubernetes CSR API
+	// (kube.CSRSigner with NoWait): the Tenant reconciler submits and
+	// approves a CertificateSigningRequest, returns, and is requeued by a
+	// watch on CertificateSigningRequests when it is issued. A signer that
+	// signs at once, such as a *csr.LocalCA, needs no watch. A
+	// *kube.CSRSigner passed here must be made with NoWait, or it blocks a
+	// worker until its certificate is issued; the watch is set up for it.
+	Signer csr.Signer
+	// CertificateLifetime is the lifetime requested for certificates; zero
+	// means kubepact.DefaultCertificateLifetime.
+	CertificateLifetime time.Duration
+	// NonceTTL is how long an issued nonce stays valid; zero means
+	// nonce.DefaultTTL.
+	NonceTTL time.Duration
+}
+
+// SetupProvider adds the provider's reconcilers to mgr: the nonce
+// reconciler (liqo-nonce Secrets) and the Tenant reconciler. mgr's scheme
+// must know the authentication.liqo.io/v1beta1 types (see NewScheme).
+func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
+	if err := checkScheme(mgr); err != nil {
+		return err
+	}
+	cs, dyn, err := clients(mgr)
+	if err != nil {
+		return err
+	}
+	signer, watchCSRs := cfg.Signer, false
+	switch signer.(type) {
+	case nil:
+		signer = kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true})
+		watchCSRs = true
+	case *kube.CSRSigner:
+		watchCSRs = true
+	}
+	p, err := kubepact.NewProvider(cfg.ClusterID, cfg.Endpoint, kubepact.ProviderPorts{
+		Namespaces:   kube.NewNamespaces(cs),
+		Nonces:       emptyNonceStore{Store: kube.NewNonceStore(cs), client: cs},
+		Tenants:      kube.NewTenantStore(dyn),
+		Signer:       signer,
+		Certificates: kube.NewCertificateCache(cs),
+		RBAC:         kube.NewRBAC(cs),
+	}, &kubepact.ProviderOptions{
+		Policy:              cfg.Policy,
+		CertificateLifetime: cfg.CertificateLifetime,
+		NonceTTL:            cfg.NonceTTL,
+	})
+	if err != nil {
+		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
+	}
+	if cfg.Endpoint.Server == "" || len(cfg.Endpoint.CA) == 0 {
+		return fmt.Errorf("controllers: provider %q: %w: the endpoint's server and CA are required", cfg.ClusterID, kubepact.ErrInvalidConfig)
+	}
+
+	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(NonceControllerName)}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(NonceControllerName).
+		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SecretLabel))).
+		Complete(nr); err != nil {
+		return fmt.Errorf("controllers: %s: %w", NonceControllerName, err)
+	}
+
+	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName)}
+	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
+		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
+	if watchCSRs {
+		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
+			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(csrSettled()))
+	}
+	if err := b.Complete(tr); err != nil {
+		return fmt.Errorf("controllers: %s: %w", TenantControllerName, err)
+	}
+	return nil
+}
+
+// clients returns the client-go clients the steps' adapters use, over
+// mgr's configuration and HTTP client.
+func clients(mgr manager.Manager) (kubernetes.Interface, dynamic.Interface, error) {
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, nil, fmt.Errorf("controllers: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, nil, fmt.Errorf("controllers: %w", err)
+	}
+	return cs, dyn, nil
+}
+
+// hasLabel admits objects carrying the label key, whatever its value.
+func hasLabel(key string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[key]
+		return ok
+	})
+}
+
+// deleting admits an update that marks an object for deletion.
+func deleting() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
+	}}
+}
+
+// csrSettled admits kubepact's CertificateSigningRequests that name their
+// consumer once they are issued, denied or failed.
+func csrSettled() predicate.Predicate {
+	settled := func(o client.Object) bool {
+		obj, ok := o.(*certificatesv1.CertificateSigningRequest)
+		if !ok || obj.Labels[kube.CSRLabel] != "true" || obj.Labels[clusterid.Label] == "" {
+			return false
+		}
+		if len(obj.Status.Certificate) > 0 {
+			return true
+		}
+		for _, c := range obj.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && (c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed) {
+				return true
+			}
+		}
+		return false
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return settled(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return settled(e.ObjectNew) && !settled(e.ObjectOld) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// tenantOfCSR maps a CertificateSigningRequest to the Tenant of the
+// consumer it names. The label only says what to requeue: the Tenant
+// reconciler trusts nothing of the object (kube.CSRSigner re-checks it).
+func tenantOfCSR(_ context.Context, o client.Object) []reconcile.Request {
+	id := o.GetLabels()[clusterid.Label]
+	if clusterid.Validate(id) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: clusterid.TenantNamespace(id), Name: id}}}
+}
+
+// emptyNonceStore is a nonce.Store that takes a nonce Secret without
+// data.nonce, as liqoctl creates it, for no nonce: Ensure then issues one
+// into it.
+type emptyNonceStore struct {
+	nonce.Store
+	client kubernetes.Interface
+}
+
+func (s emptyNonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
+	e, err := s.Store.Get(ctx, clusterID)
+	if err == nil || !errors.Is(err, nonce.ErrMalformed) {
+		return e, err
+	}
+	ns := clusterid.TenantNamespace(clusterID)
+	sec, gerr := s.client.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+	if gerr == nil && len(sec.Data[nonce.SecretKey]) == 0 {
+		return nonce.Entry{}, fmt.Errorf("%w: Secret %s/%s holds no %s", nonce.ErrNotFound, ns, nonce.SecretName, nonce.SecretKey)
+	}
+	return e, err
+}
+
+// nonceReconciler gives a liqo-nonce Secret its nonce (SPEC §7, step 1).
+type nonceReconciler struct {
+	client   client.Client
+	provider *kubepact.Provider
+	events   events.EventRecorder
+}
+
+func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var s corev1.Secret
+	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.DeletionTimestamp != nil || len(s.Data[nonce.SecretKey]) > 0 {
+		return reconcile.Result{}, nil
+	}
+	id := s.Labels[clusterid.Label]
+	if err := clusterid.Validate(id); err != nil || s.Namespace != clusterid.TenantNamespace(id) || s.Name != nonce.SecretName {
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidNonceSecret, "IssueNonce",
+			"a nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): no nonce issued",
+			nonce.SecretName, clusterid.Label, truncate(id))
+		return reconcile.Result{}, nil
+	}
+	if _, err := r.provider.IssueNonce(ctx, id); err != nil {
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonNonceNotFound, "IssueNonce", "issuing the nonce: %v", err)
+		return reconcile.Result{}, err
+	}
+	r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceGenerated, "IssueNonce", "Nonce generated successfully")
+	return reconcile.Result{}, nil
+}
+
+// tenantReconciler accepts Tenants (SPEC §7, step 3) and cleans up after
+// deleted ones.
+type tenantReconciler struct {
+	client   client.Client
+	provider *kubepact.Provider
+	events   events.EventRecorder
+}
+
+func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var t authv1beta1.Tenant
+	if err := r.client.Get(ctx, req.NamespacedName, &t); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if t.DeletionTimestamp != nil {
+		return r.remove(ctx, &t)
+	}
+	id := t.Spec.ClusterID
+	if err := clusterid.Validate(id); err != nil || t.Name != id || t.Namespace != clusterid.TenantNamespace(id) {
+		r.events.Eventf(&t, nil, corev1.EventTypeWarning, ReasonInvalidTenant, "Accept",
+			"a Tenant must be named after its spec.clusterID (%q) and live in its tenant namespace", truncate(id))
+		return reconcile.Result{}, nil
+	}
+	filled := t.Status.AuthParams != nil
+	_, err := r.provider.Accept(ctx, &t)
+	switch {
+	case err == nil:
+		if !filled {
+			r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonTenantAccepted, "Accept", "Tenant status is filled")
+		}
+		return reconcile.Result{}, nil
+	case errors.Is(err, csr.ErrPending):
+		r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Accept", "%v", err)
+		return reconcile.Result{}, nil
+	}
+	reason, terminal := reasonOf(err, ReasonAcceptFailed)
+	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%v", err)
+	if terminal || !transient(err) && reason == ReasonAcceptFailed {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// remove cleans up after a deleted Tenant that carries kubepact's
+// finalizer: Provider.Forget removes its binding, cached certificate and
+// nonce, then only kubepact's finalizer.
+func (r *tenantReconciler) remove(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(t, tenant.Finalizer) || t.Namespace != clusterid.TenantNamespace(t.Name) {
+		return reconcile.Result{}, nil
+	}
+	if err := r.provider.Forget(ctx, t.Name); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonRemoveFailed, "Forget", "%v", err)
+		return reconcile.Result{}, err
+	}
+	r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantRemoved, "Forget", "Tenant removed: binding, cached certificate and nonce deleted")
+	return reconcile.Result{}, nil
+}
+
+// truncate bounds a label value quoted in an Event.
+func truncate(s string) string {
+	if len(s) > 63 {
+		return s[:63] + "…"
+	}
+	return s
+}

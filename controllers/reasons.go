@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// Reasons of the Events the reconcilers record. Normal Events report a step
+// done; Warning Events report why an object was refused or a step failed.
+const (
+	// ReasonNonceGenerated: the nonce Secret got its nonce (Normal).
+	ReasonNonceGenerated = "NonceGenerated"
+	// ReasonInvalidNonceSecret: a Secret labelled liqo.io/nonce that is not
+	// the liqo-nonce Secret in the tenant namespace of the cluster ID it is
+	// labelled with; it gets no nonce.
+	ReasonInvalidNonceSecret = "InvalidNonceSecret"
+
+	// ReasonTenantAccepted: the Tenant was verified, its certificate signed,
+	// its RBAC bound and its status filled (Normal).
+	ReasonTenantAccepted = "TenantAccepted"
+	// ReasonCertificatePending: the Tenant's CSR is submitted and waits for
+	// the API server's signer (Normal); the CSR's update requeues it.
+	ReasonCertificatePending = "CertificatePending"
+	// ReasonTenantRemoved: a deleted Tenant's binding, cached certificate
+	// and nonce were removed, and then kubepact's finalizer (Normal).
+	ReasonTenantRemoved = "TenantRemoved"
+	// ReasonInvalidTenant: the Tenant is malformed or misplaced (name,
+	// namespace, cluster ID, key, proxy URL).
+	ReasonInvalidTenant = "InvalidTenant"
+	// ReasonNonceNotFound: no nonce was issued to the Tenant's consumer.
+	ReasonNonceNotFound = "NonceNotFound"
+	// ReasonNonceRedeemed: the nonce was redeemed by a Tenant of another key.
+	ReasonNonceRedeemed = "NonceRedeemed"
+	// ReasonNonceExpired: the nonce expired before the Tenant redeemed it.
+	ReasonNonceExpired = "NonceExpired"
+	// ReasonInvalidSignature: the Tenant's nonce signature does not verify
+	// under its key.
+	ReasonInvalidSignature = "InvalidSignature"
+	// ReasonTranscriptRejected: the Tenant's transcript is missing (Strict),
+	// does not match the handshake, or expired.
+	ReasonTranscriptRejected = "TranscriptRejected"
+	// ReasonCSRRejected: the Tenant's CSR breaks the provider's policy.
+	ReasonCSRRejected = "CSRRejected"
+	// ReasonPrivilegedUser: the consumer's cluster ID names a user that
+	// already holds permissions on the provider.
+	ReasonPrivilegedUser = "PrivilegedUser"
+	// ReasonCSRDenied: the CSR was denied.
+	ReasonCSRDenied = "CSRDenied"
+	// ReasonSigningFailed: the signer failed, or issued a certificate that is
+	// not the one asked for.
+	ReasonSigningFailed = "SigningFailed"
+	// ReasonAcceptFailed: accepting the Tenant failed for another reason,
+	// such as an API error; it is retried.
+	ReasonAcceptFailed = "AcceptFailed"
+	// ReasonRemoveFailed: cleaning up after a deleted Tenant failed; it is
+	// retried.
+	ReasonRemoveFailed = "RemoveFailed"
+
+	// ReasonNonceSigned: the signed-nonce Secret got its signature (Normal).
+	ReasonNonceSigned = "NonceSigned"
+	// ReasonInvalidSignedNonceSecret: a Secret labelled liqo.io/signed-nonce
+	// that is not the liqo-signed-nonce Secret in the tenant namespace of the
+	// cluster ID it is labelled with; nothing is signed.
+	ReasonInvalidSignedNonceSecret = "InvalidSignedNonceSecret"
+	// ReasonMalformedNonce: data.nonce is not a nonce (88 characters of
+	// standard base64 encoding 64 bytes); nothing is signed.
+	ReasonMalformedNonce = "MalformedNonce"
+	// ReasonSignedNonceMismatch: data.signedNonce is not this cluster's
+	// signature over data.nonce; kubepact never overwrites it.
+	ReasonSignedNonceMismatch = "SignedNonceMismatch"
+	// ReasonSigningNonceFailed: reading the cluster key or writing the
+	// signature failed; it is retried.
+	ReasonSigningNonceFailed = "SigningNonceFailed"
+
+	// ReasonIdentityApplied: the Identity's kubeconfig Secret was written
+	// and its status points at it (Normal).
+	ReasonIdentityApplied = "IdentityApplied"
+	// ReasonInvalidIdentity: the Identity is malformed, misplaced, for
+	// another provider, or its certificate is not the consumer's.
+	ReasonInvalidIdentity = "InvalidIdentity"
+	// ReasonIdentityRejected: the provider refuses the Identity's
+	// credentials, or takes them for another user.
+	ReasonIdentityRejected = "IdentityRejected"
+	// ReasonApplyFailed: applying the Identity failed for another reason,
+	// such as an API error or an unreachable provider; it is retried.
+	ReasonApplyFailed = "ApplyFailed"
+)
+
+// reasonOf returns the Event reason for err and whether err is terminal:
+// the object itself is refused and retrying the same object cannot help.
+// fallback is the reason of any other error, which is transient.
+func reasonOf(err error, fallback string) (string, bool) {
+	var denied *csr.DeniedError
+	switch {
+	case errors.Is(err, nonce.ErrRedeemed):
+		return ReasonNonceRedeemed, true
+	case errors.Is(err, nonce.ErrExpired):
+		return ReasonNonceExpired, true
+	case errors.Is(err, nonce.ErrNotFound), errors.Is(err, nonce.ErrMalformed):
+		return ReasonNonceNotFound, true
+	case errors.Is(err, tenant.ErrTranscriptMissing), errors.Is(err, tenant.ErrTranscriptMismatch),
+		errors.Is(err, tenant.ErrTranscriptExpired):
+		return ReasonTranscriptRejected, true
+	case errors.Is(err, keys.ErrBadSignature):
+		return ReasonInvalidSignature, true
+	case errors.Is(err, rbac.ErrPrivilegedUser):
+		return ReasonPrivilegedUser, true
+	case errors.As(err, &denied):
+		return ReasonCSRDenied, true
+	case errors.Is(err, csr.ErrMalformed), errors.Is(err, csr.ErrSignature), errors.Is(err, csr.ErrCommonName),
+		errors.Is(err, csr.ErrOrganization), errors.Is(err, csr.ErrSAN), errors.Is(err, csr.ErrKeyMismatch):
+		return ReasonCSRRejected, true
+	case errors.Is(err, csr.ErrFailed), errors.Is(err, csr.ErrBadCertificate):
+		return ReasonSigningFailed, false
+	case errors.Is(err, identity.ErrRejected), errors.Is(err, identity.ErrWrongUser):
+		return ReasonIdentityRejected, true
+	case errors.Is(err, identity.ErrMalformed), errors.Is(err, identity.ErrUntrusted), errors.Is(err, identity.ErrKeyMismatch),
+		errors.Is(err, identity.ErrExpired), errors.Is(err, identity.ErrNotYetValid), errors.Is(err, identity.ErrSubject),
+		errors.Is(err, identity.ErrCACertificate), errors.Is(err, identity.ErrKeyUsage), errors.Is(err, identity.ErrInvalidServer),
+		errors.Is(err, identity.ErrWrongProvider):
+		return ReasonInvalidIdentity, true
+	case errors.Is(err, clusterid.ErrInvalid), errors.Is(err, keys.ErrMalformed), errors.Is(err, keys.ErrUnsupported),
+		errors.Is(err, keys.ErrWeak), errors.Is(err, keys.ErrWeakKey), errors.Is(err, tenant.ErrInvalidProxyURL),
+		errors.Is(err, tenant.ErrMalformed), errors.Is(err, kubepact.ErrInvalidConfig):
+		return ReasonInvalidTenant, true
+	}
+	return fallback, false
+}
+
+// transient reports whether err is worth retrying with backoff: an API
+// error, a network error or a deadline. Anything else a step returns
+// describes the object, and is terminal.
+func transient(err error) bool {
+	var status apierrors.APIStatus
+	var netErr net.Error
+	return errors.As(err, &status) || errors.As(err, &netErr) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}

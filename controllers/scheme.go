@@ -1,0 +1,56 @@
+package controllers
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+)
+
+// NewScheme returns a new scheme holding client-go's built-in types and
+// the authentication.liqo.io/v1beta1 types, for manager.Options.Scheme. It
+// leaves client-go's global scheme alone.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := authv1beta1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkScheme fails when mgr's scheme does not know Tenants and Identities.
+func checkScheme(mgr manager.Manager) error {
+	for _, kind := range []string{authv1beta1.TenantKind, authv1beta1.IdentityKind} {
+		if !mgr.GetScheme().Recognizes(authv1beta1.SchemeGroupVersion.WithKind(kind)) {
+			return fmt.Errorf("controllers: the manager's scheme lacks %s %s: build it with NewScheme", authv1beta1.SchemeGroupVersion, kind)
+		}
+	}
+	return nil
+}
+
+// CacheOptions returns manager cache options that keep only the Secrets
+// the reconcilers watch (those labelled liqo.io/remote-cluster-id: nonce
+// and signed-nonce Secrets, among others) instead of every Secret of the
+// cluster. Optional: the reconcilers work with any cache that holds those
+// Secrets.
+func CacheOptions() cache.Options {
+	req, err := labels.NewRequirement(clusterid.Label, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid label key
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)},
+	}}
+}
