@@ -299,4 +299,3 @@ func TestLocalCA(t *testing.T) {
 	require.Zero(t, countCSRs(ctx, t, consumerID))
 	requireCleanup(ctx, t, consumerID, tn, id)
 }
-
