@@ -236,7 +236,7 @@ func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, nil
 	}
 	if _, err := r.provider.IssueNonce(ctx, id); err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonNonceNotFound, "IssueNonce", "issuing the nonce: %v", err)
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonIssueNonceFailed, "IssueNonce", "issuing the nonce: %v", err)
 		return reconcile.Result{}, err
 	}
 	r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceGenerated, "IssueNonce", "Nonce generated successfully")

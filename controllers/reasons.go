@@ -22,6 +22,9 @@ import (
 const (
 	// ReasonNonceGenerated: the nonce Secret got its nonce (Normal).
 	ReasonNonceGenerated = "NonceGenerated"
+	// ReasonIssueNonceFailed: issuing the nonce failed (an API error); it
+	// is retried.
+	ReasonIssueNonceFailed = "IssueNonceFailed"
 	// ReasonInvalidNonceSecret: a Secret labelled liqo.io/nonce that is not
 	// the liqo-nonce Secret in the tenant namespace of the cluster ID it is
 	// labelled with; it gets no nonce.
