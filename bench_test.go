@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"math/big"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -166,4 +167,68 @@ func BenchmarkBareCryptoAllChecks(b *testing.B) {
 	for i := range b.N {
 		bareHandshake(b, f, int64(i+2), true)
 	}
+}
+
+// BenchmarkProviderTenants has one provider, on the in-memory ports, accept
+// a Tenant from each of b.N consumers and keep them all: run it with
+// -benchtime 10000x for 10,000 tenants. It reports the provider's retained
+// heap per tenant (B/tenant: the live heap after the last Accept, less the
+// one before the first, over b.N, after a full GC; the consumers' side is
+// dropped as it goes) and the time per handshake of the first and the last
+// tenth, whose ratio shows whether the cost per operation stays flat as
+// tenants accumulate.
+func BenchmarkProviderTenants(b *testing.B) {
+	ctx := context.Background()
+	pc, err := fake.NewCluster(providerID, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := keys.Generate(nil, keys.Ed25519)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tenth := max(b.N/10, 1)
+	var first, last time.Duration
+	before := liveHeap()
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		ks := &fake.KeyStore{}
+		if err := ks.Create(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}
+		c, err := kubepact.NewConsumer("cl-consumer-"+strconv.Itoa(i), ports, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := kubepact.Authenticate(ctx, c, provider, nil); err != nil {
+			b.Fatal(err)
+		}
+		switch d := time.Since(start); {
+		case i < tenth:
+			first += d
+		case i >= b.N-tenth:
+			last += d
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(liveHeap()-before)/float64(b.N), "B/tenant")
+	b.ReportMetric(float64(first.Nanoseconds())/float64(tenth), "first-tenth-ns/op")
+	b.ReportMetric(float64(last.Nanoseconds())/float64(tenth), "last-tenth-ns/op")
+	runtime.KeepAlive(provider)
+	runtime.KeepAlive(pc)
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
