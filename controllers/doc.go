@@ -1,0 +1,152 @@
+// Package controllers runs kubepact's side of Liqo v1.2's declarative
+// handshake: reconcilers that answer the objects liqoctl (or a person with
+// kubectl) writes, as Liqo's own controllers do (SPEC §7), built on the
+// steps of package kubepact and on controller-runtime.
+//
+// A controller binary builds a manager with NewScheme (and, optionally,
+// CacheOptions), then calls SetupProvider, SetupConsumer or both:
+//
+//	scheme, err := controllers.NewScheme()
+//	mgr, err := ctrl.NewManager(cfg, manager.Options{Scheme: scheme, Cache: controllers.CacheOptions()})
+//	err = controllers.SetupProvider(mgr, controllers.ProviderConfig{ClusterID: "cl-provider", Endpoint: endpoint})
+//	err = controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: "cl-provider"})
+//	err = mgr.Start(ctx)
+//
+// # Behaviour
+//
+// The handshake, each step written by liqoctl and answered by one reconciler:
+//
+//  1. Provider, nonce reconciler: a Secret labelled liqo.io/nonce without
+//     data.nonce gets its nonce (Provider.IssueNonce), only if it is the
+//     Secret "liqo-nonce" in the tenant namespace of the cluster ID of its
+//     liqo.io/remote-cluster-id label. A Secret that already holds a nonce
+//     is never touched. Event NonceGenerated.
+//  2. Consumer, signed-nonce reconciler: a Secret labelled
+//     liqo.io/signed-nonce with data.nonce and no data.signedNonce gets the
+//     signature of the nonce by the cluster key (kept in the Secret
+//     "authentication-keys" of ConsumerConfig.KeyNamespace, created when
+//     missing), only if it is "liqo-signed-nonce" in the tenant namespace of
+//     its label's cluster ID. Event NonceSigned.
+//  3. Provider, Tenant reconciler: a Tenant named after its spec.clusterID
+//     in that cluster's tenant namespace is verified, its CSR signed, its
+//     RBAC bound and its status filled (Provider.Accept, which adds the
+//     finalizer tenant.liqo.io/finalizer). Event TenantAccepted. A deleted
+//     Tenant carrying the finalizer has its binding, cached certificate and
+//     nonce removed, then kubepact's finalizer (Provider.Forget). Event
+//     TenantRemoved.
+//  4. Consumer, Identity reconciler: a ControlPlane Identity in the tenant
+//     namespace of its spec.clusterID gets its kubeconfig Secret and
+//     status.kubeconfigSecretRef (Consumer.Apply). Event IdentityApplied.
+//     Deleting the Identity deletes the Secret: the reconciler deletes it at
+//     once, and the garbage collector would through the Secret's owner
+//     reference. ResourceSlice Identities are left alone.
+//
+// Every reconciler is idempotent and resumable: it reads the object, calls
+// the step, and the step writes only what is missing, so a controller
+// restarted at any point completes the handshake. The Tenant reconciler
+// never blocks a worker on the API server's signer: with the CSR API
+// (ProviderConfig.Signer nil) it submits and approves a
+// CertificateSigningRequest, records CertificatePending and returns; a watch
+// on CertificateSigningRequests (labelled liqo.io/remote-tenant-csr and
+// liqo.io/remote-cluster-id by kube.CSRSigner) requeues the Tenant once the
+// request is issued, denied or failed, and the next Accept picks the same
+// object up. A local CA (a *csr.LocalCA) signs at once.
+//
+// Tenants and Identities are reconciled when created, when their
+// generation changes (their spec: the status subresource keeps the
+// reconcilers' own status writes from requeuing them), when they are marked
+// for deletion, and at the manager's resync period; Secrets on every
+// change. kubepact writes with server-side apply as the field manager
+// "kubepact" and owns only what it applies: the signed-nonce reconciler
+// applies data.signedNonce alone, held to the Secret's resourceVersion.
+//
+// Failures become Events on the object. A refusal is a Warning recorded
+// once, and the object is not retried until it changes: InvalidTenant,
+// NonceNotFound, NonceRedeemed, NonceExpired, InvalidSignature,
+// TranscriptRejected, CSRRejected, PrivilegedUser, CSRDenied,
+// InvalidNonceSecret, InvalidSignedNonceSecret, MalformedNonce,
+// SignedNonceMismatch, InvalidIdentity, IdentityRejected. API, network and
+// signing errors are Warnings too (IssueNonceFailed, AcceptFailed,
+// SigningFailed, RemoveFailed, SigningNonceFailed, ApplyFailed) and are
+// retried with the controller's backoff.
+//
+// # Security
+//
+// The reconcilers add no check of their own: what is verified, and how, is
+// the steps' (see SECURITY.md). Beyond them:
+//
+//   - The cluster key is no signing oracle: the signed-nonce reconciler signs
+//     only a well-formed nonce (nonce.Parse: 88 characters of standard
+//     base64 encoding 64 bytes, the length checked before anything is
+//     decoded), never arbitrary bytes, and never replaces an existing
+//     signedNonce (SignedNonceMismatch when it is not this cluster's
+//     signature over data.nonce; delete the Secret to sign a new nonce).
+//   - Objects are honoured only where the protocol puts them: a nonce or
+//     signed-nonce Secret outside the tenant namespace of the cluster ID it
+//     names, a Tenant not named after its cluster ID or outside its tenant
+//     namespace, an Identity outside the tenant namespace of its provider,
+//     are refused, so no object can make kubepact write another cluster's.
+//   - Whoever may write Identities in the consumer cluster chooses the
+//     provider an Identity is applied for: the reconciler trusts the
+//     Identity's spec.clusterID (Consumer.Apply still refuses an Identity
+//     whose name or type says otherwise) and, unlike the CLI, replaces the
+//     kubeconfig when the Identity's endpoint changes, since the Identity
+//     itself is what it holds. Without ConsumerConfig.Offline the provider
+//     first confirms the new credentials (kube.IdentityReviewer).
+//   - A Tenant refused after redeeming its consumer's nonce (a bad
+//     signature) keeps that nonce bound to the key it claimed; the nonce
+//     reconciler fills only a nonce Secret without data.nonce, so a new
+//     handshake for that consumer starts from a new liqo-nonce Secret, as
+//     liqoctl writes it.
+//   - Event messages are the steps' errors, which carry no secret (keys,
+//     nonces, signatures, certificates); none quotes Secret data.
+//
+// # Permissions
+//
+// What each reconciler's credentials need, for least-privilege RBAC (every
+// reconciler also needs create and patch on events.k8s.io events):
+//
+//   - nonce reconciler (provider): secrets: get, list, watch, create,
+//     patch, delete (nonce Secrets in tenant namespaces); namespaces: get,
+//     create, update (tenant namespaces).
+//   - Tenant reconciler (provider): authentication.liqo.io tenants: get,
+//     list, watch, patch, delete; tenants/status: patch; tenants/finalizers:
+//     update (the OwnerReferencesPermissionEnforcement admission plugin);
+//     secrets: get, create, patch, delete (liqo-remote-certificate and the
+//     nonce, in tenant namespaces); rolebindings: get, create, patch, delete
+//     in tenant namespaces; clusterroles: get, create, patch on
+//     liqo-remote-controlplane, plus bind and escalate on it (or the
+//     permissions it grants); authorization.k8s.io subjectaccessreviews:
+//     create. With the CSR API also certificates.k8s.io
+//     certificatesigningrequests: get, list, watch, create;
+//     certificatesigningrequests/approval: update; signers
+//     kubernetes.io/kube-apiserver-client: approve; and
+//     authentication.k8s.io selfsubjectreviews: create (granted to every
+//     authenticated user).
+//   - signed-nonce reconciler (consumer): secrets: get, list, watch, patch
+//     (signed-nonce Secrets in tenant namespaces) and get, create in
+//     ConsumerConfig.KeyNamespace (the cluster key); namespaces: create (the
+//     key namespace, when missing).
+//   - Identity reconciler (consumer): authentication.liqo.io identities:
+//     get, list, watch, patch; identities/status: patch; secrets: get, list,
+//     watch, create, patch, delete (kubeconfig Secrets in tenant
+//     namespaces) and get in ConsumerConfig.KeyNamespace (the cluster key
+//     and identity keys). The online confirmation uses only the new
+//     kubeconfig, on the provider.
+//
+// With CacheOptions, the manager caches only Secrets labelled
+// liqo.io/remote-cluster-id, so list and watch on secrets may be limited to
+// that label's objects by an admission policy; RBAC itself cannot scope
+// list by label.
+//
+// # Concurrency
+//
+// Each controller runs one worker (controller-runtime's default), so one
+// reconciler handles one object at a time; the Provider and Consumer they
+// share are safe for concurrent use, and a handshake of one consumer is
+// serialised by its nonce. Run one active manager per cluster: enable the
+// manager's leader election when running several replicas. The Identity
+// reconciler's online confirmation is a request to the provider's API
+// server, bounded by kube.IdentityReviewerOptions' default timeout; no
+// reconciler waits on another controller.
+package controllers
