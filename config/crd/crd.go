@@ -4,7 +4,7 @@ package crd
 
 import "embed"
 
-//go:embed *.yaml
+//go:embed authentication.liqo.io_*.yaml
 var files embed.FS
 
 // Manifests returns the CRD manifests, one YAML document each, by file name.

@@ -53,6 +53,7 @@ func version(t *testing.T, m map[string]any) map[string]any {
 func TestCRDFiles(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
+	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "kustomization.yaml" })
 	require.NoError(t, err)
 	var names []string
 	for _, f := range files {
@@ -64,6 +65,30 @@ func TestCRDFiles(t *testing.T) {
 		"authentication.liqo.io_resourceslices.yaml",
 		"authentication.liqo.io_tenants.yaml",
 	}, names)
+}
+
+// TestCRDKustomization checks that config/crd/kustomization.yaml, which
+// kubectl apply -k reads, lists every generated CRD and nothing else.
+func TestCRDKustomization(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(crdDir, "kustomization.yaml"))
+	require.NoError(t, err)
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	require.NoError(t, yaml.UnmarshalStrict(b, &struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Resources  []string `json:"resources"`
+	}{}), "only apiVersion, kind and resources")
+	require.NoError(t, yaml.Unmarshal(b, &k))
+	files, err := filepath.Glob(filepath.Join(crdDir, "authentication.liqo.io_*.yaml"))
+	require.NoError(t, err)
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	require.ElementsMatch(t, names, k.Resources)
 }
 
 func TestCRDs(t *testing.T) {
