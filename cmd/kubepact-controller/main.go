@@ -1,0 +1,318 @@
+// Command kubepact-controller runs kubepact's reconcilers (package
+// controllers) for one cluster, so that the cluster answers Liqo v1.2's
+// declarative handshake as a Liqo cluster does: a peer, or liqoctl, or a
+// person with kubectl, only writes objects, and the controller answers them.
+//
+// Usage:
+//
+//	kubepact-controller --cluster-id ID [--roles provider,consumer] [flags]
+//
+// As a provider it fills the nonce of every liqo-nonce Secret in a tenant
+// namespace and accepts Tenants (verify, sign, bind, status); as a consumer
+// it signs the nonce of every liqo-signed-nonce Secret and turns Identities
+// into kubeconfig Secrets. A cluster may be both, as Liqo clusters are.
+//
+// Flags:
+//
+//	--cluster-id ID                 this cluster's ID (required)
+//	--roles provider,consumer       which reconcilers to run
+//	--kubeconfig FILE               kubeconfig to use; default: in-cluster, else $KUBECONFIG or ~/.kube/config
+//	--api-server-url URL            provider: the https URL consumers reach this API server at (required for the provider role)
+//	--api-server-ca-file FILE       provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA
+//	--policy compatible|strict      provider: how strictly Tenants are checked (default compatible)
+//	--certificate-lifetime DURATION provider: lifetime of issued certificates (default 90 days)
+//	--local-ca-cert-file FILE       provider: sign with this CA certificate instead of the CSR API
+//	--local-ca-key-file FILE        provider: the key of that CA (PEM PKCS#8)
+//	--key-namespace NS              consumer: namespace of the cluster key Secret (default liqo)
+//	--strict                        consumer: a fresh TLS key per identity
+//	--offline                       consumer: do not confirm new kubeconfigs with the provider
+//	--root-ca-file FILE             consumer: extra roots for providers whose Identity has no CA
+//	--leader-elect                  elect a leader among replicas (default true)
+//	--leader-election-namespace NS  namespace of the Lease (default: the pod's, else liqo)
+//	--metrics-bind-address ADDR     Prometheus metrics (default :8080; 0 disables)
+//	--health-probe-bind-address ADDR /healthz and /readyz (default :8081; 0 disables)
+//
+// plus the structured-logging flags of controller-runtime's zap options
+// (--zap-log-level, --zap-encoder, ...). The permissions each role needs are
+// in package controllers' documentation and config/rbac.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// LeaderElectionID names the Lease replicas elect their leader with.
+const LeaderElectionID = "kubepact-controller.kubepact.io"
+
+// errUsage marks an error in the command line.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], nil, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "kubepact-controller:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// options are the parsed command line.
+type options struct {
+	clusterID                    string
+	roles                        []string
+	kubeconfig                   string
+	apiServerURL, apiServerCA    string
+	policy                       string
+	lifetime                     time.Duration
+	localCACert, localCAKey      string
+	keyNamespace                 string
+	strict, offline              bool
+	rootCAFile                   string
+	leaderElect                  bool
+	leaderElectionNamespace      string
+	metricsAddr, probeAddr       string
+	zap                          zap.Options
+	leaseDuration, renewDeadline time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("kubepact-controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	roles := fs.String("roles", "provider,consumer", "which reconcilers to run: provider, consumer or both")
+	fs.StringVar(&o.clusterID, "cluster-id", "", "this cluster's ID (required)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to use; default: in-cluster, else $KUBECONFIG or ~/.kube/config")
+	fs.StringVar(&o.apiServerURL, "api-server-url", "", "provider: the https URL consumers reach this cluster's API server at")
+	fs.StringVar(&o.apiServerCA, "api-server-ca-file", "", "provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA")
+	fs.StringVar(&o.policy, "policy", "compatible", "provider: compatible (Liqo consumers) or strict (transcript required)")
+	fs.DurationVar(&o.lifetime, "certificate-lifetime", kubepact.DefaultCertificateLifetime, "provider: lifetime of issued certificates")
+	fs.StringVar(&o.localCACert, "local-ca-cert-file", "", "provider: sign with this PEM CA certificate instead of the CSR API")
+	fs.StringVar(&o.localCAKey, "local-ca-key-file", "", "provider: the PEM PKCS#8 key of that CA")
+	fs.StringVar(&o.keyNamespace, "key-namespace", keys.DefaultNamespace, "consumer: namespace of the cluster key Secret")
+	fs.BoolVar(&o.strict, "strict", false, "consumer: a fresh TLS key per identity")
+	fs.BoolVar(&o.offline, "offline", false, "consumer: do not confirm new kubeconfigs with the provider")
+	fs.StringVar(&o.rootCAFile, "root-ca-file", "", "consumer: extra PEM roots for providers whose Identity has no CA")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease; default: the pod's, else "+keys.DefaultNamespace)
+	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease lasts without renewal")
+	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long a leader tries to renew before it gives up")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if err := clusterid.Validate(o.clusterID); err != nil {
+		return nil, fmt.Errorf("%w: --cluster-id: %w", errUsage, err)
+	}
+	for r := range strings.SplitSeq(*roles, ",") {
+		switch r = strings.TrimSpace(r); r {
+		case "provider", "consumer":
+			if !slices.Contains(o.roles, r) {
+				o.roles = append(o.roles, r)
+			}
+		default:
+			return nil, fmt.Errorf("%w: --roles: unknown role %q (provider, consumer)", errUsage, r)
+		}
+	}
+	if o.policy != "compatible" && o.policy != "strict" {
+		return nil, fmt.Errorf("%w: --policy: %q is neither compatible nor strict", errUsage, o.policy)
+	}
+	if slices.Contains(o.roles, "provider") && o.apiServerURL == "" {
+		return nil, fmt.Errorf("%w: the provider role needs --api-server-url, the URL consumers reach this API server at", errUsage)
+	}
+	if (o.localCACert == "") != (o.localCAKey == "") {
+		return nil, fmt.Errorf("%w: --local-ca-cert-file and --local-ca-key-file go together", errUsage)
+	}
+	if o.leaderElectionNamespace == "" {
+		o.leaderElectionNamespace = podNamespace()
+	}
+	return o, nil
+}
+
+// podNamespace is the namespace the controller runs in, or the Liqo
+// namespace outside a pod.
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(b) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	return keys.DefaultNamespace
+}
+
+// restConfig loads the kubeconfig of --kubeconfig, else the in-cluster
+// configuration, else clientcmd's default rules.
+func (o *options) restConfig() (*rest.Config, error) {
+	if o.kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	}
+	if cfg, err := rest.InClusterConfig(); err == nil {
+		return cfg, nil
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+}
+
+// run runs the controller until ctx ends. cfg, when not nil, is used instead
+// of the one the flags name.
+func run(ctx context.Context, args []string, cfg *rest.Config, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	if cfg == nil {
+		if cfg, err = o.restConfig(); err != nil {
+			return fmt.Errorf("loading the kubeconfig: %w", err)
+		}
+	}
+	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(stderr))
+	ctrl.SetLogger(log)
+
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, manager.Options{
+		Scheme:                        scheme,
+		Logger:                        log,
+		Cache:                         controllers.CacheOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       o.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.leaseDuration,
+		RenewDeadline:                 &o.renewDeadline,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if slices.Contains(o.roles, "provider") {
+		pc, err := o.providerConfig(cfg)
+		if err != nil {
+			return err
+		}
+		if err := controllers.SetupProvider(mgr, pc); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(o.roles, "consumer") {
+		cc, err := o.consumerConfig()
+		if err != nil {
+			return err
+		}
+		if err := controllers.SetupConsumer(mgr, cc); err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("cache", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("the informer caches are not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	log.Info("starting", "cluster", o.clusterID, "roles", o.roles, "leaderElection", o.leaderElect)
+	return mgr.Start(ctx)
+}
+
+func (o *options) providerConfig(cfg *rest.Config) (controllers.ProviderConfig, error) {
+	pc := controllers.ProviderConfig{
+		ClusterID:           o.clusterID,
+		Endpoint:            kubepact.Endpoint{Server: o.apiServerURL},
+		Policy:              tenant.Compatible,
+		CertificateLifetime: o.lifetime,
+	}
+	if o.policy == "strict" {
+		pc.Policy = tenant.Strict
+	}
+	if o.apiServerCA != "" {
+		ca, err := os.ReadFile(o.apiServerCA)
+		if err != nil {
+			return pc, fmt.Errorf("--api-server-ca-file: %w", err)
+		}
+		pc.Endpoint.CA = ca
+	} else {
+		tls := rest.CopyConfig(cfg)
+		if err := rest.LoadTLSFiles(tls); err != nil {
+			return pc, fmt.Errorf("reading the API server's CA: %w", err)
+		}
+		pc.Endpoint.CA = tls.CAData
+	}
+	if len(pc.Endpoint.CA) == 0 {
+		return pc, fmt.Errorf("%w: no CA for %s: pass --api-server-ca-file", errUsage, o.apiServerURL)
+	}
+	if o.localCACert != "" {
+		certPEM, err := os.ReadFile(o.localCACert)
+		if err != nil {
+			return pc, fmt.Errorf("--local-ca-cert-file: %w", err)
+		}
+		keyPEM, err := os.ReadFile(o.localCAKey)
+		if err != nil {
+			return pc, fmt.Errorf("--local-ca-key-file: %w", err)
+		}
+		key, err := keys.ParsePrivateKey(keyPEM)
+		if err != nil {
+			return pc, fmt.Errorf("--local-ca-key-file: %w", err)
+		}
+		if pc.Signer, err = csr.NewLocalCA(certPEM, key, nil); err != nil {
+			return pc, fmt.Errorf("--local-ca-cert-file: %w", err)
+		}
+	}
+	return pc, nil
+}
+
+func (o *options) consumerConfig() (controllers.ConsumerConfig, error) {
+	cc := controllers.ConsumerConfig{
+		ClusterID:    o.clusterID,
+		KeyNamespace: o.keyNamespace,
+		Strict:       o.strict,
+		Offline:      o.offline,
+	}
+	if o.rootCAFile != "" {
+		roots, err := os.ReadFile(o.rootCAFile)
+		if err != nil {
+			return cc, fmt.Errorf("--root-ca-file: %w", err)
+		}
+		cc.RootCAs = roots
+	}
+	return cc, nil
+}
