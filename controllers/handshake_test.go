@@ -231,6 +231,7 @@ func TestDeclarativeHandshake(t *testing.T) {
 			tn, id := handshake(ctx, t, providerID, consumerID, keyNS, tt.transcript)
 			t.Logf("declarative handshake in %s", time.Since(begin).Round(time.Millisecond))
 			require.Equal(t, 1, countCSRs(ctx, t, consumerID), "one CertificateSigningRequest")
+			requireSettled(ctx, t, tn, id)
 			waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeNormal, controllers.ReasonTenantAccepted)
 			waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, corev1.EventTypeNormal, controllers.ReasonIdentityApplied)
 			requireCleanup(ctx, t, consumerID, tn, id)
@@ -298,4 +299,23 @@ func TestLocalCA(t *testing.T) {
 	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
 	require.Zero(t, countCSRs(ctx, t, consumerID))
 	requireCleanup(ctx, t, consumerID, tn, id)
+}
+
+// requireSettled checks that the reconcilers' own writes do not requeue
+// them for ever: once the handshake is done, neither the Tenant nor the
+// Identity changes.
+func requireSettled(ctx context.Context, t *testing.T, tn *authv1beta1.Tenant, id *authv1beta1.Identity) {
+	t.Helper()
+	var tenantRV, identityRV string
+	read := func() (string, string) {
+		gotT, gotI := &authv1beta1.Tenant{}, &authv1beta1.Identity{}
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(tn), gotT))
+		require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), gotI))
+		return gotT.ResourceVersion, gotI.ResourceVersion
+	}
+	tenantRV, identityRV = read()
+	time.Sleep(2 * time.Second)
+	gotT, gotI := read()
+	require.Equal(t, tenantRV, gotT, "the Tenant is not written again")
+	require.Equal(t, identityRV, gotI, "the Identity is not written again")
 }
