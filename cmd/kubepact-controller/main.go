@@ -73,6 +73,14 @@ const LeaderElectionID = "kubepact-controller.kubepact.io"
 // errUsage marks an error in the command line.
 var errUsage = errors.New("usage")
 
+// For tests, which run several controllers in one process: tuneManager,
+// when set, adjusts the manager's options, and managerCreated is given the
+// manager run creates.
+var (
+	tuneManager    func(*manager.Options)
+	managerCreated func(manager.Manager)
+)
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -205,7 +213,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
+	mopts := manager.Options{
 		Scheme:                        scheme,
 		Logger:                        log,
 		Cache:                         controllers.CacheOptions(),
@@ -217,9 +225,16 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stderr io.Writer)
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &o.leaseDuration,
 		RenewDeadline:                 &o.renewDeadline,
-	})
+	}
+	if tuneManager != nil {
+		tuneManager(&mopts)
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if managerCreated != nil {
+		managerCreated(mgr)
 	}
 	if slices.Contains(o.roles, "provider") {
 		pc, err := o.providerConfig(cfg)

@@ -1,0 +1,470 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/yaml"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/testcluster"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// side is one real cluster with an admin client and the controller's
+// ServiceAccount config.
+type side struct {
+	cluster *testcluster.Cluster
+	admin   kubernetes.Interface
+	dynamic dynamic.Interface
+	// sa is the admin config impersonating the ServiceAccount config/
+	// grants, so the controllers run with exactly its permissions.
+	sa *rest.Config
+}
+
+var provider, consumer *side
+
+func TestMain(m *testing.M) {
+	// Several controllers run in this one process: their controllers'
+	// names repeat.
+	tuneManager = func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) }
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	clusters, err := testcluster.StartAll(ctx, "ctl-provider", "ctl-consumer")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer testcluster.StopAll(clusters)
+	sides := make([]*side, len(clusters))
+	for i, c := range clusters {
+		if sides[i], err = newSide(ctx, c); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	provider, consumer = sides[0], sides[1]
+	return m.Run()
+}
+
+func newSide(ctx context.Context, c *testcluster.Cluster) (*side, error) {
+	s := &side{cluster: c}
+	var err error
+	if s.admin, err = kubernetes.NewForConfig(c.AdminConfig()); err != nil {
+		return nil, err
+	}
+	if s.dynamic, err = dynamic.NewForConfig(c.AdminConfig()); err != nil {
+		return nil, err
+	}
+	if err := applyKustomization(ctx, s, filepath.Join("..", "..", "config")); err != nil {
+		return nil, err
+	}
+	s.sa = rest.CopyConfig(c.AdminConfig())
+	s.sa.QPS, s.sa.Burst = 100, 200
+	s.sa.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:kubepact-system:kubepact-controller",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kubepact-system", "system:authenticated"},
+	}
+	return s, nil
+}
+
+// kustomization is the part of kustomize's format config/ uses; reading
+// it strictly makes any other field fail the test, so what the test applies
+// is what kubectl apply -k applies.
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Namespace  string   `json:"namespace,omitempty"`
+	Resources  []string `json:"resources"`
+}
+
+// applyKustomization applies the kustomization in dir, as kubectl apply -k
+// does, with server-side apply, and waits for CRDs to be served.
+func applyKustomization(ctx context.Context, s *side, dir string) error {
+	return applyDir(ctx, s, dir, "")
+}
+
+func applyDir(ctx context.Context, s *side, dir, namespace string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		return err
+	}
+	var k kustomization
+	if err := yaml.UnmarshalStrict(b, &k); err != nil {
+		return fmt.Errorf("%s/kustomization.yaml: %w", dir, err)
+	}
+	if k.Namespace != "" {
+		namespace = k.Namespace
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(s.admin.Discovery()))
+	for _, r := range k.Resources {
+		path := filepath.Join(dir, r)
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			if err := applyDir(ctx, s, path, namespace); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			mapper.Reset()
+			if m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		api := s.dynamic.Resource(m.Resource)
+		var ri dynamic.ResourceInterface = api
+		if m.Scope.Name() == "namespace" {
+			u.SetNamespace(namespace)
+			ri = api.Namespace(namespace)
+		}
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "kubectl", Force: true}); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if gvk.Kind == "CustomResourceDefinition" {
+			mapper.Reset()
+		}
+	}
+	return waitForCRDs(ctx, s)
+}
+
+func waitForCRDs(ctx context.Context, s *side) error {
+	for {
+		_, err := s.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource)).List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the CRDs: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// replica is one running kubepact-controller.
+type replica struct {
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	mgr    manager.Manager
+}
+
+var hookMu sync.Mutex
+
+// start runs the controller with args against s, as its ServiceAccount,
+// and returns once its manager exists.
+func start(t *testing.T, s *side, args ...string) *replica {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{cancel: cancel, done: make(chan error, 1)}
+	created := make(chan manager.Manager, 1)
+	hookMu.Lock()
+	managerCreated = func(m manager.Manager) { created <- m }
+	logs := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kubepact-controller %v:\n%s", args, logs.String())
+		}
+	})
+	go func() { r.done <- run(ctx, args, s.sa, logs) }()
+	select {
+	case r.mgr = <-created:
+	case err := <-r.done:
+		hookMu.Unlock()
+		cancel()
+		t.Fatalf("kubepact-controller %v: %v", args, err)
+	}
+	managerCreated = nil
+	hookMu.Unlock()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// stop stops the replica and waits for it to end.
+func (r *replica) stop() {
+	r.once.Do(func() {
+		r.cancel()
+		<-r.done
+	})
+}
+
+func (r *replica) elected() bool {
+	select {
+	case <-r.mgr.Elected():
+		return true
+	default:
+		return false
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func writeFile(t *testing.T, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(p, data, 0o600))
+	return p
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 90*time.Second, 50*time.Millisecond, what)
+}
+
+// handshake writes objects as liqoctl authenticate does (SPEC §7) and waits
+// for the controllers' answers, then checks the kubeconfig on the provider.
+func handshake(ctx context.Context, t *testing.T, providerID, consumerID string) {
+	t.Helper()
+	pns, cns := clusterid.TenantNamespace(consumerID), clusterid.TenantNamespace(providerID)
+	for _, c := range []struct {
+		s  *side
+		ns *corev1.Namespace
+	}{{provider, tenant.Namespace(consumerID)}, {consumer, tenant.Namespace(providerID)}} {
+		_, err := c.s.admin.CoreV1().Namespaces().Create(ctx, c.ns, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+	// 1. The provider's controller fills liqo-nonce.
+	_, err := provider.admin.CoreV1().Secrets(pns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: consumerID},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var n nonce.Nonce
+	eventually(t, "the nonce", func() bool {
+		s, err := provider.admin.CoreV1().Secrets(pns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+		if err != nil || len(s.Data[nonce.SecretKey]) == 0 {
+			return false
+		}
+		n, err = nonce.Parse(string(s.Data[nonce.SecretKey]))
+		require.NoError(t, err)
+		return true
+	})
+	// 2. The consumer's controller signs it.
+	_, err = consumer.admin.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: providerID}},
+		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text())},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var sig []byte
+	eventually(t, "the signed nonce", func() bool {
+		s, err := consumer.admin.CoreV1().Secrets(cns).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
+		sig = s.Data[nonce.SignedSecretKey]
+		return err == nil && len(sig) > 0
+	})
+	// 3. The Tenant, from the consumer's key, the signed nonce and a CSR.
+	key, err := kube.NewKeyStore(consumer.admin, keys.DefaultNamespace).Get(ctx)
+	require.NoError(t, err)
+	tn, err := tenant.Build(consumerID, key, n, nil)
+	require.NoError(t, err)
+	tn.Spec.Signature = sig
+	tenants := kube.NewTenantStore(provider.dynamic)
+	_, err = tenants.Apply(ctx, tn)
+	require.NoError(t, err)
+	eventually(t, "the Tenant's status", func() bool {
+		tn, err = tenants.Get(ctx, pns, consumerID)
+		return err == nil && tn.Status.AuthParams != nil
+	})
+	// 4. The Identity, from the Tenant's status.
+	id, err := identity.Build(providerID, *tn.Status.AuthParams, &identity.BuildOptions{TenantNamespace: tn.Status.TenantNamespace})
+	require.NoError(t, err)
+	ids := kube.NewIdentityStore(consumer.dynamic)
+	_, err = ids.Apply(ctx, id)
+	require.NoError(t, err)
+	var secretName string
+	eventually(t, "the Identity's status", func() bool {
+		list, err := ids.List(ctx, cns)
+		require.NoError(t, err)
+		for _, got := range list {
+			if got.Name == id.Name && got.Status.KubeconfigSecretRef != nil {
+				secretName = got.Status.KubeconfigSecretRef.Name
+				return true
+			}
+		}
+		return false
+	})
+	s, err := consumer.admin.CoreV1().Secrets(cns).Get(ctx, secretName, metav1.GetOptions{})
+	require.NoError(t, err)
+	cfg, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
+	require.NoError(t, err)
+	rc, err := cfg.RESTConfig()
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(rc)
+	require.NoError(t, err)
+	_, err = dyn.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).Namespace(pns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err, "the kubeconfig works on the provider")
+}
+
+// TestController runs kubepact-controller on both clusters with the
+// permissions config/ grants its ServiceAccount: two provider replicas
+// elect one leader, which alone answers a handshake driven only by object
+// writes (one CSR object, one Lease holder); when the leader stops, the
+// other takes over and answers the next one. The probes answer.
+func TestController(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const providerID = "cl-ctl-provider"
+	caFile := writeFile(t, provider.cluster.CA())
+	probe := freeAddr(t)
+	providerArgs := func(probeAddr string) []string {
+		return []string{
+			"--cluster-id=" + providerID, "--roles=provider",
+			"--api-server-url=" + provider.cluster.Host(), "--api-server-ca-file=" + caFile,
+			"--leader-election-namespace=kubepact-system",
+			"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s",
+			"--metrics-bind-address=0", "--health-probe-bind-address=" + probeAddr,
+		}
+	}
+	replicas := []*replica{start(t, provider, providerArgs(probe)...), start(t, provider, providerArgs("0")...)}
+	start(t, consumer, "--cluster-id=cl-ctl-consumer", "--roles=consumer", "--leader-election-namespace=kubepact-system",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+
+	for _, path := range []string{"/healthz", "/readyz"} {
+		eventually(t, path, func() bool {
+			resp, err := http.Get("http://" + probe + path)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+	}
+
+	eventually(t, "a leader", func() bool { return replicas[0].elected() || replicas[1].elected() })
+	require.False(t, replicas[0].elected() && replicas[1].elected(), "two leaders")
+	handshake(ctx, t, providerID, "cl-ctl-consumer")
+	lease, err := provider.admin.CoordinationV1().Leases("kubepact-system").Get(ctx, LeaderElectionID, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, *lease.Spec.HolderIdentity)
+	csrs, err := provider.admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=cl-ctl-consumer"})
+	require.NoError(t, err)
+	require.Len(t, csrs.Items, 1, "one CSR object: no duplicate work")
+
+	// The leader stops; the other replica takes over.
+	leader, other := replicas[0], replicas[1]
+	if !leader.elected() {
+		leader, other = other, leader
+	}
+	leader.stop()
+	eventually(t, "a new leader", other.elected)
+	// A second consumer's Tenant, answered by the new leader: the consumer
+	// side is done here, with a key of its own.
+	providerHandshake(ctx, t, "cl-ctl-consumer-2")
+}
+
+// providerHandshake writes the provider's side of a handshake for
+// consumerID, signing as that consumer, and waits for the provider
+// controller's nonce and Tenant status.
+func providerHandshake(ctx context.Context, t *testing.T, consumerID string) {
+	t.Helper()
+	ns := clusterid.TenantNamespace(consumerID)
+	_, err := provider.admin.CoreV1().Namespaces().Create(ctx, tenant.Namespace(consumerID), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = provider.admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: consumerID},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var n nonce.Nonce
+	eventually(t, "the nonce", func() bool {
+		s, err := provider.admin.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+		if err != nil || len(s.Data[nonce.SecretKey]) == 0 {
+			return false
+		}
+		n, err = nonce.Parse(string(s.Data[nonce.SecretKey]))
+		require.NoError(t, err)
+		return true
+	})
+	key, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	tn, err := tenant.Build(consumerID, key, n, nil)
+	require.NoError(t, err)
+	tenants := kube.NewTenantStore(provider.dynamic)
+	_, err = tenants.Apply(ctx, tn)
+	require.NoError(t, err)
+	eventually(t, "the Tenant's status", func() bool {
+		tn, err = tenants.Get(ctx, ns, consumerID)
+		return err == nil && tn.Status.AuthParams != nil
+	})
+}
+
+// TestUsage checks the command line's refusals.
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--cluster-id=Not_Valid"},
+		{"--cluster-id=cl-a", "--roles=provider"},
+		{"--cluster-id=cl-a", "--roles=observer"},
+		{"--cluster-id=cl-a", "--roles=consumer", "--policy=lax"},
+		{"--cluster-id=cl-a", "--roles=consumer", "--local-ca-cert-file=ca.crt"},
+		{"--cluster-id=cl-a", "--roles=consumer", "extra"},
+		{"--no-such-flag"},
+	} {
+		err := run(context.Background(), args, &rest.Config{}, io.Discard)
+		require.ErrorIs(t, err, errUsage, "%v", args)
+	}
+}
