@@ -34,7 +34,11 @@
 //   - CSRSigner creates a certificates.k8s.io/v1 CertificateSigningRequest,
 //     approves it through a csr.Approver (held to the object's UID), and
 //     watches it until it is issued, denied, failed or deleted, or the
-//     context ends, then checks the certificate with csr.CheckIssued.
+//     context ends, then checks the certificate with csr.CheckIssued. With
+//     CSRSignerOptions.NoWait it returns csr.ErrPending instead of
+//     watching, for a controller that is requeued by its own watch of
+//     CSR objects (labelled liqo.io/remote-cluster-id with the consumer's
+//     ID); a later Sign picks up the same object.
 //     Re-signing the same CSR re-uses its existing object only when its
 //     signer, usages, expirationSeconds, request and requesting user are
 //     what CSRSigner would create; objects planted with kubepact's labels
