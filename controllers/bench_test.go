@@ -87,10 +87,14 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // startBenchManager runs a manager against e as startManager does, counting
 // its API requests in requests when it is not nil, and returns once the
 // informers of kinds are synced, so that the measured handshake does not
-// wait for a cache.
-func startBenchManager(tb testing.TB, e *env, requests *atomic.Int64, setup func(manager.Manager) error, kinds ...client.Object) (stop func()) {
+// wait for a cache. With unlimited, the manager's clients have no
+// client-side rate limit; else they keep AdminConfig's.
+func startBenchManager(tb testing.TB, e *env, requests *atomic.Int64, unlimited bool, setup func(manager.Manager) error, kinds ...client.Object) (stop func()) {
 	tb.Helper()
 	cfg := e.cluster.AdminConfig()
+	if unlimited {
+		cfg.QPS = -1 // client-go: no client-side rate limiting
+	}
 	if requests != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, n: requests} })
 	}
@@ -305,8 +309,8 @@ func benchTenantToKubeconfig(b *testing.B, signer csr.Signer) {
 	for range b.N {
 		providerID, consumerID := benchID("cl-bp"), benchID("cl-bc")
 		keyNS := "liqo-" + consumerID
-		stopProvider := startBenchManager(b, providerEnv, nil, providerSetup(providerID, signer), providerKinds...)
-		stopConsumer := startBenchManager(b, consumerEnv, nil, func(mgr manager.Manager) error {
+		stopProvider := startBenchManager(b, providerEnv, nil, false, providerSetup(providerID, signer), providerKinds...)
+		stopConsumer := startBenchManager(b, consumerEnv, nil, false, func(mgr manager.Manager) error {
 			return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID, KeyNamespace: keyNS})
 		}, &corev1.Secret{}, &authv1beta1.Identity{})
 
@@ -428,15 +432,21 @@ func tenantController(tb testing.TB) (reconcile, queue histogram) {
 // controller-runtime's metrics, the Tenant controller's reconciles per
 // handshake, its mean Reconcile time, the fraction of the wall time its
 // single worker was busy, and the mean time a request waited in its queue.
+// The provider's manager runs with AdminConfig's client-side limits (QPS
+// 100, burst 200 for each of its clients: QPS100) and without any
+// (NoClientLimit), to tell the worker's limit from the clients'.
 //
 //	go test -run '^$' -bench TenantsAtOnce -benchtime 1x ./controllers/
 func BenchmarkTenantsAtOnce(b *testing.B) {
 	for _, s := range benchSigners(b) {
-		b.Run(s.name, func(b *testing.B) { benchTenantsAtOnce(b, s.signer) })
+		b.Run(s.name, func(b *testing.B) {
+			b.Run("QPS100", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, false) })
+			b.Run("NoClientLimit", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, true) })
+		})
 	}
 }
 
-func benchTenantsAtOnce(b *testing.B, signer csr.Signer) {
+func benchTenantsAtOnce(b *testing.B, signer csr.Signer, unlimited bool) {
 	b.StopTimer()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -454,7 +464,7 @@ func benchTenantsAtOnce(b *testing.B, signer csr.Signer) {
 			consumerIDs[i] = benchID("cl-bc")
 			namespaces[clusterid.TenantNamespace(consumerIDs[i])] = consumerIDs[i]
 		}
-		stop := startBenchManager(b, providerEnv, &requests, providerSetup(providerID, signer), providerKinds...)
+		stop := startBenchManager(b, providerEnv, &requests, unlimited, providerSetup(providerID, signer), providerKinds...)
 		nonces := benchRequestNonces(ctx, b, pc, consumerIDs)
 		tenants := make([]*authv1beta1.Tenant, atOnce)
 		for i, id := range consumerIDs {
