@@ -254,9 +254,9 @@ func parallel(tb testing.TB, ids []string, f func(id string) error) {
 }
 
 // discardTenants removes, once the provider's manager is stopped, the
-// consumers' Tenants (kubepact's finalizer stripped) and every
-// CertificateSigningRequest kubepact made, so that the next manager does not
-// reconcile them while it is measured.
+// consumers' Tenants (kubepact's finalizer stripped), their nonce Secrets and
+// every CertificateSigningRequest kubepact made, so that the next manager
+// does not reconcile them while it is measured.
 func discardTenants(ctx context.Context, tb testing.TB, pc benchClients, consumerIDs []string) {
 	tb.Helper()
 	strip := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
@@ -265,7 +265,11 @@ func discardTenants(ctx context.Context, tb testing.TB, pc benchClients, consume
 		if err := pc.client.Delete(ctx, t); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		return client.IgnoreNotFound(pc.client.Patch(ctx, t, strip))
+		if err := pc.client.Patch(ctx, t, strip); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		err := pc.core.CoreV1().Secrets(t.Namespace).Delete(ctx, nonce.SecretName, metav1.DeleteOptions{})
+		return client.IgnoreNotFound(err)
 	})
 	err := pc.core.CertificatesV1().CertificateSigningRequests().DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: kube.CSRLabel})
@@ -378,7 +382,9 @@ func benchTenantToKubeconfig(b *testing.B, signer csr.Signer) {
 		stopProvider()
 		discardTenants(ctx, b, pc, []string{consumerID})
 		require.NoError(b, client.IgnoreNotFound(cc.client.Delete(ctx, id)))
-		require.NoError(b, client.IgnoreNotFound(cc.core.CoreV1().Secrets(identityNS).Delete(ctx, secretName, metav1.DeleteOptions{})))
+		for _, name := range []string{secretName, nonce.SignedSecretName} {
+			require.NoError(b, client.IgnoreNotFound(cc.core.CoreV1().Secrets(identityNS).Delete(ctx, name, metav1.DeleteOptions{})))
+		}
 	}
 	slices.Sort(total)
 	slices.Sort(status)
