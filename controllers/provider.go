@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -66,7 +67,18 @@ type ProviderConfig struct {
 	// NonceTTL is how long an issued nonce stays valid; zero means
 	// nonce.DefaultTTL.
 	NonceTTL time.Duration
+	// Workers is how many nonce Secrets, and how many Tenants, are
+	// reconciled at once (controller-runtime's MaxConcurrentReconciles);
+	// zero means DefaultWorkers. An object is never reconciled by two
+	// workers at once.
+	Workers int
 }
+
+// DefaultWorkers is the number of workers of the provider's reconcilers
+// when ProviderConfig.Workers is zero: one Tenant reconcile spends most of
+// its time waiting for the API server, so a few workers keep a provider
+// that many consumers authenticate against at once busy.
+const DefaultWorkers = 8
 
 // SetupProvider adds the provider's reconcilers to mgr: the nonce
 // reconciler (liqo-nonce Secrets) and the Tenant reconciler. mgr's scheme
@@ -106,8 +118,13 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		return fmt.Errorf("controllers: provider %q: %w: the endpoint's server and CA are required", cfg.ClusterID, kubepact.ErrInvalidConfig)
 	}
 
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
 	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(NonceControllerName)}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(NonceControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SecretLabel))).
 		Complete(nr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", NonceControllerName, err)
@@ -115,6 +132,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 
 	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName)}
 	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	if watchCSRs {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},

@@ -27,6 +27,9 @@
 //	--strict                        consumer: a fresh TLS key per identity
 //	--offline                       consumer: do not confirm new kubeconfigs with the provider
 //	--root-ca-file FILE             consumer: extra roots for providers whose Identity has no CA
+//	--workers N                     provider: nonce Secrets and Tenants reconciled at once (default 8)
+//	--kube-api-qps QPS              client-side request rate to the API server (default 200)
+//	--kube-api-burst N              client-side burst (default 400)
 //	--leader-elect                  elect a leader among replicas (default true)
 //	--leader-election-namespace NS  namespace of the Lease (default: the pod's, else liqo)
 //	--metrics-bind-address ADDR     Prometheus metrics (default :8080; 0 disables)
@@ -110,6 +113,9 @@ type options struct {
 	metricsAddr, probeAddr       string
 	zap                          zap.Options
 	leaseDuration, renewDeadline time.Duration
+	workers                      int
+	qps                          float64
+	burst                        int
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -133,6 +139,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease; default: the pod's, else "+keys.DefaultNamespace)
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long a leader tries to renew before it gives up")
+	fs.IntVar(&o.workers, "workers", controllers.DefaultWorkers, "provider: nonce Secrets and Tenants reconciled at once")
+	fs.Float64Var(&o.qps, "kube-api-qps", 200, "client-side limit of requests per second to the API server (about 32 per handshake)")
+	fs.IntVar(&o.burst, "kube-api-burst", 400, "client-side burst of requests to the API server")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	o.zap.BindFlags(fs)
@@ -206,6 +215,8 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stderr io.Writer)
 			return fmt.Errorf("loading the kubeconfig: %w", err)
 		}
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
 
@@ -275,6 +286,7 @@ func (o *options) providerConfig(cfg *rest.Config) (controllers.ProviderConfig, 
 		Endpoint:            kubepact.Endpoint{Server: o.apiServerURL},
 		Policy:              tenant.Compatible,
 		CertificateLifetime: o.lifetime,
+		Workers:             o.workers,
 	}
 	if o.policy == "strict" {
 		pc.Policy = tenant.Strict
