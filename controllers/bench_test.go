@@ -20,13 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -98,44 +94,7 @@ func startBenchManager(tb testing.TB, e *env, requests *atomic.Int64, unlimited 
 	if requests != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, n: requests} })
 	}
-	scheme, err := controllers.NewScheme()
-	require.NoError(tb, err)
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Scheme:                 scheme,
-		Logger:                 logger,
-		Cache:                  controllers.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(tb, err)
-	require.NoError(tb, setup(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	for _, k := range kinds {
-		_, err := mgr.GetCache().GetInformer(ctx, k)
-		require.NoError(tb, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(tb, err)
-		case <-time.After(time.Minute):
-			tb.Error("the manager did not stop within a minute")
-		}
-	}
-	tb.Cleanup(stop)
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	require.True(tb, mgr.GetCache().WaitForCacheSync(syncCtx), "the manager's caches synced")
-	return stop
+	return runManager(tb, cfg, setup, kinds...)
 }
 
 func providerSetup(providerID string, signer csr.Signer) func(manager.Manager) error {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,9 +102,17 @@ func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {
 // until the returned stop is called or the test ends.
 func startManager(t *testing.T, e *env, setup func(manager.Manager) error) (stop func()) {
 	t.Helper()
+	return runManager(t, e.cluster.AdminConfig(), setup)
+}
+
+// runManager runs a manager over cfg with the reconcilers setup adds, until
+// the returned stop is called or the test ends. With kinds, it returns once
+// the informers of kinds are synced.
+func runManager(tb testing.TB, cfg *rest.Config, setup func(manager.Manager) error, kinds ...client.Object) (stop func()) {
+	tb.Helper()
 	scheme, err := controllers.NewScheme()
-	require.NoError(t, err)
-	mgr, err := ctrl.NewManager(e.cluster.AdminConfig(), manager.Options{
+	require.NoError(tb, err)
+	mgr, err := ctrl.NewManager(cfg, manager.Options{
 		Scheme:                 scheme,
 		Logger:                 logger,
 		Cache:                  controllers.CacheOptions(),
@@ -112,9 +121,13 @@ func startManager(t *testing.T, e *env, setup func(manager.Manager) error) (stop
 		// Tests start several managers in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
-	require.NoError(t, err)
-	require.NoError(t, setup(mgr))
+	require.NoError(tb, err)
+	require.NoError(tb, setup(mgr))
 	ctx, cancel := context.WithCancel(context.Background())
+	for _, k := range kinds {
+		_, err := mgr.GetCache().GetInformer(ctx, k)
+		require.NoError(tb, err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	stopped := false
@@ -126,12 +139,17 @@ func startManager(t *testing.T, e *env, setup func(manager.Manager) error) (stop
 		cancel()
 		select {
 		case err := <-done:
-			require.NoError(t, err)
+			require.NoError(tb, err)
 		case <-time.After(time.Minute):
-			t.Error("the manager did not stop within a minute")
+			tb.Error("the manager did not stop within a minute")
 		}
 	}
-	t.Cleanup(stop)
+	tb.Cleanup(stop)
+	if len(kinds) > 0 {
+		syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+		defer syncCancel()
+		require.True(tb, mgr.GetCache().WaitForCacheSync(syncCtx), "the manager's caches synced")
+	}
 	return stop
 }
 

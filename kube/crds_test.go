@@ -104,16 +104,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 	var liqo *unstructured.Unstructured
 	require.Eventually(t, func() bool {
 		liqo, err = api.Get(ctx, "resourceslices.authentication.liqo.io", metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		conds, _, _ := unstructured.NestedSlice(liqo.Object, "status", "conditions")
-		for _, c := range conds {
-			if m := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-				return true
-			}
-		}
-		return false
+		return err == nil && established(liqo)
 	}, time.Minute, 50*time.Millisecond)
 	time.Sleep(time.Second) // let any trailing status write land before the reference copy
 	liqo, err = api.Get(ctx, "resourceslices.authentication.liqo.io", metav1.GetOptions{})

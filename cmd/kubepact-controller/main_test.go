@@ -291,22 +291,9 @@ func handshake(ctx context.Context, t *testing.T, providerID, consumerID string)
 		}
 	}
 	// 1. The provider's controller fills liqo-nonce.
-	_, err := provider.admin.CoreV1().Secrets(pns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
-		Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: consumerID},
-	}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	var n nonce.Nonce
-	eventually(t, "the nonce", func() bool {
-		s, err := provider.admin.CoreV1().Secrets(pns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
-		if err != nil || len(s.Data[nonce.SecretKey]) == 0 {
-			return false
-		}
-		n, err = nonce.Parse(string(s.Data[nonce.SecretKey]))
-		require.NoError(t, err)
-		return true
-	})
+	n := requestNonce(ctx, t, consumerID)
 	// 2. The consumer's controller signs it.
-	_, err = consumer.admin.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
+	_, err := consumer.admin.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: providerID}},
 		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text())},
 	}, metav1.CreateOptions{})
@@ -358,6 +345,29 @@ func handshake(ctx context.Context, t *testing.T, providerID, consumerID string)
 	require.NoError(t, err)
 	_, err = dyn.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).Namespace(pns).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err, "the kubeconfig works on the provider")
+}
+
+// requestNonce creates the empty, labelled liqo-nonce Secret for
+// consumerID in its tenant namespace on the provider, as liqoctl does, and
+// waits for the provider's controller to fill it.
+func requestNonce(ctx context.Context, t *testing.T, consumerID string) nonce.Nonce {
+	t.Helper()
+	ns := clusterid.TenantNamespace(consumerID)
+	_, err := provider.admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: consumerID},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var n nonce.Nonce
+	eventually(t, "the nonce", func() bool {
+		s, err := provider.admin.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+		if err != nil || len(s.Data[nonce.SecretKey]) == 0 {
+			return false
+		}
+		n, err = nonce.Parse(string(s.Data[nonce.SecretKey]))
+		require.NoError(t, err)
+		return true
+	})
+	return n
 }
 
 // TestController runs kubepact-controller on both clusters with the
@@ -425,20 +435,7 @@ func providerHandshake(ctx context.Context, t *testing.T, consumerID string) {
 	ns := clusterid.TenantNamespace(consumerID)
 	_, err := provider.admin.CoreV1().Namespaces().Create(ctx, tenant.Namespace(consumerID), metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = provider.admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
-		Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: consumerID},
-	}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	var n nonce.Nonce
-	eventually(t, "the nonce", func() bool {
-		s, err := provider.admin.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
-		if err != nil || len(s.Data[nonce.SecretKey]) == 0 {
-			return false
-		}
-		n, err = nonce.Parse(string(s.Data[nonce.SecretKey]))
-		require.NoError(t, err)
-		return true
-	})
+	n := requestNonce(ctx, t, consumerID)
 	key, err := keys.Generate(nil, keys.Ed25519)
 	require.NoError(t, err)
 	tn, err := tenant.Build(consumerID, key, n, nil)
