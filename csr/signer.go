@@ -153,10 +153,17 @@ func Issue(ctx context.Context, s Signer, c Cache, key CacheKey, r Request, now 
 }
 
 // fresh reports whether cert has at least a third of its lifetime left at
-// now.
+// now: whether now is before RenewAt(cert).
 func fresh(cert *x509.Certificate, now time.Time) bool {
+	return now.After(cert.NotBefore) && now.Before(RenewAt(cert))
+}
+
+// RenewAt returns when a provider re-signs the certificate cert: at two
+// thirds of its lifetime, as Liqo's providers do. From then on Issue asks the
+// signer again instead of returning cert from the cache.
+func RenewAt(cert *x509.Certificate) time.Time {
 	life := cert.NotAfter.Sub(cert.NotBefore)
-	return now.After(cert.NotBefore) && cert.NotAfter.Sub(now) > life/3
+	return cert.NotBefore.Add(life - life/3)
 }
 
 // MaxCertificateSize bounds the encoded size of a certificate chain accepted
