@@ -63,6 +63,13 @@ type ProviderOptions struct {
 	Policy tenant.Policy
 	// OnStep, when set, is called after each completed step.
 	OnStep func(Step)
+	// RecheckInterval is how long a passed privilege check of a consumer
+	// (rbac.CheckUnprivileged), and the application of the ControlPlane
+	// ClusterRole, are trusted before Accept repeats them: a handshake
+	// whose certificate is signed asynchronously is accepted in two calls,
+	// and many handshakes share the role. Zero means
+	// DefaultRecheckInterval; a negative value repeats them on every call.
+	RecheckInterval time.Duration
 }
 
 // Provider runs the provider's side of the handshake: it issues nonces and
@@ -73,6 +80,10 @@ type Provider struct {
 	endpoint Endpoint
 	ports    ProviderPorts
 	opts     ProviderOptions
+
+	// unprivileged holds the consumers that recently passed the privilege
+	// check; roleApplied the ControlPlane ClusterRole's recent application.
+	unprivileged, roleApplied *recent
 }
 
 // NewProvider returns the Provider of cluster clusterID, reachable at
@@ -99,6 +110,10 @@ func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts 
 	if p.opts.CertificateLifetime <= 0 {
 		p.opts.CertificateLifetime = DefaultCertificateLifetime
 	}
+	if p.opts.RecheckInterval == 0 {
+		p.opts.RecheckInterval = DefaultRecheckInterval
+	}
+	p.unprivileged, p.roleApplied = newRecent(p.opts.RecheckInterval), newRecent(p.opts.RecheckInterval)
 	return p, nil
 }
 
@@ -198,9 +213,15 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	// The cluster ID becomes a user name: refuse one that already holds
 	// permissions (an "admin" would inherit its bindings). Checked after
 	// the signature, so only a consumer with a valid nonce makes the
-	// provider ask, and before anything is signed or bound.
-	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
-		return nil, stepError(StepCertificateIssued, err)
+	// provider ask, and before anything is signed or bound. A pass is
+	// trusted for RecheckInterval: the check is a snapshot either way, and
+	// the retry of a handshake whose certificate was pending comes moments
+	// later.
+	if !p.unprivileged.fresh(consumerID, p.opts.Clock.Now()) {
+		if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
+			return nil, stepError(StepCertificateIssued, err)
+		}
+		p.unprivileged.pass(consumerID, p.opts.Clock.Now())
 	}
 
 	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: consumerID},
@@ -217,8 +238,11 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	if err != nil {
 		return nil, stepError(StepRBACBound, err)
 	}
-	if err := p.ports.RBAC.ApplyClusterRole(ctx, rbac.ControlPlaneClusterRole()); err != nil {
-		return nil, stepError(StepRBACBound, err)
+	if !p.roleApplied.fresh(rbac.ControlPlaneClusterRoleName, p.opts.Clock.Now()) {
+		if err := p.ports.RBAC.ApplyClusterRole(ctx, rbac.ControlPlaneClusterRole()); err != nil {
+			return nil, stepError(StepRBACBound, err)
+		}
+		p.roleApplied.pass(rbac.ControlPlaneClusterRoleName, p.opts.Clock.Now())
 	}
 	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
 	binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
@@ -317,6 +341,7 @@ func (p *Provider) Forget(ctx context.Context, consumerID string) error {
 	if err := p.ports.Tenants.Delete(ctx, namespace, consumerID); err != nil {
 		return stepError(StepForgetTenant, err)
 	}
+	p.unprivileged.forget(consumerID)
 	p.step(ctx, Step{Name: StepForgetTenant})
 	return nil
 }

@@ -50,7 +50,9 @@
 // on CertificateSigningRequests (labelled liqo.io/remote-tenant-csr and
 // liqo.io/remote-cluster-id by kube.CSRSigner) requeues the Tenant once the
 // request is issued, denied or failed, and the next Accept picks the same
-// object up. A local CA (a *csr.LocalCA) signs at once.
+// object up. A request without the cluster-ID label, made by an older
+// kubepact or by Liqo, requeues the Tenant its common name names. A local
+// CA (a *csr.LocalCA) signs at once.
 //
 // Tenants and Identities are reconciled when created, when their
 // generation changes (their spec: the status subresource keeps the

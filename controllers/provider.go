@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"time"
@@ -178,7 +180,7 @@ func deleting() predicate.Predicate {
 func csrSettled() predicate.Predicate {
 	settled := func(o client.Object) bool {
 		obj, ok := o.(*certificatesv1.CertificateSigningRequest)
-		if !ok || obj.Labels[kube.CSRLabel] != "true" || obj.Labels[clusterid.Label] == "" {
+		if !ok || obj.Labels[kube.CSRLabel] != "true" || consumerOfCSR(obj) == "" {
 			return false
 		}
 		if len(obj.Status.Certificate) > 0 {
@@ -200,14 +202,44 @@ func csrSettled() predicate.Predicate {
 }
 
 // tenantOfCSR maps a CertificateSigningRequest to the Tenant of the
-// consumer it names. The label only says what to requeue: the Tenant
+// consumer it names. What it names only says what to requeue: the Tenant
 // reconciler trusts nothing of the object (kube.CSRSigner re-checks it).
 func tenantOfCSR(_ context.Context, o client.Object) []reconcile.Request {
-	id := o.GetLabels()[clusterid.Label]
-	if clusterid.Validate(id) != nil {
+	obj, ok := o.(*certificatesv1.CertificateSigningRequest)
+	if !ok {
+		return nil
+	}
+	id := consumerOfCSR(obj)
+	if id == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: clusterid.TenantNamespace(id), Name: id}}}
+}
+
+// consumerOfCSR returns the consumer a CertificateSigningRequest is for:
+// the cluster ID of its liqo.io/remote-cluster-id label or, for a request
+// made before kubepact labelled them (or by Liqo), the common name of its
+// request, which is the consumer's cluster ID for a ControlPlane identity.
+// It returns "" when neither is a valid cluster ID.
+func consumerOfCSR(obj *certificatesv1.CertificateSigningRequest) string {
+	if id, ok := obj.Labels[clusterid.Label]; ok {
+		if clusterid.Validate(id) != nil {
+			return ""
+		}
+		return id
+	}
+	if len(obj.Spec.Request) > csr.MaxSize {
+		return ""
+	}
+	block, _ := pem.Decode(obj.Spec.Request)
+	if block == nil {
+		return ""
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil || clusterid.Validate(req.Subject.CommonName) != nil {
+		return ""
+	}
+	return req.Subject.CommonName
 }
 
 // emptyNonceStore is a nonce.Store that takes a nonce Secret without

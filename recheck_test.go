@@ -1,0 +1,124 @@
+package kubepact_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/rbac"
+)
+
+// countingBinder counts the privilege questions and ClusterRole applies
+// that reach the provider's RBAC port.
+type countingBinder struct {
+	rbac.Binder
+	asked, roles atomic.Int64
+}
+
+func (c *countingBinder) Allowed(ctx context.Context, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, error) {
+	c.asked.Add(1)
+	return c.Binder.Allowed(ctx, user, groups, attrs)
+}
+
+func (c *countingBinder) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
+	c.roles.Add(1)
+	return c.Binder.ApplyClusterRole(ctx, r)
+}
+
+// recheckPair is a pair whose provider counts its RBAC calls and trusts
+// checks for interval.
+func recheckPair(t *testing.T, interval time.Duration) (*pair, *countingBinder) {
+	t.Helper()
+	p := newPair(t)
+	ports := p.providerCluster.ProviderPorts()
+	counting := &countingBinder{Binder: ports.RBAC}
+	ports.RBAC = counting
+	var err error
+	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports,
+		&kubepact.ProviderOptions{Clock: p.clock, RecheckInterval: interval})
+	require.NoError(t, err)
+	return p, counting
+}
+
+// A retried Accept within the recheck interval asks no privilege question
+// and applies no ClusterRole again; once the interval has passed, both are
+// repeated, and a consumer ID that became privileged meanwhile is refused.
+func TestAcceptRechecksPrivilegesAfterTheInterval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, counting := recheckPair(t, 0) // DefaultRecheckInterval
+	n, err := p.provider.IssueNonce(ctx, consumerID)
+	require.NoError(t, err)
+	tn, err := p.consumer.Tenant(ctx, providerID, n, nil)
+	require.NoError(t, err)
+
+	_, err = p.provider.Accept(ctx, tn)
+	require.NoError(t, err)
+	probes := int64(len(rbac.PrivilegeProbes()))
+	require.Equal(t, probes, counting.asked.Load())
+	require.Equal(t, int64(1), counting.roles.Load())
+
+	p.clock.Step(kubepact.DefaultRecheckInterval - time.Second)
+	_, err = p.provider.Accept(ctx, tn)
+	require.NoError(t, err)
+	require.Equal(t, probes, counting.asked.Load(), "no question within the interval")
+	require.Equal(t, int64(1), counting.roles.Load(), "no ClusterRole apply within the interval")
+
+	// The consumer ID now names a privileged user.
+	require.NoError(t, p.providerCluster.RBAC.ApplyClusterRole(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "everything"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+	}))
+	require.NoError(t, p.providerCluster.RBAC.ApplyClusterRoleBinding(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "granted-later"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: consumerID}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "everything"},
+	}))
+	p.clock.Step(time.Second)
+	_, err = p.provider.Accept(ctx, tn)
+	require.ErrorIs(t, err, rbac.ErrPrivilegedUser)
+	require.Equal(t, probes+1, counting.asked.Load(), "asked again, refused at the first probe")
+
+	// A refusal is not remembered as a pass.
+	_, err = p.provider.Accept(ctx, tn)
+	require.ErrorIs(t, err, rbac.ErrPrivilegedUser)
+}
+
+// A negative recheck interval asks every question and applies the
+// ClusterRole on every Accept.
+func TestAcceptWithoutRecheckIntervalChecksEveryTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, counting := recheckPair(t, -1)
+	n, err := p.provider.IssueNonce(ctx, consumerID)
+	require.NoError(t, err)
+	tn, err := p.consumer.Tenant(ctx, providerID, n, nil)
+	require.NoError(t, err)
+	for range 3 {
+		_, err = p.provider.Accept(ctx, tn)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 3*int64(len(rbac.PrivilegeProbes())), counting.asked.Load())
+	require.Equal(t, int64(3), counting.roles.Load())
+}
+
+// Forgetting a consumer forgets its passed check: a Tenant for the same ID
+// accepted right after is checked again.
+func TestForgetDropsThePassedCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, counting := recheckPair(t, time.Hour)
+	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err)
+	require.NoError(t, p.provider.Forget(ctx, consumerID))
+	_, err = kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err)
+	require.Equal(t, 2*int64(len(rbac.PrivilegeProbes())), counting.asked.Load())
+}
