@@ -84,7 +84,7 @@ func TestAcceptRechecksPrivilegesAfterTheInterval(t *testing.T) {
 	p.clock.Step(time.Second)
 	_, err = p.provider.Accept(ctx, tn)
 	require.ErrorIs(t, err, rbac.ErrPrivilegedUser)
-	require.Equal(t, probes+1, counting.asked.Load(), "asked again, refused at the first probe")
+	require.Equal(t, 2*probes, counting.asked.Load(), "asked again")
 
 	// A refusal is not remembered as a pass.
 	_, err = p.provider.Accept(ctx, tn)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -101,11 +102,12 @@ func PrivilegeProbes() []authorizationv1.ResourceAttributes {
 	}
 }
 
-// CheckUnprivileged asks r, for each of PrivilegeProbes in turn, whether
-// user, as a member of groups and of AuthenticatedGroup, may make it. It
-// returns nil when none is allowed, a *PrivilegedError naming the first
-// that is, and any error of r as is, wrapped: an identity that cannot be
-// checked is not bound.
+// CheckUnprivileged asks r, for each of PrivilegeProbes, whether user, as a
+// member of groups and of AuthenticatedGroup, may make it. It returns nil
+// when none is allowed; otherwise it reads the answers in the order of
+// PrivilegeProbes and returns, for the first that is not a plain "no",
+// either a *PrivilegedError naming the probe allowed or r's error, wrapped:
+// an identity that cannot be checked is not bound.
 //
 // The provider calls it before it issues a certificate or binds anything,
 // with the user and groups the certificate will carry (for a ControlPlane
@@ -115,8 +117,8 @@ func PrivilegeProbes() []authorizationv1.ResourceAttributes {
 // together, as the API server would authorize it: a permission held only by
 // one of the groups counts too, because the certificate would carry it.
 //
-// It makes at most len(PrivilegeProbes()) calls of r, one at a time, and
-// stops at the first allowed.
+// It makes len(PrivilegeProbes()) calls of r, all at once, so a check
+// takes about as long as one review.
 func CheckUnprivileged(ctx context.Context, r Reviewer, user string, groups []string) error {
 	if user == "" {
 		return errors.New("rbac: checking privileges: empty user name")
@@ -125,13 +127,26 @@ func CheckUnprivileged(ctx context.Context, r Reviewer, user string, groups []st
 	if !slices.Contains(groups, AuthenticatedGroup) {
 		groups = append(groups, AuthenticatedGroup)
 	}
-	for _, p := range PrivilegeProbes() {
-		ok, err := r.Allowed(ctx, user, slices.Clone(groups), p)
-		if err != nil {
-			return fmt.Errorf("rbac: checking whether user %q may %s: %w", user, describe(p), err)
-		}
-		if ok {
-			return &PrivilegedError{User: user, Groups: groups, Probe: p}
+	probes := PrivilegeProbes()
+	type answer struct {
+		allowed bool
+		err     error
+	}
+	answers := make([]answer, len(probes))
+	var wg sync.WaitGroup
+	for i, p := range probes {
+		wg.Go(func() {
+			ok, err := r.Allowed(ctx, user, slices.Clone(groups), p)
+			answers[i] = answer{ok, err}
+		})
+	}
+	wg.Wait()
+	for i, a := range answers {
+		switch {
+		case a.err != nil:
+			return fmt.Errorf("rbac: checking whether user %q may %s: %w", user, describe(probes[i]), a.err)
+		case a.allowed:
+			return &PrivilegedError{User: user, Groups: groups, Probe: probes[i]}
 		}
 	}
 	return nil
