@@ -65,7 +65,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	if err := checkScheme(mgr); err != nil {
 		return err
 	}
-	cs, dyn, err := clients(mgr)
+	cs, uncached, err := clients(mgr)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	ports := kubepact.ConsumerPorts{
 		Namespaces:   kube.NewNamespaces(cs),
 		Keys:         kube.NewKeyStore(cs, keyNS),
-		Identities:   kube.NewIdentityStore(dyn),
+		Identities:   kube.NewIdentityStore(uncached),
 		Secrets:      kube.NewSecretWriter(cs),
 		IdentityKeys: kube.NewKeyring(cs, keyNS),
 	}

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -89,7 +88,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := checkScheme(mgr); err != nil {
 		return err
 	}
-	cs, dyn, err := clients(mgr)
+	cs, uncached, err := clients(mgr)
 	if err != nil {
 		return err
 	}
@@ -104,7 +103,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	p, err := kubepact.NewProvider(cfg.ClusterID, cfg.Endpoint, kubepact.ProviderPorts{
 		Namespaces:   kube.NewNamespaces(cs),
 		Nonces:       emptyNonceStore{Store: kube.NewNonceStore(cs), client: cs},
-		Tenants:      kube.NewTenantStore(dyn),
+		Tenants:      kube.NewTenantStore(uncached),
 		Signer:       signer,
 		Certificates: kube.NewCertificateCache(cs),
 		RBAC:         kube.NewRBAC(cs),
@@ -146,18 +145,22 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	return nil
 }
 
-// clients returns the client-go clients the steps' adapters use, over
-// mgr's configuration and HTTP client.
-func clients(mgr manager.Manager) (kubernetes.Interface, dynamic.Interface, error) {
+// clients returns the clients the steps' adapters use, over mgr's
+// configuration, HTTP client, scheme and REST mapper: a clientset and an
+// uncached controller-runtime client, since the steps decide on what they
+// read.
+func clients(mgr manager.Manager) (kubernetes.Interface, client.Client, error) {
 	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, nil, fmt.Errorf("controllers: %w", err)
 	}
-	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	c, err := client.New(mgr.GetConfig(), client.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("controllers: %w", err)
 	}
-	return cs, dyn, nil
+	return cs, c, nil
 }
 
 // hasLabel admits objects carrying the label key, whatever its value.

@@ -7,28 +7,19 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/kube"
 )
 
 // NewScheme returns a new scheme holding client-go's built-in types and
 // the authentication.liqo.io/v1beta1 types, for manager.Options.Scheme. It
 // leaves client-go's global scheme alone.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := authv1beta1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
+func NewScheme() (*runtime.Scheme, error) { return kube.NewScheme() }
 
 // checkScheme fails when mgr's scheme does not know Tenants and Identities.
 func checkScheme(mgr manager.Manager) error {

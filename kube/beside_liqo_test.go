@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubepact/kubepact"
@@ -74,6 +75,7 @@ type liqoSide struct {
 	cluster *testcluster.Cluster
 	client  kubernetes.Interface
 	dynamic dynamic.Interface
+	typed   client.Client
 	crds    []*unstructured.Unstructured // as stored once established
 }
 
@@ -85,6 +87,8 @@ func installLiqo(ctx context.Context, t *testing.T, c *testcluster.Cluster) *liq
 	s.client, err = kubernetes.NewForConfig(c.AdminConfig())
 	require.NoError(t, err)
 	s.dynamic, err = dynamic.NewForConfig(c.AdminConfig())
+	require.NoError(t, err)
+	s.typed, err = kube.NewClient(c.AdminConfig(), nil)
 	require.NoError(t, err)
 	api := s.dynamic.Resource(crdsResource)
 	for _, u := range liqoCRDs(t) {
@@ -232,7 +236,7 @@ func TestBesideLiqo(t *testing.T) {
 	p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: prov.cluster.Host(), CA: prov.cluster.CA()}, kubepact.ProviderPorts{
 		Namespaces:   kube.NewNamespaces(pc),
 		Nonces:       kube.NewNonceStore(pc),
-		Tenants:      kube.NewTenantStore(prov.dynamic),
+		Tenants:      kube.NewTenantStore(prov.typed),
 		Signer:       kube.NewCSRSigner(pc, kube.NewApprover(pc)),
 		Certificates: kube.NewCertificateCache(pc),
 		RBAC:         kube.NewRBAC(pc),
@@ -241,7 +245,7 @@ func TestBesideLiqo(t *testing.T) {
 	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
 		Namespaces: kube.NewNamespaces(cons.client),
 		Keys:       kube.NewKeyStore(cons.client, "liqo"),
-		Identities: kube.NewIdentityStore(cons.dynamic),
+		Identities: kube.NewIdentityStore(cons.typed),
 		Secrets:    kube.NewSecretWriter(cons.client),
 	}, nil)
 	require.NoError(t, err)

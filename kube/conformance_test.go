@@ -86,7 +86,7 @@ func TestNamespacesConformance(t *testing.T) {
 
 func TestTenantStoreConformance(t *testing.T) {
 	tenanttest.RunStore(t, tenanttest.StoreHarness{
-		New: func(*testing.T) tenant.Store { return kube.NewTenantStore(provider.dynamic) },
+		New: func(*testing.T) tenant.Store { return kube.NewTenantStore(provider.typed) },
 		Update: func(ctx context.Context, tn *authv1beta1.Tenant) error {
 			return updateAsOther(ctx, authv1beta1.TenantResource, tn)
 		},
@@ -97,7 +97,7 @@ func TestTenantStoreConformance(t *testing.T) {
 
 func TestIdentityStoreConformance(t *testing.T) {
 	identitytest.Run(t, identitytest.Harness{
-		New: func(*testing.T) identity.Store { return kube.NewIdentityStore(provider.dynamic) },
+		New: func(*testing.T) identity.Store { return kube.NewIdentityStore(provider.typed) },
 		Update: func(ctx context.Context, id *authv1beta1.Identity) error {
 			return updateAsOther(ctx, authv1beta1.IdentityResource, id)
 		},

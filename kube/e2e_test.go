@@ -33,7 +33,7 @@ func newProvider(t testing.TB, id string) *kubepact.Provider {
 	p, err := kubepact.NewProvider(id, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
 		Namespaces:   kube.NewNamespaces(c),
 		Nonces:       kube.NewNonceStore(c),
-		Tenants:      kube.NewTenantStore(provider.dynamic),
+		Tenants:      kube.NewTenantStore(provider.typed),
 		Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
 		Certificates: kube.NewCertificateCache(c),
 		RBAC:         kube.NewRBAC(c),
@@ -50,7 +50,7 @@ func newConsumer(t testing.TB, id, keyNamespace string) *kubepact.Consumer {
 	cons, err := kubepact.NewConsumer(id, kubepact.ConsumerPorts{
 		Namespaces: kube.NewNamespaces(c),
 		Keys:       kube.NewKeyStore(c, keyNamespace),
-		Identities: kube.NewIdentityStore(consumer.dynamic),
+		Identities: kube.NewIdentityStore(consumer.typed),
 		Secrets:    kube.NewSecretWriter(c),
 	}, nil)
 	require.NoError(t, err)
@@ -91,13 +91,13 @@ func TestAuthenticateEndToEnd(t *testing.T) {
 	require.Equal(t, consumerID, cfg.User())
 	require.Equal(t, tenantNS, cfg.Namespace())
 	require.Equal(t, provider.cluster.Host(), cfg.Server())
-	stored, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+providerID)
+	stored, err := kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Len(t, stored, 1)
 	require.Equal(t, sec.Name, stored[0].Status.KubeconfigSecretRef.Name)
 
 	// The provider recorded the Tenant with its status.
-	tn, err := kube.NewTenantStore(provider.dynamic).Get(ctx, tenantNS, consumerID)
+	tn, err := kube.NewTenantStore(provider.typed).Get(ctx, tenantNS, consumerID)
 	require.NoError(t, err)
 	require.Equal(t, tenantNS, tn.Status.TenantNamespace)
 	require.NotEmpty(t, tn.Status.AuthParams.SignedCRT)
@@ -148,10 +148,10 @@ func TestAuthenticateEndToEnd(t *testing.T) {
 	require.NoError(t, kubepact.Unauthenticate(ctx, c, p))
 	_, err = consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, sec.Name, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err))
-	stored, err = kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+providerID)
+	stored, err = kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Empty(t, stored)
-	_, err = kube.NewTenantStore(provider.dynamic).Get(ctx, tenantNS, consumerID)
+	_, err = kube.NewTenantStore(provider.typed).Get(ctx, tenantNS, consumerID)
 	require.ErrorIs(t, err, tenant.ErrNotFound)
 	_, err = provider.client.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err))
@@ -189,15 +189,15 @@ func TestUnauthenticateRefusesWithResourceSliceIdentities(t *testing.T) {
 	slice.Name, slice.UID, slice.ResourceVersion = identity.ResourceSliceName("slice-a"), "", ""
 	slice.Spec.Type = authv1beta1.ResourceSliceIdentityType
 	slice.Status = authv1beta1.IdentityStatus{}
-	_, err = kube.NewIdentityStore(consumer.dynamic).Apply(ctx, slice)
+	_, err = kube.NewIdentityStore(consumer.typed).Apply(ctx, slice)
 	require.NoError(t, err)
 
 	err = kubepact.Unauthenticate(ctx, c, p)
 	require.ErrorIs(t, err, kubepact.ErrInUse)
-	_, err = kube.NewTenantStore(provider.dynamic).Get(ctx, "liqo-tenant-"+consumerID, consumerID)
+	_, err = kube.NewTenantStore(provider.typed).Get(ctx, "liqo-tenant-"+consumerID, consumerID)
 	require.NoError(t, err, "a refused unauthenticate leaves the Tenant")
 
-	require.NoError(t, kube.NewIdentityStore(consumer.dynamic).Delete(ctx, slice.Namespace, slice.Name))
+	require.NoError(t, kube.NewIdentityStore(consumer.typed).Delete(ctx, slice.Namespace, slice.Name))
 	require.NoError(t, kubepact.Unauthenticate(ctx, c, p))
 }
 
@@ -226,7 +226,7 @@ func TestStrictAuthenticateEndToEnd(t *testing.T) {
 	p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
 		Namespaces:   kube.NewNamespaces(c),
 		Nonces:       kube.NewNonceStore(c),
-		Tenants:      kube.NewTenantStore(provider.dynamic),
+		Tenants:      kube.NewTenantStore(provider.typed),
 		Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
 		Certificates: kube.NewCertificateCache(c),
 		RBAC:         kube.NewRBAC(c),
@@ -236,7 +236,7 @@ func TestStrictAuthenticateEndToEnd(t *testing.T) {
 	cons, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
 		Namespaces:   kube.NewNamespaces(cc),
 		Keys:         kube.NewKeyStore(cc, "liqo-strict"),
-		Identities:   kube.NewIdentityStore(consumer.dynamic),
+		Identities:   kube.NewIdentityStore(consumer.typed),
 		Secrets:      kube.NewSecretWriter(cc),
 		IdentityKeys: kube.NewKeyring(cc, "liqo-strict"),
 	}, &kubepact.ConsumerOptions{Strict: true})

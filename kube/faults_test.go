@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/identity"
@@ -30,7 +30,7 @@ var errResponseLost = errors.New("response lost")
 // lossyClients returns clients for cfg whose request number lose (counted
 // from 1 in *n) reaches the API server and takes effect, but whose response
 // never arrives.
-func lossyClients(t *testing.T, cfg *rest.Config, n *atomic.Int64, lose *atomic.Int64) (kubernetes.Interface, dynamic.Interface) {
+func lossyClients(t *testing.T, cfg *rest.Config, n *atomic.Int64, lose *atomic.Int64) (kubernetes.Interface, client.Client) {
 	t.Helper()
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -46,9 +46,9 @@ func lossyClients(t *testing.T, cfg *rest.Config, n *atomic.Int64, lose *atomic.
 	})
 	client, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	dyn, err := dynamic.NewForConfig(cfg)
+	typed, err := kube.NewClient(cfg, nil)
 	require.NoError(t, err)
-	return client, dyn
+	return client, typed
 }
 
 // TestLostResponseAtEveryRequest loses the response of each API request of a
@@ -145,12 +145,12 @@ func checkSingleIdentity(t *testing.T, ctx context.Context, providerID, consumer
 	e, err := kube.NewNonceStore(provider.client).Get(ctx, consumerID)
 	require.NoError(t, err)
 	require.NotNil(t, e.Redemption, "the nonce is bound to the key that redeemed it")
-	stored, err := kube.NewTenantStore(provider.dynamic).Get(ctx, tenantNS, consumerID)
+	stored, err := kube.NewTenantStore(provider.typed).Get(ctx, tenantNS, consumerID)
 	require.NoError(t, err)
 	pub, err := keys.ParsePublicKey(stored.Spec.PublicKey)
 	require.NoError(t, err)
 	require.Equal(t, keys.Fingerprint(pub), e.Redemption.Key)
-	ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+providerID)
+	ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	require.Equal(t, identity.ControlPlaneName(providerID), ids[0].Name)

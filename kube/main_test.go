@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/kube"
@@ -23,6 +24,7 @@ type env struct {
 	cluster  *testcluster.Cluster
 	client   kubernetes.Interface
 	dynamic  dynamic.Interface
+	typed    client.Client
 	requests *atomic.Int64
 }
 
@@ -65,6 +67,9 @@ func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {
 		return nil, err
 	}
 	if err := kube.InstallCRDs(ctx, e.dynamic); err != nil {
+		return nil, err
+	}
+	if e.typed, err = kube.NewClient(cfg, nil); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -2,40 +2,93 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/tenant"
 )
 
+// NewScheme returns a new scheme holding client-go's built-in types and the
+// authentication.liqo.io/v1beta1 types. It leaves client-go's global scheme
+// alone.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := authv1beta1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewClient returns an uncached, typed controller-runtime client for cfg,
+// over httpClient (nil: one made from cfg), whose scheme is NewScheme's: what
+// NewTenantStore and NewIdentityStore take. It knows where the
+// authentication.liqo.io/v1beta1 kinds are served without asking the API
+// server; other kinds are discovered on first use.
+func NewClient(cfg *rest.Config, httpClient *http.Client) (client.Client, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if httpClient == nil {
+		if httpClient, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, fmt.Errorf("kube: %w", err)
+		}
+	}
+	discovered, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("kube: %w", err)
+	}
+	known := meta.NewDefaultRESTMapper([]schema.GroupVersion{authv1beta1.SchemeGroupVersion})
+	for _, kind := range []string{authv1beta1.TenantKind, authv1beta1.IdentityKind, authv1beta1.ResourceSliceKind, authv1beta1.RenewKind} {
+		known.Add(authv1beta1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeNamespace)
+	}
+	mapper := meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{known, discovered}}
+	c, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("kube: %w", err)
+	}
+	return c, nil
+}
+
 // object is an authentication.liqo.io object: Tenant or Identity.
 type object[T any] interface {
 	*T
-	metav1.Object
-	runtime.Object
-	DeepCopy() *T
+	client.Object
 }
 
-// objectStore reads and writes one kind of authentication.liqo.io object.
-type objectStore[T any, P object[T]] struct {
-	client   dynamic.Interface
-	resource schema.GroupVersionResource
+// objectList is the list type of one kind of object.
+type objectList[T any, L any] interface {
+	*L
+	client.ObjectList
+}
+
+// objectStore reads and writes one kind of authentication.liqo.io object
+// through a typed controller-runtime client.
+type objectStore[T, L any, P object[T], PL objectList[T, L]] struct {
+	client   client.Client
 	kind     string
 	notFound error
+	// items returns a list's objects.
+	items func(PL) []T
 	// status points into an object.
 	status func(P) any
 	// finalizer, when set, is kubepact's finalizer on the objects, which
@@ -43,54 +96,35 @@ type objectStore[T any, P object[T]] struct {
 	finalizer string
 }
 
-func (c *objectStore[T, P]) api(namespace string) dynamic.ResourceInterface {
-	return c.client.Resource(c.resource).Namespace(namespace)
-}
-
-func (c *objectStore[T, P]) decode(u *unstructured.Unstructured) (P, error) {
+func (c *objectStore[T, L, P, PL]) get(ctx context.Context, namespace, name string) (P, error) {
 	obj := P(new(T))
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
-		return nil, fmt.Errorf("decoding %s %s/%s: %w", c.kind, u.GetNamespace(), u.GetName(), err)
-	}
-	return obj, nil
-}
-
-func (c *objectStore[T, P]) encode(obj P) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s %s/%s: %w", c.kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetAPIVersion(authv1beta1.SchemeGroupVersion.String())
-	u.SetKind(c.kind)
-	return u, nil
-}
-
-func (c *objectStore[T, P]) get(ctx context.Context, namespace, name string) (P, error) {
-	u, err := c.api(namespace).Get(ctx, name, metav1.GetOptions{})
+	err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
 	if isObjectNotFound(err, name) {
 		return nil, notFound(c.notFound, err, c.kind, namespace, name)
 	}
 	if err != nil {
 		return nil, wrap(err, "reading", c.kind, namespace, name)
 	}
-	return c.decode(u)
+	c.typeMeta(obj)
+	return obj, nil
 }
 
-func (c *objectStore[T, P]) list(ctx context.Context, namespace string) ([]P, error) {
-	l, err := c.api(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
+// typeMeta sets obj's apiVersion and kind, which the typed client leaves
+// empty, so that what the store returns serialises as a whole object.
+func (c *objectStore[T, L, P, PL]) typeMeta(obj P) {
+	obj.GetObjectKind().SetGroupVersionKind(authv1beta1.SchemeGroupVersion.WithKind(c.kind))
+}
+
+func (c *objectStore[T, L, P, PL]) list(ctx context.Context, namespace string) ([]T, error) {
+	l := PL(new(L))
+	if err := c.client.List(ctx, l, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing %s in %s: %w", c.kind, namespace, err)
 	}
-	out := make([]P, 0, len(l.Items))
-	for i := range l.Items {
-		obj, err := c.decode(&l.Items[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, obj)
+	out := c.items(l)
+	for i := range out {
+		c.typeMeta(&out[i])
 	}
-	slices.SortFunc(out, func(a, b P) int { return strings.Compare(a.GetName(), b.GetName()) })
+	slices.SortFunc(out, func(a, b T) int { return strings.Compare(P(&a).GetName(), P(&b).GetName()) })
 	return out, nil
 }
 
@@ -99,65 +133,68 @@ func (c *objectStore[T, P]) list(ctx context.Context, namespace string) ([]P, er
 // when want's status is not zero it also applies the status, through the
 // status subresource. What others set on the object stays. It returns what
 // is stored.
-func (c *objectStore[T, P]) apply(ctx context.Context, want P) (P, error) {
-	u, err := c.encode(want)
+func (c *objectStore[T, L, P, PL]) apply(ctx context.Context, want P) (P, error) {
+	u, err := c.applied(want, false)
 	if err != nil {
 		return nil, err
 	}
-	pruneServerFields(u)
-	delete(u.Object, "status")
-	api := c.api(want.GetNamespace())
-	applied, err := api.Apply(ctx, want.GetName(), u, applyOptions(true))
+	err = c.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
 	if err == nil && !equality.Semantic.DeepEqual(c.status(want), c.status(new(T))) {
-		var status *unstructured.Unstructured
-		if status, err = c.statusOnly(want); err == nil {
-			applied, err = api.ApplyStatus(ctx, want.GetName(), status, applyOptions(true))
+		if u, err = c.applied(want, true); err == nil {
+			err = c.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
 		}
 	}
 	if err != nil {
 		return nil, wrap(err, "applying", c.kind, want.GetNamespace(), want.GetName())
 	}
-	return c.decode(applied)
+	stored := P(new(T))
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored); err != nil {
+		return nil, fmt.Errorf("decoding %s %s/%s: %w", c.kind, want.GetNamespace(), want.GetName(), err)
+	}
+	return stored, nil
 }
 
-// statusOnly returns the apply of want's status alone.
-func (c *objectStore[T, P]) statusOnly(want P) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c.status(want))
-	if err != nil {
-		return nil, fmt.Errorf("encoding the status of %s %s/%s: %w", c.kind, want.GetNamespace(), want.GetName(), err)
+// applied returns the apply of want: without its status and what the API
+// server sets, or, when status is true, of its status alone.
+func (c *objectStore[T, L, P, PL]) applied(want P, status bool) (*unstructured.Unstructured, error) {
+	var from any = want
+	if status {
+		from = c.status(want)
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": m}}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(from)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s/%s: %w", c.kind, want.GetNamespace(), want.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if status {
+		u = &unstructured.Unstructured{Object: map[string]any{"status": m}}
+		u.SetName(want.GetName())
+		u.SetNamespace(want.GetNamespace())
+	} else {
+		pruneServerFields(u)
+		delete(u.Object, "status")
+	}
 	u.SetAPIVersion(authv1beta1.SchemeGroupVersion.String())
 	u.SetKind(c.kind)
-	u.SetName(want.GetName())
-	u.SetNamespace(want.GetNamespace())
 	return u, nil
 }
 
 // delete removes c.finalizer, if any, from the object, then deletes it.
 // Finalizers others put on it stay, and keep it, terminating, until they
 // remove them.
-func (c *objectStore[T, P]) delete(ctx context.Context, namespace, name string) error {
+func (c *objectStore[T, L, P, PL]) delete(ctx context.Context, namespace, name string) error {
 	if c.finalizer != "" {
 		err := retryOnConflict(ctx, func() error {
 			cur, err := c.get(ctx, namespace, name)
 			if err != nil {
 				return err
 			}
-			fins := cur.GetFinalizers()
-			keep := slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == c.finalizer })
-			if len(keep) == len(fins) {
+			if !slices.Contains(cur.GetFinalizers(), c.finalizer) {
 				return nil
 			}
-			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-				"finalizers":      keep,
-				"resourceVersion": cur.GetResourceVersion(),
-			}})
-			if err != nil {
-				return err
-			}
-			_, err = c.api(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-			return err
+			before := P(cur.DeepCopyObject().(P))
+			cur.SetFinalizers(slices.DeleteFunc(cur.GetFinalizers(), func(f string) bool { return f == c.finalizer }))
+			return c.client.Patch(ctx, cur, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
 		})
 		if errors.Is(err, c.notFound) || apierrors.IsNotFound(err) {
 			return nil
@@ -166,8 +203,10 @@ func (c *objectStore[T, P]) delete(ctx context.Context, namespace, name string) 
 			return wrap(err, "removing the finalizer of", c.kind, namespace, name)
 		}
 	}
-	err := c.api(namespace).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	obj := P(new(T))
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
+	if err := c.client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 		return wrap(err, "deleting", c.kind, namespace, name)
 	}
 	return nil
@@ -175,18 +214,21 @@ func (c *objectStore[T, P]) delete(ctx context.Context, namespace, name string) 
 
 // TenantStore is a tenant.Store over the API server.
 type TenantStore struct {
-	crd objectStore[authv1beta1.Tenant, *authv1beta1.Tenant]
+	crd objectStore[authv1beta1.Tenant, authv1beta1.TenantList, *authv1beta1.Tenant, *authv1beta1.TenantList]
 }
 
 var _ tenant.Store = (*TenantStore)(nil)
 
-// NewTenantStore returns a TenantStore using client.
-func NewTenantStore(client dynamic.Interface) *TenantStore {
-	return &TenantStore{crd: objectStore[authv1beta1.Tenant, *authv1beta1.Tenant]{
-		client:    client,
-		resource:  authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource),
+// NewTenantStore returns a TenantStore using c, a client whose scheme knows
+// the authentication.liqo.io/v1beta1 types (see NewClient). It reads
+// through c: give it an uncached client, as NewClient returns, not a
+// manager's cache, since Provider.Accept decides on what it reads.
+func NewTenantStore(c client.Client) *TenantStore {
+	return &TenantStore{crd: objectStore[authv1beta1.Tenant, authv1beta1.TenantList, *authv1beta1.Tenant, *authv1beta1.TenantList]{
+		client:    c,
 		kind:      authv1beta1.TenantKind,
 		notFound:  tenant.ErrNotFound,
+		items:     func(l *authv1beta1.TenantList) []authv1beta1.Tenant { return l.Items },
 		status:    func(t *authv1beta1.Tenant) any { return &t.Status },
 		finalizer: tenant.Finalizer,
 	}}
@@ -210,7 +252,7 @@ func (s *TenantStore) Delete(ctx context.Context, namespace, name string) error 
 
 // IdentityStore is an identity.Store over the API server.
 type IdentityStore struct {
-	crd objectStore[authv1beta1.Identity, *authv1beta1.Identity]
+	crd objectStore[authv1beta1.Identity, authv1beta1.IdentityList, *authv1beta1.Identity, *authv1beta1.IdentityList]
 }
 
 var _ identity.Store = (*IdentityStore)(nil)
@@ -218,28 +260,22 @@ var _ identity.Store = (*IdentityStore)(nil)
 // errIdentityNotFound is internal: identity.Store has no Get.
 var errIdentityNotFound = errors.New("identity not found")
 
-// NewIdentityStore returns an IdentityStore using client.
-func NewIdentityStore(client dynamic.Interface) *IdentityStore {
-	return &IdentityStore{crd: objectStore[authv1beta1.Identity, *authv1beta1.Identity]{
-		client:   client,
-		resource: authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.IdentityResource),
+// NewIdentityStore returns an IdentityStore using c, a client whose scheme
+// knows the authentication.liqo.io/v1beta1 types (see NewClient), read
+// through: give it an uncached client.
+func NewIdentityStore(c client.Client) *IdentityStore {
+	return &IdentityStore{crd: objectStore[authv1beta1.Identity, authv1beta1.IdentityList, *authv1beta1.Identity, *authv1beta1.IdentityList]{
+		client:   c,
 		kind:     authv1beta1.IdentityKind,
 		notFound: errIdentityNotFound,
+		items:    func(l *authv1beta1.IdentityList) []authv1beta1.Identity { return l.Items },
 		status:   func(i *authv1beta1.Identity) any { return &i.Status },
 	}}
 }
 
 // List returns the Identities in namespace, by name.
 func (s *IdentityStore) List(ctx context.Context, namespace string) ([]authv1beta1.Identity, error) {
-	ids, err := s.crd.list(ctx, namespace)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]authv1beta1.Identity, len(ids))
-	for i, id := range ids {
-		out[i] = *id
-	}
-	return out, nil
+	return s.crd.list(ctx, namespace)
 }
 
 // Apply creates id or brings the stored Identity up to it, status included.

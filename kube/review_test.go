@@ -232,7 +232,7 @@ func TestIdentityReviewerApply(t *testing.T) {
 	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
 		Namespaces: kube.NewNamespaces(consumer.client),
 		Keys:       kube.NewKeyStore(consumer.client, keyNamespace),
-		Identities: kube.NewIdentityStore(consumer.dynamic),
+		Identities: kube.NewIdentityStore(consumer.typed),
 		Secrets:    kube.NewSecretWriter(consumer.client),
 		Reviewer:   r,
 	}, nil)
@@ -245,7 +245,7 @@ func TestIdentityReviewerApply(t *testing.T) {
 	require.ErrorIs(t, err, identity.ErrRejected)
 	_, err = consumer.client.CoreV1().Secrets(namespace).Get(ctx, secretName, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "no kubeconfig Secret: %v", err)
-	ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, namespace)
+	ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, namespace)
 	require.NoError(t, err)
 	for _, id := range ids {
 		require.NotEqual(t, identity.ControlPlaneName(providerID), id.Name, "no Identity")
@@ -280,7 +280,7 @@ func TestIdentityReviewerApply(t *testing.T) {
 	user, _, err = r.Review(ctx, cfg)
 	require.NoError(t, err, "the stored kubeconfig without a CA works")
 	require.Equal(t, consumerID, user)
-	ids, err = kube.NewIdentityStore(consumer.dynamic).List(ctx, namespace)
+	ids, err = kube.NewIdentityStore(consumer.typed).List(ctx, namespace)
 	require.NoError(t, err)
 	for _, id := range ids {
 		if id.Name == identity.ControlPlaneName(providerID) {

@@ -7,10 +7,10 @@ import (
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
@@ -50,7 +50,7 @@ type ProviderPortsOptions struct {
 // NewProviderPorts returns every port of a kubepact.Provider over the API
 // server of cfg: Namespaces, NonceStore, TenantStore, CSRSigner with
 // Approver (or opts.Signer), CertificateCache and RBAC. It builds one
-// clientset, one dynamic client, one HTTP client and one client-side rate
+// clientset, one controller-runtime client (NewClient), one HTTP client and one client-side rate
 // limiter, shared by all the ports; cfg itself is not changed. It fails only
 // when cfg cannot make a client.
 //
@@ -118,7 +118,7 @@ type ConsumerPortsOptions struct {
 // opts.Offline), so that Authenticate and Apply ask the provider who the new
 // kubeconfig authenticates as before writing it. The Keyring makes the ports
 // fit a Strict consumer as well as a Compatible one. The ports share one
-// clientset, one dynamic client and one rate limiter; cfg itself is not
+// clientset, one controller-runtime client and one rate limiter; cfg itself is not
 // changed. It fails when cfg cannot make a client or opts.Reviewer is
 // refused by NewIdentityReviewer.
 func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.ConsumerPorts, error) {
@@ -150,12 +150,13 @@ func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.Co
 	return ports, nil
 }
 
-// newClients returns a clientset and a dynamic client for a copy of cfg,
+// newClients returns a clientset and a typed controller-runtime client for
+// a copy of cfg,
 // sharing one HTTP client and one token-bucket rate limiter: qps and burst
 // when positive, else cfg's, else client-go's defaults. A RateLimiter set
 // in cfg is kept unless qps or burst replace it; a negative QPS in cfg
 // turns rate limiting off, as in client-go.
-func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface, dynamic.Interface, error) {
+func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface, client.Client, error) {
 	if cfg == nil {
 		return nil, nil, errors.New("nil rest config")
 	}
@@ -182,15 +183,15 @@ func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface,
 	if err != nil {
 		return nil, nil, err
 	}
-	client, err := kubernetes.NewForConfigAndClient(cfg, h)
+	cs, err := kubernetes.NewForConfigAndClient(cfg, h)
 	if err != nil {
 		return nil, nil, err
 	}
-	dyn, err := dynamic.NewForConfigAndClient(cfg, h)
+	typed, err := NewClient(cfg, h)
 	if err != nil {
 		return nil, nil, err
 	}
-	return client, dyn, nil
+	return cs, typed, nil
 }
 
 // EndpointFromConfig returns how consumers reach the API server of cfg, for

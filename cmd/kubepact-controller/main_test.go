@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
@@ -44,6 +45,7 @@ type side struct {
 	cluster *testcluster.Cluster
 	admin   kubernetes.Interface
 	dynamic dynamic.Interface
+	typed   client.Client
 	// sa is the admin config impersonating the ServiceAccount config/
 	// grants, so the controllers run with exactly its permissions.
 	sa *rest.Config
@@ -85,6 +87,9 @@ func newSide(ctx context.Context, c *testcluster.Cluster) (*side, error) {
 		return nil, err
 	}
 	if s.dynamic, err = dynamic.NewForConfig(c.AdminConfig()); err != nil {
+		return nil, err
+	}
+	if s.typed, err = kube.NewClient(c.AdminConfig(), nil); err != nil {
 		return nil, err
 	}
 	if err := applyKustomization(ctx, s, filepath.Join("..", "..", "config")); err != nil {
@@ -310,7 +315,7 @@ func handshake(ctx context.Context, t *testing.T, providerID, consumerID string)
 	tn, err := tenant.Build(consumerID, key, n, nil)
 	require.NoError(t, err)
 	tn.Spec.Signature = sig
-	tenants := kube.NewTenantStore(provider.dynamic)
+	tenants := kube.NewTenantStore(provider.typed)
 	_, err = tenants.Apply(ctx, tn)
 	require.NoError(t, err)
 	eventually(t, "the Tenant's status", func() bool {
@@ -320,7 +325,7 @@ func handshake(ctx context.Context, t *testing.T, providerID, consumerID string)
 	// 4. The Identity, from the Tenant's status.
 	id, err := identity.Build(providerID, *tn.Status.AuthParams, &identity.BuildOptions{TenantNamespace: tn.Status.TenantNamespace})
 	require.NoError(t, err)
-	ids := kube.NewIdentityStore(consumer.dynamic)
+	ids := kube.NewIdentityStore(consumer.typed)
 	_, err = ids.Apply(ctx, id)
 	require.NoError(t, err)
 	var secretName string
@@ -440,7 +445,7 @@ func providerHandshake(ctx context.Context, t *testing.T, consumerID string) {
 	require.NoError(t, err)
 	tn, err := tenant.Build(consumerID, key, n, nil)
 	require.NoError(t, err)
-	tenants := kube.NewTenantStore(provider.dynamic)
+	tenants := kube.NewTenantStore(provider.typed)
 	_, err = tenants.Apply(ctx, tn)
 	require.NoError(t, err)
 	eventually(t, "the Tenant's status", func() bool {

@@ -120,7 +120,7 @@ func requireUnauthenticated(t *testing.T, ctx context.Context, providerID, secre
 	t.Helper()
 	_, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, secretName, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "kubeconfig Secret: %v", err)
-	ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+providerID)
+	ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Empty(t, ids)
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -290,7 +290,7 @@ func TestOfflineFlow(t *testing.T) {
 		assert.Empty(t, r.stdout)
 		assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepIdentityApplied)+`" failed: `)
 		assert.Contains(t, r.stderr, "this Identity was issued by another provider than --remote-cluster-id names")
-		ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, "liqo-tenant-"+wrong)
+		ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+wrong)
 		require.NoError(t, err)
 		assert.Empty(t, ids)
 		secrets, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+wrong).List(ctx, metav1.ListOptions{})
@@ -326,7 +326,7 @@ func TestOfflineFlow(t *testing.T) {
 
 	t.Run("only the protocol's metadata is stored", func(t *testing.T) {
 		// Start from nothing held, so the Identity is created.
-		store := kube.NewIdentityStore(consumer.dynamic)
+		store := kube.NewIdentityStore(consumer.typed)
 		ns, name := "liqo-tenant-"+providerID, identity.ControlPlaneName(providerID)
 		require.NoError(t, store.Delete(ctx, ns, name))
 		err := consumer.client.CoreV1().Secrets(ns).Delete(ctx, kubeconfig.SecretName(name), metav1.DeleteOptions{})
@@ -367,7 +367,7 @@ type heldObjects struct{ identity, secret string }
 func heldState(t *testing.T, ctx context.Context, providerID string) heldObjects {
 	t.Helper()
 	ns, name := "liqo-tenant-"+providerID, identity.ControlPlaneName(providerID)
-	ids, err := kube.NewIdentityStore(consumer.dynamic).List(ctx, ns)
+	ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, ns)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	sec, err := consumer.client.CoreV1().Secrets(ns).Get(ctx, kubeconfig.SecretName(name), metav1.GetOptions{})
@@ -442,7 +442,7 @@ func TestUnauthenticateRefusedWhileInUse(t *testing.T) {
 	cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
 
 	// A ResourceSlice identity beside the ControlPlane one.
-	store := kube.NewIdentityStore(consumer.dynamic)
+	store := kube.NewIdentityStore(consumer.typed)
 	ids, err := store.List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -89,6 +90,7 @@ type cluster struct {
 	config    *rest.Config
 	client    kubernetes.Interface
 	dynamic   dynamic.Interface
+	typed     client.Client
 	namespace string // the Liqo namespace
 }
 
@@ -126,6 +128,9 @@ func (c *clusterFlags) connect(role string) (*cluster, error) {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	if cl.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if cl.typed, err = kube.NewClient(cfg, nil); err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	return cl, nil
@@ -212,7 +217,7 @@ func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact
 	return kubepact.NewProvider(id, endpoint, kubepact.ProviderPorts{
 		Namespaces:   kube.NewNamespaces(c.client),
 		Nonces:       kube.NewNonceStore(c.client),
-		Tenants:      kube.NewTenantStore(c.dynamic),
+		Tenants:      kube.NewTenantStore(c.typed),
 		Signer:       kube.NewCSRSigner(c.client, kube.NewApprover(c.client)),
 		Certificates: kube.NewCertificateCache(c.client),
 		RBAC:         kube.NewRBAC(c.client),
@@ -227,7 +232,7 @@ func (c *cluster) consumer(id string, reviewer identity.Reviewer, opts *kubepact
 	return kubepact.NewConsumer(id, kubepact.ConsumerPorts{
 		Namespaces:   kube.NewNamespaces(c.client),
 		Keys:         kube.NewKeyStore(c.client, c.namespace),
-		Identities:   kube.NewIdentityStore(c.dynamic),
+		Identities:   kube.NewIdentityStore(c.typed),
 		Secrets:      kube.NewSecretWriter(c.client),
 		IdentityKeys: kube.NewKeyring(c.client, c.namespace),
 		Reviewer:     reviewer,

@@ -58,7 +58,7 @@ func generateIdentityCommand(f *flags) runFunc {
 		}
 		t := fromFile
 		if t == nil {
-			if t, err = kube.NewTenantStore(cl.dynamic).Get(ctx, clusterid.TenantNamespace(pf.consumerID), pf.consumerID); err != nil {
+			if t, err = kube.NewTenantStore(cl.typed).Get(ctx, clusterid.TenantNamespace(pf.consumerID), pf.consumerID); err != nil {
 				return err
 			}
 		}

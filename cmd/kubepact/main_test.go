@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/kube"
@@ -24,6 +25,7 @@ type testEnv struct {
 	kubeconfig string
 	client     kubernetes.Interface
 	dynamic    dynamic.Interface
+	typed      client.Client
 }
 
 var provider, consumer *testEnv
@@ -70,6 +72,9 @@ func newTestEnv(ctx context.Context, c *testcluster.Cluster, kubeconfigPath stri
 		return e, err
 	}
 	if e.dynamic, err = dynamic.NewForConfig(c.AdminConfig()); err != nil {
+		return e, err
+	}
+	if e.typed, err = kube.NewClient(c.AdminConfig(), nil); err != nil {
 		return e, err
 	}
 	return e, kube.InstallCRDs(ctx, e.dynamic)

@@ -199,7 +199,7 @@ func applyTenantCommand(f *flags) runFunc {
 		if err := cl.ensureCRDs(ctx, *installCRDs, authv1beta1.TenantResource); err != nil {
 			return err
 		}
-		store := kube.NewTenantStore(cl.dynamic)
+		store := kube.NewTenantStore(cl.typed)
 		// Keep the finalizers of a stored Tenant, which belong to the provider.
 		cur, err := store.Get(ctx, want.Namespace, want.Name)
 		switch {

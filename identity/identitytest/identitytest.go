@@ -38,7 +38,11 @@
 //		installCRDs(t, cfg) // config/crd
 //		identitytest.Run(t, identitytest.Harness{
 //			New: func(t *testing.T) identity.Store {
-//				return kube.NewIdentityStore(dynamic.NewForConfigOrDie(cfg))
+//				typed, err := kube.NewClient(cfg, nil)
+//				if err != nil {
+//					t.Fatal(err)
+//				}
+//				return kube.NewIdentityStore(typed)
 //			},
 //			Namespace: func(t *testing.T, name string) {
 //				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -54,7 +54,11 @@
 //		installCRDs(t, cfg) // config/crd
 //		tenanttest.RunStore(t, tenanttest.StoreHarness{
 //			New: func(t *testing.T) tenant.Store {
-//				return kube.NewTenantStore(dynamic.NewForConfigOrDie(cfg))
+//				typed, err := kube.NewClient(cfg, nil)
+//				if err != nil {
+//					t.Fatal(err)
+//				}
+//				return kube.NewTenantStore(typed)
 //			},
 //			Namespace: func(t *testing.T, name string) {
 //				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
