@@ -97,12 +97,13 @@ func startBenchManager(tb testing.TB, e *env, requests *atomic.Int64, unlimited 
 	return runManager(tb, cfg, setup, kinds...)
 }
 
-func providerSetup(providerID string, signer csr.Signer) func(manager.Manager) error {
+func providerSetup(providerID string, signer csr.Signer, workers int) func(manager.Manager) error {
 	return func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID: providerID,
 			Endpoint:  kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 			Signer:    signer,
+			Workers:   workers,
 		})
 	}
 }
@@ -272,7 +273,7 @@ func benchTenantToKubeconfig(b *testing.B, signer csr.Signer) {
 	for range b.N {
 		providerID, consumerID := benchID("cl-bp"), benchID("cl-bc")
 		keyNS := "liqo-" + consumerID
-		stopProvider := startBenchManager(b, providerEnv, nil, false, providerSetup(providerID, signer), providerKinds...)
+		stopProvider := startBenchManager(b, providerEnv, nil, false, providerSetup(providerID, signer, 0), providerKinds...)
 		stopConsumer := startBenchManager(b, consumerEnv, nil, false, func(mgr manager.Manager) error {
 			return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID, KeyNamespace: keyNS})
 		}, &corev1.Secret{}, &authv1beta1.Identity{})
@@ -395,23 +396,25 @@ func tenantController(tb testing.TB) (reconcile, queue histogram) {
 // namespaces fails the benchmark. It reports the wall time, the throughput,
 // the provider manager's API requests per handshake, and, from
 // controller-runtime's metrics, the Tenant controller's reconciles per
-// handshake, its mean Reconcile time, the fraction of the wall time its
-// single worker was busy, and the mean time a request waited in its queue.
-// The provider's manager runs with AdminConfig's client-side limits (QPS
-// 100, burst 200 for each of its clients: QPS100) and without any
-// (NoClientLimit), to tell the worker's limit from the clients'.
+// handshake, its mean Reconcile time, how many of its workers were busy on
+// average over the wall time, and the mean time a request waited in its
+// queue. The provider's manager runs with AdminConfig's client-side limits
+// (QPS 100, burst 200 for each of its clients: QPS100) and without any
+// (NoClientLimit), to tell the workers' limit from the clients', with
+// controllers.DefaultWorkers workers and, without client limits, with 32.
 //
 //	go test -run '^$' -bench TenantsAtOnce -benchtime 1x ./controllers/
 func BenchmarkTenantsAtOnce(b *testing.B) {
 	for _, s := range benchSigners(b) {
 		b.Run(s.name, func(b *testing.B) {
-			b.Run("QPS100", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, false) })
-			b.Run("NoClientLimit", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, true) })
+			b.Run("QPS100", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, false, controllers.DefaultWorkers) })
+			b.Run("NoClientLimit", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, true, controllers.DefaultWorkers) })
+			b.Run("NoClientLimit/Workers32", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, true, 32) })
 		})
 	}
 }
 
-func benchTenantsAtOnce(b *testing.B, signer csr.Signer, unlimited bool) {
+func benchTenantsAtOnce(b *testing.B, signer csr.Signer, unlimited bool, workers int) {
 	b.StopTimer()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -429,7 +432,7 @@ func benchTenantsAtOnce(b *testing.B, signer csr.Signer, unlimited bool) {
 			consumerIDs[i] = benchID("cl-bc")
 			namespaces[clusterid.TenantNamespace(consumerIDs[i])] = consumerIDs[i]
 		}
-		stop := startBenchManager(b, providerEnv, &requests, unlimited, providerSetup(providerID, signer), providerKinds...)
+		stop := startBenchManager(b, providerEnv, &requests, unlimited, providerSetup(providerID, signer, workers), providerKinds...)
 		nonces := benchRequestNonces(ctx, b, pc, consumerIDs)
 		tenants := make([]*authv1beta1.Tenant, atOnce)
 		for i, id := range consumerIDs {
@@ -504,7 +507,7 @@ func benchTenantsAtOnce(b *testing.B, signer csr.Signer, unlimited bool) {
 	if reconciles.count > 0 {
 		b.ReportMetric(1000*reconciles.sum/float64(reconciles.count), "reconcile-ms")
 	}
-	b.ReportMetric(reconciles.sum/wall.Seconds(), "worker-busy")
+	b.ReportMetric(reconciles.sum/wall.Seconds(), "workers-busy")
 	if queued.count > 0 {
 		b.ReportMetric(1000*queued.sum/float64(queued.count), "queue-wait-ms")
 	}
