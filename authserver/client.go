@@ -151,6 +151,9 @@ func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts
 	if err := ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
 		return nil, err
 	}
+	if err := ports.Namespaces.Ensure(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}); err != nil {
+		return nil, err
+	}
 	namespace := clusterid.TenantNamespace(providerID)
 	keyName := identity.ControlPlaneName(providerID)
 	setStatus := func(s authtoken.Status) error {

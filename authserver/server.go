@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -157,7 +158,7 @@ func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
 		WriteTimeout:      s.opts.WriteTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          nil,
+		ErrorLog:          log.New(logWriter{s.log}, "", 0),
 	}
 }
 
@@ -428,4 +429,13 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 		}
 		k.mu.Unlock()
 	}
+}
+
+// logWriter turns the http.Server's own messages (TLS handshake errors,
+// timeouts) into log lines of the Server's logger.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
