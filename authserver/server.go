@@ -377,11 +377,15 @@ func csrReason(err error) string {
 	return "its key is not accepted"
 }
 
-// clientIP is the host of the connection's peer.
+// clientIP is the host of the connection's peer; for IPv6, its /64, which
+// one client commonly holds whole.
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 	}
 	return host
 }

@@ -389,6 +389,15 @@ func TestRateLimit(t *testing.T) {
 	if got := post("192.0.2.1:40002", f.token.Reveal(), "consumer-a"); got != http.StatusTooManyRequests {
 		t.Fatalf("right token over the limit: %d, want 429", got)
 	}
+	// An IPv6 client is one /64: changing the interface ID does not help.
+	for i := range 3 {
+		if got := post(fmt.Sprintf("[2001:db8:1:2::%x]:40000", i+1), wrong.Reveal(), "consumer-a"); got != http.StatusUnauthorized {
+			t.Fatalf("IPv6 failure %d: %d, want 401", i, got)
+		}
+	}
+	if got := post("[2001:db8:1:2::ffff]:40000", f.token.Reveal(), "consumer-a"); got != http.StatusTooManyRequests {
+		t.Fatalf("another address of the same /64: %d, want 429", got)
+	}
 	if got := post("192.0.2.2:40000", f.token.Reveal(), "consumer-b"); got != http.StatusAccepted {
 		t.Fatalf("another address: %d, want 202", got)
 	}
