@@ -144,7 +144,7 @@ func New(clusterID string, endpoint kubepact.Endpoint, ports kubepact.ProviderPo
 }
 
 // HTTPServer returns an http.Server serving s over TLS with tlsConfig, with
-// the Options' timeouts. tlsConfig must hold a certificate.
+// the Options' timeouts, HTTP/1.1 only. tlsConfig must hold a certificate.
 func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
 	cfg := tlsConfig.Clone()
 	if cfg.MinVersion < tls.VersionTLS12 {
@@ -158,6 +158,9 @@ func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
 		WriteTimeout:      s.opts.WriteTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
+		// HTTP/1.1 only: the timeouts above bound a connection, while an
+		// HTTP/2 connection multiplexes streams they do not bound.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		ErrorLog:          log.New(logWriter{s.log}, "", 0),
 	}
 }

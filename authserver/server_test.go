@@ -526,6 +526,18 @@ func TestSlowClient(t *testing.T) {
 			t.Fatalf("connection lasted %v", d)
 		}
 	})
+	t.Run("NoHTTP2", func(t *testing.T) {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(f.ca)
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(f.url, "https://"), &tls.Config{RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if p := conn.ConnectionState().NegotiatedProtocol; p == "h2" {
+			t.Fatal("the server speaks HTTP/2, whose streams its timeouts do not bound")
+		}
+	})
 	f.assertNothingIssued(t, "consumer-a")
 }
 

@@ -22,6 +22,7 @@ package authtoken
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
@@ -51,8 +52,12 @@ type Token struct {
 	text string
 }
 
-// Generate returns a new token of Size bytes read from r.
+// Generate returns a new token of Size bytes read from r; nil means
+// crypto/rand.Reader.
 func Generate(r io.Reader) (Token, error) {
+	if r == nil {
+		r = rand.Reader
+	}
 	b := make([]byte, Size)
 	if _, err := io.ReadFull(r, b); err != nil {
 		return Token{}, fmt.Errorf("generating authentication token: %w", err)
@@ -118,7 +123,8 @@ type Store interface {
 	Replace(ctx context.Context, t Token) error
 }
 
-// Ensure returns the stored token, generating one from r and storing it
+// Ensure returns the stored token, generating one from r (nil means
+// crypto/rand.Reader) and storing it
 // when there is none or what is stored is not a token. A valid stored token
 // is never overwritten: of concurrent callers on an empty Store, one
 // creates the token and all return it.
@@ -145,7 +151,7 @@ func Ensure(ctx context.Context, s Store, r io.Reader) (Token, error) {
 	return t, nil
 }
 
-// Rotate stores a new token generated from r in place of the stored one and
+// Rotate stores a new token generated from r (nil means crypto/rand.Reader) in place of the stored one and
 // returns it. The old token stops working at once for a server that reads
 // the Store on each request, as authserver.Server does.
 func Rotate(ctx context.Context, s Store, r io.Reader) (Token, error) {
