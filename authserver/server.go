@@ -161,7 +161,7 @@ func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
 		// HTTP/1.1 only: the timeouts above bound a connection, while an
 		// HTTP/2 connection multiplexes streams they do not bound.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
-		ErrorLog:          log.New(logWriter{s.log}, "", 0),
+		ErrorLog:     log.New(logWriter{s.log}, "", 0),
 	}
 }
 
