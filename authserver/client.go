@@ -112,7 +112,9 @@ type AuthenticateOptions struct {
 // Running it again resumes: a stored identity is applied without asking the
 // provider again, and a stored key is re-used, so a provider that issued a
 // certificate for it returns the same one. The stored identity is never
-// deleted or overwritten by Authenticate.
+// deleted or overwritten by Authenticate: one that fails the checks makes
+// every run fail, naming its Secret, until a person who has looked at it
+// deletes it.
 func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts, remote Remote, opts *AuthenticateOptions) (*kubepact.Authenticated, error) {
 	var o AuthenticateOptions
 	if opts != nil {
@@ -212,9 +214,11 @@ func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts
 	id, err := identity.Build(providerID, authv1beta1.AuthParams{CA: resp.APIServerCA, SignedCRT: resp.Certificate, APIServer: resp.APIServerURL},
 		&identity.BuildOptions{TenantNamespace: resp.Namespace})
 	if err != nil {
+		err = fmt.Errorf("the identity stored in Secret %s/%s: %w", namespace, IdentitySecretName(providerID), err)
 		return nil, errors.Join(err, setStatus(authtoken.StatusDenied))
 	}
 	if _, err := identity.Verify(id, c.ClusterID(), key.Public(), o.Clock.Now(), nil); err != nil {
+		err = fmt.Errorf("the identity stored in Secret %s/%s: %w", namespace, IdentitySecretName(providerID), err)
 		return nil, errors.Join(err, setStatus(authtoken.StatusDenied))
 	}
 	done, err := c.Apply(ctx, providerID, id, &kubepact.ApplyOptions{ReplaceEndpoint: o.ReplaceEndpoint})
