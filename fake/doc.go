@@ -50,5 +50,7 @@
 //     answers with its CN as user and its O as groups. It checks no server
 //     certificate, and models no proxy and no anonymous request.
 //   - KeyStore, Keyring and the Cluster print redacted: they hold private
-//     keys.
+//     keys. TokenStore prints redacted: it holds the shared token.
+//   - TokenStore and Secrets serve the shared-token flow (authtoken,
+//     authserver); they are not part of a Cluster.
 package fake

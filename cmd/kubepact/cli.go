@@ -60,6 +60,10 @@ var commands = []command{
 		"Consumer: store the provider's Identity and write the kubeconfig Secret", applyIdentityCommand},
 	{"generate key", "--out FILE [--algorithm ALG]",
 		"Write a new cluster key file (PKCS#8 PEM), for Tenants signed offline", generateKeyCommand},
+	{"serve", "[--listen ADDR] [--tls-secret NAME | --hosts HOSTS] [flags]",
+		"Provider: run the token authentication server (Liqo v0.4-v0.10 API)", serveCommand},
+	{"get token", "[--rotate] [flags]",
+		"Provider: print the shared authentication token, creating it when missing", getTokenCommand},
 }
 
 // run runs the command named by args and returns the exit code.

@@ -104,12 +104,16 @@ func authenticateCommand(f *flags) runFunc {
 	installCRDs := f.Bool("install-crds", false, "install the authentication.liqo.io CRDs on both clusters first")
 	strict := f.Bool("strict", false, "give the identity a fresh TLS key instead of the cluster key (only kubepact providers accept it)")
 	replace := replaceEndpointFlag(f)
+	tf := addTokenFlags(f)
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
 		defer cancel()
+		if tf.used() {
+			return authenticateWithToken(ctx, e, tf, pf.consumer, pf.provider, alg, *replace)
+		}
 		onStep := printSteps(e.stderr)
 		p, err := pf.connect(ctx, e, *apiServerURL, *installCRDs,
 			&kubepact.ProviderOptions{NonceTTL: *nonceTTL, Policy: policy.policy, OnStep: onStep},

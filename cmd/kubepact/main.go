@@ -19,6 +19,12 @@
 //	generate identity  provider: accept a Tenant, print the Identity
 //	apply identity     consumer: check and store a provider's Identity, write the kubeconfig Secret
 //	generate key       anyone, offline: write a new cluster key file
+//	serve              provider: run the shared-token authentication server (Liqo v0.4-v0.10 API)
+//	get token          provider: print the shared token, creating it when missing (--rotate)
+//
+// With --token, --auth-url and --auth-ca, authenticate instead reaches the
+// provider's authentication server with the shared token (no --remote-kubeconfig;
+// --remote-cluster-id names the provider).
 //
 // Every command that talks to a cluster takes --kubeconfig (default $KUBECONFIG
 // or ~/.kube/config) and --context, -n/--namespace (the Liqo namespace, which

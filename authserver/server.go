@@ -1,0 +1,448 @@
+package authserver
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/authtoken"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes      = 64 << 10
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 15 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 90 * time.Second
+	// DefaultFailureBurst failed tokens a client may send at once, then
+	// one per DefaultFailureInterval.
+	DefaultFailureBurst    = 5
+	DefaultFailureInterval = 12 * time.Second
+	// DefaultMaxClients bounds the table of clients that sent a wrong token.
+	DefaultMaxClients = 10000
+)
+
+// Options tunes a Server. The zero value, like a nil pointer, uses the
+// defaults above, the real clock, kubepact.DefaultCertificateLifetime, no
+// cluster name, no logger, and requires the token.
+type Options struct {
+	// ClusterName is the provider's name in /ids.
+	ClusterName string
+	// AllowEmptyToken turns authentication off: any token, empty included,
+	// is accepted, and anyone who reaches the Server gets an identity. New
+	// logs a warning when it is set.
+	AllowEmptyToken bool
+	// CertificateLifetime is requested for the certificates; the signer may
+	// shorten it.
+	CertificateLifetime time.Duration
+	Clock               clock.PassiveClock
+	// Logger receives one line per refused request and a warning at New
+	// when AllowEmptyToken is set. Tokens never reach it.
+	Logger logr.Logger
+	// MaxBodyBytes bounds a request body (413 beyond).
+	MaxBodyBytes int64
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
+	// http.Server's (HTTPServer).
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// FailureBurst and FailureInterval limit failed tokens per client IP:
+	// FailureBurst at once, then one per FailureInterval. A client over the
+	// limit gets 429 on every POST, right token or not, until it has
+	// waited.
+	FailureBurst    int
+	FailureInterval time.Duration
+	// MaxClients bounds the clients whose failures are remembered; beyond
+	// it the least recently failing client is forgotten.
+	MaxClients int
+}
+
+// Server is a provider's authentication server. It is an http.Handler; use
+// HTTPServer or Serve to run it with its timeouts over TLS.
+type Server struct {
+	id       string
+	endpoint kubepact.Endpoint
+	ports    kubepact.ProviderPorts
+	tokens   authtoken.Store
+	opts     Options
+	log      logr.Logger
+	failures *limiter
+	locks    keyedMutex
+}
+
+// New returns the authentication server of provider clusterID, handing out
+// endpoint, signing and binding through ports (Namespaces, Signer,
+// Certificates and RBAC are used) and reading the token from tokens on each
+// request.
+func New(clusterID string, endpoint kubepact.Endpoint, ports kubepact.ProviderPorts, tokens authtoken.Store, opts *Options) (*Server, error) {
+	if err := clusterid.Validate(clusterID); err != nil {
+		return nil, err
+	}
+	if ports.Namespaces == nil || ports.Signer == nil || ports.Certificates == nil || ports.RBAC == nil || tokens == nil {
+		return nil, fmt.Errorf("%w: the authentication server needs Namespaces, Signer, Certificates, RBAC and a token store", kubepact.ErrInvalidConfig)
+	}
+	if endpoint.Server == "" {
+		return nil, fmt.Errorf("%w: the authentication server needs the API server's URL", kubepact.ErrInvalidConfig)
+	}
+	s := &Server{id: clusterID, endpoint: endpoint, ports: ports, tokens: tokens}
+	if opts != nil {
+		s.opts = *opts
+	}
+	o := &s.opts
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.CertificateLifetime <= 0 {
+		o.CertificateLifetime = kubepact.DefaultCertificateLifetime
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&o.ReadHeaderTimeout, DefaultReadHeaderTimeout}, {&o.ReadTimeout, DefaultReadTimeout},
+		{&o.WriteTimeout, DefaultWriteTimeout}, {&o.IdleTimeout, DefaultIdleTimeout}, {&o.FailureInterval, DefaultFailureInterval}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	if o.FailureBurst <= 0 {
+		o.FailureBurst = DefaultFailureBurst
+	}
+	if o.MaxClients <= 0 {
+		o.MaxClients = DefaultMaxClients
+	}
+	s.log = o.Logger
+	if s.log.GetSink() == nil {
+		s.log = logr.Discard()
+	}
+	s.failures = newLimiter(rate.Every(o.FailureInterval), o.FailureBurst, o.MaxClients)
+	if o.AllowEmptyToken {
+		s.log.Info("WARNING: authentication is disabled (allowEmptyToken): any client that reaches this server gets an identity on cluster "+clusterID,
+			"cluster", clusterID)
+	}
+	return s, nil
+}
+
+// HTTPServer returns an http.Server serving s over TLS with tlsConfig, with
+// the Options' timeouts, HTTP/1.1 only. tlsConfig must hold a certificate.
+func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
+	cfg := tlsConfig.Clone()
+	if cfg.MinVersion < tls.VersionTLS12 {
+		cfg.MinVersion = tls.VersionTLS12
+	}
+	return &http.Server{
+		Handler:           s,
+		TLSConfig:         cfg,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		// HTTP/1.1 only: the timeouts above bound a connection, while an
+		// HTTP/2 connection multiplexes streams they do not bound.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		ErrorLog:     log.New(logWriter{s.log}, "", 0),
+	}
+}
+
+// Serve serves s over TLS on ln until ctx ends, then shuts down, letting
+// requests in flight finish for up to the write timeout. It returns nil
+// after a shutdown caused by ctx.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config) error {
+	hs := s.HTTPServer(tlsConfig)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	<-errc
+	return err
+}
+
+// ServeHTTP answers the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case IDsPath:
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			writeError(w, http.StatusMethodNotAllowed, "use GET")
+			return
+		}
+		writeJSON(w, http.StatusOK, IDs{ClusterID: s.id, ClusterName: s.opts.ClusterName})
+	case CertificatePath:
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		s.certificate(w, r)
+	default:
+		writeError(w, http.StatusNotFound, "not found")
+	}
+}
+
+// refusal is an answer other than 202, with a message safe to send and log.
+type refusal struct {
+	status int
+	msg    string
+	err    error // the cause, logged, never sent
+}
+
+func refuse(status int, msg string, err error) *refusal {
+	return &refusal{status: status, msg: msg, err: err}
+}
+
+func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
+	client := clientIP(r)
+	now := s.opts.Clock.Now()
+	if !s.failures.ok(client, now) {
+		s.log.Info("refused certificate request", "client", client, "status", http.StatusTooManyRequests)
+		w.Header().Set("Retry-After", fmt.Sprint(int(s.opts.FailureInterval.Seconds()+0.5)))
+		writeError(w, http.StatusTooManyRequests, "too many failed attempts from this address")
+		return
+	}
+	resp, ref := s.issue(r, client)
+	if ref != nil {
+		kv := []any{"client", client, "status", ref.status, "reason", ref.msg}
+		if ref.err != nil {
+			kv = append(kv, "error", ref.err.Error())
+		}
+		s.log.Info("refused certificate request", kv...)
+		writeError(w, ref.status, ref.msg)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, resp)
+}
+
+// issue runs the request of client and returns the answer or the refusal.
+func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *refusal) {
+	ctx := r.Context()
+	req, ref := s.decode(r)
+	if ref != nil {
+		return nil, ref
+	}
+	if ref := s.checkToken(ctx, req.DestinationClusterToken, client); ref != nil {
+		return nil, ref
+	}
+	consumerID := req.Cluster.ClusterID
+	if err := clusterid.Validate(consumerID); err != nil {
+		return nil, refuse(http.StatusBadRequest, "cluster.clusterID is not a valid cluster ID", err)
+	}
+	if consumerID == s.id {
+		return nil, refuse(http.StatusBadRequest, "cluster.clusterID is the provider's own ID", nil)
+	}
+	checked, err := csr.Check(req.CertificateSigningRequest, csr.ControlPlanePolicy(consumerID, nil))
+	if err != nil {
+		return nil, refuse(http.StatusBadRequest, "certificateSigningRequest breaks the policy: "+csrReason(err), err)
+	}
+
+	unlock := s.locks.lock(consumerID)
+	defer unlock()
+	key := csr.CacheKey{ConsumerID: consumerID}
+	switch e, err := s.ports.Certificates.Get(ctx, key); {
+	case err == nil:
+		// An identity was issued for this consumer: only its key may have
+		// it again, and gets the same CSR's certificate (csr.Issue returns
+		// the cached one while it is fresh).
+		again, err := csr.Check(e.CSR, csr.ControlPlanePolicy(consumerID, checked.PublicKey()))
+		if err != nil {
+			return nil, refuse(http.StatusForbidden, "an identity was already issued for this cluster ID", err)
+		}
+		checked = again
+	case !errors.Is(err, csr.ErrNotFound):
+		return nil, refuse(http.StatusInternalServerError, "reading the issued certificates failed", err)
+	}
+	if err := rbac.CheckUnprivileged(ctx, s.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
+		if errors.Is(err, rbac.ErrPrivilegedUser) {
+			return nil, refuse(http.StatusForbidden, "the cluster ID names a privileged user", err)
+		}
+		return nil, refuse(http.StatusInternalServerError, "checking the cluster ID's permissions failed", err)
+	}
+	namespace := clusterid.TenantNamespace(consumerID)
+	if err := s.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
+		return nil, refuse(http.StatusInternalServerError, "ensuring the tenant namespace failed", err)
+	}
+	cert, err := csr.Issue(ctx, s.ports.Signer, s.ports.Certificates, key,
+		csr.Request{CSR: checked, Lifetime: s.opts.CertificateLifetime}, s.opts.Clock.Now())
+	var denied *csr.DeniedError
+	switch {
+	case errors.As(err, &denied):
+		return nil, refuse(http.StatusForbidden, "the certificate signing request was denied", err)
+	case err != nil:
+		return nil, refuse(http.StatusInternalServerError, "signing the certificate failed", err)
+	}
+	if err := s.ports.RBAC.ApplyClusterRole(ctx, rbac.ControlPlaneClusterRole()); err != nil {
+		return nil, refuse(http.StatusInternalServerError, "binding permissions failed", err)
+	}
+	if err := s.ports.RBAC.ApplyRoleBinding(ctx, rbac.ControlPlaneRoleBinding(namespace, consumerID)); err != nil {
+		return nil, refuse(http.StatusInternalServerError, "binding permissions failed", err)
+	}
+	s.log.V(1).Info("issued identity", "client", client, "consumer", consumerID)
+	return &CertificateResponse{
+		Namespace:    namespace,
+		Certificate:  cert,
+		APIServerURL: s.endpoint.Server,
+		APIServerCA:  s.endpoint.CA,
+	}, nil
+}
+
+// decode reads the body, at most MaxBodyBytes, strictly.
+func (s *Server) decode(r *http.Request) (*CertificateRequest, *refusal) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return nil, refuse(http.StatusUnsupportedMediaType, "the body must be application/json", nil)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.opts.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body exceeds %d bytes", s.opts.MaxBodyBytes), nil)
+	case err != nil:
+		return nil, refuse(http.StatusBadRequest, "reading the body failed", err)
+	}
+	req := &CertificateRequest{}
+	strict, err := kjson.UnmarshalStrict(body, req)
+	if err == nil {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
+		// The decoder's message may quote the body, and with it the token.
+		return nil, refuse(http.StatusBadRequest, "the body is not a certificate request (strict JSON)", nil)
+	}
+	return req, nil
+}
+
+// checkToken compares the given token with the stored one, in constant
+// time, and counts a failure against client.
+func (s *Server) checkToken(ctx context.Context, given, client string) *refusal {
+	if s.opts.AllowEmptyToken {
+		return nil
+	}
+	want, err := s.tokens.Get(ctx)
+	if err != nil {
+		return refuse(http.StatusInternalServerError, "reading the token failed", err)
+	}
+	got, err := authtoken.Parse(given)
+	if err != nil {
+		s.failures.fail(client, s.opts.Clock.Now())
+		if given == "" {
+			return refuse(http.StatusUnauthorized, "no token", nil)
+		}
+		return refuse(http.StatusBadRequest, "destinationClusterToken is not a token", err)
+	}
+	if !got.Equal(want) {
+		s.failures.fail(client, s.opts.Clock.Now())
+		return refuse(http.StatusUnauthorized, "wrong token", nil)
+	}
+	return nil
+}
+
+// csrReason names the policy a CSR broke, without quoting it.
+func csrReason(err error) string {
+	for _, c := range []struct {
+		err    error
+		reason string
+	}{
+		{csr.ErrCommonName, "the common name must be the cluster ID"},
+		{csr.ErrOrganization, "the organization must be exactly liqo.io"},
+		{csr.ErrSAN, "no subject alternative name is allowed"},
+		{csr.ErrSignature, "its signature does not verify"},
+		{csr.ErrMalformed, "it is not one PEM certificate request"},
+	} {
+		if errors.Is(err, c.err) {
+			return c.reason
+		}
+	}
+	return "its key is not accepted"
+}
+
+// clientIP is the host of the connection's peer; for IPv6, its /64, which
+// one client commonly holds whole.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return host
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorResponse{Message: msg})
+}
+
+// keyedMutex serialises callers per key; idle keys take no memory.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyLock{}
+		k.locks[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// logWriter turns the http.Server's own messages (TLS handshake errors,
+// timeouts) into log lines of the Server's logger.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
