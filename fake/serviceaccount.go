@@ -186,10 +186,14 @@ type ServiceAccountRBAC struct {
 func (a *ServiceAccountRBAC) PlantRole(r *rbacv1.Role) { a.Roles.writeAsOther(r, nil) }
 
 // PlantRoleBinding stores b as another component would.
-func (a *ServiceAccountRBAC) PlantRoleBinding(b *rbacv1.RoleBinding) { a.RoleBindings.writeAsOther(b, nil) }
+func (a *ServiceAccountRBAC) PlantRoleBinding(b *rbacv1.RoleBinding) {
+	a.RoleBindings.writeAsOther(b, nil)
+}
 
 // PlantClusterRole stores r as another component would.
-func (a *ServiceAccountRBAC) PlantClusterRole(r *rbacv1.ClusterRole) { a.ClusterRoles.writeAsOther(r, nil) }
+func (a *ServiceAccountRBAC) PlantClusterRole(r *rbacv1.ClusterRole) {
+	a.ClusterRoles.writeAsOther(r, nil)
+}
 
 // PlantClusterRoleBinding stores b as another component would.
 func (a *ServiceAccountRBAC) PlantClusterRoleBinding(b *rbacv1.ClusterRoleBinding) {
