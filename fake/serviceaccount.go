@@ -70,16 +70,16 @@ func (s *ServiceAccounts) now() time.Time {
 }
 
 // Ensure creates sa or returns the stored ServiceAccount of that name.
-func (s *ServiceAccounts) Ensure(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
+func (s *ServiceAccounts) Ensure(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.ensureMu.Lock()
 	defer s.ensureMu.Unlock()
 	if cur, ok := s.get(sa.Namespace, sa.Name); ok {
-		return cur, nil
+		return cur, false, nil
 	}
-	return s.apply(sa), nil
+	return s.apply(sa), true, nil
 }
 
 // Plant stores sa as someone other than kubepact would create it.

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -36,16 +37,17 @@ func NewServiceAccounts(client kubernetes.Interface) *ServiceAccounts {
 }
 
 // Ensure creates sa, or returns the stored one unchanged.
-func (s *ServiceAccounts) Ensure(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
+func (s *ServiceAccounts) Ensure(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, bool, error) {
 	api := s.client.CoreV1().ServiceAccounts(sa.Namespace)
 	got, err := api.Create(ctx, sa, metav1.CreateOptions{FieldManager: FieldManager})
+	created := err == nil
 	if apierrors.IsAlreadyExists(err) {
 		got, err = api.Get(ctx, sa.Name, metav1.GetOptions{})
 	}
 	if err != nil {
-		return nil, wrap(err, "ensuring", "ServiceAccount", sa.Namespace, sa.Name)
+		return nil, false, wrap(err, "ensuring", "ServiceAccount", sa.Namespace, sa.Name)
 	}
-	return got, nil
+	return got, created, nil
 }
 
 // Token asks the TokenRequest API for a token of namespace/name.
@@ -233,7 +235,7 @@ func (r TokenRequester) Token(ctx context.Context, cfg *kubeconfig.Config, names
 	}
 	defer done()
 	tok, err := requestToken(ctx, client, namespace, name, req)
-	if rejected(err) {
+	if rejected(err) || errors.Is(err, saidentity.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %w", identity.ErrRejected, err)
 	}
 	return tok, err

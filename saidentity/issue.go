@@ -134,7 +134,7 @@ func Issue(ctx context.Context, p ProviderPorts, endpoint Endpoint, consumerID s
 		return nil, fmt.Errorf("saidentity: %w", err)
 	}
 	want := ServiceAccount(consumerID)
-	sa, err := p.ServiceAccounts.Ensure(ctx, want)
+	sa, created, err := p.ServiceAccounts.Ensure(ctx, want)
 	if err != nil {
 		return nil, fmt.Errorf("saidentity: %w", err)
 	}
@@ -142,6 +142,11 @@ func Issue(ctx context.Context, p ProviderPorts, endpoint Endpoint, consumerID s
 		return nil, &ForeignError{Kind: "ServiceAccount", Namespace: want.Namespace, Name: want.Name}
 	}
 	if err := p.RBAC.Grant(ctx, grants); err != nil {
+		if created && errors.Is(err, ErrForeign) {
+			// Grant wrote nothing: take back the ServiceAccount this call
+			// made, so that a refusal leaves nothing behind.
+			err = errors.Join(err, p.ServiceAccounts.Delete(ctx, want.Namespace, want.Name))
+		}
 		return nil, fmt.Errorf("saidentity: %w", err)
 	}
 	// Bindings planted between the first check and the grant count too.

@@ -29,7 +29,8 @@ type TokenRequest struct {
 //
 // Ensure creates sa, or returns the stored ServiceAccount of that name
 // unchanged: it never takes over an existing one (the caller decides
-// whether it is its own). It returns what is stored, with its UID. Token
+// whether it is its own). It returns what is stored, with its UID, and
+// whether this call created it. Token
 // asks the TokenRequest API for a token bound to the ServiceAccount
 // namespace/name and returns it parsed with the expiry the API server
 // reported (ParseToken); it wraps ErrNotFound when there is no such
@@ -37,7 +38,7 @@ type TokenRequest struct {
 // every token bound to it, and succeeds when there is none. Errors never
 // quote a token. Implementations are safe for concurrent use.
 type ServiceAccounts interface {
-	Ensure(ctx context.Context, sa *corev1.ServiceAccount) (*corev1.ServiceAccount, error)
+	Ensure(ctx context.Context, sa *corev1.ServiceAccount) (stored *corev1.ServiceAccount, created bool, err error)
 	Token(ctx context.Context, namespace, name string, req TokenRequest) (*Token, error)
 	Delete(ctx context.Context, namespace, name string) error
 }
@@ -72,7 +73,8 @@ type ProviderPorts struct {
 // Token sends one TokenRequest for ServiceAccount namespace/name to cfg's
 // server with cfg's credentials and returns the token parsed with the
 // expiry the server reported. It wraps identity.ErrRejected when the
-// server refuses the credentials or the request (401 or 403), and returns
+// server refuses the credentials or the request (401 or 403) or the
+// ServiceAccount no longer exists (it was revoked), and returns
 // other failures as they are. Errors never quote a token.
 // Implementations are safe for concurrent use.
 type SelfTokenRequester interface {

@@ -117,15 +117,22 @@ func (r *Refresher) Load(ctx context.Context) (*kubeconfig.Config, *Token, error
 }
 
 // Deadline returns when to refresh tok: a random point between RefreshFrom
-// and RefreshTo of its lifetime, drawn from the Refresher's Rand.
+// and RefreshTo of its lifetime after it was issued, drawn from the
+// Refresher's Rand.
 func (r *Refresher) Deadline(tok *Token) (time.Time, error) {
+	return r.deadline(tok.IssuedAt(), tok.Lifetime())
+}
+
+// deadline returns a random point between RefreshFrom and RefreshTo of
+// lifetime after start.
+func (r *Refresher) deadline(start time.Time, lifetime time.Duration) (time.Time, error) {
 	var b [8]byte
 	if _, err := io.ReadFull(r.opts.Rand, b[:]); err != nil {
 		return time.Time{}, fmt.Errorf("saidentity: drawing the refresh deadline: %w", err)
 	}
 	u := float64(binary.BigEndian.Uint64(b[:])>>11) / (1 << 53) // [0, 1)
 	frac := RefreshFrom + (RefreshTo-RefreshFrom)*u
-	return tok.IssuedAt().Add(time.Duration(frac * float64(tok.Lifetime()))), nil
+	return start.Add(time.Duration(frac * float64(lifetime))), nil
 }
 
 // Refresh replaces the stored token now: it requests a new token, with the
@@ -206,7 +213,9 @@ func (r *Refresher) Run(ctx context.Context) error {
 			if r.opts.OnRefresh != nil {
 				r.opts.OnRefresh(next)
 			}
-			if deadline, err = r.Deadline(next); err != nil {
+			// Counted from when the token arrived by the Refresher's clock,
+			// not from its iat claim: the provider's clock may differ.
+			if deadline, err = r.deadline(r.opts.Clock.Now(), next.Lifetime()); err != nil {
 				return err
 			}
 		case ctx.Err() != nil:
