@@ -153,6 +153,12 @@ func Issue(ctx context.Context, p ProviderPorts, endpoint Endpoint, consumerID s
 	if err := CheckUnprivileged(ctx, p.RBAC, consumerID); err != nil {
 		return nil, err
 	}
+	if p.Admission != nil {
+		policy, binding := TokenPolicy()
+		if err := p.Admission.ApplyPolicy(ctx, policy, binding); err != nil {
+			return nil, fmt.Errorf("saidentity: %w", err)
+		}
+	}
 	tok, err := p.ServiceAccounts.Token(ctx, want.Namespace, want.Name, TokenRequest{Expiration: exp, Audiences: slices.Clone(o.Audiences)})
 	if err != nil {
 		return nil, fmt.Errorf("saidentity: requesting a token: %w", err)

@@ -116,6 +116,7 @@ func realProvider() saidentity.ProviderPorts {
 		Namespaces:      kube.NewNamespaces(provider.client),
 		ServiceAccounts: kube.NewServiceAccounts(provider.client),
 		RBAC:            kube.NewServiceAccountRBAC(provider.client),
+		Admission:       kube.NewAdmission(provider.client),
 	}
 }
 

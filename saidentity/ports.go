@@ -59,12 +59,19 @@ type Binder interface {
 	Remove(ctx context.Context, g Grants) error
 }
 
-// ProviderPorts are the provider's I/O for Issue and Revoke. All are
-// required.
+// ProviderPorts are the provider's I/O for Issue and Revoke. All but
+// Admission are required.
 type ProviderPorts struct {
 	Namespaces      tenant.Namespaces
 	ServiceAccounts ServiceAccounts
 	RBAC            Binder
+	// Admission, when set, installs TokenPolicy before a token is issued,
+	// so that the API server itself bounds the lifetime of the tokens a
+	// consumer requests when it refreshes. Without it, only the consumer's
+	// Refresher keeps within MaxExpiration, and the API server's
+	// --service-account-max-token-expiration is the only bound on tokens
+	// a consumer asks for by hand.
+	Admission Admission
 }
 
 // SelfTokenRequester asks a provider's API server for a new token with the

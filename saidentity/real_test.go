@@ -369,3 +369,44 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestTokenPolicyRealCluster checks that the admission policy Issue
+// installs makes the real API server refuse a consumer's request for a
+// token longer than MaxExpiration, which its Role would otherwise allow,
+// and still allows one within it.
+func TestTokenPolicyRealCluster(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	consumerID := uniqueID(t.Name(), 0)
+	id, err := saidentity.Issue(ctx, realProvider(), endpoint(), consumerID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := clientsOf(t, id)
+	sas := c.CoreV1().ServiceAccounts(clusterid.TenantNamespace(consumerID))
+	long := int64((saidentity.MaxExpiration + time.Hour) / time.Second)
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// The API server enforces a new policy once its informer has it.
+	var lastErr error
+	waitFor(waitCtx, t, "the policy to be enforced", func() bool {
+		_, lastErr = sas.CreateToken(ctx, saidentity.Name(consumerID), tokenRequest(long), metav1.CreateOptions{})
+		return lastErr != nil
+	})
+	if !apierrors.IsForbidden(lastErr) || !strings.Contains(lastErr.Error(), saidentity.TokenPolicyName) {
+		t.Fatalf("a token of %d s: %v, want Forbidden by %s", long, lastErr, saidentity.TokenPolicyName)
+	}
+	within := int64(saidentity.MaxExpiration / time.Second)
+	got, err := sas.CreateToken(ctx, saidentity.Name(consumerID), tokenRequest(within), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token of %d s: %v", within, err)
+	}
+	if d := time.Until(got.Status.ExpirationTimestamp.Time); d > saidentity.MaxExpiration {
+		t.Fatalf("token lives %s", d)
+	}
+	// Tokens of other ServiceAccounts are not the policy's business.
+	other := int64((48 * time.Hour) / time.Second)
+	if _, err := provider.client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", tokenRequest(other), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("admin's token for default/default: %v", err)
+	}
+}

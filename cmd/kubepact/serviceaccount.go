@@ -33,6 +33,7 @@ func serviceAccountProviderPorts(cl *cluster) saidentity.ProviderPorts {
 		Namespaces:      kube.NewNamespaces(cl.client),
 		ServiceAccounts: kube.NewServiceAccounts(cl.client),
 		RBAC:            kube.NewServiceAccountRBAC(cl.client),
+		Admission:       kube.NewAdmission(cl.client),
 	}
 }
 
