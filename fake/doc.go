@@ -51,4 +51,8 @@
 //     certificate, and models no proxy and no anonymous request.
 //   - KeyStore, Keyring and the Cluster print redacted: they hold private
 //     keys.
+//   - ServiceAccounts issues unsigned JWTs with a ServiceAccount token's
+//     claims, which only its TokenClient authenticates; ServiceAccountRBAC
+//     evaluates Roles as well as ClusterRoles; Admission stores policies and
+//     enforces none (it evaluates no CEL).
 package fake
