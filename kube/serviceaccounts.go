@@ -9,6 +9,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,14 +91,20 @@ func requestToken(ctx context.Context, c kubernetes.Interface, namespace, name s
 // permissions it grants (or bind and escalate).
 type ServiceAccountRBAC struct {
 	client kubernetes.Interface
-	*RBAC
+	rbac   *RBAC
 }
 
 var _ saidentity.Binder = (*ServiceAccountRBAC)(nil)
 
 // NewServiceAccountRBAC returns a ServiceAccountRBAC using client.
 func NewServiceAccountRBAC(client kubernetes.Interface) *ServiceAccountRBAC {
-	return &ServiceAccountRBAC{client: client, RBAC: NewRBAC(client)}
+	return &ServiceAccountRBAC{client: client, rbac: NewRBAC(client)}
+}
+
+// Allowed asks the API server with one SubjectAccessReview, as RBAC's
+// Allowed does.
+func (a *ServiceAccountRBAC) Allowed(ctx context.Context, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, error) {
+	return a.rbac.Allowed(ctx, user, groups, attrs)
 }
 
 // foreign returns a *saidentity.ForeignError when the object get reads
@@ -135,7 +142,7 @@ func (a *ServiceAccountRBAC) Grant(ctx context.Context, g saidentity.Grants) err
 	if _, err := rbacAPI.Roles(g.Role.Namespace).Apply(ctx, role, applyOptions(true)); err != nil {
 		return wrap(err, "applying", "Role", g.Role.Namespace, g.Role.Name)
 	}
-	if err := a.ApplyRoleBinding(ctx, g.RoleBinding); err != nil {
+	if err := a.rbac.ApplyRoleBinding(ctx, g.RoleBinding); err != nil {
 		return err
 	}
 	cr := rbacv1ac.ClusterRole(g.ClusterRole.Name).WithLabels(g.ClusterRole.Labels).WithRules(rulesAC(g.ClusterRole.Rules)...)

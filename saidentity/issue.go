@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -44,9 +45,15 @@ type Identity struct {
 
 // String prints the consumer, the token's expiry and the kubeconfig,
 // redacted.
-func (id *Identity) String() string {
+func (id Identity) String() string {
 	return fmt.Sprintf("saidentity.Identity(consumer=%s %v %v)", id.ConsumerID, id.Token, id.Kubeconfig)
 }
+
+// GoString is String.
+func (id Identity) GoString() string { return id.String() }
+
+// Format makes every fmt verb print String.
+func (id Identity) Format(f fmt.State, _ rune) { io.WriteString(f, id.String()) }
 
 func (o *IssueOptions) expiration() (time.Duration, error) {
 	exp := DefaultExpiration
