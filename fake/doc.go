@@ -53,4 +53,8 @@
 //     keys. TokenStore prints redacted: it holds the shared token.
 //   - TokenStore and Secrets serve the shared-token flow (authtoken,
 //     authserver); they are not part of a Cluster.
+//   - ServiceAccounts issues unsigned JWTs with a ServiceAccount token's
+//     claims, which only its TokenClient authenticates; ServiceAccountRBAC
+//     evaluates Roles as well as ClusterRoles; Admission stores policies and
+//     enforces none (it evaluates no CEL).
 package fake

@@ -53,6 +53,14 @@
 //     an existing one (Liqo's, say): it checks that its served v1beta1
 //     schema declares every field kubepact's does, and returns a
 //     *CRDFieldMissingError (errors.Is ErrCRDIncompatible) otherwise.
+//   - ServiceAccounts, ServiceAccountRBAC, Admission, TokenRequester and
+//     KubeconfigSecrets are saidentity's ports: ServiceAccounts and their
+//     tokens (the TokenRequest API), the Role, ClusterRole and bindings of
+//     a ServiceAccount identity (refusing objects of its names without its
+//     label), the admission policy bounding token lifetimes, a
+//     TokenRequest made with a kubeconfig's own token (401, 403 and a
+//     deleted ServiceAccount wrap identity.ErrRejected), and the consumer's
+//     kubeconfig Secrets read back.
 //   - NewProviderPorts, NewConsumerPorts and EndpointFromConfig wire a
 //     Provider and a Consumer from a *rest.Config, with one shared client
 //     and rate limiter per constructor; NewProviderPorts says what QPS and

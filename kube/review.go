@@ -93,7 +93,12 @@ func (r *IdentityReviewer) Review(ctx context.Context, cfg *kubeconfig.Config) (
 	}
 	transport := utilnet.SetTransportDefaults(&http.Transport{TLSClientConfig: tlsCfg, Proxy: proxy})
 	defer transport.CloseIdleConnections()
-	client, err := kubernetes.NewForConfigAndClient(rc, &http.Client{Transport: transport, Timeout: r.timeout})
+	// The wrappers send a bearer token, for kubeconfigs that have one.
+	rt, err := rest.HTTPWrappersForConfig(rc, transport)
+	if err != nil {
+		return "", nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfigAndClient(rc, &http.Client{Transport: rt, Timeout: r.timeout})
 	if err != nil {
 		return "", nil, fmt.Errorf("kubeconfig: %w", err)
 	}

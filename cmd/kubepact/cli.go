@@ -64,6 +64,14 @@ var commands = []command{
 		"Provider: run the token authentication server (Liqo v0.4-v0.10 API)", serveCommand},
 	{"get token", "[--rotate] [flags]",
 		"Provider: print the shared authentication token, creating it when missing", getTokenCommand},
+	{"create serviceaccount-identity", "--remote-cluster-id CONSUMER [--expiration D] [--out FILE] [flags]",
+		"Provider: issue a ServiceAccount identity with an expiring token, and print its kubeconfig Secret", createServiceAccountIdentityCommand},
+	{"revoke serviceaccount-identity", "--remote-cluster-id CONSUMER [flags]",
+		"Provider: delete a consumer's ServiceAccount identity; its tokens stop working", revokeServiceAccountIdentityCommand},
+	{"apply serviceaccount-identity", "FILE|- [flags]",
+		"Consumer: store the kubeconfig Secret of a ServiceAccount identity", applyServiceAccountIdentityCommand},
+	{"refresh serviceaccount-identity", "--remote-cluster-id PROVIDER [--watch] [flags]",
+		"Consumer: replace the token of a ServiceAccount identity before it expires", refreshServiceAccountIdentityCommand},
 }
 
 // run runs the command named by args and returns the exit code.
