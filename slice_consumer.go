@@ -396,4 +396,3 @@ func (c *Consumer) slicesInUse(ctx context.Context, namespace string) error {
 	}
 	return nil
 }
-

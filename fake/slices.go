@@ -11,7 +11,9 @@ var _ resourceslice.Store = (*ResourceSlices)(nil)
 
 // ResourceSlices is an in-memory resourceslice.Store. Put, which is not part
 // of the port, stores a slice whole, as a user or the replicator does.
-type ResourceSlices struct{ objects[*authv1beta1.ResourceSlice] }
+type ResourceSlices struct {
+	objects[*authv1beta1.ResourceSlice]
+}
 
 // Put stores s whole.
 func (s *ResourceSlices) Put(ctx context.Context, slice *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSlice, error) {

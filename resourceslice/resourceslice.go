@@ -318,7 +318,9 @@ func SetCondition(s *authv1beta1.ResourceSliceStatus, typ authv1beta1.ResourceSl
 	c := Condition(s, typ)
 	if c == nil {
 		s.Conditions = append(s.Conditions, authv1beta1.ResourceSliceCondition{Type: typ})
-		slices.SortFunc(s.Conditions, func(a, b authv1beta1.ResourceSliceCondition) int { return strings.Compare(string(a.Type), string(b.Type)) })
+		slices.SortFunc(s.Conditions, func(a, b authv1beta1.ResourceSliceCondition) int {
+			return strings.Compare(string(a.Type), string(b.Type))
+		})
 		c = Condition(s, typ)
 	}
 	if c.Status != status || c.LastTransitionTime.IsZero() {
