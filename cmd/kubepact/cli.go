@@ -60,6 +60,12 @@ var commands = []command{
 		"Consumer: store the provider's Identity and write the kubeconfig Secret", applyIdentityCommand},
 	{"generate key", "--out FILE [--algorithm ALG]",
 		"Write a new cluster key file (PKCS#8 PEM), for Tenants signed offline", generateKeyCommand},
+	{"create resourceslice", "NAME --remote-cluster-id PROVIDER [--class C] [--resource cpu=2,...] [flags]",
+		"Consumer: ask the provider for a ResourceSlice and its identity", createResourceSliceCommand},
+	{"get resourceslice", "[NAME] --remote-cluster-id PROVIDER [flags]",
+		"Consumer: print ResourceSlices, their conditions and Identities", getResourceSliceCommand},
+	{"delete resourceslice", "NAME --remote-cluster-id PROVIDER [flags]",
+		"Consumer: delete a ResourceSlice, its identity and its copy on the provider", deleteResourceSliceCommand},
 }
 
 // run runs the command named by args and returns the exit code.
