@@ -34,7 +34,6 @@ type sliceFlags struct {
 	timeout    *time.Duration
 }
 
-
 func addSliceFlags(f *flags) *sliceFlags {
 	return &sliceFlags{
 		cluster:    localFlags(f, consumerRole),
