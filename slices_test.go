@@ -34,6 +34,10 @@ import (
 // does: spec, in the consumer's tenant namespace there, with the provider
 // labels.
 func replicate(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) *authv1beta1.ResourceSlice {
+	return replicateB(t, p, s)
+}
+
+func replicateB(t testing.TB, p *pair, s *authv1beta1.ResourceSlice) *authv1beta1.ResourceSlice {
 	t.Helper()
 	remote := &authv1beta1.ResourceSlice{TypeMeta: s.TypeMeta, Spec: *s.Spec.DeepCopy()}
 	remote.Name, remote.Namespace = s.Name, clusterid.TenantNamespace(consumerID)
@@ -45,6 +49,10 @@ func replicate(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) *authv1beta1
 
 // createSlice builds slice name on the consumer and stores it there.
 func createSlice(t *testing.T, p *pair, name string) *authv1beta1.ResourceSlice {
+	return createSliceB(t, p, name)
+}
+
+func createSliceB(t testing.TB, p *pair, name string) *authv1beta1.ResourceSlice {
 	t.Helper()
 	s, err := p.consumer.Slice(context.Background(), providerID, name, &kubepact.SliceOptions{
 		Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
