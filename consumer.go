@@ -25,6 +25,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -43,6 +44,8 @@ type ConsumerPorts struct {
 	// before writing anything. Nil applies Identities offline, with only
 	// the checks the Identity itself allows (identity.Verify).
 	Reviewer identity.Reviewer
+	// Slices, needed only by ForgetForce, are the consumer's ResourceSlices.
+	Slices resourceslice.Store
 }
 
 // ConsumerOptions tunes a Consumer. The zero value, like a nil pointer, uses
@@ -421,6 +424,9 @@ func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 		if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
 			return stepError(StepForgetIdentity, fmt.Errorf("%w: ResourceSlice identity %s/%s still exists", ErrInUse, namespace, id.Name))
 		}
+	}
+	if err := c.slicesInUse(ctx, namespace); err != nil {
+		return stepError(StepForgetIdentity, err)
 	}
 	name := identity.ControlPlaneName(providerID)
 	for _, secret := range []string{kubeconfig.SecretName(name), nonce.SignedSecretName} {

@@ -20,6 +20,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -45,6 +46,9 @@ type ProviderPorts struct {
 	// RBAC binds the consumer's role, after checking (rbac.Reviewer) that
 	// the consumer's user name holds no privilege of its own.
 	RBAC rbac.Binder
+	// ClusterRBAC and Slices are needed only by AcceptSlice and ForgetSlice.
+	ClusterRBAC rbac.ClusterBinder
+	Slices      resourceslice.Store
 }
 
 // ProviderOptions tunes a Provider. The zero value, like a nil pointer, uses
@@ -70,6 +74,9 @@ type ProviderOptions struct {
 	// and many handshakes share the role. Zero means
 	// DefaultRecheckInterval; a negative value repeats them on every call.
 	RecheckInterval time.Duration
+	// SliceNamespaces returns the namespaces the ResourceSlices of
+	// consumerID may use; nil means the consumer's tenant namespace only.
+	SliceNamespaces func(consumerID string) []string
 }
 
 // Provider runs the provider's side of the handshake: it issues nonces and

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,10 @@ type ConsumerConfig struct {
 	// the serving certificate of a provider whose Identity has no CA (see
 	// kube.IdentityReviewerOptions).
 	RootCAs []byte
+	// ReplicationResync bounds how long a status the provider writes on a
+	// replicated ResourceSlice or Renew takes to reach the consumer; zero
+	// means DefaultReplicationResync.
+	ReplicationResync time.Duration
 }
 
 // SetupConsumer adds the consumer's reconcilers to mgr: the signed-nonce
@@ -79,6 +84,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		Identities:   kube.NewIdentityStore(uncached),
 		Secrets:      kube.NewSecretWriter(cs),
 		IdentityKeys: kube.NewKeyring(cs, keyNS),
+		Slices:       kube.NewSliceStore(uncached),
 	}
 	if !cfg.Offline {
 		rev, err := kube.NewIdentityReviewer(&kube.IdentityReviewerOptions{RootCAs: cfg.RootCAs})
@@ -106,7 +112,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		Complete(ir); err != nil {
 		return fmt.Errorf("controllers: %s: %w", IdentityControllerName, err)
 	}
-	return nil
+	return setupSliceConsumer(mgr, c, cfg)
 }
 
 // signedNonceReconciler signs the nonce of a liqo-signed-nonce Secret with

@@ -135,6 +135,23 @@
 //     namespaces) and get in ConsumerConfig.KeyNamespace (the cluster key
 //     and identity keys). The online confirmation uses only the new
 //     kubeconfig, on the provider.
+//   - ResourceSlice reconciler (provider): resourceslices: get, list,
+//     watch, patch; resourceslices/status: update; secrets: get, create,
+//     patch, delete (liqo-remote-certificate-<slice>); rolebindings and
+//     clusterrolebindings: get, create, patch, delete; clusterroles: get,
+//     create, patch, bind and escalate on liqo-virtual-kubelet-remote and
+//     liqo-virtual-kubelet-remote-clusterwide; subjectaccessreviews:
+//     create; with the CSR API as for the Tenant reconciler.
+//   - ResourceSlice reconciler and replicator (consumer): resourceslices
+//     and renews: get, list, watch, update, patch; their status: update;
+//     identities: get, list, create, patch, delete; secrets: get, create,
+//     patch, delete in tenant namespaces and in ConsumerConfig.KeyNamespace
+//     (slice keys of a Strict consumer). The replicator reaches each
+//     provider with the consumer's ControlPlane kubeconfig only, which may
+//     write resourceslices and renews in its tenant namespace there; it
+//     reads the provider's copy of every replicated object once per
+//     ConsumerConfig.ReplicationResync (no watch on the provider), so a
+//     status the provider writes reaches the consumer within that bound.
 //
 // With CacheOptions, the manager caches only Secrets labelled
 // liqo.io/remote-cluster-id, so list and watch on secrets may be limited to

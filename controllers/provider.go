@@ -107,6 +107,8 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		Signer:       signer,
 		Certificates: kube.NewCertificateCache(cs),
 		RBAC:         kube.NewRBAC(cs),
+		ClusterRBAC:  kube.NewRBAC(cs),
+		Slices:       kube.NewSliceStore(uncached),
 	}, &kubepact.ProviderOptions{
 		Policy:              cfg.Policy,
 		CertificateLifetime: cfg.CertificateLifetime,
@@ -142,7 +144,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := b.Complete(tr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", TenantControllerName, err)
 	}
-	return nil
+	return setupSliceProvider(mgr, p, workers, watchCSRs)
 }
 
 // clients returns the clients the steps' adapters use, over mgr's

@@ -151,3 +151,38 @@ func transient(err error) bool {
 	return errors.As(err, &status) || errors.As(err, &netErr) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
+
+// Reasons of the Events of the ResourceSlice reconcilers and the replicator.
+const (
+	// ReasonSliceAccepted: the provider authenticated the ResourceSlice and
+	// accepted its resources; its certificate is signed, its RBAC bound and
+	// its status filled (Normal).
+	ReasonSliceAccepted = "ResourceSliceAccepted"
+	// ReasonSliceResourcesDenied: the slice is authenticated but its
+	// resources are denied (tenant cordoned or drained, class not offered)
+	// (Normal).
+	ReasonSliceResourcesDenied = "ResourceSliceResourcesDenied"
+	// ReasonSliceDenied: the provider denied the slice's authentication
+	// (namespace, cluster IDs, Tenant, CSR, privileged group).
+	ReasonSliceDenied = "ResourceSliceDenied"
+	// ReasonSliceFailed: judging or cleaning up after the slice failed for
+	// another reason, such as an API error; it is retried.
+	ReasonSliceFailed = "ResourceSliceFailed"
+	// ReasonSliceRemoved: a deleted slice's cached certificate, and the
+	// bindings no other slice needs, were removed (Normal, provider); or
+	// its Identity, kubeconfig Secret and key (Normal, consumer).
+	ReasonSliceRemoved = "ResourceSliceRemoved"
+	// ReasonSliceIdentityApplied: the slice's Identity and kubeconfig
+	// Secret were written (Normal).
+	ReasonSliceIdentityApplied = "ResourceSliceIdentityApplied"
+	// ReasonSliceIdentityRejected: the credentials in the slice's status
+	// failed the consumer's checks (bad or foreign certificate, another
+	// endpoint, refused by the provider): nothing was written.
+	ReasonSliceIdentityRejected = "ResourceSliceIdentityRejected"
+	// ReasonInvalidSlice: the local slice is misplaced or names another
+	// consumer or provider.
+	ReasonInvalidSlice = "InvalidResourceSlice"
+	// ReasonReplicationFailed: copying an object to the provider, or its
+	// status back, failed; it is retried.
+	ReasonReplicationFailed = "ReplicationFailed"
+)

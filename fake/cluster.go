@@ -39,6 +39,7 @@ type Cluster struct {
 	Approver     *Approver
 	Signer       *Signer
 	Reviewer     *Reviewer
+	Slices       *ResourceSlices
 }
 
 // NewCluster returns an empty in-memory cluster called name.
@@ -77,6 +78,7 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 		Approver:     approver,
 		Signer:       &Signer{CA: ca},
 		Reviewer:     &Reviewer{Clock: o.Clock},
+		Slices:       &ResourceSlices{},
 	}, nil
 }
 
@@ -94,6 +96,8 @@ func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
 		Signer:       c.Signer,
 		Certificates: c.Certificates,
 		RBAC:         c.RBAC,
+		ClusterRBAC:  c.RBAC,
+		Slices:       c.Slices,
 	}
 }
 
@@ -107,6 +111,7 @@ func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts {
 		Identities:   c.Identities,
 		Secrets:      c.Secrets,
 		IdentityKeys: c.IdentityKeys,
+		Slices:       c.Slices,
 	}
 	if c.Reviewer.Serves() {
 		ports.Reviewer = c.Reviewer

@@ -39,9 +39,13 @@
 //     Faults to see how callers cope with conflicts and other failures.
 //   - RBAC answers reviews (rbac.Reviewer) from the ClusterRoles,
 //     RoleBindings and ClusterRoleBindings it holds, as Kubernetes RBAC
-//     evaluates them: ApplyClusterRoleBinding, which is not part of the
-//     port, plants grants made outside kubepact. It holds no Roles, does no
-//     aggregation and knows no bootstrap roles or system:masters.
+//     evaluates them: ApplyClusterRoleBinding (also rbac.ClusterBinder's)
+//     plants grants made outside kubepact too, and replaces a binding
+//     whole: labels others set on a ClusterRoleBinding are not kept. It
+//     holds no Roles, does no aggregation and knows no bootstrap roles or
+//     system:masters.
+//   - ResourceSlices keeps slices for resourceslice.Store; Put stores one
+//     whole, as a user or the replicator does. Nothing replicates it.
 //   - The Signer signs with a csr.LocalCA in memory; it does not model the
 //     Kubernetes CSR API's objects, garbage collection or signer caps.
 //   - Reviewer plays the API servers of the providers a Cluster reaches

@@ -102,7 +102,7 @@ func call1[T any](ctx context.Context, f *Faults, op string, fn func() (T, error
 
 // InterceptProvider returns ports that call f around every call of p's.
 func InterceptProvider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPorts {
-	return kubepact.ProviderPorts{
+	out := kubepact.ProviderPorts{
 		Namespaces:   namespacesHook{p.Namespaces, f},
 		Nonces:       noncesHook{p.Nonces, f},
 		Tenants:      tenantsHook{p.Tenants, f},
@@ -110,6 +110,13 @@ func InterceptProvider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPor
 		Certificates: cacheHook{p.Certificates, f},
 		RBAC:         rbacHook{p.RBAC, f},
 	}
+	if p.ClusterRBAC != nil {
+		out.ClusterRBAC = clusterBinderHook{p.ClusterRBAC, f}
+	}
+	if p.Slices != nil {
+		out.Slices = slicesHook{p.Slices, f}
+	}
+	return out
 }
 
 // InterceptConsumer returns ports that call f around every call of c's.
@@ -125,6 +132,9 @@ func InterceptConsumer(c kubepact.ConsumerPorts, f *Faults) kubepact.ConsumerPor
 	}
 	if c.Reviewer != nil {
 		out.Reviewer = reviewerHook{c.Reviewer, f}
+	}
+	if c.Slices != nil {
+		out.Slices = slicesHook{c.Slices, f}
 	}
 	return out
 }

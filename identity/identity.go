@@ -44,6 +44,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"net/url"
@@ -184,6 +185,10 @@ type VerifyOptions struct {
 	// Identity: the certificate must chain to one of them for client
 	// authentication, else ErrUntrusted.
 	ClientCAs *x509.CertPool
+	// Subject, when set, is the CN and O the certificate must carry instead
+	// of csr.ControlPlaneSubject(consumerID): csr.ResourceSliceSubject for
+	// the Identity of a ResourceSlice.
+	Subject *pkix.Name
 }
 
 // Verify checks, offline, that id names an https API server and that its
@@ -225,6 +230,9 @@ func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, n
 		return nil, fmt.Errorf("%w: certificate key %s, own key %s", ErrKeyMismatch, keys.Fingerprint(cert.PublicKey), keys.Fingerprint(pub))
 	}
 	want := csr.ControlPlaneSubject(consumerID)
+	if opts != nil && opts.Subject != nil {
+		want = *opts.Subject
+	}
 	if cert.Subject.CommonName != want.CommonName || !slices.Equal(cert.Subject.Organization, want.Organization) {
 		return nil, fmt.Errorf("%w: CN=%q O=%q, want CN=%q O=%q", ErrSubject,
 			cert.Subject.CommonName, cert.Subject.Organization, want.CommonName, want.Organization)

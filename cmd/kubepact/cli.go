@@ -72,6 +72,12 @@ var commands = []command{
 		"Consumer: store the kubeconfig Secret of a ServiceAccount identity", applyServiceAccountIdentityCommand},
 	{"refresh serviceaccount-identity", "--remote-cluster-id PROVIDER [--watch] [flags]",
 		"Consumer: replace the token of a ServiceAccount identity before it expires", refreshServiceAccountIdentityCommand},
+	{"create resourceslice", "NAME --remote-cluster-id PROVIDER [--class C] [--resource cpu=2,...] [flags]",
+		"Consumer: ask the provider for a ResourceSlice and its identity", createResourceSliceCommand},
+	{"get resourceslice", "[NAME] --remote-cluster-id PROVIDER [flags]",
+		"Consumer: print ResourceSlices, their conditions and Identities", getResourceSliceCommand},
+	{"delete resourceslice", "NAME --remote-cluster-id PROVIDER [flags]",
+		"Consumer: delete a ResourceSlice, its identity and its copy on the provider", deleteResourceSliceCommand},
 }
 
 // run runs the command named by args and returns the exit code.

@@ -221,6 +221,8 @@ func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact
 		Signer:       kube.NewCSRSigner(c.client, kube.NewApprover(c.client)),
 		Certificates: kube.NewCertificateCache(c.client),
 		RBAC:         kube.NewRBAC(c.client),
+		ClusterRBAC:  kube.NewRBAC(c.client),
+		Slices:       kube.NewSliceStore(c.typed),
 	}, opts)
 }
 
@@ -236,6 +238,7 @@ func (c *cluster) consumer(id string, reviewer identity.Reviewer, opts *kubepact
 		Secrets:      kube.NewSecretWriter(c.client),
 		IdentityKeys: kube.NewKeyring(c.client, c.namespace),
 		Reviewer:     reviewer,
+		Slices:       kube.NewSliceStore(c.typed),
 	}, opts)
 }
 

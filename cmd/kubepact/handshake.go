@@ -132,9 +132,13 @@ func authenticateCommand(f *flags) runFunc {
 
 func unauthenticateCommand(f *flags) runFunc {
 	pf := addPairFlags(f)
+	force := f.Bool("force", false, "provider gone for good: remove, on the consumer only, its slices, identities, kubeconfig Secrets and keys, without contacting the provider (needs --remote-cluster-id)")
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
+		}
+		if *force {
+			return forceUnauthenticate(ctx, e, pf)
 		}
 		ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
 		defer cancel()

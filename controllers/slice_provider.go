@@ -1,0 +1,153 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/resourceslice"
+)
+
+// SliceControllerName names the provider's and the consumer's ResourceSlice
+// reconcilers, and ReplicatorControllerName the consumer's replicator.
+const (
+	SliceControllerName      = "kubepact-resourceslice"
+	ReplicatorControllerName = "kubepact-replicator"
+)
+
+// setupSliceProvider adds the provider's ResourceSlice reconciler: it
+// judges the slices replicated into tenant namespaces (label
+// liqo.io/replicated), on a change of their spec, of their consumer's
+// Tenant, or of a CertificateSigningRequest of their consumer.
+func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, watchCSRs bool) error {
+	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(SliceControllerName)}
+	b := ctrl.NewControllerManagedBy(mgr).Named(SliceControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(hasLabel(resourceslice.ReplicatedLabel),
+			predicate.Or(predicate.GenerationChangedPredicate{}, deleting()))).
+		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.slicesOf(func(o client.Object) string { return o.GetName() })))
+	if watchCSRs {
+		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
+			handler.EnqueueRequestsFromMapFunc(r.slicesOf(func(o client.Object) string { return o.GetLabels()[clusterid.Label] })),
+			builder.WithPredicates(csrSettled()))
+	}
+	if err := b.Complete(r); err != nil {
+		return fmt.Errorf("controllers: %s: %w", SliceControllerName, err)
+	}
+	return nil
+}
+
+// sliceProviderReconciler runs Provider.AcceptSlice and writes the status
+// it returns; it runs Provider.ForgetSlice for a deleted slice.
+type sliceProviderReconciler struct {
+	client   client.Client
+	provider *kubepact.Provider
+	events   events.EventRecorder
+}
+
+// slicesOf maps an object naming a consumer (consumer returns its ID) to
+// the replicated slices in that consumer's tenant namespace.
+func (r *sliceProviderReconciler) slicesOf(consumer func(client.Object) string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		id := consumer(o)
+		if clusterid.Validate(id) != nil {
+			return nil
+		}
+		var list authv1beta1.ResourceSliceList
+		if err := r.client.List(ctx, &list, client.InNamespace(clusterid.TenantNamespace(id)), client.HasLabels{resourceslice.ReplicatedLabel}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i, s := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)}
+		}
+		return out
+	}
+}
+
+func (r *sliceProviderReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var s authv1beta1.ResourceSlice
+	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.DeletionTimestamp != nil {
+		return reconcile.Result{}, r.remove(ctx, &s)
+	}
+	if !controllerutil.ContainsFinalizer(&s, resourceslice.Finalizer) {
+		// Before anything is signed or bound: the finalizer is what
+		// removes them.
+		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(&s, resourceslice.Finalizer)
+		if err := r.client.Patch(ctx, &s, patch); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	status, err := r.provider.AcceptSlice(ctx, &s)
+	var denied *resourceslice.DeniedError
+	switch {
+	case errors.Is(err, csr.ErrPending):
+		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonCertificatePending, "AcceptSlice", "%v", err)
+		return reconcile.Result{}, nil
+	case err != nil && !errors.As(err, &denied):
+		reason, terminal := reasonOf(err, ReasonSliceFailed)
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "AcceptSlice", "%v", err)
+		if terminal || !transient(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if equality.Semantic.DeepEqual(&s.Status, status) {
+		return reconcile.Result{}, nil
+	}
+	s.Status = *status
+	if uerr := r.client.Status().Update(ctx, &s); uerr != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(uerr)
+	}
+	switch {
+	case denied != nil:
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceDenied, "AcceptSlice", "%v", err)
+	case !resourceslice.Accepted(status, authv1beta1.ResourceSliceConditionTypeResources):
+		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceResourcesDenied, "AcceptSlice", "%s",
+			resourceslice.Condition(status, authv1beta1.ResourceSliceConditionTypeResources).Message)
+	default:
+		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceAccepted, "AcceptSlice", "ResourceSlice status is filled")
+	}
+	return reconcile.Result{}, nil
+}
+
+// remove runs Provider.ForgetSlice for a deleted slice carrying kubepact's
+// finalizer, then removes only that finalizer.
+func (r *sliceProviderReconciler) remove(ctx context.Context, s *authv1beta1.ResourceSlice) error {
+	if !controllerutil.ContainsFinalizer(s, resourceslice.Finalizer) {
+		return nil
+	}
+	if err := r.provider.ForgetSlice(ctx, s.Namespace, s.Name); err != nil {
+		r.events.Eventf(s, nil, corev1.EventTypeWarning, ReasonSliceFailed, "ForgetSlice", "%v", err)
+		return err
+	}
+	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(s, resourceslice.Finalizer)
+	if err := r.client.Patch(ctx, s, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.events.Eventf(s, nil, corev1.EventTypeNormal, ReasonSliceRemoved, "ForgetSlice", "ResourceSlice removed: cached certificate and unneeded bindings deleted")
+	return nil
+}

@@ -1,0 +1,194 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// startSliceConsumer runs the consumer's reconcilers with a short
+// replication resync.
+func startSliceConsumer(t *testing.T, consumerID, keyNamespace string) {
+	t.Helper()
+	startManager(t, consumerEnv, func(mgr manager.Manager) error {
+		return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{
+			ClusterID: consumerID, KeyNamespace: keyNamespace, ReplicationResync: 200 * time.Millisecond,
+		})
+	})
+}
+
+// newSlice is what a user applies on the consumer: labels and class, no
+// cluster IDs, no CSR.
+func newSlice(providerID, name string) *authv1beta1.ResourceSlice {
+	return &authv1beta1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterid.TenantNamespace(providerID), Labels: resourceslice.ConsumerLabels(providerID)},
+		Spec: authv1beta1.ResourceSliceSpec{
+			Class:     authv1beta1.DefaultResourceSliceClass,
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		},
+	}
+}
+
+// waitSliceIdentity waits for the slice's Identity on the consumer and
+// returns a client of the provider made from its kubeconfig Secret.
+func waitSliceIdentity(ctx context.Context, t *testing.T, s *authv1beta1.ResourceSlice) kubernetes.Interface {
+	t.Helper()
+	var id authv1beta1.Identity
+	eventually(t, "the slice Identity of "+s.Name, func() bool {
+		err := consumerEnv.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: identity.ResourceSliceName(s.Name)}, &id)
+		return err == nil && id.Status.KubeconfigSecretRef != nil
+	})
+	require.Equal(t, authv1beta1.ResourceSliceIdentityType, id.Spec.Type)
+	require.Equal(t, s.Name, id.Labels[resourceslice.IdentityLabel])
+	require.Equal(t, authv1beta1.ResourceSliceKind, metav1.GetControllerOf(&id).Kind)
+	sec := secret(ctx, t, consumerEnv, s.Namespace, kubeconfig.SecretName(id.Name))
+	require.NotNil(t, sec)
+	cfg, err := kubeconfig.Parse(sec.Data[kubeconfig.SecretKey])
+	require.NoError(t, err)
+	rc, err := cfg.RESTConfig()
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(rc)
+	require.NoError(t, err)
+	return cs
+}
+
+// ResourceSlices end to end on two real clusters: the handshake, then
+// slices created on the consumer, completed, replicated, accepted by the
+// provider, and turned into working kubeconfigs with exactly the slice
+// RBAC; deleting them cleans up both sides.
+func TestResourceSlicesEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startProvider(t, providerID, tenant.Compatible, nil)
+	startSliceConsumer(t, consumerID, keyNS)
+	handshake(ctx, t, providerID, consumerID, keyNS, false)
+
+	tenantNS := clusterid.TenantNamespace(consumerID)
+	begin := time.Now()
+	slices := []*authv1beta1.ResourceSlice{newSlice(providerID, "slice-a"), newSlice(providerID, "slice-b")}
+	clients := map[string]kubernetes.Interface{}
+	for _, s := range slices {
+		require.NoError(t, consumerEnv.client.Create(ctx, s))
+	}
+	for _, s := range slices {
+		clients[s.Name] = waitSliceIdentity(ctx, t, s)
+	}
+	t.Logf("two slices accepted and their identities ready in %s", time.Since(begin).Round(time.Millisecond))
+
+	for _, s := range slices {
+		var local authv1beta1.ResourceSlice
+		require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(s), &local))
+		require.Equal(t, consumerID, *local.Spec.ConsumerClusterID, "completed by the consumer")
+		require.True(t, resourceslice.Accepted(&local.Status, authv1beta1.ResourceSliceConditionTypeAuthentication))
+		require.True(t, resourceslice.Accepted(&local.Status, authv1beta1.ResourceSliceConditionTypeResources))
+		var remote authv1beta1.ResourceSlice
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: s.Name}, &remote))
+		require.Equal(t, "true", remote.Labels[resourceslice.ReplicatedLabel])
+		require.Equal(t, consumerID, remote.Labels[resourceslice.OriginIDLabel])
+		require.Equal(t, local.Spec.CSR, remote.Spec.CSR)
+
+		cs := clients[s.Name]
+		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.Equal(t, csr.ResourceSliceSubject(consumerID, s.Name).CommonName, review.Status.UserInfo.Username)
+		require.Contains(t, review.Status.UserInfo.Groups, consumerID)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "from-" + s.Name}}
+		_, err = cs.CoreV1().ConfigMaps(tenantNS).Create(ctx, cm, metav1.CreateOptions{})
+		require.NoError(t, err, "allowed in its namespace")
+		_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+		require.True(t, apierrors.IsForbidden(err), "forbidden elsewhere: %v", err)
+		_, err = cs.CoreV1().Pods(tenantNS).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, metav1.CreateOptions{})
+		require.True(t, apierrors.IsForbidden(err), "no pods of its own: %v", err)
+		_, err = cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+		require.True(t, apierrors.IsForbidden(err), "no Secrets cluster-wide: %v", err)
+	}
+	_, err := providerEnv.core.RbacV1().ClusterRoleBindings().Get(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID), metav1.GetOptions{})
+	require.NoError(t, err)
+	waitEvent(ctx, t, providerEnv, tenantNS, "slice-a", corev1.EventTypeNormal, controllers.ReasonSliceAccepted)
+	waitEvent(ctx, t, consumerEnv, slices[0].Namespace, "slice-a", corev1.EventTypeNormal, controllers.ReasonSliceIdentityApplied)
+
+	// Deleting slice-a removes its Identity, Secret, copy and certificate;
+	// slice-b keeps the bindings.
+	require.NoError(t, consumerEnv.client.Delete(ctx, slices[0]))
+	eventually(t, "slice-a gone on both sides", func() bool {
+		errL := consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(slices[0]), &authv1beta1.ResourceSlice{})
+		errR := providerEnv.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "slice-a"}, &authv1beta1.ResourceSlice{})
+		return apierrors.IsNotFound(errL) && apierrors.IsNotFound(errR)
+	})
+	eventually(t, "slice-a's Identity and Secret gone", func() bool {
+		err := consumerEnv.client.Get(ctx, client.ObjectKey{Namespace: slices[0].Namespace, Name: identity.ResourceSliceName("slice-a")}, &authv1beta1.Identity{})
+		return apierrors.IsNotFound(err) && secret(ctx, t, consumerEnv, slices[0].Namespace, kubeconfig.SecretName(identity.ResourceSliceName("slice-a"))) == nil
+	})
+	require.Nil(t, secret(ctx, t, providerEnv, tenantNS, csr.CacheKey{ConsumerID: consumerID, Slice: "slice-a"}.SecretName()))
+	_, err = clients["slice-b"].CoreV1().ConfigMaps(tenantNS).Get(ctx, "from-slice-b", metav1.GetOptions{})
+	require.NoError(t, err, "slice-b still works")
+
+	require.NoError(t, consumerEnv.client.Delete(ctx, slices[1]))
+	eventually(t, "the slice bindings gone with the last slice", func() bool {
+		_, err1 := providerEnv.core.RbacV1().ClusterRoleBindings().Get(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID), metav1.GetOptions{})
+		_, err2 := providerEnv.core.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.VirtualKubeletClusterRoleName), metav1.GetOptions{})
+		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2)
+	})
+	eventually(t, "slice-b's credentials powerless", func() bool {
+		_, err := clients["slice-b"].CoreV1().ConfigMaps(tenantNS).Get(ctx, "from-slice-b", metav1.GetOptions{})
+		return apierrors.IsForbidden(err)
+	})
+}
+
+// A slice whose CSR breaks the policy is denied on the provider: nothing is
+// signed or bound, the denial reaches the consumer, and no Identity is made.
+func TestResourceSliceDeniedEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startProvider(t, providerID, tenant.Compatible, nil)
+	startSliceConsumer(t, consumerID, keyNS)
+	handshake(ctx, t, providerID, consumerID, keyNS, false)
+
+	s := newSlice(providerID, "slice-bad")
+	// A CSR for another slice's CN: the consumer keeps a CSR it is given.
+	other := newSlice(providerID, "slice-other")
+	require.NoError(t, consumerEnv.client.Create(ctx, other))
+	eventually(t, "the other slice's CSR", func() bool {
+		require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(other), other))
+		return len(other.Spec.CSR) > 0
+	})
+	require.NoError(t, consumerEnv.client.Delete(ctx, other))
+	s.Spec.CSR = other.Spec.CSR
+	require.NoError(t, consumerEnv.client.Create(ctx, s))
+	eventually(t, "the denial on the consumer", func() bool {
+		require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(s), s))
+		c := resourceslice.Condition(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication)
+		return c != nil && c.Status == authv1beta1.ResourceSliceConditionDenied
+	})
+	require.Equal(t, resourceslice.ReasonAuthenticationDenied, resourceslice.Condition(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication).Reason)
+	tenantNS := clusterid.TenantNamespace(consumerID)
+	waitEvent(ctx, t, providerEnv, tenantNS, s.Name, corev1.EventTypeWarning, controllers.ReasonSliceDenied)
+	waitEvent(ctx, t, consumerEnv, s.Namespace, s.Name, corev1.EventTypeWarning, controllers.ReasonSliceDenied)
+	require.Nil(t, secret(ctx, t, providerEnv, tenantNS, csr.CacheKey{ConsumerID: consumerID, Slice: s.Name}.SecretName()), "nothing signed")
+	require.Nil(t, secret(ctx, t, consumerEnv, s.Namespace, kubeconfig.SecretName(identity.ResourceSliceName(s.Name))))
+	require.NoError(t, consumerEnv.client.Delete(ctx, s))
+}

@@ -1,0 +1,398 @@
+package kubepact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// Steps of a ResourceSlice on the consumer.
+const (
+	StepSliceBuilt           StepName = "ResourceSlice correctly generated"
+	StepSliceIdentityApplied StepName = "ResourceSlice identity applied"
+	StepSliceIdentityRemoved StepName = "ResourceSlice identity removed"
+	StepForgetForced         StepName = "Local objects for the provider removed; the provider was not contacted"
+)
+
+var (
+	// ErrSlicePending reports a slice the provider has not answered yet,
+	// or accepted without credentials (its Resources are Denied).
+	ErrSlicePending = errors.New("resource slice has no credentials yet")
+	// ErrSliceDenied reports a slice whose Authentication the provider
+	// denied.
+	ErrSliceDenied = errors.New("provider denied the resource slice")
+)
+
+// SliceOptions tunes Consumer.Slice. The zero value, like a nil pointer,
+// asks for class "default" and no resources.
+type SliceOptions struct {
+	Class     authv1beta1.ResourceSliceClass
+	Resources corev1.ResourceList
+}
+
+// Slice ensures the consumer's tenant namespace for providerID and returns
+// the ResourceSlice name to create there: replication labels, both cluster
+// IDs, class, resources and the CSR of the slice identity. The CSR is for
+// the cluster key, as Liqo's, unless the consumer is Strict: then for a
+// fresh key of the slice identity, stored in ConsumerPorts.IdentityKeys
+// under identity.ResourceSliceName(name) before the CSR is built.
+func (c *Consumer) Slice(ctx context.Context, providerID, name string, opts *SliceOptions) (*authv1beta1.ResourceSlice, error) {
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, stepError(StepSliceBuilt, err)
+	}
+	if err := resourceslice.ValidateName(name); err != nil {
+		return nil, stepError(StepSliceBuilt, err)
+	}
+	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
+		return nil, stepError(StepConsumerNamespace, err)
+	}
+	key, err := c.sliceKey(ctx, name, true)
+	if err != nil {
+		return nil, stepError(StepSliceBuilt, err)
+	}
+	var b *resourceslice.BuildOptions
+	if opts != nil {
+		b = &resourceslice.BuildOptions{Class: opts.Class, Resources: opts.Resources}
+	}
+	s, err := resourceslice.Build(c.opts.Rand, c.id, providerID, name, key, b)
+	if err != nil {
+		return nil, stepError(StepSliceBuilt, err)
+	}
+	c.step(ctx, Step{Name: StepSliceBuilt})
+	return s, nil
+}
+
+// CompleteSlice returns a copy of the local slice s with what a slice made
+// by hand lacks: spec.consumerClusterID, spec.providerClusterID (from the
+// tenant namespace) and, when spec.csr is empty, the CSR, as Slice makes
+// them. It refuses (resourceslice.ErrMalformed) a slice outside a tenant
+// namespace or naming another consumer or provider. It reports whether it
+// changed anything.
+func (c *Consumer) CompleteSlice(ctx context.Context, s *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSlice, bool, error) {
+	providerID, err := c.sliceProvider(s)
+	if err != nil {
+		return nil, false, stepError(StepSliceBuilt, err)
+	}
+	out := s.DeepCopy()
+	changed := false
+	if out.Spec.ConsumerClusterID == nil {
+		id := c.id
+		out.Spec.ConsumerClusterID, changed = &id, true
+	}
+	if out.Spec.ProviderClusterID == nil {
+		out.Spec.ProviderClusterID, changed = &providerID, true
+	}
+	if len(out.Spec.CSR) == 0 {
+		key, err := c.sliceKey(ctx, s.Name, true)
+		if err != nil {
+			return nil, false, stepError(StepSliceBuilt, err)
+		}
+		if out.Spec.CSR, err = csr.Create(c.opts.Rand, key, csr.ResourceSliceSubject(c.id, s.Name)); err != nil {
+			return nil, false, stepError(StepSliceBuilt, err)
+		}
+		changed = true
+	}
+	return out, changed, nil
+}
+
+// sliceProvider returns the provider of the local slice s, read from its
+// namespace, checking that its spec names this consumer and that provider.
+func (c *Consumer) sliceProvider(s *authv1beta1.ResourceSlice) (string, error) {
+	if err := resourceslice.ValidateName(s.Name); err != nil {
+		return "", err
+	}
+	providerID, ok := strings.CutPrefix(s.Namespace, clusterid.TenantNamespacePrefix)
+	if !ok || clusterid.Validate(providerID) != nil {
+		return "", fmt.Errorf("%w: slice %s/%s is not in a tenant namespace", resourceslice.ErrMalformed, s.Namespace, s.Name)
+	}
+	if p := s.Spec.ProviderClusterID; p != nil && *p != providerID {
+		return "", fmt.Errorf("%w: slice %s/%s names provider %q in the tenant namespace of %q", resourceslice.ErrMalformed, s.Namespace, s.Name, *p, providerID)
+	}
+	if id := s.Spec.ConsumerClusterID; id != nil && *id != c.id {
+		return "", fmt.Errorf("%w: slice %s/%s names consumer %q, this cluster is %q", resourceslice.ErrMalformed, s.Namespace, s.Name, *id, c.id)
+	}
+	return providerID, nil
+}
+
+// sliceKey returns the TLS key of slice name's identity: its own key when
+// the consumer holds one (a Strict consumer creates it with create), else
+// the cluster key.
+func (c *Consumer) sliceKey(ctx context.Context, name string, create bool) (*keys.PrivateKey, error) {
+	if c.ports.IdentityKeys != nil {
+		if c.opts.Strict && create {
+			// Stored before the CSR is built: a retry re-uses it.
+			return keys.EnsureIn(ctx, c.ports.IdentityKeys, identity.ResourceSliceName(name), c.opts.Rand, c.opts.KeyAlgorithm)
+		}
+		own, err := c.ports.IdentityKeys.Get(ctx, identity.ResourceSliceName(name))
+		switch {
+		case err == nil:
+			return own, nil
+		case c.opts.Strict || !errors.Is(err, keys.ErrNotFound):
+			return nil, err
+		}
+	}
+	return c.clusterKey(ctx, false)
+}
+
+// ApplySliceIdentity turns the provider's answer in the status of the local
+// slice s into the slice's Identity, "resourceslice-<slice>" of type
+// ResourceSlice in s's namespace, owned by s (when s has a UID) and
+// labelled with resourceslice.IdentityLabel, and its kubeconfig Secret.
+//
+// Nothing of the status is trusted: the certificate must be for the
+// slice's key with CN and O of csr.ResourceSliceSubject (identity.Verify),
+// and the API server and CA must be those of the consumer's ControlPlane
+// Identity for the provider (ErrEndpointChanged; a slice before the
+// handshake gets identity.ErrMalformed). With ConsumerPorts.Reviewer the
+// provider is then asked who the kubeconfig authenticates as
+// (identity.ConfirmSubject). A status that fails any check writes nothing.
+//
+// When the provider denied the slice's Authentication, the slice's
+// Identity and kubeconfig Secret are removed and the error wraps
+// ErrSliceDenied; without credentials yet it wraps ErrSlicePending.
+func (c *Consumer) ApplySliceIdentity(ctx context.Context, s *authv1beta1.ResourceSlice, opts *ApplyOptions) (*Authenticated, error) {
+	providerID, err := c.sliceProvider(s)
+	if err != nil {
+		return nil, stepError(StepSliceIdentityApplied, err)
+	}
+	if cond := resourceslice.Condition(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication); cond != nil &&
+		cond.Status == authv1beta1.ResourceSliceConditionDenied {
+		if err := c.removeSliceIdentity(ctx, s.Namespace, s.Name); err != nil {
+			return nil, stepError(StepSliceIdentityRemoved, err)
+		}
+		return nil, stepError(StepSliceIdentityApplied, fmt.Errorf("%w: slice %s/%s: %s", ErrSliceDenied, s.Namespace, s.Name, truncated(cond.Message)))
+	}
+	if !resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication) || s.Status.AuthParams == nil {
+		return nil, stepError(StepSliceIdentityApplied, fmt.Errorf("%w: slice %s/%s", ErrSlicePending, s.Namespace, s.Name))
+	}
+	want := &authv1beta1.Identity{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      identity.ResourceSliceName(s.Name),
+			Namespace: s.Namespace,
+			Labels:    map[string]string{clusterid.Label: providerID, resourceslice.IdentityLabel: s.Name},
+		},
+		Spec: authv1beta1.IdentitySpec{
+			ClusterID:  providerID,
+			Type:       authv1beta1.ResourceSliceIdentityType,
+			AuthParams: *s.Status.AuthParams.DeepCopy(),
+		},
+	}
+	if s.UID != "" {
+		controller, block := true, true
+		want.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.ResourceSliceKind,
+			Name: s.Name, UID: s.UID, Controller: &controller, BlockOwnerDeletion: &block,
+		}}
+	}
+	key, err := c.sliceKey(ctx, s.Name, false)
+	if err != nil {
+		return nil, stepError(StepSliceIdentityApplied, err)
+	}
+	subject := csr.ResourceSliceSubject(c.id, s.Name)
+	verify := &identity.VerifyOptions{Subject: &subject}
+	if opts != nil {
+		verify.ClientCAs = opts.ClientCAs
+	}
+	if _, err := identity.Verify(want, c.id, key.Public(), c.opts.Clock.Now(), verify); err != nil {
+		return nil, stepError(StepSliceIdentityApplied, err)
+	}
+	cp, err := c.heldIdentity(ctx, s.Namespace, identity.ControlPlaneName(providerID))
+	if err != nil {
+		return nil, stepError(StepSliceIdentityApplied, err)
+	}
+	if cp == nil {
+		return nil, stepError(StepSliceIdentityApplied, fmt.Errorf("%w: no ControlPlane identity for provider %q to check the slice's endpoint against", identity.ErrMalformed, providerID))
+	}
+	if err := sameEndpoint(cp, want); err != nil {
+		return nil, stepError(StepSliceIdentityApplied, err)
+	}
+	cfg, err := kubeconfig.FromIdentity(want, key)
+	if err != nil {
+		return nil, stepError(StepSliceIdentityApplied, err)
+	}
+	data, err := cfg.Marshal()
+	if err != nil {
+		return nil, stepError(StepSliceIdentityApplied, err)
+	}
+	if c.ports.Reviewer != nil {
+		if err := identity.ConfirmSubject(ctx, c.ports.Reviewer, cfg, subject); err != nil {
+			return nil, stepError(StepSliceIdentityApplied, err)
+		}
+	}
+	stored, err := c.ports.Identities.Apply(ctx, want)
+	if err != nil {
+		return nil, stepError(StepSliceIdentityApplied, err)
+	}
+	secret := kubeconfig.Secret(stored, data)
+	if err := c.ports.Secrets.Write(ctx, secret); err != nil {
+		return nil, stepError(StepKubeconfigWritten, err)
+	}
+	stored.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret.Name}
+	if stored, err = c.ports.Identities.Apply(ctx, stored); err != nil {
+		return nil, stepError(StepIdentityStatus, err)
+	}
+	c.step(ctx, Step{Name: StepSliceIdentityApplied})
+	return &Authenticated{Identity: stored, Secret: secret, Kubeconfig: cfg}, nil
+}
+
+// truncated bounds a provider-written message quoted in an error.
+func truncated(s string) string {
+	if len(s) > 256 {
+		return s[:256] + "…"
+	}
+	return s
+}
+
+// removeSliceIdentity deletes the Identity of slice name in namespace and
+// its kubeconfig Secret.
+func (c *Consumer) removeSliceIdentity(ctx context.Context, namespace, name string) error {
+	id := identity.ResourceSliceName(name)
+	if err := c.ports.Secrets.Delete(ctx, namespace, kubeconfig.SecretName(id)); err != nil {
+		return err
+	}
+	return c.ports.Identities.Delete(ctx, namespace, id)
+}
+
+// ForgetSlice removes what the consumer holds for its slice name of
+// providerID: the slice Identity, its kubeconfig Secret and its own key.
+// The slice itself is not deleted. Forgetting an unknown slice succeeds.
+func (c *Consumer) ForgetSlice(ctx context.Context, providerID, name string) error {
+	if err := clusterid.Validate(providerID); err != nil {
+		return stepError(StepSliceIdentityRemoved, err)
+	}
+	if err := c.removeSliceIdentity(ctx, clusterid.TenantNamespace(providerID), name); err != nil {
+		return stepError(StepSliceIdentityRemoved, err)
+	}
+	if c.ports.IdentityKeys != nil {
+		if err := c.ports.IdentityKeys.Delete(ctx, identity.ResourceSliceName(name)); err != nil {
+			return stepError(StepSliceIdentityRemoved, err)
+		}
+	}
+	c.step(ctx, Step{Name: StepSliceIdentityRemoved})
+	return nil
+}
+
+// Forgotten lists what ForgetForce removed, by name, all in the consumer's
+// tenant namespace for the provider. Nothing on the provider was touched.
+type Forgotten struct {
+	ProviderID string
+	Slices     []string
+	Identities []string
+	Secrets    []string
+	Keys       []string
+}
+
+// String says what was removed and that the provider was not contacted.
+func (f *Forgotten) String() string {
+	if f == nil {
+		return "kubepact.Forgotten(<nil>)"
+	}
+	return fmt.Sprintf("removed local objects only (the provider %s was NOT contacted: its Tenant, bindings and issued certificates remain there): slices %q, identities %q, secrets %q, keys %q",
+		f.ProviderID, f.Slices, f.Identities, f.Secrets, f.Keys)
+}
+
+// ForgetForce is Forget for a provider gone for good: it removes, on the
+// consumer only, every ResourceSlice for providerID (with kubepact's
+// finalizers, so nothing waits for the provider), every slice Identity and
+// its kubeconfig Secret and key, then what Forget removes. It never
+// contacts the provider: what the provider holds (the Tenant, bindings,
+// certificates it issued, valid until they expire) stays there. It
+// returns, and logs at level 0 to the logger in ctx, what it removed. It
+// needs ConsumerPorts.Slices.
+func (c *Consumer) ForgetForce(ctx context.Context, providerID string) (*Forgotten, error) {
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, err
+	}
+	if c.ports.Slices == nil {
+		return nil, stepError(StepForgetForced, fmt.Errorf("%w: ForgetForce needs the Slices port", ErrInvalidConfig))
+	}
+	namespace := clusterid.TenantNamespace(providerID)
+	f := &Forgotten{ProviderID: providerID}
+	held, err := c.ports.Slices.List(ctx, namespace)
+	if err != nil {
+		return f, stepError(StepForgetForced, err)
+	}
+	for _, s := range held {
+		if err := c.ports.Slices.Delete(ctx, namespace, s.Name); err != nil {
+			return f, stepError(StepForgetForced, err)
+		}
+		f.Slices = append(f.Slices, s.Name)
+	}
+	ids, err := c.ports.Identities.List(ctx, namespace)
+	if err != nil {
+		return f, stepError(StepForgetForced, err)
+	}
+	for _, id := range ids {
+		if id.Spec.Type != authv1beta1.ResourceSliceIdentityType {
+			continue
+		}
+		if err := c.ports.Secrets.Delete(ctx, namespace, kubeconfig.SecretName(id.Name)); err != nil {
+			return f, stepError(StepForgetForced, err)
+		}
+		if err := c.ports.Identities.Delete(ctx, namespace, id.Name); err != nil {
+			return f, stepError(StepForgetForced, err)
+		}
+		f.Identities = append(f.Identities, id.Name)
+		f.Secrets = append(f.Secrets, kubeconfig.SecretName(id.Name))
+		if c.ports.IdentityKeys != nil {
+			if err := c.ports.IdentityKeys.Delete(ctx, id.Name); err != nil {
+				return f, stepError(StepForgetForced, err)
+			}
+			f.Keys = append(f.Keys, id.Name)
+		}
+	}
+	for _, s := range held {
+		// Keys of slices that never got an Identity.
+		if c.ports.IdentityKeys != nil && !slices.Contains(f.Keys, identity.ResourceSliceName(s.Name)) {
+			if err := c.ports.IdentityKeys.Delete(ctx, identity.ResourceSliceName(s.Name)); err != nil {
+				return f, stepError(StepForgetForced, err)
+			}
+			f.Keys = append(f.Keys, identity.ResourceSliceName(s.Name))
+		}
+	}
+	if err := c.Forget(ctx, providerID); err != nil {
+		return f, err
+	}
+	cp := identity.ControlPlaneName(providerID)
+	f.Identities = append(f.Identities, cp)
+	f.Secrets = append(f.Secrets, kubeconfig.SecretName(cp), nonce.SignedSecretName)
+	if c.ports.IdentityKeys != nil {
+		f.Keys = append(f.Keys, cp)
+	}
+	logr.FromContextOrDiscard(ctx).Info(f.String(), "cluster", c.id, "provider", providerID)
+	c.step(ctx, Step{Name: StepForgetForced})
+	return f, nil
+}
+
+// slicesInUse wraps ErrInUse when ResourceSlices exist in namespace
+// (with ConsumerPorts.Slices).
+func (c *Consumer) slicesInUse(ctx context.Context, namespace string) error {
+	if c.ports.Slices == nil {
+		return nil
+	}
+	held, err := c.ports.Slices.List(ctx, namespace)
+	if err != nil {
+		return err
+	}
+	if len(held) > 0 {
+		return fmt.Errorf("%w: ResourceSlice %s/%s still exists", ErrInUse, namespace, held[0].Name)
+	}
+	return nil
+}

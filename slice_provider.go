@@ -1,0 +1,185 @@
+package kubepact
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// Steps of a ResourceSlice on the provider.
+const (
+	StepSliceVerified StepName = "ResourceSlice authenticated"
+	StepSliceBound    StepName = "ResourceSlice permissions bound"
+	StepSliceForgot   StepName = "ResourceSlice removed from provider cluster"
+)
+
+// AcceptSlice judges the ResourceSlice s, replicated into the tenant
+// namespace of its consumer, and returns the status the provider gives it.
+// s's own status is only read for its conditions, so that
+// lastTransitionTime changes only on a transition and a slice accepted
+// before a cordon stays accepted.
+//
+// Authentication is Denied, with a *resourceslice.DeniedError returned
+// beside the status, unless resourceslice.Verify accepts s (namespace,
+// consumer and provider IDs, an accepted Tenant, the exact CSR policy and
+// key rule) and the identity the certificate would carry (user = the CSR's
+// CN, group = the consumer ID) holds no privilege (rbac.CheckUnprivileged;
+// the DeniedError then wraps rbac.ErrPrivilegedUser). Nothing is signed or
+// bound then. Resources follow resourceslice.Decide over the Tenant's
+// spec.tenantCondition. Only a slice with both conditions Accepted gets
+// credentials: its CSR is signed like the ControlPlane CSR, cached under
+// csr.CacheKey{ConsumerID, Slice}, the slice RBAC is bound for group
+// consumerID (rbac.VirtualKubeletClusterRole in each of
+// ProviderOptions.SliceNamespaces, rbac.VirtualKubeletClusterWideRole
+// cluster-wide) and status.authParams is filled. Other errors (I/O,
+// csr.ErrPending) come with a nil status: nothing is decided.
+func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSliceStatus, error) {
+	if err := p.sliceConfig(true); err != nil {
+		return nil, stepError(StepSliceVerified, err)
+	}
+	now := p.opts.Clock.Now()
+	status := &authv1beta1.ResourceSliceStatus{Conditions: s.DeepCopy().Status.Conditions}
+	wasAccepted := resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeResources)
+	deny := func(err error) (*authv1beta1.ResourceSliceStatus, error) {
+		resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
+			authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonAuthenticationDenied, err.Error(), now)
+		resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources,
+			authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonResourcesDenied, "authentication denied", now)
+		return status, stepError(StepSliceVerified, err)
+	}
+
+	var t *authv1beta1.Tenant
+	if consumerID, err := resourceslice.ConsumerOf(s.Namespace); err == nil {
+		got, err := p.ports.Tenants.Get(ctx, s.Namespace, consumerID)
+		switch {
+		case err == nil:
+			t = got
+		case !errors.Is(err, tenant.ErrNotFound):
+			return nil, stepError(StepSliceVerified, err)
+		}
+	}
+	v, err := resourceslice.Verify(s, p.id, t)
+	if err != nil {
+		return deny(err)
+	}
+	subject := v.CSR.Subject()
+	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, subject.CommonName, subject.Organization); err != nil {
+		if !errors.Is(err, rbac.ErrPrivilegedUser) {
+			return nil, stepError(StepSliceVerified, err)
+		}
+		return deny(&resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "spec.csr", Err: err})
+	}
+	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
+		authv1beta1.ResourceSliceConditionAccepted, resourceslice.ReasonAuthenticationAccepted, "authenticated", now)
+	p.step(ctx, Step{Name: StepSliceVerified})
+
+	res, why := resourceslice.Decide(s.Spec.Class, t.Spec.TenantCondition, wasAccepted)
+	reason := resourceslice.ReasonResourcesAccepted
+	if res == authv1beta1.ResourceSliceConditionDenied {
+		reason = resourceslice.ReasonResourcesDenied
+	}
+	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources, res, reason, why, now)
+	if res == authv1beta1.ResourceSliceConditionDenied {
+		return status, nil
+	}
+
+	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: v.ConsumerID, Slice: s.Name},
+		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, now)
+	if err != nil {
+		return nil, stepError(StepCertificateIssued, err)
+	}
+	if err := p.bindSlices(ctx, v.ConsumerID); err != nil {
+		return nil, stepError(StepSliceBound, err)
+	}
+	p.step(ctx, Step{Name: StepSliceBound})
+	status.AuthParams = &authv1beta1.AuthParams{
+		CA:        bytes.Clone(p.endpoint.CA),
+		SignedCRT: cert,
+		APIServer: p.endpoint.Server,
+		ProxyURL:  t.Spec.ProxyURL,
+	}
+	return status, nil
+}
+
+// sliceConfig checks that p has what slices need.
+func (p *Provider) sliceConfig(accept bool) error {
+	if p.ports.ClusterRBAC == nil || p.ports.Slices == nil {
+		return fmt.Errorf("%w: ResourceSlices need the ClusterRBAC and Slices ports", ErrInvalidConfig)
+	}
+	if accept && (p.endpoint.Server == "" || len(p.endpoint.CA) == 0) {
+		return fmt.Errorf("%w: accepting ResourceSlices needs the endpoint's server and CA", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// sliceNamespaces returns the namespaces consumerID's slices may use.
+func (p *Provider) sliceNamespaces(consumerID string) []string {
+	if p.opts.SliceNamespaces == nil {
+		return []string{clusterid.TenantNamespace(consumerID)}
+	}
+	return p.opts.SliceNamespaces(consumerID)
+}
+
+// bindSlices applies the slice ClusterRoles and binds group consumerID.
+func (p *Provider) bindSlices(ctx context.Context, consumerID string) error {
+	for _, r := range []func() *rbacv1.ClusterRole{rbac.VirtualKubeletClusterRole, rbac.VirtualKubeletClusterWideRole} {
+		if err := p.ports.RBAC.ApplyClusterRole(ctx, r()); err != nil {
+			return err
+		}
+	}
+	for _, b := range rbac.ResourceSliceRoleBindings(consumerID, rbac.VirtualKubeletClusterRoleName, p.sliceNamespaces(consumerID)) {
+		if err := p.ports.RBAC.ApplyRoleBinding(ctx, b); err != nil {
+			return err
+		}
+	}
+	return p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(consumerID))
+}
+
+// ForgetSlice removes what the provider holds for the slice
+// namespace/name: its cached certificate and, when no other slice of its
+// consumer remains in namespace (slices being deleted do not count), the
+// slice bindings of the consumer. The slice itself is not deleted.
+// Certificates already issued are not revoked: they lose their
+// permissions with the bindings. Forgetting an unknown slice succeeds.
+func (p *Provider) ForgetSlice(ctx context.Context, namespace, name string) error {
+	if err := p.sliceConfig(false); err != nil {
+		return stepError(StepSliceForgot, err)
+	}
+	consumerID, err := resourceslice.ConsumerOf(namespace)
+	if err != nil {
+		return stepError(StepSliceForgot, err)
+	}
+	if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID, Slice: name}); err != nil {
+		return stepError(StepSliceForgot, err)
+	}
+	others, err := p.ports.Slices.List(ctx, namespace)
+	if err != nil {
+		return stepError(StepSliceForgot, err)
+	}
+	for _, o := range others {
+		if o.Name != name && o.DeletionTimestamp == nil {
+			p.step(ctx, Step{Name: StepSliceForgot})
+			return nil
+		}
+	}
+	for _, ns := range p.sliceNamespaces(consumerID) {
+		if err := p.ports.RBAC.DeleteRoleBinding(ctx, ns, rbac.BindingName(rbac.VirtualKubeletClusterRoleName)); err != nil {
+			return stepError(StepSliceForgot, err)
+		}
+	}
+	if err := p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID)); err != nil {
+		return stepError(StepSliceForgot, err)
+	}
+	p.step(ctx, Step{Name: StepSliceForgot})
+	return nil
+}
