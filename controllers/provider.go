@@ -106,6 +106,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		Signer:       signer,
 		Certificates: kube.NewCertificateCache(cs),
 		RBAC:         kube.NewRBAC(cs),
+		Lifecycle:    kube.NewLifecyclePorts(cs, dyn),
 	}, &kubepact.ProviderOptions{
 		Policy:              cfg.Policy,
 		CertificateLifetime: cfg.CertificateLifetime,

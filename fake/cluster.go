@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/lifecycle"
 )
 
 // ClusterOptions tunes NewCluster. The zero value, like a nil pointer, uses
@@ -39,6 +40,8 @@ type Cluster struct {
 	Approver     *Approver
 	Signer       *Signer
 	Reviewer     *Reviewer
+	Slices       *TenantSlices
+	Revocations  *Revocations
 }
 
 // NewCluster returns an empty in-memory cluster called name.
@@ -77,6 +80,8 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 		Approver:     approver,
 		Signer:       &Signer{CA: ca},
 		Reviewer:     &Reviewer{Clock: o.Clock},
+		Slices:       &TenantSlices{},
+		Revocations:  &Revocations{},
 	}, nil
 }
 
@@ -94,7 +99,13 @@ func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
 		Signer:       c.Signer,
 		Certificates: c.Certificates,
 		RBAC:         c.RBAC,
+		Lifecycle:    c.LifecyclePorts(),
 	}
+}
+
+// LifecyclePorts returns the ports of a provider's tenant lifecycle.
+func (c *Cluster) LifecyclePorts() lifecycle.Ports {
+	return lifecycle.Ports{Conditions: c.Tenants, Slices: c.Slices, Bindings: c.RBAC, Revocations: c.Revocations}
 }
 
 // ConsumerPorts returns the ports a kubepact.Consumer needs. Reviewer is

@@ -85,6 +85,7 @@ func NewProviderPorts(cfg *rest.Config, opts *ProviderPortsOptions) (kubepact.Pr
 		Signer:       signer,
 		Certificates: NewCertificateCache(client),
 		RBAC:         NewRBAC(client),
+		Lifecycle:    NewLifecyclePorts(client, dyn),
 	}, nil
 }
 

@@ -216,6 +216,7 @@ func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact
 		Signer:       kube.NewCSRSigner(c.client, kube.NewApprover(c.client)),
 		Certificates: kube.NewCertificateCache(c.client),
 		RBAC:         kube.NewRBAC(c.client),
+		Lifecycle:    kube.NewLifecyclePorts(c.client, c.dynamic),
 	}, opts)
 }
 
