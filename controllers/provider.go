@@ -284,6 +284,9 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			"a Tenant must be named after its spec.clusterID (%q) and live in its tenant namespace", truncate(id))
 		return reconcile.Result{}, nil
 	}
+	if res, done, err := r.enforce(ctx, &t); done {
+		return res, err
+	}
 	filled := t.Status.AuthParams != nil
 	_, err := r.provider.Accept(ctx, &t)
 	switch {
@@ -298,6 +301,9 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	reason, terminal := reasonOf(err, ReasonAcceptFailed)
 	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%v", err)
+	if after := retryAfter(err, time.Now()); after > 0 {
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
 	if terminal || !transient(err) && reason == ReasonAcceptFailed {
 		return reconcile.Result{}, nil
 	}

@@ -60,6 +60,14 @@ var commands = []command{
 		"Consumer: store the provider's Identity and write the kubeconfig Secret", applyIdentityCommand},
 	{"generate key", "--out FILE [--algorithm ALG]",
 		"Write a new cluster key file (PKCS#8 PEM), for Tenants signed offline", generateKeyCommand},
+	{"cordon tenant", "--remote-cluster-id CONSUMER [flags]",
+		"Provider: accept no new ResourceSlice of a consumer (only from Active)", cordonTenantCommand},
+	{"uncordon tenant", "--remote-cluster-id CONSUMER [flags]",
+		"Provider: make a cordoned Tenant Active again", uncordonTenantCommand},
+	{"drain tenant", "--remote-cluster-id CONSUMER [flags]",
+		"Provider: delete a consumer's bindings and ResourceSlices, revoking its certificates", drainTenantCommand},
+	{"readmit tenant", "--remote-cluster-id CONSUMER [flags]",
+		"Provider: let a drained or forgotten consumer be bound again before its certificates expire", readmitTenantCommand},
 }
 
 // run runs the command named by args and returns the exit code.

@@ -1,0 +1,45 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/lifecycle"
+)
+
+// enforce brings what the provider holds for t in line with its
+// spec.tenantCondition, whoever set it (kubepact cordon, an administrator's
+// kubectl edit): Provider.Enforce. It reports done for a drained Tenant,
+// which is never accepted again; otherwise the reconcile goes on to Accept.
+func (r *tenantReconciler) enforce(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, bool, error) {
+	c := lifecycle.Condition(t.Spec.TenantCondition)
+	if err := r.provider.Enforce(ctx, t); err != nil {
+		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonEnforceFailed, "Enforce", "enforcing condition %s: %v", c, err)
+		return reconcile.Result{}, true, err
+	}
+	switch c {
+	case authv1beta1.TenantConditionDrained:
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantDrained, "Enforce",
+			"Tenant drained: its bindings, ResourceSlices and NamespaceMaps are deleted and its certificates recorded as revoked")
+		return reconcile.Result{}, true, nil
+	case authv1beta1.TenantConditionCordoned:
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantCordoned, "Enforce", "Tenant cordoned: its ResourceSlices are marked %s", lifecycle.CordonAnnotation)
+	}
+	return reconcile.Result{}, false, nil
+}
+
+// retryAfter returns when a Tenant refused because its consumer's
+// certificates were revoked may be accepted: once the record ends. Zero
+// for any other error.
+func retryAfter(err error, now time.Time) time.Duration {
+	var revoked *lifecycle.RevokedError
+	if !errors.As(err, &revoked) {
+		return 0
+	}
+	return max(revoked.Until.Sub(now), 0) + time.Second
+}
