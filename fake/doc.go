@@ -51,4 +51,11 @@
 //     certificate, and models no proxy and no anonymous request.
 //   - KeyStore, Keyring and the Cluster print redacted: they hold private
 //     keys.
+//   - The lifecycle ports (Cluster.LifecyclePorts): TenantStore.SetCondition
+//     checks the resourceVersion, as a patch with a precondition does, and
+//     TenantStore.Apply keeps the stored condition when it applies none, as
+//     a server-side apply that does not name it does. TenantSlices holds
+//     ResourceSlices planted with Put and counts NamespaceMaps
+//     (PutNamespaceMaps), deleted by DeleteAll only when ServesNamespaceMaps
+//     is set. Revocations keeps records in memory.
 package fake
