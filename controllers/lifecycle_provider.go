@@ -3,12 +3,19 @@ package controllers
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/lifecycle"
 )
 
@@ -42,4 +49,25 @@ func retryAfter(err error, now time.Time) time.Duration {
 		return 0
 	}
 	return max(revoked.Until.Sub(now), 0) + time.Second
+}
+
+// watchSlices makes a ResourceSlice created in a tenant namespace requeue
+// the Tenant of that namespace, so a slice created while the Tenant is
+// cordoned is marked too.
+func watchSlices(b *builder.Builder) *builder.Builder {
+	return b.Watches(&authv1beta1.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(tenantOfSlice),
+		builder.WithPredicates(predicate.Funcs{
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		}))
+}
+
+// tenantOfSlice maps a ResourceSlice to the Tenant of its tenant namespace.
+func tenantOfSlice(_ context.Context, o client.Object) []reconcile.Request {
+	id, ok := strings.CutPrefix(o.GetNamespace(), clusterid.TenantNamespacePrefix)
+	if !ok || clusterid.Validate(id) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: id}}}
 }

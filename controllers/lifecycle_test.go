@@ -65,6 +65,13 @@ func TestTenantConditionEdits(t *testing.T) {
 	_, err := providerEnv.core.RbacV1().RoleBindings(ns).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.NoError(t, err, "a cordoned Tenant keeps its binding")
 	require.False(t, hasEvent(ctx, t, providerEnv, ns, tn.Name, controllers.ReasonTranscriptRejected), "the cordoned Tenant is still accepted")
+	// A slice created while cordoned is marked too.
+	later := &unstructured.Unstructured{}
+	later.SetGroupVersionKind(authv1beta1.SchemeGroupVersion.WithKind(authv1beta1.ResourceSliceKind))
+	later.SetName("slice-b")
+	later.SetNamespace(ns)
+	require.NoError(t, providerEnv.client.Create(ctx, later))
+	eventually(t, "the new slice cordoned", func() bool { return cordoned(ctx, t, ns, "slice-b") })
 
 	editCondition(ctx, t, tn, authv1beta1.TenantConditionActive)
 	eventually(t, "the slice uncordoned", func() bool { return !cordoned(ctx, t, ns, "slice-a") })

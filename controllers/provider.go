@@ -135,6 +135,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
+	b = watchSlices(b)
 	if watchCSRs {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
 			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(csrSettled()))
