@@ -157,9 +157,9 @@ func (p *Provider) drain(ctx context.Context, t *authv1beta1.Tenant) error {
 }
 
 // revoke records until when the certificates issued to consumerID may be
-// valid (lifecycle.Until), when the provider ever issued one: its Tenant
-// has a certificate in its status, or one is cached. A record already
-// there is only ever extended.
+// valid (lifecycle.Until), when the provider holds one it issued: its
+// Tenant has a certificate in its status, or one is cached. A record
+// already there is only ever extended.
 func (p *Provider) revoke(ctx context.Context, consumerID, reason string) error {
 	namespace := clusterid.TenantNamespace(consumerID)
 	var known []time.Time
@@ -184,14 +184,15 @@ func (p *Provider) revoke(ctx context.Context, consumerID, reason string) error 
 	case !errors.Is(err, csr.ErrNotFound):
 		return stepError(StepRevoked, err)
 	}
+	if !issued {
+		return nil // nothing issued since the consumer was last revoked, if ever
+	}
 	prev, err := p.ports.Lifecycle.Revocations.Get(ctx, consumerID)
 	switch {
 	case err == nil:
 		known = append(known, prev.Until)
 	case !errors.Is(err, lifecycle.ErrNotFound):
 		return stepError(StepRevoked, err)
-	case !issued:
-		return nil // nothing was ever issued: nothing to revoke
 	}
 	lifetime := max(p.opts.CertificateLifetime, minIssuedLifetime)
 	r := lifecycle.Revocation{
