@@ -136,6 +136,7 @@ func TestAcceptTrustsNoStoredState(t *testing.T) {
 
 		// Had the nonce been fresh, other would be judged on its own.
 		require.NoError(t, p.provider.Forget(ctx, consumerID))
+		require.NoError(t, p.provider.Readmit(ctx, consumerID))
 		n, err = p.provider.IssueNonce(ctx, consumerID)
 		require.NoError(t, err)
 		other, err = tenant.Build(consumerID, testkeys.Generate(t, keys.Ed25519), n, nil)

@@ -21,6 +21,7 @@ import (
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
@@ -340,8 +341,13 @@ func TestUnauthenticate(t *testing.T) {
 	_, ok := p.providerCluster.RBAC.RoleBinding("liqo-tenant-cl-consumer", rbac.BindingName(rbac.ControlPlaneClusterRoleName))
 	require.False(t, ok)
 
-	// Unauthenticating again succeeds, and a new handshake works.
+	// Unauthenticating again succeeds. A new handshake is refused while the
+	// certificate issued before may be valid, and works once the provider
+	// readmits the consumer.
 	require.NoError(t, kubepact.Unauthenticate(ctx, p.consumer, p.provider))
+	_, err = kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.ErrorIs(t, err, lifecycle.ErrRevoked)
+	require.NoError(t, p.provider.Readmit(ctx, consumerID))
 	_, err = kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
 }

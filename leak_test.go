@@ -301,6 +301,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		// An expired nonce, a denied CSR. Forgotten first, so the nonce
 		// kept for the consumer's verified key is gone.
 		require.NoError(t, p.provider.Forget(ctx, consumerID))
+		require.NoError(t, p.provider.Readmit(ctx, consumerID))
 		n, err := p.provider.IssueNonce(ctx, consumerID)
 		require.NoError(t, err)
 		tn, err := p.consumer.Tenant(ctx, providerID, n, nil)

@@ -73,6 +73,7 @@ func TestLiqoConsumerReauthenticates(t *testing.T) {
 	// After unauthenticate the provider issues a new nonce; the Liqo
 	// consumer, whose liqo-signed-nonce is deleted by unauthenticate, signs it.
 	require.NoError(t, p.provider.Forget(ctx, consumerID))
+	require.NoError(t, p.provider.Readmit(ctx, consumerID))
 	liqo.signedNonce = nil
 	_, n, err := liqo.authenticate(ctx, p.provider)
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
@@ -49,6 +50,8 @@ type ProviderPorts struct {
 	// ClusterRBAC and Slices are needed only by AcceptSlice and ForgetSlice.
 	ClusterRBAC rbac.ClusterBinder
 	Slices      resourceslice.Store
+	// Lifecycle cordons, drains and revokes tenants (see Cordon, Drain).
+	Lifecycle lifecycle.Ports
 }
 
 // ProviderOptions tunes a Provider. The zero value, like a nil pointer, uses
@@ -101,7 +104,7 @@ func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts 
 		return nil, err
 	}
 	if ports.Namespaces == nil || ports.Nonces == nil || ports.Tenants == nil ||
-		ports.Signer == nil || ports.Certificates == nil || ports.RBAC == nil {
+		ports.Signer == nil || ports.Certificates == nil || ports.RBAC == nil || !ports.Lifecycle.Complete() {
 		return nil, fmt.Errorf("%w: every provider port is required", ErrInvalidConfig)
 	}
 	p := &Provider{id: clusterID, endpoint: endpoint, ports: ports}
@@ -197,7 +200,11 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
 			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
 	}
+	if err := p.admit(ctx, t); err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
 
+	t = verifiable(t)
 	digest := tenant.Digest(t)
 	e, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, nonce.Redeemer{Tenant: digest, Key: keys.Fingerprint(pub)},
 		p.opts.Clock.Now(), p.nonceOptions())
@@ -297,7 +304,8 @@ func (p *Provider) acceptedKey(ctx context.Context, consumerID, key string) (boo
 	return keys.Fingerprint(pub) == key, nil
 }
 
-// storedTenant returns the Tenant the provider stores for t: its spec, and
+// storedTenant returns the Tenant the provider stores for t: its spec but
+// its condition, and
 // only the metadata the protocol defines (name, namespace, the cluster ID
 // label, kubepact's finalizer and the transcript annotations). Owner
 // references, finalizers, labels and annotations that came with t from the
@@ -316,6 +324,9 @@ func storedTenant(t *authv1beta1.Tenant) *authv1beta1.Tenant {
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
+	// The condition is the provider's: left out, it keeps what the
+	// administrator set (or its default, Active), whatever t says.
+	stored.Spec.TenantCondition = ""
 	return stored
 }
 
@@ -330,12 +341,18 @@ func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 
 // Forget removes what the provider holds for consumerID: its Tenant, its
 // RoleBinding, its cached certificate and any pending nonce. The tenant
-// namespace stays. Forgetting an unknown consumer succeeds.
+// namespace stays. Forgetting an unknown consumer succeeds. When a
+// certificate was issued to the consumer, Forget first records it as
+// revoked (see Readmit): Accept binds the consumer again only once every
+// certificate issued to it expired, or the administrator readmits it.
 func (p *Provider) Forget(ctx context.Context, consumerID string) error {
 	if err := clusterid.Validate(consumerID); err != nil {
 		return err
 	}
 	namespace := clusterid.TenantNamespace(consumerID)
+	if err := p.revoke(ctx, consumerID, lifecycle.ReasonForgotten); err != nil {
+		return err
+	}
 	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
 		return stepError(StepForgetTenant, err)
 	}

@@ -109,6 +109,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		RBAC:         kube.NewRBAC(cs),
 		ClusterRBAC:  kube.NewRBAC(cs),
 		Slices:       kube.NewSliceStore(uncached),
+		Lifecycle:    kube.NewLifecyclePorts(cs, uncached),
 	}, &kubepact.ProviderOptions{
 		Policy:              cfg.Policy,
 		CertificateLifetime: cfg.CertificateLifetime,
@@ -137,6 +138,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
+	b = watchSlices(b)
 	if watchCSRs {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
 			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(csrSettled()))
@@ -320,6 +322,9 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			"a Tenant must be named after its spec.clusterID (%q) and live in its tenant namespace", truncate(id))
 		return reconcile.Result{}, nil
 	}
+	if res, done, err := r.enforce(ctx, &t); done {
+		return res, err
+	}
 	filled := t.Status.AuthParams != nil
 	_, err := r.provider.Accept(ctx, &t)
 	switch {
@@ -334,6 +339,9 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	reason, terminal := reasonOf(err, ReasonAcceptFailed)
 	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%v", err)
+	if after := retryAfter(err, time.Now()); after > 0 {
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
 	if terminal || !transient(err) && reason == ReasonAcceptFailed {
 		return reconcile.Result{}, nil
 	}

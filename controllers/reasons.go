@@ -12,6 +12,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
@@ -99,6 +100,24 @@ const (
 	// ReasonApplyFailed: applying the Identity failed for another reason,
 	// such as an API error or an unreachable provider; it is retried.
 	ReasonApplyFailed = "ApplyFailed"
+
+	// ReasonTenantCordoned: the Tenant is Cordoned and its ResourceSlices
+	// are marked so (Normal).
+	ReasonTenantCordoned = "TenantCordoned"
+	// ReasonTenantDrained: the Tenant is Drained: its bindings,
+	// ResourceSlices and NamespaceMaps are deleted (Normal); a drained
+	// Tenant is refused with this reason if accepted again.
+	ReasonTenantDrained = "TenantDrained"
+	// ReasonEnforceFailed: enforcing the Tenant's condition failed; it is
+	// retried.
+	ReasonEnforceFailed = "EnforceFailed"
+	// ReasonConsumerRevoked: the consumer's certificates were revoked (its
+	// Tenant was drained or deleted) and may still be valid: it is not
+	// bound again before they expire, unless the provider's administrator
+	// readmits it. The Tenant is reconciled again when the record ends.
+	ReasonConsumerRevoked = "ConsumerRevoked"
+	// ReasonTransitionRefused: a change of tenantCondition the rules refuse.
+	ReasonTransitionRefused = "TransitionRefused"
 )
 
 // reasonOf returns the Event reason for err and whether err is terminal:
@@ -107,6 +126,12 @@ const (
 func reasonOf(err error, fallback string) (string, bool) {
 	var denied *csr.DeniedError
 	switch {
+	case errors.Is(err, lifecycle.ErrRevoked):
+		return ReasonConsumerRevoked, true
+	case errors.Is(err, lifecycle.ErrDrained):
+		return ReasonTenantDrained, true
+	case errors.Is(err, lifecycle.ErrTransition):
+		return ReasonTransitionRefused, true
 	case errors.Is(err, nonce.ErrRedeemed):
 		return ReasonNonceRedeemed, true
 	case errors.Is(err, nonce.ErrExpired):

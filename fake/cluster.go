@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/lifecycle"
 )
 
 // ClusterOptions tunes NewCluster. The zero value, like a nil pointer, uses
@@ -40,6 +41,7 @@ type Cluster struct {
 	Signer       *Signer
 	Reviewer     *Reviewer
 	Slices       *ResourceSlices
+	Revocations  *Revocations
 }
 
 // NewCluster returns an empty in-memory cluster called name.
@@ -79,6 +81,7 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 		Signer:       &Signer{CA: ca},
 		Reviewer:     &Reviewer{Clock: o.Clock},
 		Slices:       &ResourceSlices{},
+		Revocations:  &Revocations{},
 	}, nil
 }
 
@@ -98,7 +101,13 @@ func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
 		RBAC:         c.RBAC,
 		ClusterRBAC:  c.RBAC,
 		Slices:       c.Slices,
+		Lifecycle:    c.LifecyclePorts(),
 	}
+}
+
+// LifecyclePorts returns the ports of a provider's tenant lifecycle.
+func (c *Cluster) LifecyclePorts() lifecycle.Ports {
+	return lifecycle.Ports{Conditions: c.Tenants, Slices: c.Slices, Bindings: c.RBAC, Revocations: c.Revocations}
 }
 
 // ConsumerPorts returns the ports a kubepact.Consumer needs. Reviewer is

@@ -61,4 +61,10 @@
 //     claims, which only its TokenClient authenticates; ServiceAccountRBAC
 //     evaluates Roles as well as ClusterRoles; Admission stores policies and
 //     enforces none (it evaluates no CEL).
+//   - The lifecycle ports (Cluster.LifecyclePorts): TenantStore.SetCondition
+//     checks the resourceVersion, as a patch with a precondition does, and
+//     TenantStore.Apply keeps the stored condition when it applies none, as
+//     a server-side apply that does not name it does. ResourceSlices counts
+//     NamespaceMaps (PutNamespaceMaps), deleted by DeleteAll only when
+//     ServesNamespaceMaps is set. Revocations keeps records in memory.
 package fake

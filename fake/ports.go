@@ -171,7 +171,9 @@ func (s *TenantStore) Get(ctx context.Context, namespace, name string) (*authv1b
 
 // Apply creates t or sets its spec and metadata over the stored Tenant's,
 // as a server-side apply does: labels, annotations, finalizers and owner
-// references others set stay. It keeps the stored status when t's is zero.
+// references others set stay. It keeps the stored status when t's is zero,
+// and the stored condition when t sets none, as a server-side apply that
+// does not name spec.tenantCondition keeps it.
 func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -180,6 +182,9 @@ func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 	return s.applyOwned(t, func(prev, next *authv1beta1.Tenant, _ owners) {
 		if keep {
 			next.Status = *prev.Status.DeepCopy()
+		}
+		if next.Spec.TenantCondition == "" {
+			next.Spec.TenantCondition = prev.Spec.TenantCondition
 		}
 	}), nil
 }

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"sync"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/resourceslice"
@@ -9,10 +10,17 @@ import (
 
 var _ resourceslice.Store = (*ResourceSlices)(nil)
 
-// ResourceSlices is an in-memory resourceslice.Store. Put, which is not part
-// of the port, stores a slice whole, as a user or the replicator does.
+// ResourceSlices is an in-memory resourceslice.Store and lifecycle.Slices.
+// Put, which is not part of the ports, stores a slice whole, as a user or
+// the replicator does. NamespaceMaps counts the NamespaceMaps of each
+// namespace (PutNamespaceMaps plants them), which DeleteAll deletes when
+// ServesNamespaceMaps is set.
 type ResourceSlices struct {
 	objects[*authv1beta1.ResourceSlice]
+
+	mapsMu              sync.Mutex
+	ServesNamespaceMaps bool
+	namespaceMaps       map[string]int
 }
 
 // Put stores s whole.

@@ -240,6 +240,7 @@ func TestBesideLiqo(t *testing.T) {
 		Signer:       kube.NewCSRSigner(pc, kube.NewApprover(pc)),
 		Certificates: kube.NewCertificateCache(pc),
 		RBAC:         kube.NewRBAC(pc),
+		Lifecycle:    kube.NewLifecyclePorts(pc, prov.typed),
 	}, nil)
 	require.NoError(t, err)
 	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{

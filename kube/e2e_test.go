@@ -37,6 +37,7 @@ func newProvider(t testing.TB, id string) *kubepact.Provider {
 		Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
 		Certificates: kube.NewCertificateCache(c),
 		RBAC:         kube.NewRBAC(c),
+		Lifecycle:    kube.NewLifecyclePorts(c, provider.typed),
 	}, nil)
 	require.NoError(t, err)
 	return p
@@ -230,6 +231,7 @@ func TestStrictAuthenticateEndToEnd(t *testing.T) {
 		Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
 		Certificates: kube.NewCertificateCache(c),
 		RBAC:         kube.NewRBAC(c),
+		Lifecycle:    kube.NewLifecyclePorts(c, provider.typed),
 	}, &kubepact.ProviderOptions{Policy: tenant.Strict})
 	require.NoError(t, err)
 	cc := consumer.client

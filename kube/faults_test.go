@@ -67,6 +67,7 @@ func TestLostResponseAtEveryRequest(t *testing.T) {
 		p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
 			Namespaces: kube.NewNamespaces(pc), Nonces: kube.NewNonceStore(pc), Tenants: kube.NewTenantStore(pd),
 			Signer: kube.NewCSRSigner(pc, kube.NewApprover(pc)), Certificates: kube.NewCertificateCache(pc), RBAC: kube.NewRBAC(pc),
+			Lifecycle: kube.NewLifecyclePorts(pc, pd),
 		}, nil)
 		require.NoError(t, err)
 		c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{

@@ -70,7 +70,7 @@ func NewProviderPorts(cfg *rest.Config, opts *ProviderPortsOptions) (kubepact.Pr
 	if opts != nil {
 		o = *opts
 	}
-	client, dyn, err := newClients(cfg, o.QPS, o.Burst)
+	client, typed, err := newClients(cfg, o.QPS, o.Burst)
 	if err != nil {
 		return kubepact.ProviderPorts{}, fmt.Errorf("provider ports: %w", err)
 	}
@@ -81,10 +81,11 @@ func NewProviderPorts(cfg *rest.Config, opts *ProviderPortsOptions) (kubepact.Pr
 	return kubepact.ProviderPorts{
 		Namespaces:   NewNamespaces(client),
 		Nonces:       NewNonceStore(client),
-		Tenants:      NewTenantStore(dyn),
+		Tenants:      NewTenantStore(typed),
 		Signer:       signer,
 		Certificates: NewCertificateCache(client),
 		RBAC:         NewRBAC(client),
+		Lifecycle:    NewLifecyclePorts(client, typed),
 	}, nil
 }
 
@@ -129,14 +130,14 @@ func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.Co
 	if o.KeyNamespace == "" {
 		o.KeyNamespace = keys.DefaultNamespace
 	}
-	client, dyn, err := newClients(cfg, o.QPS, o.Burst)
+	client, typed, err := newClients(cfg, o.QPS, o.Burst)
 	if err != nil {
 		return kubepact.ConsumerPorts{}, fmt.Errorf("consumer ports: %w", err)
 	}
 	ports := kubepact.ConsumerPorts{
 		Namespaces:   NewNamespaces(client),
 		Keys:         NewKeyStore(client, o.KeyNamespace),
-		Identities:   NewIdentityStore(dyn),
+		Identities:   NewIdentityStore(typed),
 		Secrets:      NewSecretWriter(client),
 		IdentityKeys: NewKeyring(client, o.KeyNamespace),
 	}

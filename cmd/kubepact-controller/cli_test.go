@@ -110,8 +110,10 @@ func TestCLIAgainstControllers(t *testing.T) {
 			requireKubeconfigWorks(ctx, t, providerID, consumerID)
 			runCLI(t, "", append([]string{"unauthenticate", "--kubeconfig", consumerKubeconfig, "--remote-kubeconfig", providerKubeconfig}, ids...)...)
 
-			// Offline: files moved by hand.
+			// Offline: files moved by hand. The consumer forgotten above is
+			// readmitted first: its certificate may still be valid.
 			onProvider := []string{"--kubeconfig", providerKubeconfig, "--cluster-id", providerID}
+			runCLI(t, "", append([]string{"readmit", "tenant", "--remote-cluster-id", consumerID}, onProvider...)...)
 			onConsumer := []string{"--kubeconfig", consumerKubeconfig, "--cluster-id", consumerID}
 			n := strings.TrimSpace(runCLI(t, "", append([]string{"create", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...))
 			tn := runCLI(t, "", append([]string{"generate", "tenant", "--remote-cluster-id", providerID, "--nonce", n}, onConsumer...)...)
@@ -126,6 +128,7 @@ func TestCLIAgainstControllers(t *testing.T) {
 			_, found, _ := unstructured.NestedString(tenant.Object, "status", "tenantNamespace")
 			require.True(t, found, "the Tenant's status")
 			runCLI(t, "", append([]string{"unauthenticate", "--kubeconfig", consumerKubeconfig, "--remote-kubeconfig", providerKubeconfig}, ids...)...)
+			runCLI(t, "", append([]string{"readmit", "tenant", "--remote-cluster-id", consumerID}, onProvider...)...)
 			p.stop()
 			c.stop()
 		})

@@ -78,6 +78,14 @@ var commands = []command{
 		"Consumer: print ResourceSlices, their conditions and Identities", getResourceSliceCommand},
 	{"delete resourceslice", "NAME --remote-cluster-id PROVIDER [flags]",
 		"Consumer: delete a ResourceSlice, its identity and its copy on the provider", deleteResourceSliceCommand},
+	{"cordon tenant", "--remote-cluster-id CONSUMER [flags]",
+		"Provider: accept no new ResourceSlice of a consumer (only from Active)", cordonTenantCommand},
+	{"uncordon tenant", "--remote-cluster-id CONSUMER [flags]",
+		"Provider: make a cordoned Tenant Active again", uncordonTenantCommand},
+	{"drain tenant", "--remote-cluster-id CONSUMER [flags]",
+		"Provider: delete a consumer's bindings and ResourceSlices, revoking its certificates", drainTenantCommand},
+	{"readmit tenant", "--remote-cluster-id CONSUMER [flags]",
+		"Provider: let a drained or forgotten consumer be bound again before its certificates expire", readmitTenantCommand},
 }
 
 // run runs the command named by args and returns the exit code.

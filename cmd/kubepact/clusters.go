@@ -223,6 +223,7 @@ func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact
 		RBAC:         kube.NewRBAC(c.client),
 		ClusterRBAC:  kube.NewRBAC(c.client),
 		Slices:       kube.NewSliceStore(c.typed),
+		Lifecycle:    kube.NewLifecyclePorts(c.client, c.typed),
 	}, opts)
 }
 

@@ -221,9 +221,10 @@ func applyTenantCommand(f *flags) runFunc {
 	}
 }
 
-// cleanTenant returns the Tenant to store for t: t's spec, labels and
-// annotations, with the name and namespace Liqo gives it, and no status
-// (which only the provider writes, when it accepts the Tenant).
+// cleanTenant returns the Tenant to store for t: t's spec but its
+// condition, t's labels and annotations, with the name and namespace Liqo
+// gives it, and no status (which only the provider writes, when it accepts
+// the Tenant).
 func cleanTenant(t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
 	if _, err := tenant.Validate(t); err != nil {
 		return nil, err
@@ -241,9 +242,13 @@ func cleanTenant(t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
 		labels = map[string]string{}
 	}
 	labels[clusterid.Label] = id
-	return &authv1beta1.Tenant{
+	out := &authv1beta1.Tenant{
 		TypeMeta:   metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.TenantKind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: maps.Clone(t.Annotations)},
 		Spec:       *t.Spec.DeepCopy(),
-	}, nil
+	}
+	// The condition is the provider's: a consumer's Tenant does not undo a
+	// cordon or a drain.
+	out.Spec.TenantCondition = ""
+	return out, nil
 }

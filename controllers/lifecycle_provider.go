@@ -1,0 +1,73 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/lifecycle"
+)
+
+// enforce brings what the provider holds for t in line with its
+// spec.tenantCondition, whoever set it (kubepact cordon, an administrator's
+// kubectl edit): Provider.Enforce. It reports done for a drained Tenant,
+// which is never accepted again; otherwise the reconcile goes on to Accept.
+func (r *tenantReconciler) enforce(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, bool, error) {
+	c := lifecycle.Condition(t.Spec.TenantCondition)
+	if err := r.provider.Enforce(ctx, t); err != nil {
+		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonEnforceFailed, "Enforce", "enforcing condition %s: %v", c, err)
+		return reconcile.Result{}, true, err
+	}
+	switch c {
+	case authv1beta1.TenantConditionDrained:
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantDrained, "Enforce",
+			"Tenant drained: its bindings, ResourceSlices and NamespaceMaps are deleted and its certificates recorded as revoked")
+		return reconcile.Result{}, true, nil
+	case authv1beta1.TenantConditionCordoned:
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantCordoned, "Enforce", "Tenant cordoned: its ResourceSlices are marked %s", lifecycle.CordonAnnotation)
+	}
+	return reconcile.Result{}, false, nil
+}
+
+// retryAfter returns when a Tenant refused because its consumer's
+// certificates were revoked may be accepted: once the record ends. Zero
+// for any other error.
+func retryAfter(err error, now time.Time) time.Duration {
+	var revoked *lifecycle.RevokedError
+	if !errors.As(err, &revoked) {
+		return 0
+	}
+	return max(revoked.Until.Sub(now), 0) + time.Second
+}
+
+// watchSlices makes a ResourceSlice created in a tenant namespace requeue
+// the Tenant of that namespace, so a slice created while the Tenant is
+// cordoned is marked too.
+func watchSlices(b *builder.Builder) *builder.Builder {
+	return b.Watches(&authv1beta1.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(tenantOfSlice),
+		builder.WithPredicates(predicate.Funcs{
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		}))
+}
+
+// tenantOfSlice maps a ResourceSlice to the Tenant of its tenant namespace.
+func tenantOfSlice(_ context.Context, o client.Object) []reconcile.Request {
+	id, ok := strings.CutPrefix(o.GetNamespace(), clusterid.TenantNamespacePrefix)
+	if !ok || clusterid.Validate(id) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: id}}}
+}

@@ -1,0 +1,65 @@
+package kube_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/lifecycle/lifecycletest"
+)
+
+func TestLifecyclePortsConformance(t *testing.T) {
+	slices := provider.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource("resourceslices"))
+	lifecycletest.Run(t, lifecycletest.Harness{New: func(t *testing.T) lifecycletest.Env {
+		c := provider.client
+		return lifecycletest.Env{
+			Ports:   kube.NewLifecyclePorts(c, provider.typed),
+			Tenants: kube.NewTenantStore(provider.typed),
+			PutSlice: func(t *testing.T, s *authv1beta1.ResourceSlice) {
+				m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
+				require.NoError(t, err)
+				_, err = slices.Namespace(s.Namespace).Create(context.Background(), &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
+				require.NoError(t, err)
+			},
+			Slices: func(t *testing.T, namespace string) []authv1beta1.ResourceSlice {
+				l, err := slices.Namespace(namespace).List(context.Background(), metav1.ListOptions{})
+				require.NoError(t, err)
+				out := make([]authv1beta1.ResourceSlice, len(l.Items))
+				for i := range l.Items {
+					require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &out[i]))
+				}
+				return out
+			},
+			PutRoleBinding: func(t *testing.T, b *rbacv1.RoleBinding) {
+				_, err := c.RbacV1().RoleBindings(b.Namespace).Create(context.Background(), b, metav1.CreateOptions{})
+				require.NoError(t, err)
+			},
+			PutClusterRoleBinding: func(t *testing.T, b *rbacv1.ClusterRoleBinding) {
+				_, err := c.RbacV1().ClusterRoleBindings().Create(context.Background(), b, metav1.CreateOptions{})
+				require.NoError(t, err)
+			},
+			BindingExists: func(t *testing.T, namespace, name string) bool {
+				var err error
+				if namespace == "" {
+					_, err = c.RbacV1().ClusterRoleBindings().Get(context.Background(), name, metav1.GetOptions{})
+				} else {
+					_, err = c.RbacV1().RoleBindings(namespace).Get(context.Background(), name, metav1.GetOptions{})
+				}
+				if apierrors.IsNotFound(err) {
+					return false
+				}
+				require.NoError(t, err)
+				return true
+			},
+			EnsureNamespace: ensureNamespace,
+		}
+	}})
+}

@@ -1,0 +1,271 @@
+package kubepact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// The steps of a tenant's lifecycle on the provider.
+const (
+	StepTenantCondition StepName = "Tenant condition set"
+	StepTenantCordoned  StepName = "ResourceSlices of the tenant cordoned"
+	StepTenantActive    StepName = "ResourceSlices of the tenant uncordoned"
+	StepTenantDrained   StepName = "Tenant drained: bindings and ResourceSlices deleted"
+	StepRevoked         StepName = "Certificates of the consumer recorded as revoked"
+	StepReadmitted      StepName = "Consumer readmitted"
+)
+
+// minIssuedLifetime is the shortest lifetime csr.CheckIssued lets a
+// certificate have, whatever was requested: the CSR API's ten minutes.
+const minIssuedLifetime = 10 * time.Minute
+
+// conditionRetries bounds how often a condition change is retried when the
+// Tenant changes under it.
+const conditionRetries = 5
+
+// Cordon sets the condition of consumerID's Tenant to Cordoned, which it
+// must be Active to allow, and marks every ResourceSlice in its tenant
+// namespace with lifecycle.CordonAnnotation: no new slice is accepted,
+// accepted ones stay. A refused change returns a *lifecycle.TransitionError;
+// an unknown consumer an error wrapping tenant.ErrNotFound.
+func (p *Provider) Cordon(ctx context.Context, consumerID string) error {
+	return p.setCondition(ctx, consumerID, authv1beta1.TenantConditionCordoned)
+}
+
+// Uncordon sets the condition of consumerID's Tenant back to Active, which
+// it must be Cordoned to allow, and removes lifecycle.CordonAnnotation from
+// its ResourceSlices. Errors are Cordon's.
+func (p *Provider) Uncordon(ctx context.Context, consumerID string) error {
+	return p.setCondition(ctx, consumerID, authv1beta1.TenantConditionActive)
+}
+
+// Drain sets the condition of consumerID's Tenant to Drained, from any
+// condition, and enforces it (see Enforce): every certificate issued to the
+// consumer is recorded as revoked, and its bindings and ResourceSlices are
+// deleted. Draining a drained Tenant again resumes a drain that failed
+// halfway. A drained Tenant is never bound again; Accept refuses it with
+// lifecycle.ErrDrained. An unknown consumer returns an error wrapping
+// tenant.ErrNotFound.
+func (p *Provider) Drain(ctx context.Context, consumerID string) error {
+	return p.setCondition(ctx, consumerID, authv1beta1.TenantConditionDrained)
+}
+
+// setCondition moves the Tenant of consumerID to condition to, checking the
+// transition against the condition it reads and writing only if the Tenant
+// did not change since, then enforces it.
+func (p *Provider) setCondition(ctx context.Context, consumerID string, to authv1beta1.TenantCondition) error {
+	if err := clusterid.Validate(consumerID); err != nil {
+		return err
+	}
+	namespace := clusterid.TenantNamespace(consumerID)
+	for attempt := 1; ; attempt++ {
+		t, err := p.ports.Tenants.Get(ctx, namespace, consumerID)
+		if err != nil {
+			return stepError(StepTenantCondition, err)
+		}
+		if err := lifecycle.Transition(t.Spec.TenantCondition, to); err != nil {
+			return stepError(StepTenantCondition, err)
+		}
+		if lifecycle.Condition(t.Spec.TenantCondition) != to {
+			err = p.ports.Lifecycle.Conditions.SetCondition(ctx, t, to)
+			if errors.Is(err, lifecycle.ErrConflict) && attempt < conditionRetries {
+				continue
+			}
+			if err != nil {
+				return stepError(StepTenantCondition, err)
+			}
+			t.Spec.TenantCondition = to
+		}
+		p.step(ctx, Step{Name: StepTenantCondition})
+		return p.Enforce(ctx, t)
+	}
+}
+
+// Enforce brings what the provider holds for the stored Tenant t in line
+// with its condition, however it was set (Cordon, or an administrator's
+// edit that the Tenant reconciler sees): Active removes
+// lifecycle.CordonAnnotation from the ResourceSlices in t's tenant
+// namespace; Cordoned adds it; Drained records every certificate issued to
+// the consumer as revoked (see Readmit), then deletes the consumer's
+// ControlPlane RoleBinding, every binding lifecycle.ConsumerBinding finds
+// for it, and its ResourceSlices and NamespaceMaps. Each is idempotent, so
+// Enforce resumes after a failure halfway. Bindings labelled for the
+// consumer that are not its own are left alone.
+func (p *Provider) Enforce(ctx context.Context, t *authv1beta1.Tenant) error {
+	consumerID := t.Spec.ClusterID
+	if err := clusterid.Validate(consumerID); err != nil || t.Name != consumerID || t.Namespace != clusterid.TenantNamespace(consumerID) {
+		return stepError(StepTenantCondition, &tenant.FieldError{Tenant: t.Name, Field: "spec.clusterID",
+			Err: fmt.Errorf("%w: a Tenant is named after its cluster ID and lives in its tenant namespace", clusterid.ErrInvalid)})
+	}
+	namespace := clusterid.TenantNamespace(consumerID)
+	switch c := lifecycle.Condition(t.Spec.TenantCondition); c {
+	case authv1beta1.TenantConditionActive, authv1beta1.TenantConditionCordoned:
+		cordoned := c == authv1beta1.TenantConditionCordoned
+		step := StepTenantActive
+		if cordoned {
+			step = StepTenantCordoned
+		}
+		if err := p.ports.Lifecycle.Slices.SetCordoned(ctx, namespace, cordoned); err != nil {
+			return stepError(step, err)
+		}
+		p.step(ctx, Step{Name: step})
+		return nil
+	case authv1beta1.TenantConditionDrained:
+		return p.drain(ctx, t)
+	default:
+		return stepError(StepTenantCondition, &tenant.FieldError{Tenant: t.Name, Field: "spec.tenantCondition",
+			Err: &lifecycle.TransitionError{From: c, To: c}})
+	}
+}
+
+// drain revokes, then removes every grant to the consumer of t.
+func (p *Provider) drain(ctx context.Context, t *authv1beta1.Tenant) error {
+	consumerID := t.Spec.ClusterID
+	namespace := clusterid.TenantNamespace(consumerID)
+	if err := p.revoke(ctx, consumerID, lifecycle.ReasonDrained); err != nil {
+		return err
+	}
+	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
+		return stepError(StepTenantDrained, err)
+	}
+	bindings, err := p.ports.Lifecycle.Bindings.ListBindings(ctx, consumerID)
+	if err != nil {
+		return stepError(StepTenantDrained, err)
+	}
+	for _, b := range bindings {
+		if !lifecycle.ConsumerBinding(b, consumerID) {
+			continue
+		}
+		if err := p.ports.Lifecycle.Bindings.DeleteBinding(ctx, b); err != nil {
+			return stepError(StepTenantDrained, err)
+		}
+	}
+	if err := p.ports.Lifecycle.Slices.DeleteAll(ctx, namespace); err != nil {
+		return stepError(StepTenantDrained, err)
+	}
+	p.step(ctx, Step{Name: StepTenantDrained})
+	return nil
+}
+
+// revoke records until when the certificates issued to consumerID may be
+// valid (lifecycle.Until), when the provider holds one it issued: its
+// Tenant has a certificate in its status, or one is cached. A record
+// already there is only ever extended.
+func (p *Provider) revoke(ctx context.Context, consumerID, reason string) error {
+	namespace := clusterid.TenantNamespace(consumerID)
+	var known []time.Time
+	issued := false
+	t, err := p.ports.Tenants.Get(ctx, namespace, consumerID)
+	switch {
+	case err == nil && t.Status.AuthParams != nil && len(t.Status.AuthParams.SignedCRT) > 0:
+		issued = true
+		if leaf, err := csr.ParseCertificate(t.Status.AuthParams.SignedCRT); err == nil {
+			known = append(known, leaf.NotAfter)
+		}
+	case err != nil && !errors.Is(err, tenant.ErrNotFound):
+		return stepError(StepRevoked, err)
+	}
+	e, err := p.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID})
+	switch {
+	case err == nil:
+		issued = true
+		if leaf, err := csr.ParseCertificate(e.Certificate); err == nil {
+			known = append(known, leaf.NotAfter)
+		}
+	case !errors.Is(err, csr.ErrNotFound):
+		return stepError(StepRevoked, err)
+	}
+	if !issued {
+		return nil // nothing issued since the consumer was last revoked, if ever
+	}
+	prev, err := p.ports.Lifecycle.Revocations.Get(ctx, consumerID)
+	switch {
+	case err == nil:
+		known = append(known, prev.Until)
+	case !errors.Is(err, lifecycle.ErrNotFound):
+		return stepError(StepRevoked, err)
+	}
+	lifetime := max(p.opts.CertificateLifetime, minIssuedLifetime)
+	r := lifecycle.Revocation{
+		ConsumerID: consumerID,
+		Until:      lifecycle.Until(p.opts.Clock.Now(), lifetime, csr.IssuedSkew, known...),
+		Reason:     reason,
+	}
+	if err == nil && r.Until.Equal(prev.Until) && prev.Reason == reason {
+		return nil
+	}
+	if err := p.ports.Lifecycle.Revocations.Put(ctx, r); err != nil {
+		return stepError(StepRevoked, err)
+	}
+	p.step(ctx, Step{Name: StepRevoked})
+	return nil
+}
+
+// Readmit deletes the revocation record of consumerID, so that a Tenant
+// for it may be bound again before every certificate issued to it earlier
+// expired: those certificates regain what the new binding grants. It is
+// the provider administrator's decision (kubepact readmit tenant). A drained
+// Tenant stays refused until it is deleted. Readmitting a consumer without
+// a record succeeds.
+func (p *Provider) Readmit(ctx context.Context, consumerID string) error {
+	if err := clusterid.Validate(consumerID); err != nil {
+		return err
+	}
+	if err := p.ports.Lifecycle.Revocations.Delete(ctx, consumerID); err != nil {
+		return stepError(StepReadmitted, err)
+	}
+	p.step(ctx, Step{Name: StepReadmitted})
+	return nil
+}
+
+// Revocation returns the revocation record of consumerID, or an error
+// wrapping lifecycle.ErrNotFound.
+func (p *Provider) Revocation(ctx context.Context, consumerID string) (lifecycle.Revocation, error) {
+	if err := clusterid.Validate(consumerID); err != nil {
+		return lifecycle.Revocation{}, err
+	}
+	return p.ports.Lifecycle.Revocations.Get(ctx, consumerID)
+}
+
+// admit refuses to bind the consumer of t when its stored Tenant is
+// drained, or a revocation record of it is still in force.
+func (p *Provider) admit(ctx context.Context, t *authv1beta1.Tenant) error {
+	consumerID := t.Spec.ClusterID
+	stored, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
+	switch {
+	case err == nil && lifecycle.Condition(stored.Spec.TenantCondition) == authv1beta1.TenantConditionDrained:
+		return fmt.Errorf("Tenant %s/%s: %w: delete it, and readmit the consumer, to bind it again", stored.Namespace, stored.Name, lifecycle.ErrDrained)
+	case err != nil && !errors.Is(err, tenant.ErrNotFound):
+		return err
+	}
+	r, err := p.ports.Lifecycle.Revocations.Get(ctx, consumerID)
+	switch {
+	case errors.Is(err, lifecycle.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	return r.Check(p.opts.Clock.Now())
+}
+
+// verifiable returns t as the consumer signed it: the condition is the
+// provider's to set, and a consumer asks for Active, so a Tenant the
+// provider cordoned or drained is verified (and its nonce redeemed) as the
+// Active Tenant it was.
+func verifiable(t *authv1beta1.Tenant) *authv1beta1.Tenant {
+	if lifecycle.Condition(t.Spec.TenantCondition) == authv1beta1.TenantConditionActive {
+		return t
+	}
+	v := t.DeepCopy()
+	v.Spec.TenantCondition = authv1beta1.TenantConditionActive
+	return v
+}
