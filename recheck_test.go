@@ -110,7 +110,7 @@ func TestAcceptWithoutRecheckIntervalChecksEveryTime(t *testing.T) {
 }
 
 // Forgetting a consumer forgets its passed check: a Tenant for the same ID
-// accepted right after is checked again.
+// accepted right after (once readmitted) is checked again.
 func TestForgetDropsThePassedCheck(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -118,6 +118,7 @@ func TestForgetDropsThePassedCheck(t *testing.T) {
 	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
 	require.NoError(t, p.provider.Forget(ctx, consumerID))
+	require.NoError(t, p.provider.Readmit(ctx, consumerID))
 	_, err = kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
 	require.Equal(t, 2*int64(len(rbac.PrivilegeProbes())), counting.asked.Load())
