@@ -32,8 +32,8 @@ func advice(err error, consumerID string) string {
 			"delete those ResourceSlices (their Identities go with them), then run unauthenticate again"
 	case errors.Is(err, lifecycle.ErrDrained):
 		return "the provider drained this consumer's Tenant; it is never bound again: the provider's administrator deletes it " +
-			"(kubepact unauthenticate) and, to bind the consumer before its old certificates expire, runs " +
-			"kubepact readmit tenant --remote-cluster-id " + consumer
+			"(kubectl delete tenant -n liqo-tenant-" + consumer + " " + consumer + ") and, to bind the consumer before its old " +
+			"certificates expire, runs kubepact readmit tenant --remote-cluster-id " + consumer
 	case errors.Is(err, lifecycle.ErrRevoked):
 		return "the provider revoked this consumer's certificates (drain or unauthenticate) and waits for them to expire; " +
 			"its administrator may lift that: kubepact readmit tenant --remote-cluster-id " + consumer
