@@ -186,6 +186,12 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // after success returns the same Identity without signing or writing
 // anything new. Nothing stored is trusted on the way: the status is rebuilt
 // from a certificate checked against the verified CSR (see csr.Issue).
+//
+// The Tenant's condition is the provider's (see Cordon, Drain): Accept
+// neither writes it nor lets it change what is verified, and before anything
+// else it refuses a consumer whose stored Tenant is drained
+// (lifecycle.ErrDrained) or whose certificates were revoked and may still
+// be valid (*lifecycle.RevokedError, see Readmit).
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	if p.endpoint.Server == "" || len(p.endpoint.CA) == 0 {
 		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's server and CA", ErrInvalidConfig))
@@ -305,9 +311,9 @@ func (p *Provider) acceptedKey(ctx context.Context, consumerID, key string) (boo
 }
 
 // storedTenant returns the Tenant the provider stores for t: its spec but
-// its condition, and
-// only the metadata the protocol defines (name, namespace, the cluster ID
-// label, kubepact's finalizer and the transcript annotations). Owner
+// its condition, and only the metadata the protocol defines (name,
+// namespace, the cluster ID label, kubepact's finalizer and the transcript
+// annotations). Owner
 // references, finalizers, labels and annotations that came with t from the
 // other cluster are not kept: an owner reference to a missing object would
 // let the garbage collector delete the Tenant.

@@ -65,6 +65,9 @@ func TestTenantConditionEdits(t *testing.T) {
 	_, err := providerEnv.core.RbacV1().RoleBindings(ns).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.NoError(t, err, "a cordoned Tenant keeps its binding")
 	require.False(t, hasEvent(ctx, t, providerEnv, ns, tn.Name, controllers.ReasonTranscriptRejected), "the cordoned Tenant is still accepted")
+	var stored authv1beta1.Tenant
+	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(tn), &stored))
+	require.Equal(t, authv1beta1.TenantConditionCordoned, stored.Spec.TenantCondition, "accepting the Tenant again keeps the condition")
 	// A slice created while cordoned is marked too.
 	later := &unstructured.Unstructured{}
 	later.SetGroupVersionKind(authv1beta1.SchemeGroupVersion.WithKind(authv1beta1.ResourceSliceKind))

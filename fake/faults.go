@@ -109,7 +109,7 @@ func InterceptProvider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPor
 		Signer:       signerHook{p.Signer, f},
 		Certificates: cacheHook{p.Certificates, f},
 		RBAC:         rbacHook{p.RBAC, f},
-		Lifecycle:    p.Lifecycle,
+		Lifecycle:    interceptLifecycle(p.Lifecycle, f),
 	}
 	if p.ClusterRBAC != nil {
 		out.ClusterRBAC = clusterBinderHook{p.ClusterRBAC, f}

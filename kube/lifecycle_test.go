@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -62,4 +63,50 @@ func TestLifecyclePortsConformance(t *testing.T) {
 			EnsureNamespace: ensureNamespace,
 		}
 	}})
+}
+
+// namespaceMapCRD is a minimal offloading.liqo.io NamespaceMap CRD, so the
+// provider serves the API a drain cleans up where Liqo is installed.
+func namespaceMapCRD() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": "namespacemaps.offloading.liqo.io"},
+		"spec": map[string]any{
+			"group": "offloading.liqo.io",
+			"names": map[string]any{"kind": "NamespaceMap", "listKind": "NamespaceMapList", "plural": "namespacemaps", "singular": "namespacemap"},
+			"scope": "Namespaced",
+			"versions": []any{map[string]any{
+				"name": "v1beta1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+			}},
+		},
+	}}
+}
+
+// Where the API server serves NamespaceMaps, DeleteAll deletes them with
+// the slices; where it does not (TestLifecyclePortsConformance), it
+// succeeds without them.
+func TestDeleteAllDeletesNamespaceMaps(t *testing.T) {
+	ctx := context.Background()
+	_, err := provider.dynamic.Resource(crdsResource).Create(ctx, namespaceMapCRD(), metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	ns := "liqo-tenant-lc-nsmaps"
+	ensureNamespace(t, ns)
+	maps := provider.dynamic.Resource(kube.NamespaceMapResource).Namespace(ns)
+	require.Eventually(t, func() bool {
+		m := &unstructured.Unstructured{}
+		m.SetAPIVersion("offloading.liqo.io/v1beta1")
+		m.SetKind("NamespaceMap")
+		m.SetName("map-a")
+		_, err := maps.Create(ctx, m, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err)
+	}, time.Minute, 100*time.Millisecond, "the NamespaceMap API is served")
+
+	require.NoError(t, kube.NewTenantSlices(provider.dynamic).DeleteAll(ctx, ns))
+	l, err := maps.List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, l.Items)
 }

@@ -230,9 +230,9 @@ type Conditions interface {
 // Slices acts on every ResourceSlice in one tenant namespace.
 //
 // SetCordoned adds CordonAnnotation with value "true" to every
-// ResourceSlice in namespace (cordoned true) or removes it (false), owning
-// only that annotation: other annotations, labels, spec and status stay. It
-// succeeds when there are no slices. DeleteAll deletes every ResourceSlice
+// ResourceSlice in namespace (cordoned true) or removes it (false), and
+// writes nothing else: other annotations, labels, spec and status stay. It
+// never creates a slice, and succeeds when there are none. DeleteAll deletes every ResourceSlice
 // in namespace and, when the API server serves offloading.liqo.io
 // NamespaceMaps, every NamespaceMap there; it succeeds when there are none
 // or the API is not served. Implementations are safe for concurrent use.

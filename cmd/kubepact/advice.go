@@ -11,6 +11,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -29,6 +30,15 @@ func advice(err error, consumerID string) string {
 	case errors.Is(err, kubepact.ErrInUse):
 		return "ResourceSlices of this consumer still hold identities on the provider: " +
 			"delete those ResourceSlices (their Identities go with them), then run unauthenticate again"
+	case errors.Is(err, lifecycle.ErrDrained):
+		return "the provider drained this consumer's Tenant; it is never bound again: the provider's administrator deletes it " +
+			"(kubectl delete tenant -n liqo-tenant-" + consumer + " " + consumer + ") and, to bind the consumer before its old " +
+			"certificates expire, runs kubepact readmit tenant --remote-cluster-id " + consumer
+	case errors.Is(err, lifecycle.ErrRevoked):
+		return "the provider revoked this consumer's certificates (drain or unauthenticate) and waits for them to expire; " +
+			"its administrator may lift that: kubepact readmit tenant --remote-cluster-id " + consumer
+	case errors.Is(err, lifecycle.ErrTransition):
+		return "cordon only an Active Tenant, uncordon only a Cordoned one; drain works from any condition"
 	case errors.Is(err, nonce.ErrRedeemed):
 		return "another Tenant already redeemed the consumer's nonce; " + newNonce
 	case errors.Is(err, nonce.ErrNotFound):

@@ -215,3 +215,11 @@ func TestCleanTenantLeavesTheConditionOut(t *testing.T) {
 	require.Empty(t, out.Spec.TenantCondition)
 	require.Equal(t, pub, out.Spec.PublicKey)
 }
+
+func TestLifecycleAdvice(t *testing.T) {
+	t.Parallel()
+	revoked := &lifecycle.RevokedError{ConsumerID: "cl-consumer", Until: time.Now(), Reason: lifecycle.ReasonDrained}
+	assert.Contains(t, advice(revoked, "cl-consumer"), "kubepact readmit tenant --remote-cluster-id cl-consumer")
+	assert.Contains(t, advice(lifecycle.ErrDrained, "cl-consumer"), "never bound again")
+	assert.Contains(t, advice(&lifecycle.TransitionError{From: "Drained", To: "Cordoned"}, ""), "cordon only an Active Tenant")
+}
