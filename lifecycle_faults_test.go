@@ -20,7 +20,7 @@ func drainable(t *testing.T) *faultyPair {
 	p := newFaultyPair(t, false)
 	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
-	p.providerCluster.Slices.Put(slice("a"))
+	_, _ = p.providerCluster.Slices.Put(context.Background(), slice("a"))
 	for _, b := range rbac.ResourceSliceRoleBindings(consumerID, "edit", []string{"offloaded-1", "offloaded-2"}) {
 		require.NoError(t, p.providerCluster.RBAC.ApplyRoleBinding(ctx, b))
 	}

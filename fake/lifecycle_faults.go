@@ -12,7 +12,7 @@ import (
 func interceptLifecycle(p lifecycle.Ports, f *Faults) lifecycle.Ports {
 	return lifecycle.Ports{
 		Conditions:  conditionsHook{p.Conditions, f},
-		Slices:      slicesHook{p.Slices, f},
+		Slices:      lifecycleSlicesHook{p.Slices, f},
 		Bindings:    bindingsHook{p.Bindings, f},
 		Revocations: revocationsHook{p.Revocations, f},
 	}
@@ -27,16 +27,16 @@ func (h conditionsHook) SetCondition(ctx context.Context, t *authv1beta1.Tenant,
 	return call(ctx, h.f, "Conditions.SetCondition", func() error { return h.next.SetCondition(ctx, t, c) })
 }
 
-type slicesHook struct {
+type lifecycleSlicesHook struct {
 	next lifecycle.Slices
 	f    *Faults
 }
 
-func (h slicesHook) SetCordoned(ctx context.Context, namespace string, cordoned bool) error {
+func (h lifecycleSlicesHook) SetCordoned(ctx context.Context, namespace string, cordoned bool) error {
 	return call(ctx, h.f, "Slices.SetCordoned", func() error { return h.next.SetCordoned(ctx, namespace, cordoned) })
 }
 
-func (h slicesHook) DeleteAll(ctx context.Context, namespace string) error {
+func (h lifecycleSlicesHook) DeleteAll(ctx context.Context, namespace string) error {
 	return call(ctx, h.f, "Slices.DeleteAll", func() error { return h.next.DeleteAll(ctx, namespace) })
 }
 

@@ -105,7 +105,7 @@ func TestDeleteAllDeletesNamespaceMaps(t *testing.T) {
 		return err == nil || apierrors.IsAlreadyExists(err)
 	}, time.Minute, 100*time.Millisecond, "the NamespaceMap API is served")
 
-	require.NoError(t, kube.NewTenantSlices(provider.dynamic).DeleteAll(ctx, ns))
+	require.NoError(t, kube.NewTenantSlices(provider.typed).DeleteAll(ctx, ns))
 	l, err := maps.List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, l.Items)
