@@ -19,6 +19,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -251,5 +252,40 @@ func (s *IdentityStore) Apply(ctx context.Context, id *authv1beta1.Identity) (*a
 // on Identities; those others put on it stay, and keep it, terminating,
 // until they remove them.
 func (s *IdentityStore) Delete(ctx context.Context, namespace, name string) error {
+	return s.crd.delete(ctx, namespace, name)
+}
+
+// RenewStore is a renewal.Store over the API server.
+type RenewStore struct {
+	crd objectStore[authv1beta1.Renew, *authv1beta1.Renew]
+}
+
+var _ renewal.Store = (*RenewStore)(nil)
+
+// NewRenewStore returns a RenewStore using client.
+func NewRenewStore(client dynamic.Interface) *RenewStore {
+	return &RenewStore{crd: objectStore[authv1beta1.Renew, *authv1beta1.Renew]{
+		client:   client,
+		resource: authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.RenewResource),
+		kind:     authv1beta1.RenewKind,
+		notFound: renewal.ErrNotFound,
+		status:   func(r *authv1beta1.Renew) any { return &r.Status },
+	}}
+}
+
+// Get returns the Renew namespace/name.
+func (s *RenewStore) Get(ctx context.Context, namespace, name string) (*authv1beta1.Renew, error) {
+	return s.crd.get(ctx, namespace, name)
+}
+
+// Apply creates r or brings the stored Renew up to it, status included.
+func (s *RenewStore) Apply(ctx context.Context, r *authv1beta1.Renew) (*authv1beta1.Renew, error) {
+	return s.crd.apply(ctx, r)
+}
+
+// Delete deletes the Renew namespace/name. kubepact puts no finalizer on
+// Renews; those others put on it stay, and keep it, terminating, until they
+// remove them.
+func (s *RenewStore) Delete(ctx context.Context, namespace, name string) error {
 	return s.crd.delete(ctx, namespace, name)
 }
