@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +56,9 @@ type ConsumerConfig struct {
 	// the serving certificate of a provider whose Identity has no CA (see
 	// kube.IdentityReviewerOptions).
 	RootCAs []byte
+	// Clock is the time certificates are judged and renewed at; nil means
+	// the real clock.
+	Clock clock.PassiveClock
 }
 
 // SetupConsumer adds the consumer's reconcilers to mgr: the signed-nonce
@@ -87,7 +91,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		}
 		ports.Reviewer = rev
 	}
-	c, err := kubepact.NewConsumer(cfg.ClusterID, ports, &kubepact.ConsumerOptions{Strict: cfg.Strict, KeyAlgorithm: cfg.KeyAlgorithm})
+	c, err := kubepact.NewConsumer(cfg.ClusterID, ports, &kubepact.ConsumerOptions{Strict: cfg.Strict, KeyAlgorithm: cfg.KeyAlgorithm, Clock: cfg.Clock})
 	if err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
 	}
@@ -106,7 +110,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		Complete(ir); err != nil {
 		return fmt.Errorf("controllers: %s: %w", IdentityControllerName, err)
 	}
-	return nil
+	return setupRenewConsumer(mgr, c, kube.NewRenewStore(dyn), cfg.Clock)
 }
 
 // signedNonceReconciler signs the nonce of a liqo-signed-nonce Secret with

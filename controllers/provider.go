@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,6 +73,9 @@ type ProviderConfig struct {
 	// zero means DefaultWorkers. An object is never reconciled by two
 	// workers at once.
 	Workers int
+	// Clock is the time certificates are judged and renewed at; nil means
+	// the real clock.
+	Clock clock.PassiveClock
 }
 
 // DefaultWorkers is the number of workers of the provider's reconcilers
@@ -107,6 +111,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		Certificates: kube.NewCertificateCache(cs),
 		RBAC:         kube.NewRBAC(cs),
 	}, &kubepact.ProviderOptions{
+		Clock:               cfg.Clock,
 		Policy:              cfg.Policy,
 		CertificateLifetime: cfg.CertificateLifetime,
 		NonceTTL:            cfg.NonceTTL,
@@ -130,7 +135,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		return fmt.Errorf("controllers: %s: %w", NonceControllerName, err)
 	}
 
-	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName)}
+	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName), clock: realClock(cfg.Clock)}
 	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
@@ -141,7 +146,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := b.Complete(tr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", TenantControllerName, err)
 	}
-	return nil
+	return setupRenewProvider(mgr, p, kube.NewRenewStore(dyn), workers, watchCSRs)
 }
 
 // clients returns the client-go clients the steps' adapters use, over
@@ -267,6 +272,7 @@ type tenantReconciler struct {
 	client   client.Client
 	provider *kubepact.Provider
 	events   events.EventRecorder
+	clock    clock.PassiveClock
 }
 
 func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -284,13 +290,13 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, nil
 	}
 	filled := t.Status.AuthParams != nil
-	_, err := r.provider.Accept(ctx, &t)
+	issued, err := r.provider.Accept(ctx, &t)
 	switch {
 	case err == nil:
 		if !filled {
 			r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonTenantAccepted, "Accept", "Tenant status is filled")
 		}
-		return reconcile.Result{}, nil
+		return renewalResult(issued, r.clock.Now()), nil
 	case errors.Is(err, csr.ErrPending):
 		r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Accept", "%v", err)
 		return reconcile.Result{}, nil

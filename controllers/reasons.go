@@ -151,3 +151,24 @@ func transient(err error) bool {
 	return errors.As(err, &status) || errors.As(err, &netErr) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
+
+// Reasons of the Events of the renewal reconcilers.
+const (
+	// ReasonRenewAnswered: the provider filled a Renew's status (Normal).
+	ReasonRenewAnswered = "RenewAnswered"
+	// ReasonRenewWaiting: the Renew's consumer has no accepted Tenant yet
+	// (Normal); the Tenant's status requeues it.
+	ReasonRenewWaiting = "RenewWaiting"
+	// ReasonInvalidRenew: the Renew is misplaced, names another consumer or
+	// identity, or its fields do not parse; it is not answered.
+	ReasonInvalidRenew = "InvalidRenew"
+	// ReasonRenewRefused: the Renew's consumer is Drained; its certificates
+	// are not renewed.
+	ReasonRenewRefused = "RenewRefused"
+	// ReasonRenewFailed: answering or applying a renewal failed for another
+	// reason, such as an API error; it is retried.
+	ReasonRenewFailed = "RenewFailed"
+	// ReasonIdentityRenewed: the consumer switched its kubeconfig to a
+	// renewed certificate (Normal).
+	ReasonIdentityRenewed = "IdentityRenewed"
+)

@@ -289,3 +289,21 @@ func (s *RenewStore) Apply(ctx context.Context, r *authv1beta1.Renew) (*authv1be
 func (s *RenewStore) Delete(ctx context.Context, namespace, name string) error {
 	return s.crd.delete(ctx, namespace, name)
 }
+
+// ApplyStatus applies the status of r alone, through the status
+// subresource, and returns what is stored. A Renew that does not exist is
+// not created: the error wraps renewal.ErrNotFound.
+func (s *RenewStore) ApplyStatus(ctx context.Context, r *authv1beta1.Renew) (*authv1beta1.Renew, error) {
+	u, err := s.crd.statusOnly(r)
+	if err != nil {
+		return nil, err
+	}
+	applied, err := s.crd.api(r.Namespace).ApplyStatus(ctx, r.Name, u, applyOptions(true))
+	if isObjectNotFound(err, r.Name) {
+		return nil, notFound(renewal.ErrNotFound, err, authv1beta1.RenewKind, r.Namespace, r.Name)
+	}
+	if err != nil {
+		return nil, wrap(err, "applying the status of", authv1beta1.RenewKind, r.Namespace, r.Name)
+	}
+	return s.crd.decode(applied)
+}
