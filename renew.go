@@ -134,7 +134,8 @@ type RenewalRequest struct {
 // for the key it holds until the renewal deadline, and from then on for a
 // fresh key, stored in ConsumerPorts.IdentityKeys under
 // renewal.NextKeyName before RenewRequest returns the CSR for it, so a
-// retry after a crash asks for the same key. The CSR of held is kept while
+// retry after a crash asks for the same key; a switch to it that a crash
+// interrupted is completed first. The CSR of held is kept while
 // it is for the key asked for, so asking again writes nothing new.
 func (c *Consumer) RenewRequest(ctx context.Context, providerID string, held *authv1beta1.Renew) (*RenewalRequest, error) {
 	if err := clusterid.Validate(providerID); err != nil {
@@ -155,6 +156,11 @@ func (c *Consumer) RenewRequest(ctx context.Context, providerID string, held *au
 	cert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
 	if err != nil {
 		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: Identity %s: %w", identity.ErrMalformed, name, err))
+	}
+	// A switch that a crash interrupted completes first: the next key
+	// becomes the identity's key, and the old one goes.
+	if err := c.promoteKey(ctx, name, cert.PublicKey); err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
 	}
 	if out.At, err = c.renewalDeadline(providerID, cert); err != nil {
 		return nil, stepError(StepCertificateRenewed, err)

@@ -467,3 +467,38 @@ func TestProviderRenewRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestStrictRenewalResumesAfterCrash: a consumer that stops after writing
+// the renewed kubeconfig and deleting the old key, before storing the new
+// key under the identity's name, keeps working, and the next renewal round
+// completes the switch.
+func TestStrictRenewalResumesAfterCrash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, renew := strictAtDeadline(t)
+	name := identity.ControlPlaneName(providerID)
+	next, err := p.consumerCluster.IdentityKeys.Get(ctx, renewal.NextKeyName(name))
+	require.NoError(t, err)
+	held, ok := p.consumerCluster.Identities.Get(clusterid.TenantNamespace(providerID), name)
+	require.True(t, ok)
+	held.Spec.AuthParams = *renew.Status.AuthParams.DeepCopy()
+	// Renewed's first steps: the switch, then the old key deleted.
+	_, err = p.consumer.Apply(ctx, providerID, held, nil)
+	require.NoError(t, err)
+	require.NoError(t, p.consumerCluster.IdentityKeys.Delete(ctx, name))
+
+	// The kubeconfig works, and applying the Identity again finds its key.
+	_, cfg := kubeconfigSecret(t, p)
+	require.True(t, keys.Equal(next.Public(), clientKey(t, cfg).Public()))
+	_, err = p.consumer.Apply(ctx, providerID, held, nil)
+	require.NoError(t, err)
+
+	_, err = p.consumer.RenewRequest(ctx, providerID, renew)
+	require.NoError(t, err)
+	cur, err := p.consumerCluster.IdentityKeys.Get(ctx, name)
+	require.NoError(t, err)
+	require.True(t, keys.Equal(next.Public(), cur.Public()), "the new key is the identity's key")
+	_, err = p.consumerCluster.IdentityKeys.Get(ctx, renewal.NextKeyName(name))
+	require.ErrorIs(t, err, keys.ErrNotFound)
+	require.Equal(t, 1, p.consumerCluster.IdentityKeys.Len())
+}
