@@ -273,3 +273,29 @@ func TestRenewalStrictFreshKey(t *testing.T) {
 	requireWorks(ctx, t, providerID, consumerID, id)
 	requireCleanup(ctx, t, consumerID, tn, id)
 }
+
+// A Renew in a consumer's tenant namespace that names another consumer, or
+// asks for a ResourceSlice identity, is refused with an Event and gets no
+// status.
+func TestRenewRefusedOnTheProvider(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	startRenewingProvider(t, providerID)
+	ensureNamespace(ctx, t, providerEnv, consumerID)
+	ns := clusterid.TenantNamespace(consumerID)
+	for _, tt := range []struct {
+		name string
+		spec authv1beta1.RenewSpec
+	}{
+		{renewal.Name(providerID), authv1beta1.RenewSpec{ConsumerClusterID: "cl-someone-else", IdentityType: authv1beta1.ControlPlaneIdentityType}},
+		{"controlplane-cl-elsewhere", authv1beta1.RenewSpec{ConsumerClusterID: consumerID, IdentityType: authv1beta1.ControlPlaneIdentityType}},
+	} {
+		rn := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: ns}, Spec: tt.spec}
+		require.NoError(t, providerEnv.client.Create(ctx, rn))
+		waitEvent(ctx, t, providerEnv, ns, tt.name, "Warning", controllers.ReasonInvalidRenew)
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(rn), rn))
+		require.Nil(t, rn.Status.AuthParams)
+		require.NoError(t, providerEnv.client.Delete(ctx, rn))
+	}
+}
