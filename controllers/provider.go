@@ -85,7 +85,9 @@ type ProviderConfig struct {
 const DefaultWorkers = 8
 
 // SetupProvider adds the provider's reconcilers to mgr: the nonce
-// reconciler (liqo-nonce Secrets) and the Tenant reconciler. mgr's scheme
+// reconciler (liqo-nonce Secrets), the Tenant reconciler, which also comes
+// back at two thirds of each certificate's lifetime to re-sign it, and the
+// Renew reconciler (renew_provider.go). mgr's scheme
 // must know the authentication.liqo.io/v1beta1 types (see NewScheme).
 func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := checkScheme(mgr); err != nil {
