@@ -100,7 +100,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	signer, watchCSRs := cfg.Signer, false
 	switch signer.(type) {
 	case nil:
-		signer = kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true})
+		signer = kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Clock: cfg.Clock})
 		watchCSRs = true
 	case *kube.CSRSigner:
 		watchCSRs = true

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -298,4 +299,73 @@ func TestRenewRefusedOnTheProvider(t *testing.T) {
 		require.Nil(t, rn.Status.AuthParams)
 		require.NoError(t, providerEnv.client.Delete(ctx, rn))
 	}
+}
+
+// The same through the Kubernetes CSR API, with the shortest lifetime it
+// issues (ten minutes, backdated five): a provider whose clock reaches two
+// thirds of the lifetime re-signs through a new CertificateSigningRequest
+// (the one that issued the first certificate still exists), and a
+// Liqo-shaped Renew carries the new certificate, which works.
+func TestRenewalThroughTheCSRAPI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	clk := clocktesting.NewFakeClock(time.Now())
+	start := func() (stop func()) {
+		return startManager(t, providerEnv, func(mgr manager.Manager) error {
+			return controllers.SetupProvider(mgr, controllers.ProviderConfig{
+				ClusterID:           providerID,
+				Endpoint:            kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+				CertificateLifetime: 10 * time.Minute,
+				Clock:               clk,
+			})
+		})
+	}
+	stop := start()
+	startConsumer(t, consumerID, keyNS)
+	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	first, err := csr.ParseCertificate(tn.Status.AuthParams.SignedCRT)
+	require.NoError(t, err)
+	require.Equal(t, 1, countCSRs(ctx, t, consumerID))
+
+	var mine authv1beta1.Renew
+	eventually(t, "the consumer's Renew", func() bool {
+		return consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), &mine) == nil
+	})
+	theirs := &authv1beta1.Renew{
+		ObjectMeta: metav1.ObjectMeta{Name: mine.Name, Namespace: tn.Namespace, Labels: map[string]string{
+			renewal.ReplicatedLabel: "true", renewal.OriginIDLabel: consumerID, clusterid.Label: consumerID,
+		}},
+		Spec: mine.Spec,
+	}
+	require.NoError(t, providerEnv.client.Create(ctx, theirs))
+	eventually(t, "the Tenant's certificate in the Renew's status", func() bool {
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(theirs), theirs))
+		return theirs.Status.AuthParams != nil && string(theirs.Status.AuthParams.SignedCRT) == string(tn.Status.AuthParams.SignedCRT)
+	})
+
+	// Two thirds in: a provider started now (or its requeue, five minutes
+	// on) re-signs.
+	stop()
+	clk.SetTime(renewal.ProviderDeadline(first).Add(time.Second))
+	start()
+	eventually(t, "a renewed certificate in the Renew's status", func() bool {
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(theirs), theirs))
+		return string(theirs.Status.AuthParams.SignedCRT) != string(tn.Status.AuthParams.SignedCRT)
+	})
+	clk.SetTime(time.Now()) // back to the API server's time: the new certificate is not due
+	renewed, err := csr.ParseCertificate(theirs.Status.AuthParams.SignedCRT)
+	require.NoError(t, err)
+	require.True(t, keys.Equal(first.PublicKey, renewed.PublicKey))
+	require.GreaterOrEqual(t, countCSRs(ctx, t, consumerID), 2, "a new CertificateSigningRequest")
+
+	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(&mine), &mine))
+	mine.Status = theirs.Status
+	require.NoError(t, consumerEnv.client.Status().Update(ctx, &mine))
+	eventually(t, "the renewed kubeconfig", func() bool {
+		return certOf(t, heldKubeconfig(ctx, t, providerID)).Equal(renewed)
+	})
+	requireWorks(ctx, t, providerID, consumerID, id)
+	requireCleanup(ctx, t, consumerID, tn, id)
 }
