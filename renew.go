@@ -46,7 +46,9 @@ var ErrNotAuthenticated = errors.New("no identity held for the provider")
 // policy of that consumer for that key (csr.ControlPlanePolicy); a
 // certificate already issued for it, in r's status or the Tenant's, is
 // returned while it is valid, since the consumer renews by changing its
-// key; otherwise the consumer's user name must hold no privilege of its own
+// key. A new key is refused before half the lifetime of the certificate
+// the consumer holds (*renewal.TooEarlyError); otherwise the consumer's user
+// name must hold no privilege of its own
 // (rbac.CheckUnprivileged), and the CSR is signed and the certificate
 // checked (csr.CheckIssued). A Signer's errors, csr.ErrPending included, are
 // returned as they are. Renew writes nothing but what the Signer does.
@@ -95,6 +97,16 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 			params.SignedCRT = bytes.Clone(held)
 			return params, nil
 		}
+	}
+	// A new key: not before half the lifetime of the certificate the
+	// consumer holds, the last one given through this Renew or else the
+	// Tenant's.
+	holds := given
+	if len(holds) == 0 {
+		holds = params.SignedCRT
+	}
+	if cert, err := csr.ParseCertificate(holds); err == nil && now.Before(cert.NotAfter) && now.Before(renewal.EarliestNewKey(cert)) {
+		return nil, stepError(StepCertificateRenewed, &renewal.TooEarlyError{Until: renewal.EarliestNewKey(cert)})
 	}
 	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
 		return nil, stepError(StepCertificateRenewed, err)

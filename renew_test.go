@@ -434,6 +434,9 @@ func TestProviderRenewRefuses(t *testing.T) {
 			_, err = p.providerCluster.Tenants.Apply(ctx, tn)
 			require.NoError(t, err)
 		}, renewal.ErrDrained},
+		{"a new key before half the lifetime", func(t *testing.T, p *pair, r *authv1beta1.Renew) {
+			p.clock.SetTime(time.Date(2026, 11, 22, 10, 1, 0, 0, time.UTC))
+		}, renewal.ErrTooEarly},
 		{"a consumer whose user holds permissions", func(t *testing.T, p *pair, r *authv1beta1.Renew) {
 			require.NoError(t, p.providerCluster.RBAC.ApplyClusterRole(ctx, &rbacv1.ClusterRole{
 				ObjectMeta: metav1.ObjectMeta{Name: "everything"},
@@ -501,4 +504,45 @@ func TestStrictRenewalResumesAfterCrash(t *testing.T) {
 	_, err = p.consumerCluster.IdentityKeys.Get(ctx, renewal.NextKeyName(name))
 	require.ErrorIs(t, err, keys.ErrNotFound)
 	require.Equal(t, 1, p.consumerCluster.IdentityKeys.Len())
+}
+
+// TestProviderRenewLimitsNewKeys: a consumer asking for key after key gets
+// one certificate, then waits half its lifetime for the next.
+func TestProviderRenewLimitsNewKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newModePair(t, tenant.Compatible, true)
+	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err)
+	req, err := p.consumer.RenewRequest(ctx, providerID, nil)
+	require.NoError(t, err)
+	p.clock.SetTime(req.At)
+	r := replicate(req.Renew)
+	signed := p.providerCluster.Signer.Signed()
+	var until time.Time
+	for i := range 5 {
+		key, err := keys.Generate(nil, keys.Ed25519)
+		require.NoError(t, err)
+		r.Spec.PublicKey, err = keys.MarshalPublicKey(key.Public())
+		require.NoError(t, err)
+		r.Spec.CSR, err = csr.Create(nil, key, csr.ControlPlaneSubject(consumerID))
+		require.NoError(t, err)
+		params, err := p.provider.Renew(ctx, r)
+		if i == 0 {
+			require.NoError(t, err)
+			r.Status.AuthParams = params
+			cert, err := csr.ParseCertificate(params.SignedCRT)
+			require.NoError(t, err)
+			until = renewal.EarliestNewKey(cert)
+			continue
+		}
+		var early *renewal.TooEarlyError
+		require.ErrorAs(t, err, &early)
+		require.Equal(t, until, early.Until)
+	}
+	require.Equal(t, signed+1, p.providerCluster.Signer.Signed(), "one certificate for five keys")
+	p.clock.SetTime(until)
+	_, err = p.provider.Renew(ctx, r)
+	require.NoError(t, err, "half-way through, a new key is signed")
+	require.Equal(t, signed+2, p.providerCluster.Signer.Signed())
 }

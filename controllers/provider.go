@@ -148,7 +148,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := b.Complete(tr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", TenantControllerName, err)
 	}
-	return setupRenewProvider(mgr, p, kube.NewRenewStore(dyn), workers, watchCSRs)
+	return setupRenewProvider(mgr, p, kube.NewRenewStore(dyn), workers, watchCSRs, cfg.Clock)
 }
 
 // clients returns the client-go clients the steps' adapters use, over

@@ -165,6 +165,9 @@ const (
 	// ReasonRenewRefused: the Renew's consumer is Drained; its certificates
 	// are not renewed.
 	ReasonRenewRefused = "RenewRefused"
+	// ReasonRenewTooEarly: the Renew asks for a new key before half the
+	// lifetime of the certificate its consumer holds; it is answered then.
+	ReasonRenewTooEarly = "RenewTooEarly"
 	// ReasonRenewFailed: answering or applying a renewal failed for another
 	// reason, such as an API error; it is retried.
 	ReasonRenewFailed = "RenewFailed"

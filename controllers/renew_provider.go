@@ -54,8 +54,9 @@ func renewalResult(id *authv1beta1.Identity, now time.Time) reconcile.Result {
 }
 
 // setupRenewProvider adds the provider's Renew reconciler to mgr.
-func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.RenewStore, workers int, watchCSRs bool) error {
-	rr := &renewProviderReconciler{client: mgr.GetClient(), provider: p, renews: renews, events: mgr.GetEventRecorder(RenewControllerName)}
+func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.RenewStore, workers int, watchCSRs bool, clk clock.PassiveClock) error {
+	rr := &renewProviderReconciler{client: mgr.GetClient(), provider: p, renews: renews, clock: realClock(clk),
+		events: mgr.GetEventRecorder(RenewControllerName)}
 	renewOf := func(namespace string) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: namespace, Name: renewal.Name(p.ClusterID())}}}
 	}
@@ -90,6 +91,7 @@ type renewProviderReconciler struct {
 	provider *kubepact.Provider
 	renews   *kube.RenewStore
 	events   events.EventRecorder
+	clock    clock.PassiveClock
 }
 
 func (r *renewProviderReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -101,7 +103,11 @@ func (r *renewProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 		return reconcile.Result{}, nil
 	}
 	params, err := r.provider.Renew(ctx, &rn)
+	var early *renewal.TooEarlyError
 	switch {
+	case errors.As(err, &early):
+		r.events.Eventf(&rn, nil, corev1.EventTypeWarning, ReasonRenewTooEarly, "Renew", "%v", err)
+		return reconcile.Result{RequeueAfter: renewal.Wait(early.Until, r.clock.Now(), MinRenewalWait)}, nil
 	case errors.Is(err, csr.ErrPending):
 		r.events.Eventf(&rn, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Renew", "%v", err)
 		return reconcile.Result{}, nil

@@ -25,6 +25,10 @@
 //
 // # Errors
 //
+// Provider.Renew refuses a new key before EarliestNewKey with a
+// *TooEarlyError, so a consumer cannot make its provider sign for key after
+// key: at most two certificates per lifetime.
+//
 // Check wraps ErrForeign for a Renew that is not the ControlPlane Renew of
 // the consumer whose tenant namespace holds it, ErrUnsupported for an
 // identity type this package does not renew, and ErrMalformed for fields
@@ -69,7 +73,33 @@ var (
 	// ErrDrained reports a Renew of a consumer whose Tenant is Drained: its
 	// certificates are not renewed.
 	ErrDrained = errors.New("the renew's consumer is drained")
+	// ErrTooEarly reports a Renew asking for a certificate for a new key
+	// before half the lifetime of the certificate it holds (see
+	// TooEarlyError).
+	ErrTooEarly = errors.New("renew asks for a new key too early")
 )
+
+// TooEarlyError reports a Renew asking for a certificate for a new key
+// before Until, half-way through the lifetime of the certificate its
+// consumer holds: a consumer renews at 70–90 %, so asking earlier is a
+// consumer making the provider sign for key after key. It wraps
+// ErrTooEarly.
+type TooEarlyError struct {
+	// Until is when the Renew may be answered.
+	Until time.Time
+}
+
+func (e *TooEarlyError) Error() string {
+	return fmt.Sprintf("%v: not before %s", ErrTooEarly, e.Until.UTC().Format(time.RFC3339))
+}
+
+func (e *TooEarlyError) Unwrap() error { return ErrTooEarly }
+
+// EarliestNewKey returns when a provider signs a certificate for a new key
+// for a consumer that holds cert: half-way through cert's lifetime.
+func EarliestNewKey(cert *x509.Certificate) time.Time {
+	return cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore) / 2)
+}
 
 // Labels of a Renew, as Liqo's CRD replicator reads and writes them.
 const (

@@ -147,3 +147,13 @@ func TestChanged(t *testing.T) {
 	require.False(t, renewal.Changed([]byte("a"), status("a")))
 	require.True(t, renewal.Changed([]byte("a"), status("b")))
 }
+
+func TestEarliestNewKey(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, epoch.Add(50*time.Hour), renewal.EarliestNewKey(certFor(100*time.Hour)))
+	err := error(&renewal.TooEarlyError{Until: epoch})
+	require.ErrorIs(t, err, renewal.ErrTooEarly)
+	var early *renewal.TooEarlyError
+	require.ErrorAs(t, err, &early)
+	require.Equal(t, epoch, early.Until)
+}
