@@ -369,3 +369,52 @@ func TestRenewalThroughTheCSRAPI(t *testing.T) {
 	requireWorks(ctx, t, providerID, consumerID, id)
 	requireCleanup(ctx, t, consumerID, tn, id)
 }
+
+// Whoever writes the status of the consumer's Renew (the provider, through
+// the replicator) cannot replace the working kubeconfig with a certificate
+// for another key: the Identity reconciler's checks refuse it, with an
+// Event, and the kubeconfig keeps working.
+func TestRenewalRefusesForeignCertificate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startRenewingProvider(t, providerID)
+	startConsumer(t, consumerID, keyNS)
+	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	held := secret(ctx, t, consumerEnv, id.Namespace, id.Status.KubeconfigSecretRef.Name)
+
+	var mine authv1beta1.Renew
+	eventually(t, "the consumer's Renew", func() bool {
+		return consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), &mine) == nil
+	})
+	other, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	req, err := csr.Create(nil, other, csr.ControlPlaneSubject(consumerID))
+	require.NoError(t, err)
+	checked, err := csr.Check(req, csr.ControlPlanePolicy(consumerID, other.Public()))
+	require.NoError(t, err)
+	foreign, err := newExactSigner(t).Sign(ctx, csr.Request{CSR: checked, Lifetime: time.Hour})
+	require.NoError(t, err)
+	params := tn.Status.AuthParams.DeepCopy()
+	params.SignedCRT = foreign
+	mine.Status.AuthParams = params
+	require.NoError(t, consumerEnv.client.Status().Update(ctx, &mine))
+
+	waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, "Warning", controllers.ReasonInvalidIdentity)
+	list, err := consumerEnv.core.EventsV1().Events(id.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var reporters []string
+	for _, ev := range list.Items {
+		if ev.Regarding.Name == id.Name && ev.Reason == controllers.ReasonInvalidIdentity {
+			reporters = append(reporters, ev.ReportingController)
+		}
+	}
+	require.Equal(t, []string{controllers.RenewalControllerName}, reporters, "refused by the renewal reconciler")
+	now := secret(ctx, t, consumerEnv, id.Namespace, id.Status.KubeconfigSecretRef.Name)
+	require.Equal(t, held.Data, now.Data, "the kubeconfig Secret is unchanged")
+	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), id))
+	require.Equal(t, tn.Status.AuthParams.SignedCRT, id.Spec.AuthParams.SignedCRT)
+	requireWorks(ctx, t, providerID, consumerID, id)
+	requireCleanup(ctx, t, consumerID, tn, id)
+}
