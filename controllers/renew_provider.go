@@ -46,7 +46,16 @@ func renewalResult(id *authv1beta1.Identity, now time.Time) reconcile.Result {
 	if id == nil {
 		return reconcile.Result{}
 	}
-	cert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
+	return requeueAtRenewal(id.Spec.AuthParams.SignedCRT, now)
+}
+
+// requeueAtRenewal brings an object back when the PEM certificate chain it
+// was issued is due for re-signing (renewal.ProviderDeadline), never sooner
+// than MinRenewalWait: the Tenant reconciler's, and any reconciler that
+// issues certificates through csr.Issue (a ResourceSlice's), which re-signs
+// from that point on.
+func requeueAtRenewal(chain []byte, now time.Time) reconcile.Result {
+	cert, err := csr.ParseCertificate(chain)
 	if err != nil {
 		return reconcile.Result{}
 	}
