@@ -37,7 +37,8 @@ type ConsumerPorts struct {
 	Keys       keys.Store
 	Identities identity.Store
 	Secrets    kubeconfig.SecretWriter
-	// IdentityKeys keeps the per-identity TLS keys of a Strict consumer.
+	// IdentityKeys keeps the per-identity TLS keys of a Strict consumer,
+	// and the key a renewal moves to (renewal.NextKeyName).
 	IdentityKeys keys.Keyring
 	// Reviewer, when set, reaches providers' API servers: Apply asks the
 	// provider who the new kubeconfig authenticates as (identity.Confirm)
