@@ -26,6 +26,7 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -37,7 +38,8 @@ type ConsumerPorts struct {
 	Keys       keys.Store
 	Identities identity.Store
 	Secrets    kubeconfig.SecretWriter
-	// IdentityKeys keeps the per-identity TLS keys of a Strict consumer.
+	// IdentityKeys keeps the per-identity TLS keys of a Strict consumer,
+	// and the key a renewal moves to (renewal.NextKeyName).
 	IdentityKeys keys.Keyring
 	// Reviewer, when set, reaches providers' API servers: Apply asks the
 	// provider who the new kubeconfig authenticates as (identity.Confirm)
@@ -79,6 +81,9 @@ type Consumer struct {
 
 	mu  sync.Mutex
 	key *keys.PrivateKey // the cluster key, once read
+
+	renewMu   sync.Mutex
+	deadlines map[string]deadline // by provider: the renewal deadline drawn for the certificate held
 }
 
 // NewConsumer returns the Consumer of cluster clusterID.
@@ -145,23 +150,36 @@ func (c *Consumer) clusterKey(ctx context.Context, create bool) (*keys.PrivateKe
 	return k, nil
 }
 
-// tlsKey returns the key of the ControlPlane identity id for providerID: for
-// a Strict consumer the identity's own key; otherwise the cluster key, unless
-// the identity has a key of its own and id's certificate is for it (its
-// Tenant was built by a Strict consumer).
+// tlsKey returns the key of the ControlPlane identity id for providerID: the
+// identity's own key, or the next key of a renewal under way
+// (renewal.NextKeyName), when id's certificate is for it; otherwise, for a
+// Strict consumer, the identity's own key, and for any other the cluster
+// key.
 func (c *Consumer) tlsKey(ctx context.Context, providerID string, id *authv1beta1.Identity) (*keys.PrivateKey, error) {
 	if c.ports.IdentityKeys == nil {
 		return c.clusterKey(ctx, false)
 	}
-	own, err := c.ports.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
-	switch {
-	case err == nil && c.opts.Strict:
-		return own, nil
-	case err == nil:
-		if cert, perr := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT); perr == nil && keys.Equal(cert.PublicKey, own.Public()) {
+	name := identity.ControlPlaneName(providerID)
+	own, err := c.ports.IdentityKeys.Get(ctx, name)
+	if err != nil && !errors.Is(err, keys.ErrNotFound) {
+		return nil, err
+	}
+	if cert, perr := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT); perr == nil {
+		if own != nil && keys.Equal(cert.PublicKey, own.Public()) {
 			return own, nil
 		}
-	case c.opts.Strict || !errors.Is(err, keys.ErrNotFound):
+		next, nerr := c.ports.IdentityKeys.Get(ctx, renewal.NextKeyName(name))
+		switch {
+		case nerr == nil && keys.Equal(cert.PublicKey, next.Public()):
+			return next, nil
+		case nerr != nil && !errors.Is(nerr, keys.ErrNotFound):
+			return nil, nerr
+		}
+	}
+	switch {
+	case own != nil && c.opts.Strict:
+		return own, nil
+	case c.opts.Strict:
 		return nil, err
 	}
 	return c.clusterKey(ctx, false)
@@ -438,8 +456,10 @@ func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 		return stepError(StepForgetIdentity, err)
 	}
 	if c.ports.IdentityKeys != nil {
-		if err := c.ports.IdentityKeys.Delete(ctx, name); err != nil {
-			return stepError(StepForgetIdentity, err)
+		for _, key := range []string{name, renewal.NextKeyName(name)} {
+			if err := c.ports.IdentityKeys.Delete(ctx, key); err != nil {
+				return stepError(StepForgetIdentity, err)
+			}
 		}
 	}
 	c.step(ctx, Step{Name: StepForgetIdentity})

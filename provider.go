@@ -26,8 +26,9 @@ import (
 )
 
 // DefaultCertificateLifetime is the lifetime a Provider requests for the
-// certificates it issues unless configured otherwise.
-const DefaultCertificateLifetime = 90 * 24 * time.Hour
+// certificates it issues unless configured otherwise: short enough that
+// expiry revokes, since certificates are renewed before it.
+const DefaultCertificateLifetime = 7 * 24 * time.Hour
 
 // Endpoint is how consumers reach a provider's API server.
 type Endpoint struct {

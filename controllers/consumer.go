@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,10 +61,14 @@ type ConsumerConfig struct {
 	// replicated ResourceSlice or Renew takes to reach the consumer; zero
 	// means DefaultReplicationResync.
 	ReplicationResync time.Duration
+	// Clock is the time certificates are judged and renewed at; nil means
+	// the real clock.
+	Clock clock.PassiveClock
 }
 
 // SetupConsumer adds the consumer's reconcilers to mgr: the signed-nonce
-// reconciler (liqo-signed-nonce Secrets) and the Identity reconciler. mgr's
+// reconciler (liqo-signed-nonce Secrets), the Identity reconciler and the
+// renewal reconciler (renew_consumer.go). mgr's
 // scheme must know the authentication.liqo.io/v1beta1 types (see
 // NewScheme).
 func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
@@ -93,7 +98,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		}
 		ports.Reviewer = rev
 	}
-	c, err := kubepact.NewConsumer(cfg.ClusterID, ports, &kubepact.ConsumerOptions{Strict: cfg.Strict, KeyAlgorithm: cfg.KeyAlgorithm})
+	c, err := kubepact.NewConsumer(cfg.ClusterID, ports, &kubepact.ConsumerOptions{Strict: cfg.Strict, KeyAlgorithm: cfg.KeyAlgorithm, Clock: cfg.Clock})
 	if err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
 	}
@@ -112,7 +117,10 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		Complete(ir); err != nil {
 		return fmt.Errorf("controllers: %s: %w", IdentityControllerName, err)
 	}
-	return setupSliceConsumer(mgr, c, cfg)
+	if err := setupSliceConsumer(mgr, c, cfg); err != nil {
+		return err
+	}
+	return setupRenewConsumer(mgr, c, kube.NewRenewStore(uncached), cfg.Clock)
 }
 
 // signedNonceReconciler signs the nonce of a liqo-signed-nonce Secret with

@@ -152,6 +152,13 @@
 //     reads the provider's copy of every replicated object once per
 //     ConsumerConfig.ReplicationResync (no watch on the provider), so a
 //     status the provider writes reaches the consumer within that bound.
+//   - Renew reconciler (provider): authentication.liqo.io renews: get,
+//     list, watch; renews/status: patch; tenants: list, watch; what the
+//     Tenant reconciler needs to sign.
+//   - renewal reconciler (consumer): authentication.liqo.io renews: get,
+//     list, watch, create, patch; identities: get, list, watch, and what
+//     the Identity reconciler needs; secrets: create, delete in
+//     ConsumerConfig.KeyNamespace (a Strict consumer's renewal keys).
 //
 // With CacheOptions, the manager caches only Secrets labelled
 // liqo.io/remote-cluster-id, so list and watch on secrets may be limited to

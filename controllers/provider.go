@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,6 +74,9 @@ type ProviderConfig struct {
 	// zero means DefaultWorkers. An object is never reconciled by two
 	// workers at once.
 	Workers int
+	// Clock is the time certificates are judged and renewed at; nil means
+	// the real clock.
+	Clock clock.PassiveClock
 }
 
 // DefaultWorkers is the number of workers of the provider's reconcilers
@@ -82,7 +86,9 @@ type ProviderConfig struct {
 const DefaultWorkers = 8
 
 // SetupProvider adds the provider's reconcilers to mgr: the nonce
-// reconciler (liqo-nonce Secrets) and the Tenant reconciler. mgr's scheme
+// reconciler (liqo-nonce Secrets), the Tenant reconciler, which also comes
+// back at two thirds of each certificate's lifetime to re-sign it, and the
+// Renew reconciler (renew_provider.go). mgr's scheme
 // must know the authentication.liqo.io/v1beta1 types (see NewScheme).
 func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := checkScheme(mgr); err != nil {
@@ -95,7 +101,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	signer, watchCSRs := cfg.Signer, false
 	switch signer.(type) {
 	case nil:
-		signer = kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true})
+		signer = kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Clock: cfg.Clock})
 		watchCSRs = true
 	case *kube.CSRSigner:
 		watchCSRs = true
@@ -111,6 +117,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		Slices:       kube.NewSliceStore(uncached),
 		Lifecycle:    kube.NewLifecyclePorts(cs, uncached),
 	}, &kubepact.ProviderOptions{
+		Clock:               cfg.Clock,
 		Policy:              cfg.Policy,
 		CertificateLifetime: cfg.CertificateLifetime,
 		NonceTTL:            cfg.NonceTTL,
@@ -134,7 +141,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		return fmt.Errorf("controllers: %s: %w", NonceControllerName, err)
 	}
 
-	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName)}
+	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName), clock: realClock(cfg.Clock)}
 	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
@@ -146,7 +153,10 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := b.Complete(tr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", TenantControllerName, err)
 	}
-	return setupSliceProvider(mgr, p, workers, watchCSRs)
+	if err := setupSliceProvider(mgr, p, workers, watchCSRs); err != nil {
+		return err
+	}
+	return setupRenewProvider(mgr, p, kube.NewRenewStore(uncached), workers, watchCSRs, cfg.Clock)
 }
 
 // clients returns the clients the steps' adapters use, over mgr's
@@ -306,6 +316,7 @@ type tenantReconciler struct {
 	client   client.Client
 	provider *kubepact.Provider
 	events   events.EventRecorder
+	clock    clock.PassiveClock
 }
 
 func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -326,13 +337,13 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return res, err
 	}
 	filled := t.Status.AuthParams != nil
-	_, err := r.provider.Accept(ctx, &t)
+	issued, err := r.provider.Accept(ctx, &t)
 	switch {
 	case err == nil:
 		if !filled {
 			r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonTenantAccepted, "Accept", "Tenant status is filled")
 		}
-		return reconcile.Result{}, nil
+		return renewalResult(issued, r.clock.Now()), nil
 	case errors.Is(err, csr.ErrPending):
 		r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Accept", "%v", err)
 		return reconcile.Result{}, nil

@@ -211,3 +211,27 @@ const (
 	// status back, failed; it is retried.
 	ReasonReplicationFailed = "ReplicationFailed"
 )
+
+// Reasons of the Events of the renewal reconcilers.
+const (
+	// ReasonRenewAnswered: the provider filled a Renew's status (Normal).
+	ReasonRenewAnswered = "RenewAnswered"
+	// ReasonRenewWaiting: the Renew's consumer has no accepted Tenant yet
+	// (Normal); the Tenant's status requeues it.
+	ReasonRenewWaiting = "RenewWaiting"
+	// ReasonInvalidRenew: the Renew is misplaced, names another consumer or
+	// identity, or its fields do not parse; it is not answered.
+	ReasonInvalidRenew = "InvalidRenew"
+	// ReasonRenewRefused: the Renew's consumer is Drained; its certificates
+	// are not renewed.
+	ReasonRenewRefused = "RenewRefused"
+	// ReasonRenewTooEarly: the Renew asks for a new key before half the
+	// lifetime of the certificate its consumer holds; it is answered then.
+	ReasonRenewTooEarly = "RenewTooEarly"
+	// ReasonRenewFailed: answering or applying a renewal failed for another
+	// reason, such as an API error; it is retried.
+	ReasonRenewFailed = "RenewFailed"
+	// ReasonIdentityRenewed: the consumer switched its kubeconfig to a
+	// renewed certificate (Normal).
+	ReasonIdentityRenewed = "IdentityRenewed"
+)

@@ -109,6 +109,9 @@ type CSRSignerOptions struct {
 	// signer: they watch CertificateSigningRequests (CSRLabel) and Sign
 	// again when one is issued, denied or failed.
 	NoWait bool
+	// Clock is the time certificates are judged at; nil means the real
+	// clock.
+	Clock clock.PassiveClock
 }
 
 // NewCSRSignerWithOptions returns a CSRSigner that approves its requests
@@ -117,6 +120,9 @@ func NewCSRSignerWithOptions(client kubernetes.Interface, approver csr.Approver,
 	s := &CSRSigner{client: client, approver: approver, clock: clock.RealClock{}}
 	if opts != nil {
 		s.noWait = opts.NoWait
+		if opts.Clock != nil {
+			s.clock = opts.Clock
+		}
 	}
 	return s
 }
@@ -131,7 +137,7 @@ func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 		return nil, fmt.Errorf("%w: no checked CSR", csr.ErrFailed)
 	}
 	now := s.clock.Now()
-	obj, err := s.ensure(ctx, newCSRObject(r))
+	obj, err := s.ensure(ctx, newCSRObject(r), now)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +252,7 @@ func specMismatch(got, want *certificatesv1.CertificateSigningRequestSpec) strin
 // want. An existing object is kubepact's only when it is pending or issued,
 // asks for exactly what want does, and was made by the user s's client
 // authenticates as; ensure ignores any other.
-func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.CertificateSigningRequest) (*certificatesv1.CertificateSigningRequest, error) {
+func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.CertificateSigningRequest, now time.Time) (*certificatesv1.CertificateSigningRequest, error) {
 	api := s.client.CertificatesV1().CertificateSigningRequests()
 	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: CSRLabel + "=true," + CSRHashLabel + "=" + want.Labels[CSRHashLabel]})
 	if err != nil {
@@ -255,7 +261,7 @@ func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.Certificate
 	var candidates []*certificatesv1.CertificateSigningRequest
 	for i := range list.Items {
 		obj := &list.Items[i]
-		if obj.DeletionTimestamp == nil && specMismatch(&obj.Spec, &want.Spec) == "" &&
+		if obj.DeletionTimestamp == nil && specMismatch(&obj.Spec, &want.Spec) == "" && !renewDue(obj, now) &&
 			!hasCondition(obj, certificatesv1.CertificateDenied) && !hasCondition(obj, certificatesv1.CertificateFailed) {
 			candidates = append(candidates, obj)
 		}
@@ -362,6 +368,18 @@ func (s *CSRSigner) wait(ctx context.Context, obj *certificatesv1.CertificateSig
 
 // outcomeOf reports whether obj is settled: issued (with its certificate),
 // denied (*csr.DeniedError) or failed (csr.ErrFailed).
+// renewDue reports whether obj holds a certificate at or past the point a
+// provider re-signs it (csr.RenewAt) at now. Such an object is not re-used:
+// a renewal of the same CSR, within the hour before issued objects are
+// collected, gets a new certificate, not the one being renewed.
+func renewDue(obj *certificatesv1.CertificateSigningRequest, now time.Time) bool {
+	if len(obj.Status.Certificate) == 0 {
+		return false
+	}
+	cert, err := csr.ParseCertificate(obj.Status.Certificate)
+	return err == nil && !now.Before(csr.RenewAt(cert))
+}
+
 func outcomeOf(obj *certificatesv1.CertificateSigningRequest) ([]byte, bool, error) {
 	for _, c := range obj.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {

@@ -21,6 +21,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -147,9 +148,14 @@ func (c *objectStore[T, L, P, PL]) apply(ctx context.Context, want P) (P, error)
 	if err != nil {
 		return nil, wrap(err, "applying", c.kind, want.GetNamespace(), want.GetName())
 	}
+	return c.decode(u)
+}
+
+// decode returns the object u, as the API server answered an apply.
+func (c *objectStore[T, L, P, PL]) decode(u *unstructured.Unstructured) (P, error) {
 	stored := P(new(T))
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored); err != nil {
-		return nil, fmt.Errorf("decoding %s %s/%s: %w", c.kind, want.GetNamespace(), want.GetName(), err)
+		return nil, fmt.Errorf("decoding %s %s/%s: %w", c.kind, u.GetNamespace(), u.GetName(), err)
 	}
 	return stored, nil
 }
@@ -288,4 +294,58 @@ func (s *IdentityStore) Apply(ctx context.Context, id *authv1beta1.Identity) (*a
 // until they remove them.
 func (s *IdentityStore) Delete(ctx context.Context, namespace, name string) error {
 	return s.crd.delete(ctx, namespace, name)
+}
+
+// RenewStore is a renewal.Store over the API server.
+type RenewStore struct {
+	crd objectStore[authv1beta1.Renew, authv1beta1.RenewList, *authv1beta1.Renew, *authv1beta1.RenewList]
+}
+
+var _ renewal.Store = (*RenewStore)(nil)
+
+// NewRenewStore returns a RenewStore using c, an uncached client whose
+// scheme knows the authentication.liqo.io/v1beta1 types (see NewClient).
+func NewRenewStore(c client.Client) *RenewStore {
+	return &RenewStore{crd: objectStore[authv1beta1.Renew, authv1beta1.RenewList, *authv1beta1.Renew, *authv1beta1.RenewList]{
+		client:   c,
+		kind:     authv1beta1.RenewKind,
+		notFound: renewal.ErrNotFound,
+		items:    func(l *authv1beta1.RenewList) []authv1beta1.Renew { return l.Items },
+		status:   func(r *authv1beta1.Renew) any { return &r.Status },
+	}}
+}
+
+// Get returns the Renew namespace/name.
+func (s *RenewStore) Get(ctx context.Context, namespace, name string) (*authv1beta1.Renew, error) {
+	return s.crd.get(ctx, namespace, name)
+}
+
+// Apply creates r or brings the stored Renew up to it, status included.
+func (s *RenewStore) Apply(ctx context.Context, r *authv1beta1.Renew) (*authv1beta1.Renew, error) {
+	return s.crd.apply(ctx, r)
+}
+
+// Delete deletes the Renew namespace/name. kubepact puts no finalizer on
+// Renews; those others put on it stay, and keep it, terminating, until they
+// remove them.
+func (s *RenewStore) Delete(ctx context.Context, namespace, name string) error {
+	return s.crd.delete(ctx, namespace, name)
+}
+
+// ApplyStatus applies the status of r alone, through the status
+// subresource, and returns what is stored. A Renew that does not exist is
+// not created: the error wraps renewal.ErrNotFound.
+func (s *RenewStore) ApplyStatus(ctx context.Context, r *authv1beta1.Renew) (*authv1beta1.Renew, error) {
+	u, err := s.crd.applied(r, true)
+	if err != nil {
+		return nil, err
+	}
+	err = s.crd.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	if isObjectNotFound(err, r.Name) {
+		return nil, notFound(renewal.ErrNotFound, err, authv1beta1.RenewKind, r.Namespace, r.Name)
+	}
+	if err != nil {
+		return nil, wrap(err, "applying the status of", authv1beta1.RenewKind, r.Namespace, r.Name)
+	}
+	return s.crd.decode(u)
 }

@@ -20,7 +20,7 @@
 //	--api-server-url URL            provider: the https URL consumers reach this API server at (required for the provider role)
 //	--api-server-ca-file FILE       provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA
 //	--policy compatible|strict      provider: how strictly Tenants are checked (default compatible)
-//	--certificate-lifetime DURATION provider: lifetime of issued certificates (default 90 days)
+//	--certificate-lifetime DURATION provider: lifetime of issued certificates, re-signed at two thirds (default 7 days, 168h)
 //	--local-ca-cert-file FILE       provider: sign with this CA certificate instead of the CSR API
 //	--local-ca-key-file FILE        provider: the key of that CA (PEM PKCS#8)
 //	--key-namespace NS              consumer: namespace of the cluster key Secret (default liqo)
@@ -128,7 +128,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "provider: the https URL consumers reach this cluster's API server at")
 	fs.StringVar(&o.apiServerCA, "api-server-ca-file", "", "provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA")
 	fs.StringVar(&o.policy, "policy", "compatible", "provider: compatible (Liqo consumers) or strict (transcript required)")
-	fs.DurationVar(&o.lifetime, "certificate-lifetime", kubepact.DefaultCertificateLifetime, "provider: lifetime of issued certificates")
+	fs.DurationVar(&o.lifetime, "certificate-lifetime", kubepact.DefaultCertificateLifetime, "provider: lifetime of issued certificates, re-signed at two thirds of it")
 	fs.StringVar(&o.localCACert, "local-ca-cert-file", "", "provider: sign with this PEM CA certificate instead of the CSR API")
 	fs.StringVar(&o.localCAKey, "local-ca-key-file", "", "provider: the PEM PKCS#8 key of that CA")
 	fs.StringVar(&o.keyNamespace, "key-namespace", keys.DefaultNamespace, "consumer: namespace of the cluster key Secret")

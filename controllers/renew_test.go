@@ -1,0 +1,419 @@
+package controllers_test
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/renewal"
+)
+
+// shortLifetime is the lifetime of the certificates in the renewal tests:
+// the provider re-signs after 20 s, a Strict consumer renews after 21–27 s.
+const shortLifetime = 30 * time.Second
+
+// exactSigner signs at once, with the provider cluster's second client CA,
+// certificates valid from a second ago for exactly the lifetime asked.
+// The CSR API's signer and csr.LocalCA backdate NotBefore five minutes,
+// which puts two thirds of any lifetime minutes away.
+type exactSigner struct {
+	ca  *x509.Certificate
+	key crypto.Signer
+}
+
+func newExactSigner(t *testing.T) *exactSigner {
+	t.Helper()
+	caPEM, key := providerEnv.cluster.SecondClientCA()
+	ca, err := csr.ParseCertificate(caPEM)
+	require.NoError(t, err)
+	return &exactSigner{ca: ca, key: key}
+}
+
+func (s *exactSigner) Sign(_ context.Context, r csr.Request) ([]byte, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 64))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               r.CSR.Subject(),
+		NotBefore:             now.Add(-time.Second),
+		NotAfter:              now.Add(r.Lifetime),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, s.ca, r.CSR.PublicKey(), s.key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// startRenewingProvider runs the provider's reconcilers issuing
+// shortLifetime certificates.
+func startRenewingProvider(t *testing.T, providerID string) {
+	t.Helper()
+	signer := newExactSigner(t)
+	startManager(t, providerEnv, func(mgr manager.Manager) error {
+		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
+			ClusterID:           providerID,
+			Endpoint:            kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+			Signer:              signer,
+			CertificateLifetime: shortLifetime,
+		})
+	})
+}
+
+// replicateRenew plays Liqo's CRD replicator for the consumer's Renew until
+// the test ends: its spec to the consumer's tenant namespace on the
+// provider, the provider's status back.
+func replicateRenew(ctx context.Context, t *testing.T, providerID, consumerID string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	name := renewal.Name(providerID)
+	local := client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: name}
+	remote := client.ObjectKey{Namespace: clusterid.TenantNamespace(consumerID), Name: name}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+			var mine, theirs authv1beta1.Renew
+			if err := consumerEnv.client.Get(ctx, local, &mine); err != nil {
+				continue
+			}
+			err := providerEnv.client.Get(ctx, remote, &theirs)
+			switch {
+			case apierrors.IsNotFound(err):
+				theirs = authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: remote.Namespace, Labels: map[string]string{
+					renewal.ReplicatedLabel: "true", renewal.OriginIDLabel: consumerID, clusterid.Label: consumerID,
+				}}, Spec: mine.Spec}
+				_ = providerEnv.client.Create(ctx, &theirs)
+				continue
+			case err != nil:
+				continue
+			case !equality.Semantic.DeepEqual(mine.Spec, theirs.Spec):
+				theirs.Spec = mine.Spec
+				_ = providerEnv.client.Update(ctx, &theirs)
+				continue
+			}
+			if !equality.Semantic.DeepEqual(mine.Status, theirs.Status) {
+				mine.Status = theirs.Status
+				_ = consumerEnv.client.Status().Update(ctx, &mine)
+			}
+		}
+	}()
+}
+
+// heldKubeconfig returns the kubeconfig of the consumer's Secret for id.
+func heldKubeconfig(ctx context.Context, t *testing.T, providerID string) *kubeconfig.Config {
+	t.Helper()
+	s := secret(ctx, t, consumerEnv, clusterid.TenantNamespace(providerID), kubeconfig.SecretName(identity.ControlPlaneName(providerID)))
+	require.NotNil(t, s)
+	cfg, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
+	require.NoError(t, err)
+	return cfg
+}
+
+func certOf(t *testing.T, cfg *kubeconfig.Config) *x509.Certificate {
+	t.Helper()
+	cert, err := cfg.ClientCertificate()
+	require.NoError(t, err)
+	return cert
+}
+
+// A provider re-signs at two thirds of the lifetime and answers a Renew
+// written as Liqo's replicator writes it with the Tenant's new
+// certificate; the kubepact consumer, given that status, switches its
+// kubeconfig, which works on the provider.
+func TestRenewalLiqoCompatible(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startRenewingProvider(t, providerID)
+	startConsumer(t, consumerID, keyNS)
+	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	first := certOf(t, heldKubeconfig(ctx, t, providerID))
+
+	// The consumer keeps a Renew, as Liqo's does.
+	var mine authv1beta1.Renew
+	eventually(t, "the consumer's Renew", func() bool {
+		return consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), &mine) == nil
+	})
+	require.Equal(t, authv1beta1.RenewSpec{ConsumerClusterID: consumerID, IdentityType: authv1beta1.ControlPlaneIdentityType}, mine.Spec)
+	require.Equal(t, "true", mine.Labels[renewal.ReplicationLabel])
+	require.Equal(t, providerID, mine.Labels[renewal.RemoteIDLabel])
+	require.Equal(t, id.UID, metav1.GetControllerOf(&mine).UID)
+
+	// Liqo's replicator writes it on the provider.
+	theirs := &authv1beta1.Renew{
+		ObjectMeta: metav1.ObjectMeta{Name: mine.Name, Namespace: tn.Namespace, Labels: map[string]string{
+			renewal.ReplicatedLabel: "true", renewal.OriginIDLabel: consumerID, clusterid.Label: consumerID,
+		}},
+		Spec: mine.Spec,
+	}
+	require.NoError(t, providerEnv.client.Create(ctx, theirs))
+	eventually(t, "the Tenant's certificate in the Renew's status", func() bool {
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(theirs), theirs))
+		return theirs.Status.AuthParams != nil && string(theirs.Status.AuthParams.SignedCRT) == string(tn.Status.AuthParams.SignedCRT)
+	})
+
+	// Two thirds in, the provider re-signs, and the Renew carries it.
+	var renewed []byte
+	require.Eventually(t, func() bool {
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(theirs), theirs))
+		renewed = theirs.Status.AuthParams.SignedCRT
+		return string(renewed) != string(tn.Status.AuthParams.SignedCRT)
+	}, shortLifetime, 100*time.Millisecond, "a renewed certificate in the Renew's status")
+	cert, err := csr.ParseCertificate(renewed)
+	require.NoError(t, err)
+	require.False(t, cert.NotBefore.Before(renewal.ProviderDeadline(first).Add(-2*time.Second)), "re-signed at two thirds, not before")
+	require.True(t, keys.Equal(first.PublicKey, cert.PublicKey), "Liqo's renewal keeps the key")
+	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(tn), tn))
+	require.Equal(t, renewed, tn.Status.AuthParams.SignedCRT, "the Tenant's status holds it too")
+
+	// The replicator brings the status back; the kubeconfig follows.
+	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(&mine), &mine))
+	mine.Status = theirs.Status
+	require.NoError(t, consumerEnv.client.Status().Update(ctx, &mine))
+	eventually(t, "the renewed kubeconfig", func() bool {
+		return certOf(t, heldKubeconfig(ctx, t, providerID)).Equal(cert)
+	})
+	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), id))
+	require.Equal(t, renewed, id.Spec.AuthParams.SignedCRT)
+	requireWorks(ctx, t, providerID, consumerID, id)
+	waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, "Normal", controllers.ReasonIdentityRenewed)
+	requireCleanup(ctx, t, consumerID, tn, id)
+}
+
+// A Strict consumer renews with a fresh key before its certificate
+// expires: the new key is stored before its CSR leaves, the kubeconfig
+// switches to a certificate the provider issued for it and proved online,
+// it works on the provider, and the old key is gone.
+func TestRenewalStrictFreshKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startRenewingProvider(t, providerID)
+	startManager(t, consumerEnv, func(mgr manager.Manager) error {
+		return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID, KeyNamespace: keyNS, Strict: true})
+	})
+	replicateRenew(ctx, t, providerID, consumerID)
+
+	// liqoctl's steps, with the Tenant of a Strict kubepact consumer.
+	typed, err := kube.NewClient(consumerEnv.cluster.AdminConfig(), nil)
+	require.NoError(t, err)
+	ring := kube.NewKeyring(consumerEnv.core, keyNS)
+	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
+		Namespaces:   kube.NewNamespaces(consumerEnv.core),
+		Keys:         kube.NewKeyStore(consumerEnv.core, keyNS),
+		Identities:   kube.NewIdentityStore(typed),
+		Secrets:      kube.NewSecretWriter(consumerEnv.core),
+		IdentityKeys: ring,
+	}, &kubepact.ConsumerOptions{Strict: true})
+	require.NoError(t, err)
+	n := requestNonce(ctx, t, consumerID)
+	tn, err := c.Tenant(ctx, providerID, n, nil)
+	require.NoError(t, err)
+	require.NoError(t, providerEnv.client.Create(ctx, tn))
+	tn = waitTenantStatus(ctx, t, consumerID)
+	id := applyIdentity(ctx, t, providerID, tn)
+	requireWorks(ctx, t, providerID, consumerID, id)
+	name := identity.ControlPlaneName(providerID)
+	oldKey, err := ring.Get(ctx, name)
+	require.NoError(t, err)
+	first := certOf(t, heldKubeconfig(ctx, t, providerID))
+	require.True(t, keys.Equal(oldKey.Public(), first.PublicKey))
+
+	var renewed *x509.Certificate
+	require.Eventually(t, func() bool {
+		renewed = certOf(t, heldKubeconfig(ctx, t, providerID))
+		return !renewed.Equal(first)
+	}, 2*shortLifetime, 100*time.Millisecond, "a renewed kubeconfig")
+	life := first.NotAfter.Sub(first.NotBefore)
+	require.False(t, renewed.NotBefore.Before(first.NotBefore.Add(life*7/10).Add(-2*time.Second)), "renewed at 70%% or later")
+	require.False(t, keys.Equal(oldKey.Public(), renewed.PublicKey), "a fresh key")
+	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), id))
+	requireWorks(ctx, t, providerID, consumerID, id)
+	eventually(t, "the old key gone", func() bool {
+		cur, err := ring.Get(ctx, name)
+		_, nerr := ring.Get(ctx, renewal.NextKeyName(name))
+		return err == nil && keys.Equal(cur.Public(), renewed.PublicKey) && errors.Is(nerr, keys.ErrNotFound)
+	})
+	// The old certificate expires; the new kubeconfig keeps working.
+	time.Sleep(time.Until(first.NotAfter.Add(time.Second)))
+	requireWorks(ctx, t, providerID, consumerID, id)
+	requireCleanup(ctx, t, consumerID, tn, id)
+}
+
+// A Renew in a consumer's tenant namespace that names another consumer, or
+// asks for a ResourceSlice identity, is refused with an Event and gets no
+// status.
+func TestRenewRefusedOnTheProvider(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	startRenewingProvider(t, providerID)
+	ensureNamespace(ctx, t, providerEnv, consumerID)
+	ns := clusterid.TenantNamespace(consumerID)
+	for _, tt := range []struct {
+		name string
+		spec authv1beta1.RenewSpec
+	}{
+		{renewal.Name(providerID), authv1beta1.RenewSpec{ConsumerClusterID: "cl-someone-else", IdentityType: authv1beta1.ControlPlaneIdentityType}},
+		{"controlplane-cl-elsewhere", authv1beta1.RenewSpec{ConsumerClusterID: consumerID, IdentityType: authv1beta1.ControlPlaneIdentityType}},
+	} {
+		rn := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: ns}, Spec: tt.spec}
+		require.NoError(t, providerEnv.client.Create(ctx, rn))
+		waitEvent(ctx, t, providerEnv, ns, tt.name, "Warning", controllers.ReasonInvalidRenew)
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(rn), rn))
+		require.Nil(t, rn.Status.AuthParams)
+		require.NoError(t, providerEnv.client.Delete(ctx, rn))
+	}
+}
+
+// The same through the Kubernetes CSR API, with the shortest lifetime it
+// issues (ten minutes, backdated five): a provider whose clock reaches two
+// thirds of the lifetime re-signs through a new CertificateSigningRequest
+// (the one that issued the first certificate still exists), and a
+// Liqo-shaped Renew carries the new certificate, which works.
+func TestRenewalThroughTheCSRAPI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	clk := clocktesting.NewFakeClock(time.Now())
+	start := func() (stop func()) {
+		return startManager(t, providerEnv, func(mgr manager.Manager) error {
+			return controllers.SetupProvider(mgr, controllers.ProviderConfig{
+				ClusterID:           providerID,
+				Endpoint:            kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+				CertificateLifetime: 10 * time.Minute,
+				Clock:               clk,
+			})
+		})
+	}
+	stop := start()
+	startConsumer(t, consumerID, keyNS)
+	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	first, err := csr.ParseCertificate(tn.Status.AuthParams.SignedCRT)
+	require.NoError(t, err)
+	require.Equal(t, 1, countCSRs(ctx, t, consumerID))
+
+	var mine authv1beta1.Renew
+	eventually(t, "the consumer's Renew", func() bool {
+		return consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), &mine) == nil
+	})
+	theirs := &authv1beta1.Renew{
+		ObjectMeta: metav1.ObjectMeta{Name: mine.Name, Namespace: tn.Namespace, Labels: map[string]string{
+			renewal.ReplicatedLabel: "true", renewal.OriginIDLabel: consumerID, clusterid.Label: consumerID,
+		}},
+		Spec: mine.Spec,
+	}
+	require.NoError(t, providerEnv.client.Create(ctx, theirs))
+	eventually(t, "the Tenant's certificate in the Renew's status", func() bool {
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(theirs), theirs))
+		return theirs.Status.AuthParams != nil && string(theirs.Status.AuthParams.SignedCRT) == string(tn.Status.AuthParams.SignedCRT)
+	})
+
+	// Two thirds in: a provider started now (or its requeue, five minutes
+	// on) re-signs.
+	stop()
+	clk.SetTime(renewal.ProviderDeadline(first).Add(time.Second))
+	start()
+	eventually(t, "a renewed certificate in the Renew's status", func() bool {
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(theirs), theirs))
+		return string(theirs.Status.AuthParams.SignedCRT) != string(tn.Status.AuthParams.SignedCRT)
+	})
+	clk.SetTime(time.Now()) // back to the API server's time: the new certificate is not due
+	renewed, err := csr.ParseCertificate(theirs.Status.AuthParams.SignedCRT)
+	require.NoError(t, err)
+	require.True(t, keys.Equal(first.PublicKey, renewed.PublicKey))
+	require.GreaterOrEqual(t, countCSRs(ctx, t, consumerID), 2, "a new CertificateSigningRequest")
+
+	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(&mine), &mine))
+	mine.Status = theirs.Status
+	require.NoError(t, consumerEnv.client.Status().Update(ctx, &mine))
+	eventually(t, "the renewed kubeconfig", func() bool {
+		return certOf(t, heldKubeconfig(ctx, t, providerID)).Equal(renewed)
+	})
+	requireWorks(ctx, t, providerID, consumerID, id)
+	requireCleanup(ctx, t, consumerID, tn, id)
+}
+
+// Whoever writes the status of the consumer's Renew (the provider, through
+// the replicator) cannot replace the working kubeconfig with a certificate
+// for another key: the Identity reconciler's checks refuse it, with an
+// Event, and the kubeconfig keeps working.
+func TestRenewalRefusesForeignCertificate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startRenewingProvider(t, providerID)
+	startConsumer(t, consumerID, keyNS)
+	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	held := secret(ctx, t, consumerEnv, id.Namespace, id.Status.KubeconfigSecretRef.Name)
+
+	var mine authv1beta1.Renew
+	eventually(t, "the consumer's Renew", func() bool {
+		return consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), &mine) == nil
+	})
+	other, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	req, err := csr.Create(nil, other, csr.ControlPlaneSubject(consumerID))
+	require.NoError(t, err)
+	checked, err := csr.Check(req, csr.ControlPlanePolicy(consumerID, other.Public()))
+	require.NoError(t, err)
+	foreign, err := newExactSigner(t).Sign(ctx, csr.Request{CSR: checked, Lifetime: time.Hour})
+	require.NoError(t, err)
+	params := tn.Status.AuthParams.DeepCopy()
+	params.SignedCRT = foreign
+	mine.Status.AuthParams = params
+	require.NoError(t, consumerEnv.client.Status().Update(ctx, &mine))
+
+	waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, "Warning", controllers.ReasonInvalidIdentity)
+	list, err := consumerEnv.core.EventsV1().Events(id.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var reporters []string
+	for _, ev := range list.Items {
+		if ev.Regarding.Name == id.Name && ev.Reason == controllers.ReasonInvalidIdentity {
+			reporters = append(reporters, ev.ReportingController)
+		}
+	}
+	require.Equal(t, []string{controllers.RenewalControllerName}, reporters, "refused by the renewal reconciler")
+	now := secret(ctx, t, consumerEnv, id.Namespace, id.Status.KubeconfigSecretRef.Name)
+	require.Equal(t, held.Data, now.Data, "the kubeconfig Secret is unchanged")
+	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), id))
+	require.Equal(t, tn.Status.AuthParams.SignedCRT, id.Spec.AuthParams.SignedCRT)
+	requireWorks(ctx, t, providerID, consumerID, id)
+	requireCleanup(ctx, t, consumerID, tn, id)
+}

@@ -1,0 +1,324 @@
+package kubepact
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"time"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/renewal"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// The steps of a renewal.
+const (
+	StepCertificateRenewed StepName = "Certificate renewed"
+	StepIdentityRenewed    StepName = "Identity renewed"
+)
+
+// ErrNotAuthenticated reports a renewal asked for a provider the consumer
+// holds no applied ControlPlane Identity for.
+var ErrNotAuthenticated = errors.New("no identity held for the provider")
+
+// Renew answers r, a Renew found in a consumer's tenant namespace on this
+// provider, and returns the credentials for r's status.
+//
+// The namespace decides which consumer asks (renewal.Check): a Renew
+// anywhere else, naming another consumer, or asking for another identity
+// than the ControlPlane's is refused, wrapping renewal.ErrForeign or
+// renewal.ErrUnsupported. The consumer's Tenant must be accepted
+// (renewal.ErrNotAccepted) and not Drained (renewal.ErrDrained).
+//
+// Without spec.csr, as a Liqo consumer sends it, Renew returns the Tenant's
+// status.authParams, which the Tenant's reconciler re-signs at two thirds of
+// the certificate's lifetime. With spec.csr and spec.publicKey, as a Strict
+// kubepact consumer sends them, the CSR must pass the exact ControlPlane
+// policy of that consumer for that key (csr.ControlPlanePolicy); a
+// certificate already issued for it, in r's status or the Tenant's, is
+// returned while it is valid, since the consumer renews by changing its
+// key. A new key is refused before half the lifetime of the certificate
+// the consumer holds (*renewal.TooEarlyError); otherwise the consumer's user
+// name must hold no privilege of its own
+// (rbac.CheckUnprivileged), and the CSR is signed and the certificate
+// checked (csr.CheckIssued). A Signer's errors, csr.ErrPending included, are
+// returned as they are. Renew writes nothing but what the Signer does.
+func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta1.AuthParams, error) {
+	consumerID, err := renewal.Check(r, p.id)
+	if err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
+	}
+	namespace := clusterid.TenantNamespace(consumerID)
+	t, err := p.ports.Tenants.Get(ctx, namespace, consumerID)
+	switch {
+	case errors.Is(err, tenant.ErrNotFound):
+		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: no Tenant %s/%s", renewal.ErrNotAccepted, namespace, consumerID))
+	case err != nil:
+		return nil, stepError(StepCertificateRenewed, err)
+	case t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0:
+		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: Tenant %s/%s has no certificate yet", renewal.ErrNotAccepted, namespace, consumerID))
+	case t.Spec.TenantCondition == authv1beta1.TenantConditionDrained:
+		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: Tenant %s/%s", renewal.ErrDrained, namespace, consumerID))
+	}
+	params := t.Status.AuthParams.DeepCopy()
+	if len(r.Spec.CSR) == 0 {
+		p.step(ctx, Step{Name: StepCertificateRenewed})
+		return params, nil
+	}
+
+	pub, err := keys.ParsePublicKey(r.Spec.PublicKey)
+	if err != nil {
+		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: spec.publicKey: %w", renewal.ErrMalformed, err))
+	}
+	checked, err := csr.Check(r.Spec.CSR, csr.ControlPlanePolicy(consumerID, pub))
+	if err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
+	}
+	req := csr.Request{CSR: checked, Lifetime: p.opts.CertificateLifetime}
+	now := p.opts.Clock.Now()
+	var given []byte
+	if r.Status.AuthParams != nil {
+		given = r.Status.AuthParams.SignedCRT
+	}
+	for _, held := range [][]byte{given, params.SignedCRT} {
+		if len(held) == 0 {
+			continue
+		}
+		if _, err := csr.CheckIssued(held, req, now); err == nil {
+			params.SignedCRT = bytes.Clone(held)
+			return params, nil
+		}
+	}
+	// A new key: not before half the lifetime of the certificate the
+	// consumer holds, the last one given through this Renew or else the
+	// Tenant's.
+	holds := given
+	if len(holds) == 0 {
+		holds = params.SignedCRT
+	}
+	if cert, err := csr.ParseCertificate(holds); err == nil && now.Before(cert.NotAfter) && now.Before(renewal.EarliestNewKey(cert)) {
+		return nil, stepError(StepCertificateRenewed, &renewal.TooEarlyError{Until: renewal.EarliestNewKey(cert)})
+	}
+	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
+	}
+	cert, err := p.ports.Signer.Sign(ctx, req)
+	if err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
+	}
+	if _, err := csr.CheckIssued(cert, req, now); err != nil {
+		return nil, stepError(StepCertificateRenewed, fmt.Errorf("certificate issued for %s: %w", consumerID, err))
+	}
+	params.SignedCRT = cert
+	p.step(ctx, Step{Name: StepCertificateRenewed})
+	return params, nil
+}
+
+// RenewalRequest is what a consumer keeps for the renewal of one
+// ControlPlane identity.
+type RenewalRequest struct {
+	// Renew is the Renew to keep in the tenant namespace for the provider,
+	// replicated to the provider.
+	Renew *authv1beta1.Renew
+	// At is when a Strict consumer renews the certificate held with a fresh
+	// key (renewal.Deadline); the zero time for a consumer that leaves
+	// renewal to the provider.
+	At time.Time
+}
+
+// RenewRequest returns the Renew the consumer keeps for its ControlPlane
+// Identity for providerID (see renewal.ForControlPlane), given the Renew
+// held, nil when there is none. The Identity must be held, else
+// ErrNotAuthenticated.
+//
+// A consumer that is not Strict sends what a Liqo consumer sends: the
+// provider re-signs its certificate at two thirds of the lifetime, and the
+// Renew's status brings it back. A Strict consumer asks for a certificate
+// for the key it holds until the renewal deadline, and from then on for a
+// fresh key, stored in ConsumerPorts.IdentityKeys under
+// renewal.NextKeyName before RenewRequest returns the CSR for it, so a
+// retry after a crash asks for the same key; a switch to it that a crash
+// interrupted is completed first. The CSR of held is kept while
+// it is for the key asked for, so asking again writes nothing new.
+func (c *Consumer) RenewRequest(ctx context.Context, providerID string, held *authv1beta1.Renew) (*RenewalRequest, error) {
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, err
+	}
+	name := identity.ControlPlaneName(providerID)
+	id, err := c.heldIdentity(ctx, clusterid.TenantNamespace(providerID), name)
+	if err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
+	}
+	if id == nil || id.Status.KubeconfigSecretRef == nil {
+		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: %s", ErrNotAuthenticated, providerID))
+	}
+	out := &RenewalRequest{Renew: renewal.ForControlPlane(c.id, id)}
+	if !c.opts.Strict {
+		return out, nil
+	}
+	cert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
+	if err != nil {
+		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: Identity %s: %w", identity.ErrMalformed, name, err))
+	}
+	// A switch that a crash interrupted completes first: the next key
+	// becomes the identity's key, and the old one goes.
+	if err := c.promoteKey(ctx, name, cert.PublicKey); err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
+	}
+	if out.At, err = c.renewalDeadline(providerID, cert); err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
+	}
+	key, err := c.tlsKey(ctx, providerID, id)
+	if err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
+	}
+	if !c.opts.Clock.Now().Before(out.At) {
+		// Stored before the CSR leaves: the key the provider certifies is
+		// one the consumer holds, whatever happens next.
+		key, err = keys.EnsureIn(ctx, c.ports.IdentityKeys, renewal.NextKeyName(name), c.opts.Rand, c.opts.KeyAlgorithm)
+		if err != nil {
+			return nil, stepError(StepCertificateRenewed, err)
+		}
+	}
+	pub, err := keys.MarshalPublicKey(key.Public())
+	if err != nil {
+		return nil, stepError(StepCertificateRenewed, err)
+	}
+	out.Renew.Spec.PublicKey = pub
+	if out.Renew.Spec.CSR = heldCSR(held, c.id, key.Public()); out.Renew.Spec.CSR == nil {
+		if out.Renew.Spec.CSR, err = csr.Create(c.opts.Rand, key, csr.ControlPlaneSubject(c.id)); err != nil {
+			return nil, stepError(StepCertificateRenewed, err)
+		}
+	}
+	return out, nil
+}
+
+// heldCSR returns the CSR of held when it is consumerID's ControlPlane CSR
+// for pub, nil otherwise.
+func heldCSR(held *authv1beta1.Renew, consumerID string, pub crypto.PublicKey) []byte {
+	if held == nil || len(held.Spec.CSR) == 0 {
+		return nil
+	}
+	if _, err := csr.Check(held.Spec.CSR, csr.ControlPlanePolicy(consumerID, pub)); err != nil {
+		return nil
+	}
+	return bytes.Clone(held.Spec.CSR)
+}
+
+// deadline is the renewal deadline drawn for one certificate.
+type deadline struct {
+	cert [sha256.Size]byte
+	at   time.Time
+}
+
+// renewalDeadline returns the renewal deadline of cert, the certificate held
+// for providerID, drawn once per certificate.
+func (c *Consumer) renewalDeadline(providerID string, cert *x509.Certificate) (time.Time, error) {
+	sum := sha256.Sum256(cert.Raw)
+	c.renewMu.Lock()
+	defer c.renewMu.Unlock()
+	if d, ok := c.deadlines[providerID]; ok && d.cert == sum {
+		return d.at, nil
+	}
+	at, err := renewal.Deadline(cert, c.opts.Rand)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if c.deadlines == nil {
+		c.deadlines = map[string]deadline{}
+	}
+	c.deadlines[providerID] = deadline{cert: sum, at: at}
+	return at, nil
+}
+
+// Renewed applies the credentials that the provider providerID returned in
+// the status of r, the Renew of the consumer's ControlPlane Identity for it,
+// when they carry another certificate than the Identity held; otherwise it
+// returns nil and changes nothing. r must be that Renew (renewal.ErrForeign)
+// and the Identity must be held (ErrNotAuthenticated).
+//
+// The new credentials replace the held ones only as Apply allows (see
+// Apply, whose checks and errors apply): the certificate must be the
+// consumer's, for a key it holds, valid now, with the API server and CA of
+// the kubeconfig held unless opts.ReplaceEndpoint, and, with
+// ConsumerPorts.Reviewer, proved online before anything is written; the
+// kubeconfig Secret is then rewritten in one write. Until then the held
+// kubeconfig stays as it is, and a failure changes nothing: the caller tries
+// again later. A certificate for the key renewal.NextKeyName names makes
+// that key the identity's key, and the old key is deleted after the
+// kubeconfig Secret is written.
+func (c *Consumer) Renewed(ctx context.Context, providerID string, r *authv1beta1.Renew, opts *ApplyOptions) (*Authenticated, error) {
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, err
+	}
+	name, namespace := identity.ControlPlaneName(providerID), clusterid.TenantNamespace(providerID)
+	if r == nil || r.Name != renewal.Name(providerID) || r.Namespace != namespace || r.Spec.ConsumerClusterID != c.id {
+		return nil, stepError(StepIdentityRenewed, fmt.Errorf("%w: not the Renew of %s's ControlPlane identity for %s", renewal.ErrForeign, c.id, providerID))
+	}
+	held, err := c.heldIdentity(ctx, namespace, name)
+	if err != nil {
+		return nil, stepError(StepIdentityRenewed, err)
+	}
+	if held == nil {
+		return nil, stepError(StepIdentityRenewed, fmt.Errorf("%w: %s", ErrNotAuthenticated, providerID))
+	}
+	if !renewal.Changed(held.Spec.AuthParams.SignedCRT, &r.Status) {
+		return nil, nil
+	}
+	next := held.DeepCopy()
+	next.Spec.AuthParams = *r.Status.AuthParams.DeepCopy()
+	a, err := c.Apply(ctx, providerID, next, opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.ports.IdentityKeys != nil {
+		cert, err := a.Kubeconfig.ClientCertificate()
+		if err != nil {
+			return nil, stepError(StepIdentityRenewed, err)
+		}
+		if err := c.promoteKey(ctx, name, cert.PublicKey); err != nil {
+			return nil, stepError(StepIdentityRenewed, err)
+		}
+	}
+	c.step(ctx, Step{Name: StepIdentityRenewed})
+	return a, nil
+}
+
+// promoteKey makes the next key of identity name its key once the
+// identity's certificate, pub, is for it, and deletes the old key. Each step
+// resumes after a crash: tlsKey finds the key the certificate is for under
+// either name meanwhile.
+func (c *Consumer) promoteKey(ctx context.Context, name string, pub crypto.PublicKey) error {
+	ring, nextName := c.ports.IdentityKeys, renewal.NextKeyName(name)
+	next, err := ring.Get(ctx, nextName)
+	switch {
+	case errors.Is(err, keys.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case !keys.Equal(next.Public(), pub):
+		return nil // a certificate for the key held: the next key waits for its own
+	}
+	if err := ring.Delete(ctx, name); err != nil {
+		return err
+	}
+	if err := ring.Create(ctx, name, next); err != nil {
+		if !errors.Is(err, keys.ErrExists) {
+			return err
+		}
+		// Another run promoted it already; anything else stays for tlsKey to judge.
+		if cur, err := ring.Get(ctx, name); err != nil || !keys.Equal(cur.Public(), pub) {
+			return fmt.Errorf("promoting key %s: another key was stored meanwhile", name)
+		}
+	}
+	return ring.Delete(ctx, nextName)
+}
