@@ -25,8 +25,8 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
-	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/renewal"
+	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
 
