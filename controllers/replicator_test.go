@@ -39,7 +39,12 @@ func TestReplicatorRenews(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterid.TenantNamespace(providerID), Labels: resourceslice.ConsumerLabels(providerID)},
 		Spec:       authv1beta1.RenewSpec{ConsumerClusterID: consumerID, IdentityType: authv1beta1.ControlPlaneIdentityType},
 	}
-	require.NoError(t, consumerEnv.client.Create(ctx, local))
+	// The consumer's renewal reconciler may have made it first.
+	if err := consumerEnv.client.Create(ctx, local); apierrors.IsAlreadyExists(err) {
+		require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(local), local))
+	} else {
+		require.NoError(t, err)
+	}
 	remoteKey := client.ObjectKey{Namespace: clusterid.TenantNamespace(consumerID), Name: name}
 	var remote authv1beta1.Renew
 	eventually(t, "the Renew on the provider", func() bool {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
@@ -189,7 +190,7 @@ func TestCordonDrainReadmit(t *testing.T) {
 	require.NoError(t, err)
 	until, err := time.Parse(time.RFC3339, cm.Data[kube.RevocationUntilKey])
 	require.NoError(t, err)
-	require.True(t, until.After(time.Now().Add(80*24*time.Hour)), "revoked until %s", until)
+	require.True(t, until.After(time.Now().Add(kubepact.DefaultCertificateLifetime-time.Hour)), "revoked until %s", until)
 
 	cli(t, "", lifecycleArgs("readmit")...).ok(t)
 	cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
