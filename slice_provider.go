@@ -32,9 +32,11 @@ const (
 // Authentication is Denied, with a *resourceslice.DeniedError returned
 // beside the status, unless resourceslice.Verify accepts s (namespace,
 // consumer and provider IDs, an accepted Tenant, the exact CSR policy and
-// key rule) and the identity the certificate would carry (user = the CSR's
-// CN, group = the consumer ID) holds no privilege (rbac.CheckUnprivileged;
-// the DeniedError then wraps rbac.ErrPrivilegedUser). Nothing is signed or
+// key rule), the CSR's CN is not the user of any consumer's ControlPlane
+// identity (a Tenant named after it: resourceslice.ErrUserTaken), and the
+// identity the certificate would carry (user = the CSR's CN, group = the
+// consumer ID) holds no privilege (rbac.CheckUnprivileged; the DeniedError
+// then wraps rbac.ErrPrivilegedUser). Nothing is signed or
 // bound then. Resources follow resourceslice.Decide over the Tenant's
 // spec.tenantCondition. Only a slice with both conditions Accepted gets
 // credentials: its CSR is signed like the ControlPlane CSR, cached under
@@ -73,6 +75,18 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		return deny(err)
 	}
 	subject := v.CSR.Subject()
+	// The CN is a user name: one that is also a consumer's ID would carry
+	// that consumer's ControlPlane bindings.
+	if clusterid.Validate(subject.CommonName) == nil {
+		_, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(subject.CommonName), subject.CommonName)
+		switch {
+		case err == nil:
+			return deny(&resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "metadata.name",
+				Err: fmt.Errorf("%w: %q", resourceslice.ErrUserTaken, subject.CommonName)})
+		case !errors.Is(err, tenant.ErrNotFound):
+			return nil, stepError(StepSliceVerified, err)
+		}
+	}
 	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, subject.CommonName, subject.Organization); err != nil {
 		if !errors.Is(err, rbac.ErrPrivilegedUser) {
 			return nil, stepError(StepSliceVerified, err)

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubepact/kubepact"
@@ -215,6 +216,14 @@ func TestAcceptSliceRejectsAndBindsNothing(t *testing.T) {
 		{"another key than the Tenant's", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Spec.CSR = badCSR(t, other, &x509.CertificateRequest{Subject: subject})
 		}, csr.ErrKeyMismatch},
+		{"a slice user that is another consumer's user", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
+			victim := subject.CommonName // a consumer whose ID is the slice's CN
+			_, err := p.providerCluster.Tenants.Update(ctx, &authv1beta1.Tenant{
+				ObjectMeta: metav1.ObjectMeta{Name: victim, Namespace: clusterid.TenantNamespace(victim)},
+				Spec:       authv1beta1.TenantSpec{ClusterID: victim},
+			})
+			require.NoError(t, err)
+		}, resourceslice.ErrUserTaken},
 		{"privileged group", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			require.NoError(t, p.providerCluster.RBAC.ApplyClusterRole(ctx, &rbacv1.ClusterRole{
 				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},

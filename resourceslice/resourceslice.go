@@ -111,6 +111,10 @@ var (
 	ErrWrongProvider = errors.New("resource slice is for another provider")
 	// ErrNoTenant reports a slice of a consumer without an accepted Tenant.
 	ErrNoTenant = errors.New("resource slice of a consumer without an accepted tenant")
+	// ErrUserTaken reports a slice whose certificate user (its CN) is the
+	// user of a consumer's ControlPlane identity: the slice certificate
+	// would inherit that consumer's bindings.
+	ErrUserTaken = errors.New("resource slice user is a consumer's ControlPlane user")
 	// ErrMalformed reports a slice the consumer cannot build or use.
 	ErrMalformed = errors.New("malformed resource slice")
 )
