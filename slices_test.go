@@ -482,3 +482,55 @@ func TestForgetForceRemovesOnlyLocalObjects(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// A slice accepted before and denied now loses its certificate, and the
+// consumer its slice bindings unless another slice may need them; with no
+// Tenant left, every binding goes at once.
+func TestDeniedSliceReleasesBindings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPair(t)
+	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err)
+	tenantNS := clusterid.TenantNamespace(consumerID)
+	accept := func(name string) *authv1beta1.ResourceSlice {
+		remote := replicate(t, p, createSlice(t, p, name))
+		status, err := p.provider.AcceptSlice(ctx, remote)
+		require.NoError(t, err)
+		remote.Status = *status
+		stored, err := p.providerCluster.Slices.Put(ctx, remote)
+		require.NoError(t, err)
+		return stored
+	}
+	a, b := accept("slice-a"), accept("slice-b")
+	cached := func(name string) bool {
+		_, err := p.providerCluster.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID, Slice: name})
+		return err == nil
+	}
+
+	// slice-a's CSR turns bad: its certificate goes, slice-b keeps the bindings.
+	a.Spec.CSR = badCSR(t, testkeys.Generate(t, keys.Ed25519), &x509.CertificateRequest{Subject: csr.ResourceSliceSubject(consumerID, "slice-a")})
+	status, err := p.provider.AcceptSlice(ctx, a)
+	require.ErrorIs(t, err, csr.ErrKeyMismatch)
+	a.Status = *status
+	_, err = p.providerCluster.Slices.Put(ctx, a)
+	require.NoError(t, err)
+	require.False(t, cached("slice-a"))
+	require.True(t, cached("slice-b"))
+	require.True(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+
+	// Forgetting slice-b: the only other slice is denied, the bindings go.
+	require.NoError(t, p.provider.ForgetSlice(ctx, tenantNS, "slice-b"))
+	require.False(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+	require.Empty(t, p.providerCluster.RBAC.ClusterRoleBindings.Objects(""))
+
+	// Accepted again, then the Tenant goes: every binding goes with the first denial.
+	b = accept("slice-b")
+	accept("slice-c")
+	require.True(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+	require.NoError(t, p.providerCluster.Tenants.Delete(ctx, tenantNS, consumerID))
+	_, err = p.provider.AcceptSlice(ctx, b)
+	require.ErrorIs(t, err, resourceslice.ErrNoTenant)
+	require.False(t, allowed(t, p, "slice-c", tenantNS, "create", "configmaps"), "no Tenant: powerless at once")
+	require.Empty(t, p.providerCluster.RBAC.ClusterRoleBindings.Objects(""))
+}
