@@ -63,7 +63,8 @@ type ConsumerConfig struct {
 }
 
 // SetupConsumer adds the consumer's reconcilers to mgr: the signed-nonce
-// reconciler (liqo-signed-nonce Secrets) and the Identity reconciler. mgr's
+// reconciler (liqo-signed-nonce Secrets), the Identity reconciler, the
+// ResourceSlice reconciler and the replicator of ResourceSlices and Renews. mgr's
 // scheme must know the authentication.liqo.io/v1beta1 types (see
 // NewScheme).
 func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {

@@ -81,7 +81,8 @@ type ProviderConfig struct {
 const DefaultWorkers = 8
 
 // SetupProvider adds the provider's reconcilers to mgr: the nonce
-// reconciler (liqo-nonce Secrets) and the Tenant reconciler. mgr's scheme
+// reconciler (liqo-nonce Secrets), the Tenant reconciler and the
+// ResourceSlice reconciler (slices replicated into tenant namespaces). mgr's scheme
 // must know the authentication.liqo.io/v1beta1 types (see NewScheme).
 func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := checkScheme(mgr); err != nil {
