@@ -383,6 +383,9 @@ func TestApplySliceIdentityRejectsHostileStatus(t *testing.T) {
 		{"another CA", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.CA = p.consumerCluster.Signer.CA.Certificate()
 		}, kubepact.ErrEndpointChanged},
+		{"huge API server", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
+			s.Status.AuthParams.APIServer = "https://provider.example/" + strings.Repeat("a", 1<<20)
+		}, identity.ErrMalformed},
 		{"http API server", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.APIServer = "http://provider.example:6443"
 		}, identity.ErrInvalidServer},
