@@ -428,7 +428,8 @@ func redactedURL(s string) string {
 // Forget removes the consumer's ControlPlane Identity for providerID, its
 // kubeconfig and signed-nonce Secrets and, when it has one, its own TLS key. It refuses, with
 // an error wrapping ErrInUse, while ResourceSlice Identities for that
-// provider exist. Forgetting an unknown provider succeeds.
+// provider exist, or (with ConsumerPorts.Slices) ResourceSlices; ForgetForce
+// removes those too. Forgetting an unknown provider succeeds.
 func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 	if err := clusterid.Validate(providerID); err != nil {
 		return err

@@ -181,6 +181,10 @@ func (c *Consumer) ApplySliceIdentity(ctx context.Context, s *authv1beta1.Resour
 	if !resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication) || s.Status.AuthParams == nil {
 		return nil, stepError(StepSliceIdentityApplied, fmt.Errorf("%w: slice %s/%s", ErrSlicePending, s.Namespace, s.Name))
 	}
+	if n := len(s.Status.AuthParams.APIServer); n > maxAPIServerLength {
+		return nil, stepError(StepSliceIdentityApplied, fmt.Errorf("%w: status.authParams.apiServer of slice %s/%s: %d bytes",
+			identity.ErrMalformed, s.Namespace, s.Name, n))
+	}
 	want := &authv1beta1.Identity{
 		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -251,6 +255,10 @@ func (c *Consumer) ApplySliceIdentity(ctx context.Context, s *authv1beta1.Resour
 	c.step(ctx, Step{Name: StepSliceIdentityApplied})
 	return &Authenticated{Identity: stored, Secret: secret, Kubeconfig: cfg}, nil
 }
+
+// maxAPIServerLength bounds the API server URL a provider writes in a
+// slice's status, which errors and Events quote.
+const maxAPIServerLength = 2048
 
 // truncated bounds a provider-written message quoted in an error.
 func truncated(s string) string {

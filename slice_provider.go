@@ -32,9 +32,11 @@ const (
 // Authentication is Denied, with a *resourceslice.DeniedError returned
 // beside the status, unless resourceslice.Verify accepts s (namespace,
 // consumer and provider IDs, an accepted Tenant, the exact CSR policy and
-// key rule) and the identity the certificate would carry (user = the CSR's
-// CN, group = the consumer ID) holds no privilege (rbac.CheckUnprivileged;
-// the DeniedError then wraps rbac.ErrPrivilegedUser). Nothing is signed or
+// key rule), the CSR's CN is not the user of any consumer's ControlPlane
+// identity (a Tenant named after it: resourceslice.ErrUserTaken), and the
+// identity the certificate would carry (user = the CSR's CN, group = the
+// consumer ID) holds no privilege (rbac.CheckUnprivileged; the DeniedError
+// then wraps rbac.ErrPrivilegedUser). Nothing is signed or
 // bound then. Resources follow resourceslice.Decide over the Tenant's
 // spec.tenantCondition. Only a slice with both conditions Accepted gets
 // credentials: its CSR is signed like the ControlPlane CSR, cached under
@@ -51,6 +53,15 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 	status := &authv1beta1.ResourceSliceStatus{Conditions: s.DeepCopy().Status.Conditions}
 	wasAccepted := resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeResources)
 	deny := func(err error) (*authv1beta1.ResourceSliceStatus, error) {
+		// A slice denied now may have been accepted before: its
+		// certificate goes, and the bindings unless another slice needs
+		// them (all of them when the consumer has no accepted Tenant).
+		if consumerID, cerr := resourceslice.ConsumerOf(s.Namespace); cerr == nil {
+			tenantGone := errors.Is(err, resourceslice.ErrNoTenant)
+			if rerr := p.release(ctx, s.Namespace, consumerID, s.Name, tenantGone); rerr != nil {
+				return nil, stepError(StepSliceVerified, rerr)
+			}
+		}
 		resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
 			authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonAuthenticationDenied, err.Error(), now)
 		resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources,
@@ -73,6 +84,18 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		return deny(err)
 	}
 	subject := v.CSR.Subject()
+	// The CN is a user name: one that is also a consumer's ID would carry
+	// that consumer's ControlPlane bindings.
+	if clusterid.Validate(subject.CommonName) == nil {
+		_, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(subject.CommonName), subject.CommonName)
+		switch {
+		case err == nil:
+			return deny(&resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "metadata.name",
+				Err: fmt.Errorf("%w: %q", resourceslice.ErrUserTaken, subject.CommonName)})
+		case !errors.Is(err, tenant.ErrNotFound):
+			return nil, stepError(StepSliceVerified, err)
+		}
+	}
 	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, subject.CommonName, subject.Organization); err != nil {
 		if !errors.Is(err, rbac.ErrPrivilegedUser) {
 			return nil, stepError(StepSliceVerified, err)
@@ -90,6 +113,9 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 	}
 	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources, res, reason, why, now)
 	if res == authv1beta1.ResourceSliceConditionDenied {
+		if err := p.release(ctx, s.Namespace, v.ConsumerID, s.Name, false); err != nil {
+			return nil, stepError(StepSliceBound, err)
+		}
 		return status, nil
 	}
 
@@ -147,9 +173,9 @@ func (p *Provider) bindSlices(ctx context.Context, consumerID string) error {
 
 // ForgetSlice removes what the provider holds for the slice
 // namespace/name: its cached certificate and, when no other slice of its
-// consumer remains in namespace (slices being deleted do not count), the
-// slice bindings of the consumer. The slice itself is not deleted.
-// Certificates already issued are not revoked: they lose their
+// consumer in namespace may still need them (one not being deleted and not
+// denied), the slice bindings of the consumer. The slice itself is not
+// deleted. Certificates already issued are not revoked: they lose their
 // permissions with the bindings. Forgetting an unknown slice succeeds.
 func (p *Provider) ForgetSlice(ctx context.Context, namespace, name string) error {
 	if err := p.sliceConfig(false); err != nil {
@@ -159,27 +185,64 @@ func (p *Provider) ForgetSlice(ctx context.Context, namespace, name string) erro
 	if err != nil {
 		return stepError(StepSliceForgot, err)
 	}
-	if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID, Slice: name}); err != nil {
-		return stepError(StepSliceForgot, err)
-	}
-	others, err := p.ports.Slices.List(ctx, namespace)
-	if err != nil {
-		return stepError(StepSliceForgot, err)
-	}
-	for _, o := range others {
-		if o.Name != name && o.DeletionTimestamp == nil {
-			p.step(ctx, Step{Name: StepSliceForgot})
-			return nil
-		}
-	}
-	for _, ns := range p.sliceNamespaces(consumerID) {
-		if err := p.ports.RBAC.DeleteRoleBinding(ctx, ns, rbac.BindingName(rbac.VirtualKubeletClusterRoleName)); err != nil {
-			return stepError(StepSliceForgot, err)
-		}
-	}
-	if err := p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID)); err != nil {
+	if err := p.release(ctx, namespace, consumerID, name, false); err != nil {
 		return stepError(StepSliceForgot, err)
 	}
 	p.step(ctx, Step{Name: StepSliceForgot})
 	return nil
+}
+
+// release removes the cached certificate of slice name and, when no other
+// slice of consumerID may need them, or with all (the consumer has no
+// accepted Tenant), the consumer's slice bindings. A slice that another
+// worker accepted while the bindings went gets them back.
+func (p *Provider) release(ctx context.Context, namespace, consumerID, name string, all bool) error {
+	if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID, Slice: name}); err != nil {
+		return err
+	}
+	if !all {
+		need, err := p.othersNeedBindings(ctx, namespace, name)
+		if err != nil || need {
+			return err
+		}
+	}
+	for _, ns := range p.sliceNamespaces(consumerID) {
+		if err := p.ports.RBAC.DeleteRoleBinding(ctx, ns, rbac.BindingName(rbac.VirtualKubeletClusterRoleName)); err != nil {
+			return err
+		}
+	}
+	if err := p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID)); err != nil {
+		return err
+	}
+	if all {
+		return nil
+	}
+	need, err := p.othersNeedBindings(ctx, namespace, name)
+	if err != nil || !need {
+		return err
+	}
+	return p.bindSlices(ctx, consumerID)
+}
+
+// othersNeedBindings reports whether a slice in namespace other than name
+// may need the consumer's slice bindings: one not being deleted whose
+// conditions are not Denied (accepted, or not judged yet).
+func (p *Provider) othersNeedBindings(ctx context.Context, namespace, name string) (bool, error) {
+	others, err := p.ports.Slices.List(ctx, namespace)
+	if err != nil {
+		return false, err
+	}
+	for _, o := range others {
+		if o.Name == name || o.DeletionTimestamp != nil {
+			continue
+		}
+		denied := false
+		for _, c := range o.Status.Conditions {
+			denied = denied || c.Status == authv1beta1.ResourceSliceConditionDenied
+		}
+		if !denied {
+			return true, nil
+		}
+	}
+	return false, nil
 }

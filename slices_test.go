@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubepact/kubepact"
@@ -215,6 +216,14 @@ func TestAcceptSliceRejectsAndBindsNothing(t *testing.T) {
 		{"another key than the Tenant's", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Spec.CSR = badCSR(t, other, &x509.CertificateRequest{Subject: subject})
 		}, csr.ErrKeyMismatch},
+		{"a slice user that is another consumer's user", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
+			victim := subject.CommonName // a consumer whose ID is the slice's CN
+			_, err := p.providerCluster.Tenants.Update(ctx, &authv1beta1.Tenant{
+				ObjectMeta: metav1.ObjectMeta{Name: victim, Namespace: clusterid.TenantNamespace(victim)},
+				Spec:       authv1beta1.TenantSpec{ClusterID: victim},
+			})
+			require.NoError(t, err)
+		}, resourceslice.ErrUserTaken},
 		{"privileged group", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			require.NoError(t, p.providerCluster.RBAC.ApplyClusterRole(ctx, &rbacv1.ClusterRole{
 				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
@@ -374,6 +383,9 @@ func TestApplySliceIdentityRejectsHostileStatus(t *testing.T) {
 		{"another CA", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.CA = p.consumerCluster.Signer.CA.Certificate()
 		}, kubepact.ErrEndpointChanged},
+		{"huge API server", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
+			s.Status.AuthParams.APIServer = "https://provider.example/" + strings.Repeat("a", 1<<20)
+		}, identity.ErrMalformed},
 		{"http API server", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.APIServer = "http://provider.example:6443"
 		}, identity.ErrInvalidServer},
@@ -472,4 +484,56 @@ func TestForgetForceRemovesOnlyLocalObjects(t *testing.T) {
 		_, err = cc.Keys.Get(ctx) // the cluster key stays: it is the cluster's
 		require.NoError(t, err)
 	}
+}
+
+// A slice accepted before and denied now loses its certificate, and the
+// consumer its slice bindings unless another slice may need them; with no
+// Tenant left, every binding goes at once.
+func TestDeniedSliceReleasesBindings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPair(t)
+	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err)
+	tenantNS := clusterid.TenantNamespace(consumerID)
+	accept := func(name string) *authv1beta1.ResourceSlice {
+		remote := replicate(t, p, createSlice(t, p, name))
+		status, err := p.provider.AcceptSlice(ctx, remote)
+		require.NoError(t, err)
+		remote.Status = *status
+		stored, err := p.providerCluster.Slices.Put(ctx, remote)
+		require.NoError(t, err)
+		return stored
+	}
+	a, b := accept("slice-a"), accept("slice-b")
+	cached := func(name string) bool {
+		_, err := p.providerCluster.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID, Slice: name})
+		return err == nil
+	}
+
+	// slice-a's CSR turns bad: its certificate goes, slice-b keeps the bindings.
+	a.Spec.CSR = badCSR(t, testkeys.Generate(t, keys.Ed25519), &x509.CertificateRequest{Subject: csr.ResourceSliceSubject(consumerID, "slice-a")})
+	status, err := p.provider.AcceptSlice(ctx, a)
+	require.ErrorIs(t, err, csr.ErrKeyMismatch)
+	a.Status = *status
+	_, err = p.providerCluster.Slices.Put(ctx, a)
+	require.NoError(t, err)
+	require.False(t, cached("slice-a"))
+	require.True(t, cached("slice-b"))
+	require.True(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+
+	// Forgetting slice-b: the only other slice is denied, the bindings go.
+	require.NoError(t, p.provider.ForgetSlice(ctx, tenantNS, "slice-b"))
+	require.False(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+	require.Empty(t, p.providerCluster.RBAC.ClusterRoleBindings.Objects(""))
+
+	// Accepted again, then the Tenant goes: every binding goes with the first denial.
+	b = accept("slice-b")
+	accept("slice-c")
+	require.True(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+	require.NoError(t, p.providerCluster.Tenants.Delete(ctx, tenantNS, consumerID))
+	_, err = p.provider.AcceptSlice(ctx, b)
+	require.ErrorIs(t, err, resourceslice.ErrNoTenant)
+	require.False(t, allowed(t, p, "slice-c", tenantNS, "create", "configmaps"), "no Tenant: powerless at once")
+	require.Empty(t, p.providerCluster.RBAC.ClusterRoleBindings.Objects(""))
 }

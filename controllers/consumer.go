@@ -67,8 +67,9 @@ type ConsumerConfig struct {
 }
 
 // SetupConsumer adds the consumer's reconcilers to mgr: the signed-nonce
-// reconciler (liqo-signed-nonce Secrets), the Identity reconciler and the
-// renewal reconciler (renew_consumer.go). mgr's
+// reconciler (liqo-signed-nonce Secrets), the Identity reconciler, the
+// ResourceSlice reconciler, the replicator of ResourceSlices and Renews and
+// the renewal reconciler (renew_consumer.go). mgr's
 // scheme must know the authentication.liqo.io/v1beta1 types (see
 // NewScheme).
 func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {

@@ -87,8 +87,9 @@ const DefaultWorkers = 8
 
 // SetupProvider adds the provider's reconcilers to mgr: the nonce
 // reconciler (liqo-nonce Secrets), the Tenant reconciler, which also comes
-// back at two thirds of each certificate's lifetime to re-sign it, and the
-// Renew reconciler (renew_provider.go). mgr's scheme
+// back at two thirds of each certificate's lifetime to re-sign it, the
+// ResourceSlice reconciler (slices replicated into tenant namespaces) and
+// the Renew reconciler (renew_provider.go). mgr's scheme
 // must know the authentication.liqo.io/v1beta1 types (see NewScheme).
 func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := checkScheme(mgr); err != nil {
@@ -153,7 +154,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := b.Complete(tr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", TenantControllerName, err)
 	}
-	if err := setupSliceProvider(mgr, p, workers, watchCSRs); err != nil {
+	if err := setupSliceProvider(mgr, p, workers, watchCSRs, cfg.Clock); err != nil {
 		return err
 	}
 	return setupRenewProvider(mgr, p, kube.NewRenewStore(uncached), workers, watchCSRs, cfg.Clock)

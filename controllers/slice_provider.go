@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,8 +39,8 @@ const (
 // judges the slices replicated into tenant namespaces (label
 // liqo.io/replicated), on a change of their spec, of their consumer's
 // Tenant, or of a CertificateSigningRequest of their consumer.
-func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, watchCSRs bool) error {
-	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(SliceControllerName)}
+func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, watchCSRs bool, clk clock.PassiveClock) error {
+	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, clock: realClock(clk), events: mgr.GetEventRecorder(SliceControllerName)}
 	b := ctrl.NewControllerManagedBy(mgr).Named(SliceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(hasLabel(resourceslice.ReplicatedLabel),
@@ -60,7 +62,19 @@ func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, 
 type sliceProviderReconciler struct {
 	client   client.Client
 	provider *kubepact.Provider
+	clock    clock.PassiveClock
 	events   events.EventRecorder
+}
+
+// sliceRenewal brings an accepted slice back when its certificate is due
+// for re-signing, as the Tenant reconciler does for the ControlPlane's:
+// AcceptSlice then re-signs it (csr.Issue) and the status carries the new
+// certificate to the consumer.
+func sliceRenewal(status *authv1beta1.ResourceSliceStatus, now time.Time) reconcile.Result {
+	if status == nil || status.AuthParams == nil || !resourceslice.Accepted(status, authv1beta1.ResourceSliceConditionTypeAuthentication) {
+		return reconcile.Result{}
+	}
+	return requeueAtRenewal(status.AuthParams.SignedCRT, now)
 }
 
 // slicesOf maps an object naming a consumer (consumer returns its ID) to
@@ -114,8 +128,9 @@ func (r *sliceProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 		}
 		return reconcile.Result{}, err
 	}
+	renew := sliceRenewal(status, r.clock.Now())
 	if equality.Semantic.DeepEqual(&s.Status, status) {
-		return reconcile.Result{}, nil
+		return renew, nil
 	}
 	s.Status = *status
 	if uerr := r.client.Status().Update(ctx, &s); uerr != nil {
@@ -130,7 +145,7 @@ func (r *sliceProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 	default:
 		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceAccepted, "AcceptSlice", "ResourceSlice status is filled")
 	}
-	return reconcile.Result{}, nil
+	return renew, nil
 }
 
 // remove runs Provider.ForgetSlice for a deleted slice carrying kubepact's

@@ -192,3 +192,38 @@ func TestResourceSliceDeniedEndToEnd(t *testing.T) {
 	require.Nil(t, secret(ctx, t, consumerEnv, s.Namespace, kubeconfig.SecretName(identity.ResourceSliceName(s.Name))))
 	require.NoError(t, consumerEnv.client.Delete(ctx, s))
 }
+
+// Deleting a consumer's Tenant on the provider makes every slice
+// certificate of the consumer powerless at once, and denies its slices.
+func TestTenantDeletedDeniesSlices(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startProvider(t, providerID, tenant.Compatible, nil)
+	startSliceConsumer(t, consumerID, keyNS)
+	tn, _ := handshake(ctx, t, providerID, consumerID, keyNS, false)
+
+	s := newSlice(providerID, "slice-t")
+	require.NoError(t, consumerEnv.client.Create(ctx, s))
+	cs := waitSliceIdentity(ctx, t, s)
+	tenantNS := clusterid.TenantNamespace(consumerID)
+	_, err := cs.CoreV1().ConfigMaps(tenantNS).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+
+	require.NoError(t, providerEnv.client.Delete(ctx, tn))
+	eventually(t, "the slice credentials powerless", func() bool {
+		_, err := cs.CoreV1().ConfigMaps(tenantNS).List(ctx, metav1.ListOptions{})
+		return apierrors.IsForbidden(err)
+	})
+	var remote authv1beta1.ResourceSlice
+	eventually(t, "the provider's copy denied", func() bool {
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: s.Name}, &remote))
+		c := resourceslice.Condition(&remote.Status, authv1beta1.ResourceSliceConditionTypeAuthentication)
+		return c != nil && c.Status == authv1beta1.ResourceSliceConditionDenied
+	})
+	require.Nil(t, remote.Status.AuthParams)
+	// The ControlPlane binding went with the Tenant: the consumer can no
+	// longer reach the provider, and says so.
+	waitEvent(ctx, t, consumerEnv, s.Namespace, s.Name, corev1.EventTypeWarning, controllers.ReasonReplicationFailed)
+}

@@ -111,6 +111,10 @@ var (
 	ErrWrongProvider = errors.New("resource slice is for another provider")
 	// ErrNoTenant reports a slice of a consumer without an accepted Tenant.
 	ErrNoTenant = errors.New("resource slice of a consumer without an accepted tenant")
+	// ErrUserTaken reports a slice whose certificate user (its CN) is the
+	// user of a consumer's ControlPlane identity: the slice certificate
+	// would inherit that consumer's bindings.
+	ErrUserTaken = errors.New("resource slice user is a consumer's ControlPlane user")
 	// ErrMalformed reports a slice the consumer cannot build or use.
 	ErrMalformed = errors.New("malformed resource slice")
 )
@@ -131,10 +135,11 @@ func (e *DeniedError) Error() string {
 // Unwrap returns ErrDenied and the cause.
 func (e *DeniedError) Unwrap() []error { return []error{ErrDenied, e.Err} }
 
-// MaxNameLength bounds a slice name: the Identity "resourceslice-<slice>"
-// and its Secret "kubeconfig-resourceslice-<slice>" must stay valid names,
-// and the cache Secret "liqo-remote-certificate-<slice>" too.
-const MaxNameLength = validation.DNS1123SubdomainMaxLength - len("kubeconfig-resourceslice-")
+// MaxNameLength bounds a slice name: the names derived from it must stay
+// valid, the longest being the Secret of a Strict consumer's slice key,
+// "kubepact-key-resourceslice-<slice>" (then "kubeconfig-resourceslice-<slice>",
+// "liqo-remote-certificate-<slice>").
+const MaxNameLength = validation.DNS1123SubdomainMaxLength - len("kubepact-key-resourceslice-")
 
 // ValidateName checks a slice name: a DNS-1123 subdomain short enough for
 // the names derived from it.
