@@ -15,15 +15,22 @@ import (
 func TestRequeueAtRenewal(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	key, err := keys.Generate(nil, keys.Ed25519)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: now, NotAfter: now.Add(30 * time.Hour)}
-	der, err := x509.CreateCertificate(nil, tmpl, tmpl, key.Public(), key)
-	require.NoError(t, err)
-	chain := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	chain := selfSigned(t, now, 30*time.Hour)
 
 	require.Equal(t, 20*time.Hour, requeueAtRenewal(chain, now).RequeueAfter, "two thirds in")
 	require.Equal(t, time.Hour, requeueAtRenewal(chain, now.Add(19*time.Hour)).RequeueAfter)
 	require.Equal(t, MinRenewalWait, requeueAtRenewal(chain, now.Add(29*time.Hour)).RequeueAfter, "past due: soon, not at once")
 	require.Zero(t, requeueAtRenewal([]byte("garbage"), now).RequeueAfter)
+}
+
+// selfSigned returns the PEM of a self-signed certificate valid for life
+// from notBefore.
+func selfSigned(t *testing.T, notBefore time.Time, life time.Duration) []byte {
+	t.Helper()
+	key, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: notBefore, NotAfter: notBefore.Add(life)}
+	der, err := x509.CreateCertificate(nil, tmpl, tmpl, key.Public(), key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -1,16 +1,12 @@
 package controllers
 
 import (
-	"crypto/x509"
-	"encoding/pem"
-	"math/big"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
-	"github.com/kubepact/kubepact/keys"
 )
 
 // An accepted slice comes back at two thirds of its certificate's
@@ -18,12 +14,7 @@ import (
 func TestSliceRenewal(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	key, err := keys.Generate(nil, keys.Ed25519)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: now, NotAfter: now.Add(30 * time.Hour)}
-	der, err := x509.CreateCertificate(nil, tmpl, tmpl, key.Public(), key)
-	require.NoError(t, err)
-	chain := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	chain := selfSigned(t, now, 30*time.Hour)
 	status := func(auth authv1beta1.ResourceSliceConditionStatus, params *authv1beta1.AuthParams) *authv1beta1.ResourceSliceStatus {
 		return &authv1beta1.ResourceSliceStatus{
 			Conditions: []authv1beta1.ResourceSliceCondition{{Type: authv1beta1.ResourceSliceConditionTypeAuthentication, Status: auth}},

@@ -61,15 +61,7 @@ func waitSliceIdentity(ctx context.Context, t *testing.T, s *authv1beta1.Resourc
 	require.Equal(t, authv1beta1.ResourceSliceIdentityType, id.Spec.Type)
 	require.Equal(t, s.Name, id.Labels[resourceslice.IdentityLabel])
 	require.Equal(t, authv1beta1.ResourceSliceKind, metav1.GetControllerOf(&id).Kind)
-	sec := secret(ctx, t, consumerEnv, s.Namespace, kubeconfig.SecretName(id.Name))
-	require.NotNil(t, sec)
-	cfg, err := kubeconfig.Parse(sec.Data[kubeconfig.SecretKey])
-	require.NoError(t, err)
-	rc, err := cfg.RESTConfig()
-	require.NoError(t, err)
-	cs, err := kubernetes.NewForConfig(rc)
-	require.NoError(t, err)
-	return cs
+	return kubeconfigClient(ctx, t, s.Namespace, kubeconfig.SecretName(id.Name))
 }
 
 // ResourceSlices end to end on two real clusters: the handshake, then

@@ -6,6 +6,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"github.com/kubepact/kubepact/rbac"
@@ -21,33 +22,19 @@ var _ rbac.ClusterBinder = (*RBAC)(nil)
 // the role's permissions).
 func (a *RBAC) ApplyClusterRoleBinding(ctx context.Context, b *rbacv1.ClusterRoleBinding) error {
 	api := a.client.RbacV1().ClusterRoleBindings()
-	ac := rbacv1ac.ClusterRoleBinding(b.Name).WithLabels(b.Labels).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(b.RoleRef.APIGroup).WithKind(b.RoleRef.Kind).WithName(b.RoleRef.Name))
-	for _, s := range b.Subjects {
-		subject := rbacv1ac.Subject().WithKind(s.Kind).WithName(s.Name)
-		if s.APIGroup != "" {
-			subject.WithAPIGroup(s.APIGroup)
-		}
-		if s.Namespace != "" {
-			subject.WithNamespace(s.Namespace)
-		}
-		ac.WithSubjects(subject)
-	}
-	err := retryOnConflict(ctx, func() error {
-		_, err := api.Apply(ctx, ac, applyOptions(true))
-		if !apierrors.IsInvalid(err) {
-			return err
-		}
-		cur, gerr := api.Get(ctx, b.Name, metav1.GetOptions{})
-		if gerr != nil || cur.RoleRef == b.RoleRef {
-			return err
-		}
-		derr := api.Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
-		if derr != nil && !apierrors.IsNotFound(derr) {
-			return derr
-		}
-		return apierrors.NewConflict(rbacv1.Resource("clusterrolebindings"), b.Name, errRoleRefChanged)
-	})
+	ac := rbacv1ac.ClusterRoleBinding(b.Name).WithLabels(b.Labels).WithSubjects(subjectsAC(b.Subjects)...).WithRoleRef(roleRefAC(b.RoleRef))
+	err := applyBinding(ctx, rbacv1.Resource("clusterrolebindings"), b.Name, b.RoleRef,
+		func() error { _, err := api.Apply(ctx, ac, applyOptions(true)); return err },
+		func() (*rbacv1.RoleRef, types.UID, error) {
+			cur, err := api.Get(ctx, b.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, "", err
+			}
+			return &cur.RoleRef, cur.UID, nil
+		},
+		func(uid types.UID) error {
+			return api.Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		})
 	if err != nil {
 		return wrap(err, "applying", "ClusterRoleBinding", "", b.Name)
 	}

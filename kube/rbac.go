@@ -10,6 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -39,11 +41,7 @@ func NewRBAC(client kubernetes.Interface) *RBAC { return &RBAC{client: client} }
 // then applies only its labels. Labels others set always stay.
 func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
 	api := a.client.RbacV1().ClusterRoles()
-	rules := make([]*rbacv1ac.PolicyRuleApplyConfiguration, len(r.Rules))
-	for i, rule := range r.Rules {
-		rules[i] = rbacv1ac.PolicyRule().WithAPIGroups(rule.APIGroups...).WithResources(rule.Resources...).
-			WithVerbs(rule.Verbs...).WithResourceNames(rule.ResourceNames...).WithNonResourceURLs(rule.NonResourceURLs...)
-	}
+	rules := rulesAC(r.Rules)
 	_, err := api.Apply(ctx, rbacv1ac.ClusterRole(r.Name).WithLabels(r.Labels).WithRules(rules...), applyOptions(false))
 	if apierrors.IsConflict(err) {
 		// Another manager owns other rules: they are theirs to keep.
@@ -62,39 +60,66 @@ func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) erro
 // created again: roleRef is immutable.
 func (a *RBAC) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {
 	api := a.client.RbacV1().RoleBindings(b.Namespace)
-	ac := rbacv1ac.RoleBinding(b.Name, b.Namespace).WithLabels(b.Labels).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(b.RoleRef.APIGroup).WithKind(b.RoleRef.Kind).WithName(b.RoleRef.Name))
-	for _, s := range b.Subjects {
-		subject := rbacv1ac.Subject().WithKind(s.Kind).WithName(s.Name)
-		if s.APIGroup != "" {
-			subject.WithAPIGroup(s.APIGroup)
-		}
-		if s.Namespace != "" {
-			subject.WithNamespace(s.Namespace)
-		}
-		ac.WithSubjects(subject)
-	}
-	ac.WithOwnerReferences(ownerReferences(b.OwnerReferences)...)
-	err := retryOnConflict(ctx, func() error {
-		_, err := api.Apply(ctx, ac, applyOptions(true))
-		if !apierrors.IsInvalid(err) {
-			return err
-		}
-		cur, gerr := api.Get(ctx, b.Name, metav1.GetOptions{})
-		if gerr != nil || cur.RoleRef == b.RoleRef {
-			return err
-		}
-		// roleRef is immutable: delete exactly what was read, then apply again.
-		derr := api.Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
-		if derr != nil && !apierrors.IsNotFound(derr) {
-			return derr
-		}
-		return apierrors.NewConflict(rbacv1.Resource("rolebindings"), b.Name, errRoleRefChanged)
-	})
+	ac := rbacv1ac.RoleBinding(b.Name, b.Namespace).WithLabels(b.Labels).WithSubjects(subjectsAC(b.Subjects)...).
+		WithRoleRef(roleRefAC(b.RoleRef)).WithOwnerReferences(ownerReferences(b.OwnerReferences)...)
+	err := applyBinding(ctx, rbacv1.Resource("rolebindings"), b.Name, b.RoleRef,
+		func() error { _, err := api.Apply(ctx, ac, applyOptions(true)); return err },
+		func() (*rbacv1.RoleRef, types.UID, error) {
+			cur, err := api.Get(ctx, b.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, "", err
+			}
+			return &cur.RoleRef, cur.UID, nil
+		},
+		func(uid types.UID) error {
+			return api.Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		})
 	if err != nil {
 		return wrap(err, "applying", "RoleBinding", b.Namespace, b.Name)
 	}
 	return nil
+}
+
+// applyBinding runs apply, the server-side apply of the binding name whose
+// roleRef is want. roleRef is immutable: when the stored binding's differs,
+// which makes the apply invalid, the binding read (get) is deleted exactly
+// (del, held to its UID), and applied again.
+func applyBinding(ctx context.Context, resource schema.GroupResource, name string, want rbacv1.RoleRef,
+	apply func() error, get func() (*rbacv1.RoleRef, types.UID, error), del func(types.UID) error) error {
+	return retryOnConflict(ctx, func() error {
+		err := apply()
+		if !apierrors.IsInvalid(err) {
+			return err
+		}
+		ref, uid, gerr := get()
+		if gerr != nil || *ref == want {
+			return err
+		}
+		if derr := del(uid); derr != nil && !apierrors.IsNotFound(derr) {
+			return derr
+		}
+		return apierrors.NewConflict(resource, name, errRoleRefChanged)
+	})
+}
+
+// roleRefAC returns r as an apply configuration.
+func roleRefAC(r rbacv1.RoleRef) *rbacv1ac.RoleRefApplyConfiguration {
+	return rbacv1ac.RoleRef().WithAPIGroup(r.APIGroup).WithKind(r.Kind).WithName(r.Name)
+}
+
+// subjectsAC returns subjects as apply configurations.
+func subjectsAC(subjects []rbacv1.Subject) []*rbacv1ac.SubjectApplyConfiguration {
+	out := make([]*rbacv1ac.SubjectApplyConfiguration, len(subjects))
+	for i, s := range subjects {
+		out[i] = rbacv1ac.Subject().WithKind(s.Kind).WithName(s.Name)
+		if s.APIGroup != "" {
+			out[i].WithAPIGroup(s.APIGroup)
+		}
+		if s.Namespace != "" {
+			out[i].WithNamespace(s.Namespace)
+		}
+	}
+	return out
 }
 
 // DeleteRoleBinding removes the RoleBinding namespace/name.

@@ -149,9 +149,10 @@ func (a *ServiceAccountRBAC) Grant(ctx context.Context, g saidentity.Grants) err
 	if _, err := rbacAPI.ClusterRoles().Apply(ctx, cr, applyOptions(true)); err != nil {
 		return wrap(err, "applying", "ClusterRole", "", g.ClusterRole.Name)
 	}
-	return a.applyClusterRoleBinding(ctx, g.ClusterRoleBinding)
+	return a.rbac.ApplyClusterRoleBinding(ctx, g.ClusterRoleBinding)
 }
 
+// rulesAC returns rules as apply configurations.
 func rulesAC(rules []rbacv1.PolicyRule) []*rbacv1ac.PolicyRuleApplyConfiguration {
 	out := make([]*rbacv1ac.PolicyRuleApplyConfiguration, len(rules))
 	for i, r := range rules {
@@ -159,47 +160,6 @@ func rulesAC(rules []rbacv1.PolicyRule) []*rbacv1ac.PolicyRuleApplyConfiguration
 			WithVerbs(r.Verbs...).WithResourceNames(r.ResourceNames...).WithNonResourceURLs(r.NonResourceURLs...)
 	}
 	return out
-}
-
-func subjectsAC(subjects []rbacv1.Subject) []*rbacv1ac.SubjectApplyConfiguration {
-	out := make([]*rbacv1ac.SubjectApplyConfiguration, len(subjects))
-	for i, s := range subjects {
-		out[i] = rbacv1ac.Subject().WithKind(s.Kind).WithName(s.Name)
-		if s.APIGroup != "" {
-			out[i].WithAPIGroup(s.APIGroup)
-		}
-		if s.Namespace != "" {
-			out[i].WithNamespace(s.Namespace)
-		}
-	}
-	return out
-}
-
-// applyClusterRoleBinding applies b, re-creating a stored binding whose
-// roleRef differs, as roleRef is immutable.
-func (a *ServiceAccountRBAC) applyClusterRoleBinding(ctx context.Context, b *rbacv1.ClusterRoleBinding) error {
-	api := a.client.RbacV1().ClusterRoleBindings()
-	ac := rbacv1ac.ClusterRoleBinding(b.Name).WithLabels(b.Labels).WithSubjects(subjectsAC(b.Subjects)...).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(b.RoleRef.APIGroup).WithKind(b.RoleRef.Kind).WithName(b.RoleRef.Name))
-	err := retryOnConflict(ctx, func() error {
-		_, err := api.Apply(ctx, ac, applyOptions(true))
-		if !apierrors.IsInvalid(err) {
-			return err
-		}
-		cur, gerr := api.Get(ctx, b.Name, metav1.GetOptions{})
-		if gerr != nil || cur.RoleRef == b.RoleRef {
-			return err
-		}
-		derr := api.Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
-		if derr != nil && !apierrors.IsNotFound(derr) {
-			return derr
-		}
-		return apierrors.NewConflict(rbacv1.Resource("clusterrolebindings"), b.Name, errRoleRefChanged)
-	})
-	if err != nil {
-		return wrap(err, "applying", "ClusterRoleBinding", "", b.Name)
-	}
-	return nil
 }
 
 // Remove deletes g's objects, the bindings first.
