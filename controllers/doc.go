@@ -168,14 +168,17 @@
 // # Concurrency
 //
 // The provider's reconcilers run ProviderConfig.Workers workers each
-// (DefaultWorkers, 8, by default); the consumer's run one, as a consumer
+// (DefaultWorkers, 32, by default); the consumer's run one, as a consumer
 // answers one provider at a time. controller-runtime never gives one object
 // to two workers at once; the Provider and Consumer the workers share are
 // safe for concurrent use, and a handshake of one consumer is serialised
 // by its nonce. The manager's clients need a rate limit to match: one
-// handshake makes about 32 requests with the CSR API and 17 with a local
-// CA, so 40 handshakes a second need a QPS near 1,300 (client-go's default
-// is 5); kubepact-controller's --kube-api-qps and --kube-api-burst set it. Run one active manager per cluster: enable the
+// handshake makes about 30 requests with the CSR API and 19 with a local
+// CA, so 40 handshakes a second need a QPS near 1,200 (client-go's default
+// is 5); kubepact-controller's --kube-api-qps and --kube-api-burst set it.
+// With the CSR API, the kube-controller-manager's own client limit
+// (--kube-api-qps, 20 by default) also bounds the provider, to about 20
+// signatures a second. Run one active manager per cluster: enable the
 // manager's leader election when running several replicas. The Identity
 // reconciler's online confirmation is a request to the provider's API
 // server, bounded by kube.IdentityReviewerOptions' default timeout; no

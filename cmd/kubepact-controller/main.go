@@ -27,7 +27,7 @@
 //	--strict                        consumer: a fresh TLS key per identity
 //	--offline                       consumer: do not confirm new kubeconfigs with the provider
 //	--root-ca-file FILE             consumer: extra roots for providers whose Identity has no CA
-//	--workers N                     provider: nonce Secrets and Tenants reconciled at once (default 8)
+//	--workers N                     provider: nonce Secrets and Tenants reconciled at once (default 32)
 //	--kube-api-qps QPS              client-side request rate to the API server (default 200)
 //	--kube-api-burst N              client-side burst (default 400)
 //	--leader-elect                  elect a leader among replicas (default true)

@@ -10,6 +10,12 @@ import (
 // per name, concurrently. If any cluster fails to start, it stops those that
 // did and returns every error.
 func StartAll(ctx context.Context, names ...string) ([]*Cluster, error) {
+	return StartAllWith(ctx, Options{}, names...)
+}
+
+// StartAllWith is StartAll with opts for every cluster, but for its BinDir,
+// which StartAllWith sets, and its Name, one of names.
+func StartAllWith(ctx context.Context, opts Options, names ...string) ([]*Cluster, error) {
 	binDir, err := EnsureBinaries(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("building control-plane binaries: %w", err)
@@ -20,7 +26,9 @@ func StartAll(ctx context.Context, names ...string) ([]*Cluster, error) {
 	for i, name := range names {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			clusters[i], errs[i] = Start(ctx, Options{BinDir: binDir, Name: name})
+			o := opts
+			o.BinDir, o.Name = binDir, name
+			clusters[i], errs[i] = Start(ctx, o)
 		}()
 	}
 	for range names {
