@@ -401,7 +401,7 @@ func tenantController(tb testing.TB) (reconcile, queue histogram) {
 // queue. The provider's manager runs with AdminConfig's client-side limits
 // (QPS 100, burst 200 for each of its clients: QPS100) and without any
 // (NoClientLimit), to tell the workers' limit from the clients', with
-// controllers.DefaultWorkers workers and, without client limits, with 32.
+// controllers.DefaultWorkers workers and, without client limits, with 8.
 //
 //	go test -run '^$' -bench TenantsAtOnce -benchtime 1x ./controllers/
 func BenchmarkTenantsAtOnce(b *testing.B) {
@@ -409,7 +409,7 @@ func BenchmarkTenantsAtOnce(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			b.Run("QPS100", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, false, controllers.DefaultWorkers) })
 			b.Run("NoClientLimit", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, true, controllers.DefaultWorkers) })
-			b.Run("NoClientLimit/Workers32", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, true, 32) })
+			b.Run("NoClientLimit/Workers8", func(b *testing.B) { benchTenantsAtOnce(b, s.signer, true, 8) })
 		})
 	}
 }
