@@ -70,7 +70,8 @@ func NewClient(cfg *rest.Config, httpClient *http.Client) (client.Client, error)
 	return c, nil
 }
 
-// object is an authentication.liqo.io object: Tenant or Identity.
+// object is an authentication.liqo.io object: Tenant, Identity,
+// ResourceSlice or Renew.
 type object[T any] interface {
 	*T
 	client.Object
