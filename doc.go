@@ -40,6 +40,22 @@
 // process; Unauthenticate undoes them. Each step is also usable on its own,
 // so the Tenant and the Identity can travel as YAML files moved by hand.
 //
+// # After the handshake
+//
+// The consumer asks for resources with ResourceSlices, each with an
+// identity of its own (Consumer.Slice, Provider.AcceptSlice,
+// Consumer.ApplySliceIdentity; package resourceslice). Certificates are
+// renewed before they expire: the provider re-signs at two thirds of their
+// lifetime and answers Renews, and a Strict consumer renews with a fresh key
+// (Provider.Renew, Consumer.RenewRequest, Consumer.Renewed; package
+// renewal). The provider cordons, drains and readmits tenants
+// (Provider.Cordon, Provider.Drain, Provider.Readmit; package lifecycle): a
+// drained or forgotten consumer is not bound again while a certificate
+// issued to it may still be valid. Package controllers runs all of it
+// declaratively, as Liqo's controllers do. The older flows are in packages
+// authtoken and authserver (Liqo's shared-token server) and saidentity
+// (ServiceAccount identities with expiring tokens).
+//
 // # Ports
 //
 // Every step is a pure function over explicit inputs (the packages nonce,

@@ -39,7 +39,15 @@
 //     status.kubeconfigSecretRef (Consumer.Apply). Event IdentityApplied.
 //     Deleting the Identity deletes the Secret: the reconciler deletes it at
 //     once, and the garbage collector would through the Secret's owner
-//     reference. ResourceSlice Identities are left alone.
+//     reference. ResourceSlice Identities are the ResourceSlice
+//     reconciler's.
+//
+// After the handshake, the ResourceSlice reconcilers (provider and
+// consumer) and the replicator turn slices into identities of their own;
+// the Tenant and ResourceSlice reconcilers come back at two thirds of each
+// certificate's lifetime to re-sign it, and the Renew reconcilers carry
+// renewed certificates to the consumer; the Tenant reconciler enforces
+// spec.tenantCondition (Cordoned, Drained).
 //
 // Every reconciler is idempotent and resumable: it reads the object, calls
 // the step, and the step writes only what is missing, so a controller
