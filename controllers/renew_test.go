@@ -76,10 +76,10 @@ func (s *exactSigner) Sign(_ context.Context, r csr.Request) ([]byte, error) {
 
 // startRenewingProvider runs the provider's reconcilers issuing
 // shortLifetime certificates.
-func startRenewingProvider(t *testing.T, providerID string) {
+func startRenewingProvider(t *testing.T, providerID string) (stop func()) {
 	t.Helper()
 	signer := newExactSigner(t)
-	startManager(t, providerEnv, func(mgr manager.Manager) error {
+	return startManager(t, providerEnv, func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID:           providerID,
 			Endpoint:            kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
@@ -378,15 +378,19 @@ func TestRenewalRefusesForeignCertificate(t *testing.T) {
 	defer cancel()
 	providerID, consumerID := ids(t)
 	keyNS := "liqo-" + consumerID
-	startRenewingProvider(t, providerID)
-	startConsumer(t, consumerID, keyNS)
+	stopProvider := startRenewingProvider(t, providerID)
+	startSliceConsumer(t, consumerID, keyNS) // the replicator carries the Renew
 	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
 	held := secret(ctx, t, consumerEnv, id.Namespace, id.Status.KubeconfigSecretRef.Name)
 
-	var mine authv1beta1.Renew
-	eventually(t, "the consumer's Renew", func() bool {
-		return consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), &mine) == nil
+	var theirs authv1beta1.Renew
+	eventually(t, "the consumer's Renew answered on the provider", func() bool {
+		err := providerEnv.client.Get(ctx, client.ObjectKey{Namespace: tn.Namespace, Name: id.Name}, &theirs)
+		return err == nil && theirs.Status.AuthParams != nil
 	})
+	// The provider turns hostile: its controllers stop, and it answers with
+	// a certificate for another key, which the replicator carries back.
+	stopProvider()
 	other, err := keys.Generate(nil, keys.Ed25519)
 	require.NoError(t, err)
 	req, err := csr.Create(nil, other, csr.ControlPlaneSubject(consumerID))
@@ -397,8 +401,8 @@ func TestRenewalRefusesForeignCertificate(t *testing.T) {
 	require.NoError(t, err)
 	params := tn.Status.AuthParams.DeepCopy()
 	params.SignedCRT = foreign
-	mine.Status.AuthParams = params
-	require.NoError(t, consumerEnv.client.Status().Update(ctx, &mine))
+	theirs.Status.AuthParams = params
+	require.NoError(t, providerEnv.client.Status().Update(ctx, &theirs))
 
 	waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, "Warning", controllers.ReasonInvalidIdentity)
 	list, err := consumerEnv.core.EventsV1().Events(id.Namespace).List(ctx, metav1.ListOptions{})
@@ -415,6 +419,7 @@ func TestRenewalRefusesForeignCertificate(t *testing.T) {
 	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), id))
 	require.Equal(t, tn.Status.AuthParams.SignedCRT, id.Spec.AuthParams.SignedCRT)
 	requireWorks(ctx, t, providerID, consumerID, id)
+	startRenewingProvider(t, providerID) // for the cleanup
 	requireCleanup(ctx, t, consumerID, tn, id)
 }
 
