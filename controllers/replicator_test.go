@@ -30,7 +30,7 @@ func TestReplicatorRenews(t *testing.T) {
 	defer cancel()
 	providerID, consumerID := ids(t)
 	keyNS := "liqo-" + consumerID
-	startProvider(t, providerID, tenant.Compatible, nil)
+	stopProvider := startProvider(t, providerID, tenant.Compatible, nil)
 	startSliceConsumer(t, consumerID, keyNS)
 	handshake(ctx, t, providerID, consumerID, keyNS, false)
 
@@ -47,12 +47,15 @@ func TestReplicatorRenews(t *testing.T) {
 	}
 	remoteKey := client.ObjectKey{Namespace: clusterid.TenantNamespace(consumerID), Name: name}
 	var remote authv1beta1.Renew
-	eventually(t, "the Renew on the provider", func() bool {
-		return providerEnv.client.Get(ctx, remoteKey, &remote) == nil
+	eventually(t, "the Renew on the provider, answered", func() bool {
+		return providerEnv.client.Get(ctx, remoteKey, &remote) == nil && remote.Status.AuthParams != nil
 	})
 	require.Equal(t, resourceslice.ProviderLabels(consumerID), remote.Labels)
 	require.Equal(t, local.Spec, remote.Spec)
 
+	// Whatever the provider writes into the status comes back; its Renew
+	// reconciler is stopped, so that only the test writes it.
+	stopProvider()
 	remote.Status.AuthParams = &authv1beta1.AuthParams{APIServer: "https://provider.example", SignedCRT: []byte("renewed")}
 	require.NoError(t, providerEnv.client.Status().Update(ctx, &remote))
 	eventually(t, "the status back on the consumer", func() bool {
