@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
@@ -167,7 +168,7 @@ func (t *tokenFlags) used() bool {
 
 // authenticateWithToken runs the token flow: the local cluster (the
 // consumer) authenticates with the provider's authentication server.
-func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, remote *clusterFlags, alg algorithmFlag, replace bool) error {
+func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, remote *clusterFlags, alg algorithmFlag, installCRDs, replace bool) error {
 	switch {
 	case tf.token != "" && tf.noToken:
 		return usagef("--token and --no-token exclude each other")
@@ -205,7 +206,7 @@ func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, r
 		return err
 	}
 	e.consumerID = id
-	if err := cl.ensureCRDs(ctx, false, "identities"); err != nil {
+	if err := cl.ensureCRDs(ctx, installCRDs, authv1beta1.IdentityResource); err != nil {
 		return err
 	}
 	reviewer, err := kube.NewIdentityReviewer(nil)
