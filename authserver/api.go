@@ -59,7 +59,11 @@
 // providers may run concurrently.
 package authserver
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"io"
+)
 
 // Paths of the API.
 const (
@@ -90,6 +94,17 @@ type CertificateRequest struct {
 	// CertificateSigningRequest is a PEM CSR (base64 on the wire).
 	CertificateSigningRequest []byte `json:"certificateSigningRequest"`
 }
+
+// String names the consumer; it never prints the tokens.
+func (r CertificateRequest) String() string {
+	return fmt.Sprintf("authserver.CertificateRequest(cluster=%s, tokens redacted, %d-byte CSR)", r.Cluster.ClusterID, len(r.CertificateSigningRequest))
+}
+
+// GoString is String.
+func (r CertificateRequest) GoString() string { return r.String() }
+
+// Format makes every fmt verb print String: the request carries the token.
+func (r CertificateRequest) Format(f fmt.State, _ rune) { io.WriteString(f, r.String()) }
 
 // CertificateResponse is the 202 answer of POST /identity/certificate.
 type CertificateResponse struct {

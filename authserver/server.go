@@ -221,7 +221,7 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 	client := clientIP(r)
 	now := s.opts.Clock.Now()
 	if !s.failures.ok(client, now) {
-		s.log.Info("refused certificate request", "client", client, "status", http.StatusTooManyRequests)
+		s.log.V(1).Info("refused certificate request", "client", client, "status", http.StatusTooManyRequests)
 		w.Header().Set("Retry-After", fmt.Sprint(int(s.opts.FailureInterval.Seconds()+0.5)))
 		writeError(w, http.StatusTooManyRequests, "too many failed attempts from this address")
 		return

@@ -546,7 +546,9 @@ func TestTokenFormatting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{fmt.Sprint(tok), fmt.Sprintf("%v %+v %#v %s %q %x", tok, tok, tok, tok, tok, tok), fmt.Sprint(authserver.Remote{Token: tok})} {
+	for _, s := range []string{fmt.Sprint(tok), fmt.Sprintf("%v %+v %#v %s %q %x", tok, tok, tok, tok, tok, tok), fmt.Sprint(authserver.Remote{Token: tok}),
+		fmt.Sprintf("%v %+v %#v", authserver.CertificateRequest{DestinationClusterToken: tok.Reveal(), OriginClusterToken: tok.Reveal()},
+			&authserver.CertificateRequest{DestinationClusterToken: tok.Reveal()}, authserver.CertificateRequest{OriginClusterToken: tok.Reveal()})} {
 		if strings.Contains(s, tok.Reveal()) || strings.Contains(s, tok.Reveal()[:16]) {
 			t.Fatalf("formatting shows the token: %s", s)
 		}

@@ -65,6 +65,11 @@
 //     Provider and a Consumer from a *rest.Config, with one shared client
 //     and rate limiter per constructor; NewProviderPorts says what QPS and
 //     Burst a provider serving many consumers needs.
+//   - TokenStore keeps the shared token of the token flow in the Secret
+//     "auth-token" (authtoken.Store): Create creates it, Replace applies it,
+//     and Get reads it from the API server on every call, so a server that
+//     asks on each request sees a rotation at once. Secrets is the
+//     authtoken.Secrets of the consumer's remote token and identity Secrets.
 //
 // # Security
 //

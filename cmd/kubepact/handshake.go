@@ -112,7 +112,7 @@ func authenticateCommand(f *flags) runFunc {
 		ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
 		defer cancel()
 		if tf.used() {
-			return authenticateWithToken(ctx, e, tf, pf.consumer, pf.provider, alg, *replace)
+			return authenticateWithToken(ctx, e, tf, pf.consumer, pf.provider, alg, *installCRDs, *replace)
 		}
 		onStep := printSteps(e.stderr)
 		p, err := pf.connect(ctx, e, *apiServerURL, *installCRDs,

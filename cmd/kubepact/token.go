@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
@@ -136,6 +137,9 @@ func servingSecret(ctx context.Context, cl *cluster, name, hosts string) (*corev
 	if err != nil {
 		return nil, err
 	}
+	if err := kube.NewNamespaces(cl.client).Ensure(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cl.namespace}}); err != nil {
+		return nil, err
+	}
 	if err := kube.NewSecrets(cl.client).Apply(ctx, made); err != nil {
 		return nil, err
 	}
@@ -145,6 +149,7 @@ func servingSecret(ctx context.Context, cl *cluster, name, hosts string) (*corev
 // tokenFlags are the flags of authenticate's token flow.
 type tokenFlags struct {
 	token, authURL, authCA string
+	noToken                bool
 }
 
 func addTokenFlags(f *flags) *tokenFlags {
@@ -152,18 +157,23 @@ func addTokenFlags(f *flags) *tokenFlags {
 	f.StringVar(&t.token, "token", "", "the provider's shared token (kubepact get token on the provider): authenticate with its authentication server instead of the handshake")
 	f.StringVar(&t.authURL, "auth-url", "", "with --token: https URL of the provider's authentication server")
 	f.StringVar(&t.authCA, "auth-ca", "", "with --token: PEM file of the CA the authentication server's certificate chains to")
+	f.BoolVar(&t.noToken, "no-token", false, "instead of --token: send no token, to a provider whose server runs with --allow-empty-token")
 	return t
 }
 
 // used reports whether the token flow was asked for.
-func (t *tokenFlags) used() bool { return t.token != "" || t.authURL != "" || t.authCA != "" }
+func (t *tokenFlags) used() bool {
+	return t.token != "" || t.noToken || t.authURL != "" || t.authCA != ""
+}
 
 // authenticateWithToken runs the token flow: the local cluster (the
 // consumer) authenticates with the provider's authentication server.
-func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, remote *clusterFlags, alg algorithmFlag, replace bool) error {
+func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, remote *clusterFlags, alg algorithmFlag, installCRDs, replace bool) error {
 	switch {
-	case tf.token == "":
-		return usagef("--token is required with --auth-url and --auth-ca")
+	case tf.token != "" && tf.noToken:
+		return usagef("--token and --no-token exclude each other")
+	case tf.token == "" && !tf.noToken:
+		return usagef("--token is required with --auth-url and --auth-ca (or --no-token)")
 	case tf.authURL == "":
 		return usagef("--auth-url is required with --token")
 	case tf.authCA == "":
@@ -176,9 +186,12 @@ func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, r
 	if err := clusterid.Validate(remote.clusterID); err != nil {
 		return usagef("--remote-cluster-id: %v", err)
 	}
-	tok, err := authtoken.Parse(tf.token)
-	if err != nil {
-		return usagef("--token: %v", err)
+	var tok authtoken.Token
+	if !tf.noToken {
+		var err error
+		if tok, err = authtoken.Parse(tf.token); err != nil {
+			return usagef("--token: %v", err)
+		}
 	}
 	ca, err := os.ReadFile(tf.authCA)
 	if err != nil {
@@ -193,7 +206,7 @@ func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, r
 		return err
 	}
 	e.consumerID = id
-	if err := cl.ensureCRDs(ctx, false, "identities"); err != nil {
+	if err := cl.ensureCRDs(ctx, installCRDs, authv1beta1.IdentityResource); err != nil {
 		return err
 	}
 	reviewer, err := kube.NewIdentityReviewer(nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact/authtoken"
@@ -50,32 +51,8 @@ func TestTokenFlow(t *testing.T) {
 	require.Regexp(t, tokenText, tok)
 	assert.Equal(t, tok, cli(t, "", append([]string{"get", "token"}, providerArgs...)...).ok(t).stdout, "get token changed the token")
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	serveCtx, stop := context.WithCancel(ctx)
-	var serveOut, serveErr syncBuffer
-	served := make(chan int, 1)
-	go func() {
-		served <- run(serveCtx, append([]string{"serve", "--listen", addr, "--hosts", "127.0.0.1", "--cluster-id", providerID}, providerArgs...),
-			strings.NewReader(""), &serveOut, &serveErr)
-	}()
-	t.Cleanup(func() {
-		stop()
-		assert.Equal(t, exitOK, <-served, "serve: %s", serveErr.String())
-		assert.NotContains(t, serveErr.String(), strings.TrimSpace(tok))
-	})
-	require.Eventually(t, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, time.Minute, 50*time.Millisecond, "serve did not listen: %s", serveErr.String())
-	serving, err := provider.client.CoreV1().Secrets(namespace).Get(ctx, defaultServingSecret, metav1.GetOptions{})
-	require.NoError(t, err)
-	caFile := writeFile(t, t.TempDir(), "auth-ca.pem", string(serving.Data["ca.crt"]))
+	addr, caFile, serveErr := startServe(t, ctx, append([]string{"--cluster-id", providerID}, providerArgs...)...)
+	t.Cleanup(func() { assert.NotContains(t, serveErr.String(), strings.TrimSpace(tok)) })
 
 	consumerArgs := func(token string) []string {
 		return []string{"authenticate", "--token", token, "--auth-url", "https://" + addr, "--auth-ca", caFile,
@@ -114,6 +91,7 @@ func TestTokenFlowUsage(t *testing.T) {
 		{"NoURL", []string{"--token", secret, "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--auth-url is required"},
 		{"NoCA", []string{"--token", secret, "--auth-url", "https://x", "--remote-cluster-id", "p"}, "--auth-ca is required"},
 		{"NoToken", []string{"--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--token is required"},
+		{"TokenAndNoToken", []string{"--token", secret, "--no-token", "--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "exclude each other"},
 		{"NoProvider", []string{"--token", secret, "--auth-url", "https://x", "--auth-ca", "ca.pem"}, "--remote-cluster-id is required"},
 		{"MalformedToken", []string{"--token", secret, "--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--token: malformed"},
 	} {
@@ -124,4 +102,58 @@ func TestTokenFlowUsage(t *testing.T) {
 			assert.NotContains(t, r.stderr, secret)
 		})
 	}
+}
+
+// TestTokenFlowAllowEmpty: a server run with --allow-empty-token says so
+// loudly and serves a consumer that sends no token.
+func TestTokenFlowAllowEmpty(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	consumerID, providerID, namespace := unique("cl-consumer-open"), unique("cl-provider-open"), unique("liqo-open")
+	addr, caFile, serveErr := startServe(t, ctx, "--kubeconfig", provider.kubeconfig, "-n", namespace, "--cluster-id", providerID, "--allow-empty-token")
+	assert.Contains(t, serveErr.String(), "WARNING: --allow-empty-token")
+	assert.Contains(t, serveErr.String(), "WARNING: authentication is disabled")
+	r := cli(t, "", "authenticate", "--no-token", "--auth-url", "https://"+addr, "--auth-ca", caFile,
+		"--kubeconfig", consumer.kubeconfig, "-n", namespace, "--cluster-id", consumerID, "--remote-cluster-id", providerID).ok(t)
+	assert.Contains(t, r.stdout, "  user:      "+consumerID+"\n")
+	_, err := provider.client.CoreV1().Secrets(namespace).Get(ctx, authtoken.SecretName, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "serve --allow-empty-token made a token: %v", err)
+}
+
+// startServe runs kubepact serve with args on a free loopback port until
+// the test ends, and returns its address, a file holding its CA and its
+// standard error.
+func startServe(t *testing.T, ctx context.Context, args ...string) (string, string, *syncBuffer) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	serveCtx, stop := context.WithCancel(ctx)
+	var serveOut, serveErr syncBuffer
+	served := make(chan int, 1)
+	go func() {
+		served <- run(serveCtx, append([]string{"serve", "--listen", addr, "--hosts", "127.0.0.1"}, args...),
+			strings.NewReader(""), &serveOut, &serveErr)
+	}()
+	t.Cleanup(func() {
+		stop()
+		assert.Equal(t, exitOK, <-served, "serve: %s", serveErr.String())
+	})
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, time.Minute, 50*time.Millisecond, "serve did not listen: %s", serveErr.String())
+	namespace := ""
+	for i, a := range args {
+		if a == "-n" {
+			namespace = args[i+1]
+		}
+	}
+	serving, err := provider.client.CoreV1().Secrets(namespace).Get(ctx, defaultServingSecret, metav1.GetOptions{})
+	require.NoError(t, err)
+	return addr, writeFile(t, t.TempDir(), "auth-ca.pem", string(serving.Data["ca.crt"])), &serveErr
 }
