@@ -26,9 +26,11 @@
 //
 // Revoke deletes the ServiceAccount and its RBAC. Tokens from the
 // TokenRequest API carry the ServiceAccount's UID, and the API server
-// checks on every request that a ServiceAccount with that UID still exists:
-// every token issued, refreshed ones included, stops working at once, even
-// if a ServiceAccount of the same name is created again.
+// checks that a ServiceAccount with that UID still exists: every token
+// issued, refreshed ones included, may do nothing at once (its RBAC is
+// gone) and is refused outright once the API server's token
+// authentication cache forgets it (10 seconds in kube-apiserver), even if
+// a ServiceAccount of the same name is created again.
 //
 // The consumer keeps the kubeconfig in Secret
 // "kubeconfig-serviceaccount-<providerID>" of its tenant namespace for the
@@ -53,8 +55,9 @@
 //     TokenRequest status says: otherwise ErrWrongServiceAccount.
 //   - Lifetimes are between MinExpiration and MaxExpiration; a Refresher
 //     asks for the lifetime of the token it holds, within the same bounds.
-//     The API server's --service-account-max-token-expiration caps what a
-//     consumer holding a token could ask for by hand; see SECURITY.md.
+//     A consumer could ask for a longer one by hand: with the Admission
+//     port, Issue installs TokenPolicy, by which the API server refuses a
+//     token of a ServiceAccount identity longer than MaxExpiration.
 //   - Tokens are secret: Token prints only whose it is and when it expires,
 //     kubeconfigs print redacted, and no error quotes a token.
 //

@@ -447,3 +447,28 @@ func TestRunRetriesTransientFailures(t *testing.T) {
 		t.Fatalf("Run: %v, want context.Canceled", err)
 	}
 }
+
+// plantingBinder plants a privileged binding for the identity while its
+// Grant runs, as a concurrent writer could.
+type plantingBinder struct{ *fake.ServiceAccountRBAC }
+
+func (p plantingBinder) Grant(ctx context.Context, g saidentity.Grants) error {
+	p.PlantClusterRole(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "impersonator"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"users"}, Verbs: []string{"impersonate"}}}})
+	p.PlantClusterRoleBinding(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "late"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "system:serviceaccounts:" + clusterid.TenantNamespace("consumer")}},
+		RoleRef:  rbacv1.RoleRef{Kind: "ClusterRole", Name: "impersonator"}})
+	return p.ServiceAccountRBAC.Grant(ctx, g)
+}
+
+func TestIssueChecksAgainAfterGranting(t *testing.T) {
+	t.Parallel()
+	m := newMemProvider()
+	p := m.ports()
+	p.RBAC = plantingBinder{m.rbac}
+	id, err := saidentity.Issue(t.Context(), p, memEndpoint, "consumer", nil)
+	var pe *rbac.PrivilegedError
+	if !errors.As(err, &pe) || pe.Probe.Verb != "impersonate" || id != nil {
+		t.Fatalf("Issue: %v, %v; want a *rbac.PrivilegedError for impersonate and no identity", id, err)
+	}
+}

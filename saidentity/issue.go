@@ -101,8 +101,11 @@ func CheckUnprivileged(ctx context.Context, r rbac.Reviewer, consumerID string) 
 // new token for the same ServiceAccount, and earlier tokens keep working
 // until they expire or Revoke.
 //
-// Bad input (consumer ID, options, endpoint) and a privileged or foreign
-// identity change nothing.
+// Bad input (consumer ID, options, endpoint), a privileged identity and a
+// foreign object change nothing. A binding that makes the identity
+// privileged and appears while Issue runs is found by the second check:
+// then the RBAC Issue wrote stays, and no token is issued. Tokens are for
+// o.Audiences; a Refresher asks for the API server's own audiences.
 func Issue(ctx context.Context, p ProviderPorts, endpoint Endpoint, consumerID string, opts *IssueOptions) (*Identity, error) {
 	if err := clusterid.Validate(consumerID); err != nil {
 		return nil, fmt.Errorf("saidentity: %w", err)

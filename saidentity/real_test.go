@@ -149,7 +149,7 @@ func TestIssueRealCluster(t *testing.T) {
 			_, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", tokenRequest(600), metav1.CreateOptions{})
 			return err
 		},
-		"edit own SA": func() error {
+		"read own SA": func() error {
 			_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, saidentity.Name(consumerID), metav1.GetOptions{})
 			return err
 		},
@@ -157,7 +157,7 @@ func TestIssueRealCluster(t *testing.T) {
 			_, err := c.RbacV1().Roles(ns).Get(ctx, saidentity.Name(consumerID), metav1.GetOptions{})
 			return err
 		},
-		"create RoleBinding": func() error {
+		"list RoleBindings": func() error {
 			_, err := c.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
 			return err
 		},

@@ -2,6 +2,7 @@ package saidentity_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -137,6 +138,14 @@ func TestRefreshRealCluster(t *testing.T) {
 	if !bytes.Equal(stored(), after) {
 		t.Fatal("a refused refresh changed the stored kubeconfig")
 	}
+	// The refreshed token is bound to the deleted ServiceAccount too: 401
+	// once the API server's token cache forgets it.
+	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	waitFor(waitCtx, t, "the refreshed token to be refused", func() bool {
+		_, _, err := reviewer.Review(ctx, cfg)
+		return apierrors.IsUnauthorized(err)
+	})
 	// Run stops at its next deadline with the same error.
 	waitFor(ctx, t, "the refresher to wait", clk.HasWaiters)
 	clk.Step(lifetime)

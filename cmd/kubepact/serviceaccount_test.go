@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/saidentity"
 )
@@ -112,5 +114,33 @@ func TestServiceAccountIdentityCLIRejects(t *testing.T) {
 		if r := cli(t, "", tc.args...); r.code != tc.code {
 			t.Errorf("kubepact %s: exit %d, want %d\n%s", strings.Join(tc.args, " "), r.code, tc.code, r.stderr)
 		}
+	}
+}
+
+// TestCreateServiceAccountIdentityAsKubeconfig prints a plain kubeconfig
+// on standard output, which then works on the provider as the identity.
+func TestCreateServiceAccountIdentityAsKubeconfig(t *testing.T) {
+	t.Parallel()
+	consumerID := unique("sacli-kc")
+	r := cli(t, "", "create", "serviceaccount-identity", "--remote-cluster-id", consumerID, "--as", "kubeconfig",
+		"--kubeconfig", provider.kubeconfig, "--cluster-id", unique("sacli-p")).ok(t)
+	cfg, err := kubeconfig.Parse([]byte(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := saidentity.ParseToken(cfg.BearerToken(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Lifetime() != saidentity.DefaultExpiration {
+		t.Fatalf("lifetime %s, want the default", tok.Lifetime())
+	}
+	reviewer, err := kube.NewIdentityReviewer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, _, err := reviewer.Review(testContext(t), cfg)
+	if err != nil || user != saidentity.UserName(consumerID) {
+		t.Fatalf("Review: %q, %v", user, err)
 	}
 }
