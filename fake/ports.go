@@ -383,28 +383,42 @@ func (a *RBAC) Allowed(ctx context.Context, user string, groups []string, attrs 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	return authorize(a.ClusterRoleBindings.list(""), a.RoleBindings.list, user, groups, attrs,
+		func(_ string, ref rbacv1.RoleRef) []rbacv1.PolicyRule {
+			if r, ok := a.ClusterRoles.get("", ref.Name); ok && ref.Kind == "ClusterRole" {
+				return r.Rules
+			}
+			return nil
+		}), nil
+}
+
+// authorize reports whether one of the ClusterRoleBindings, or of the
+// RoleBindings of attrs' namespace (roleBindings lists them), names user or
+// one of groups and refers to a role whose rules (as rules resolves a
+// binding's roleRef in its namespace, "" for a ClusterRoleBinding) allow the
+// request attrs describes.
+func authorize(clusterRoleBindings []*rbacv1.ClusterRoleBinding, roleBindings func(namespace string) []*rbacv1.RoleBinding,
+	user string, groups []string, attrs authorizationv1.ResourceAttributes, rules func(namespace string, ref rbacv1.RoleRef) []rbacv1.PolicyRule) bool {
 	allows := func(namespace string, subjects []rbacv1.Subject, ref rbacv1.RoleRef) bool {
-		if ref.Kind != "ClusterRole" ||
-			!slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return subjectMatches(s, namespace, user, groups) }) {
+		if !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return subjectMatches(s, namespace, user, groups) }) {
 			return false
 		}
-		r, ok := a.ClusterRoles.get("", ref.Name)
-		return ok && slices.ContainsFunc(r.Rules, func(rule rbacv1.PolicyRule) bool { return ruleAllows(rule, attrs) })
+		return slices.ContainsFunc(rules(namespace, ref), func(r rbacv1.PolicyRule) bool { return ruleAllows(r, attrs) })
 	}
-	for _, b := range a.ClusterRoleBindings.list("") {
+	for _, b := range clusterRoleBindings {
 		if allows("", b.Subjects, b.RoleRef) {
-			return true, nil
+			return true
 		}
 	}
 	if attrs.Namespace == "" {
-		return false, nil
+		return false
 	}
-	for _, b := range a.RoleBindings.list(attrs.Namespace) {
+	for _, b := range roleBindings(attrs.Namespace) {
 		if allows(b.Namespace, b.Subjects, b.RoleRef) {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // subjectMatches reports whether s, in a binding in namespace ("" for a

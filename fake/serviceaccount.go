@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -219,26 +218,7 @@ func (a *ServiceAccountRBAC) Allowed(ctx context.Context, user string, groups []
 		}
 		return nil
 	}
-	allows := func(namespace string, subjects []rbacv1.Subject, ref rbacv1.RoleRef) bool {
-		if !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return subjectMatches(s, namespace, user, groups) }) {
-			return false
-		}
-		return slices.ContainsFunc(rules(namespace, ref), func(r rbacv1.PolicyRule) bool { return ruleAllows(r, attrs) })
-	}
-	for _, b := range a.ClusterRoleBindings.list("") {
-		if allows("", b.Subjects, b.RoleRef) {
-			return true, nil
-		}
-	}
-	if attrs.Namespace == "" {
-		return false, nil
-	}
-	for _, b := range a.RoleBindings.list(attrs.Namespace) {
-		if allows(b.Namespace, b.Subjects, b.RoleRef) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return authorize(a.ClusterRoleBindings.list(""), a.RoleBindings.list, user, groups, attrs, rules), nil
 }
 
 // Grant writes g's objects, refusing all of them when one exists without
