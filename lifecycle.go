@@ -237,24 +237,27 @@ func (p *Provider) Revocation(ctx context.Context, consumerID string) (lifecycle
 }
 
 // admit refuses to bind the consumer of t when its stored Tenant is
-// drained, or a revocation record of it is still in force.
-func (p *Provider) admit(ctx context.Context, t *authv1beta1.Tenant) error {
+// drained, or a revocation record of it is still in force. It returns the
+// stored Tenant, nil when there is none.
+func (p *Provider) admit(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
 	consumerID := t.Spec.ClusterID
 	stored, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
 	switch {
 	case err == nil && lifecycle.Condition(stored.Spec.TenantCondition) == authv1beta1.TenantConditionDrained:
-		return fmt.Errorf("Tenant %s/%s: %w: delete it, and readmit the consumer, to bind it again", stored.Namespace, stored.Name, lifecycle.ErrDrained)
-	case err != nil && !errors.Is(err, tenant.ErrNotFound):
-		return err
+		return nil, fmt.Errorf("Tenant %s/%s: %w: delete it, and readmit the consumer, to bind it again", stored.Namespace, stored.Name, lifecycle.ErrDrained)
+	case errors.Is(err, tenant.ErrNotFound):
+		stored = nil
+	case err != nil:
+		return nil, err
 	}
 	r, err := p.ports.Lifecycle.Revocations.Get(ctx, consumerID)
 	switch {
 	case errors.Is(err, lifecycle.ErrNotFound):
-		return nil
+		return stored, nil
 	case err != nil:
-		return err
+		return nil, err
 	}
-	return r.Check(p.opts.Clock.Now())
+	return stored, r.Check(p.opts.Clock.Now())
 }
 
 // verifiable returns t as the consumer signed it: the condition is the

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
@@ -207,7 +209,8 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
 			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
 	}
-	if err := p.admit(ctx, t); err != nil {
+	current, err := p.admit(ctx, t)
+	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
 
@@ -253,11 +256,15 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	p.step(ctx, Step{Name: StepCertificateIssued})
 
 	// The Tenant is recorded, status aside, before the binding, which it
-	// owns: deleting the Tenant collects the binding.
+	// owns: deleting the Tenant collects the binding. A Tenant read as
+	// recorded already (a retry, or the second call of a handshake whose
+	// certificate was pending) is not written again.
 	stored := storedTenant(t)
-	owner, err := p.ports.Tenants.Apply(ctx, stored)
-	if err != nil {
-		return nil, stepError(StepRBACBound, err)
+	owner := current
+	if !recorded(current, stored) {
+		if owner, err = p.ports.Tenants.Apply(ctx, stored); err != nil {
+			return nil, stepError(StepRBACBound, err)
+		}
 	}
 	if !p.roleApplied.fresh(rbac.ControlPlaneClusterRoleName, p.opts.Clock.Now()) {
 		if err := p.ports.RBAC.ApplyClusterRole(ctx, rbac.ControlPlaneClusterRole()); err != nil {
@@ -281,8 +288,10 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 			ProxyURL:  v.ProxyURL,
 		},
 	}
-	if _, err := p.ports.Tenants.Apply(ctx, stored); err != nil {
-		return nil, stepError(StepTenantStatus, err)
+	if !equality.Semantic.DeepEqual(owner.Status, stored.Status) {
+		if _, err := p.ports.Tenants.ApplyStatus(ctx, stored); err != nil {
+			return nil, stepError(StepTenantStatus, err)
+		}
 	}
 	p.step(ctx, Step{Name: StepTenantStatus})
 	return p.identity(ctx, stored)
@@ -335,6 +344,31 @@ func storedTenant(t *authv1beta1.Tenant) *authv1beta1.Tenant {
 	// administrator set (or its default, Active), whatever t says.
 	stored.Spec.TenantCondition = ""
 	return stored
+}
+
+// recorded reports whether the stored Tenant current already carries all
+// of want, the Tenant Accept records, status aside: its spec (the
+// condition, which is the provider's, aside), and its label, annotations
+// and finalizer. Applying want again would change nothing.
+func recorded(current, want *authv1beta1.Tenant) bool {
+	if current == nil || current.DeletionTimestamp != nil || current.UID == "" {
+		return false
+	}
+	spec := current.Spec
+	spec.TenantCondition = ""
+	if !equality.Semantic.DeepEqual(spec, want.Spec) || !slices.Contains(current.Finalizers, tenant.Finalizer) {
+		return false
+	}
+	for _, m := range []struct{ have, want map[string]string }{
+		{current.Labels, want.Labels}, {current.Annotations, want.Annotations},
+	} {
+		for k, v := range m.want {
+			if got, ok := m.have[k]; !ok || got != v {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {

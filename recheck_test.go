@@ -2,6 +2,7 @@ package kubepact_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,7 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 // countingBinder counts the privilege questions and ClusterRole applies
@@ -122,4 +127,75 @@ func TestForgetDropsThePassedCheck(t *testing.T) {
 	_, err = kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
 	require.Equal(t, 2*int64(len(rbac.PrivilegeProbes())), counting.asked.Load())
+}
+
+// tenantWrites counts the Tenant writes among calls: each Apply and
+// ApplyStatus that ran.
+func tenantWrites(calls []fake.Call) (applies, statuses int) {
+	for _, c := range calls {
+		switch {
+		case !c.After:
+		case c.Op == "Tenants.Apply":
+			applies++
+		case c.Op == "Tenants.ApplyStatus":
+			statuses++
+		}
+	}
+	return applies, statuses
+}
+
+// A handshake whose certificate is pending on the first Accept writes the
+// Tenant once and its status once on the second; an Accept of a Tenant
+// already recorded with that status writes neither.
+func TestAcceptWritesTheTenantOnlyWhenItChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newFaultyPair(t, false)
+	n, err := p.provider.IssueNonce(ctx, consumerID)
+	require.NoError(t, err)
+	tn, err := p.consumer.Tenant(ctx, providerID, n, nil)
+	require.NoError(t, err)
+
+	p.faults.Set(func(_ context.Context, c fake.Call) error {
+		if c.Op == "Signer.Sign" && !c.After {
+			return fmt.Errorf("%w: not issued yet", csr.ErrPending)
+		}
+		return nil
+	})
+	_, err = p.provider.Accept(ctx, tn)
+	require.ErrorIs(t, err, csr.ErrPending)
+	applies, statuses := tenantWrites(p.faults.Calls())
+	require.Zero(t, applies+statuses, "nothing recorded before the certificate")
+
+	p.faults.Set(nil)
+	before := len(p.faults.Calls())
+	_, err = p.provider.Accept(ctx, tn)
+	require.NoError(t, err)
+	applies, statuses = tenantWrites(p.faults.Calls()[before:])
+	require.Equal(t, 1, applies, "the Tenant, status aside")
+	require.Equal(t, 1, statuses, "its status")
+
+	// The reconciler's retry passes the stored Tenant itself.
+	stored, err := p.providerCluster.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
+	require.NoError(t, err)
+	before = len(p.faults.Calls())
+	_, err = p.provider.Accept(ctx, stored)
+	require.NoError(t, err)
+	applies, statuses = tenantWrites(p.faults.Calls()[before:])
+	require.Zero(t, applies+statuses, "a recorded Tenant is not written again")
+
+	// A Tenant stripped of kubepact's finalizer is recorded again.
+	stripped := stored.DeepCopy()
+	stripped.Finalizers = nil
+	_, err = p.providerCluster.Tenants.Update(ctx, stripped)
+	require.NoError(t, err)
+	before = len(p.faults.Calls())
+	_, err = p.provider.Accept(ctx, stored)
+	require.NoError(t, err)
+	applies, statuses = tenantWrites(p.faults.Calls()[before:])
+	require.Equal(t, 1, applies, "the finalizer restored")
+	require.Zero(t, statuses)
+	again, err := p.providerCluster.Tenants.Get(ctx, stored.Namespace, stored.Name)
+	require.NoError(t, err)
+	require.Contains(t, again.Finalizers, tenant.Finalizer)
 }

@@ -187,6 +187,10 @@ func (h tenantsHook) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1b
 	return call1(ctx, h.f, "Tenants.Apply", func() (*authv1beta1.Tenant, error) { return h.next.Apply(ctx, t) })
 }
 
+func (h tenantsHook) ApplyStatus(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
+	return call1(ctx, h.f, "Tenants.ApplyStatus", func() (*authv1beta1.Tenant, error) { return h.next.ApplyStatus(ctx, t) })
+}
+
 func (h tenantsHook) Delete(ctx context.Context, ns, name string) error {
 	return call(ctx, h.f, "Tenants.Delete", func() error { return h.next.Delete(ctx, ns, name) })
 }

@@ -189,6 +189,21 @@ func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 	}), nil
 }
 
+// ApplyStatus sets t's status on the stored Tenant, as a write to the
+// status subresource does: nothing else of it changes. It creates nothing.
+func (s *TenantStore) ApplyStatus(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	stored, ok := s.updateExisting(t.Namespace, t.Name, func(next *authv1beta1.Tenant) {
+		next.Status = *t.Status.DeepCopy()
+	})
+	if !ok {
+		return nil, fmt.Errorf("%w: %s/%s", tenant.ErrNotFound, t.Namespace, t.Name)
+	}
+	return stored, nil
+}
+
 // Update stores t whole, as another component (Liqo, a user) does with a
 // client-side update: the metadata it adds or changes becomes theirs, and
 // Apply keeps it.

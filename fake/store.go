@@ -244,6 +244,30 @@ func (s *objects[T]) store(obj T, merge func(prev, next T, own owners), record f
 	return next.DeepCopy()
 }
 
+// updateExisting stores a copy of the object namespace/name as change
+// leaves it, as a write to a subresource does, and returns a copy of what is
+// stored. It reports false, storing nothing, when there is no such object.
+func (s *objects[T]) updateExisting(namespace, name string, change func(next T)) (T, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key(namespace, name)
+	cur, ok := s.items[k]
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	next := cur.DeepCopy()
+	change(next)
+	if reflect.DeepEqual(cur, next) {
+		return cur.DeepCopy(), true
+	}
+	s.version++
+	s.writes++
+	next.SetResourceVersion(strconv.Itoa(s.version))
+	s.items[k] = next
+	return next.DeepCopy(), true
+}
+
 // terminate removes from the object namespace/name the finalizers ours
 // matches (none when nil) and deletes it, unless other finalizers stay:
 // then it keeps the object with those and a deletionTimestamp, as an API

@@ -152,6 +152,24 @@ func (c *objectStore[T, L, P, PL]) apply(ctx context.Context, want P) (P, error)
 	return c.decode(u)
 }
 
+// applyStatus applies want's status alone, through the status subresource,
+// and returns what is stored. It creates nothing: the error wraps
+// c.notFound when there is no such object.
+func (c *objectStore[T, L, P, PL]) applyStatus(ctx context.Context, want P) (P, error) {
+	u, err := c.applied(want, true)
+	if err != nil {
+		return nil, err
+	}
+	err = c.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	if isObjectNotFound(err, want.GetName()) {
+		return nil, notFound(c.notFound, err, c.kind, want.GetNamespace(), want.GetName())
+	}
+	if err != nil {
+		return nil, wrap(err, "applying the status of", c.kind, want.GetNamespace(), want.GetName())
+	}
+	return c.decode(u)
+}
+
 // decode returns the object u, as the API server answered an apply.
 func (c *objectStore[T, L, P, PL]) decode(u *unstructured.Unstructured) (P, error) {
 	stored := P(new(T))
@@ -251,6 +269,13 @@ func (s *TenantStore) Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 	return s.crd.apply(ctx, t)
 }
 
+// ApplyStatus applies t's status alone, through the status subresource. A
+// Tenant that does not exist is not created: the error wraps
+// tenant.ErrNotFound.
+func (s *TenantStore) ApplyStatus(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
+	return s.crd.applyStatus(ctx, t)
+}
+
 // Delete removes tenant.Finalizer from the Tenant namespace/name and deletes
 // it; finalizers others put on it stay, and keep it until they remove them.
 func (s *TenantStore) Delete(ctx context.Context, namespace, name string) error {
@@ -337,16 +362,5 @@ func (s *RenewStore) Delete(ctx context.Context, namespace, name string) error {
 // subresource, and returns what is stored. A Renew that does not exist is
 // not created: the error wraps renewal.ErrNotFound.
 func (s *RenewStore) ApplyStatus(ctx context.Context, r *authv1beta1.Renew) (*authv1beta1.Renew, error) {
-	u, err := s.crd.applied(r, true)
-	if err != nil {
-		return nil, err
-	}
-	err = s.crd.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
-	if isObjectNotFound(err, r.Name) {
-		return nil, notFound(renewal.ErrNotFound, err, authv1beta1.RenewKind, r.Namespace, r.Name)
-	}
-	if err != nil {
-		return nil, wrap(err, "applying the status of", authv1beta1.RenewKind, r.Namespace, r.Name)
-	}
-	return s.crd.decode(u)
+	return s.crd.applyStatus(ctx, r)
 }

@@ -28,7 +28,10 @@ type Namespaces interface {
 // Get returns the Tenant, or an error wrapping ErrNotFound. Apply creates t
 // or sets t's spec, labels, annotations, finalizers and owner references on
 // the stored one, and its status too unless t's status is the zero value
-// (then the stored status is kept); it returns what is stored. Apply owns
+// (then the stored status is kept); it returns what is stored. ApplyStatus
+// sets t's status alone on the stored Tenant, which it never creates (an
+// error wrapping ErrNotFound when there is none), and returns what is
+// stored. Apply owns
 // only what it applies, as a server-side apply does: metadata another
 // component (Liqo, a user) set on the Tenant stays, and a label,
 // annotation or finalizer Apply set before and t no longer has goes. Delete removes
@@ -39,5 +42,6 @@ type Namespaces interface {
 type Store interface {
 	Get(ctx context.Context, namespace, name string) (*authv1beta1.Tenant, error)
 	Apply(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error)
+	ApplyStatus(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error)
 	Delete(ctx context.Context, namespace, name string) error
 }

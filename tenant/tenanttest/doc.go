@@ -26,13 +26,16 @@
 // with everything applied, status included; that Apply replaces the spec,
 // labels, annotations, finalizers and status of a stored Tenant and keeps
 // its UID, keeps the stored status when the applied one is the zero value,
-// and changes nothing when applied twice; that Apply keeps the labels,
+// and changes nothing when applied twice; that ApplyStatus writes the
+// status alone, and creates no Tenant (an error wrapping
+// tenant.ErrNotFound); that Apply keeps the labels,
 // annotations and finalizers another component set (StoreHarness.Update)
 // and removes a label it applied before and no longer applies; that Delete
 // removes a Tenant even when it carries tenant.Finalizer, and succeeds when
 // there is none; that Delete of a Tenant that also carries another
 // controller's finalizer removes only tenant.Finalizer and leaves the
-// Tenant, with the other finalizer and a deletionTimestamp; that Tenants of the same name in two namespaces are independent;
+// Tenant, with the other finalizer and a deletionTimestamp; that Tenants of
+// the same name in two namespaces are independent;
 // that ten concurrent Applies of one Tenant all succeed, each returning its
 // own status, and leave one of them stored; and that a call with a cancelled
 // context fails with an error wrapping context.Canceled.
