@@ -88,7 +88,15 @@ type CSRSigner struct {
 
 	mu   sync.Mutex
 	user string // the user client authenticates as, once known
+	// known maps the CSRHashLabel of a request to the object Sign last
+	// created or re-used for it, which the next Sign of the request (the
+	// certificate issued) reads by name, instead of listing.
+	known map[string]string
 }
+
+// maxKnown bounds CSRSigner.known: past it, the names are forgotten, and
+// Sign lists again.
+const maxKnown = 4096
 
 var _ csr.Signer = (*CSRSigner)(nil)
 
@@ -137,12 +145,15 @@ func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 		return nil, fmt.Errorf("%w: no checked CSR", csr.ErrFailed)
 	}
 	now := s.clock.Now()
-	obj, err := s.ensure(ctx, newCSRObject(r), now)
+	want := newCSRObject(r)
+	obj, err := s.ensure(ctx, want, now)
 	if err != nil {
 		return nil, err
 	}
 	cert, done, err := outcomeOf(obj)
-	if !done {
+	if done {
+		s.forget(want.Labels[CSRHashLabel])
+	} else {
 		if !hasCondition(obj, certificatesv1.CertificateApproved) {
 			if err := s.approve(ctx, obj, r.CSR); err != nil {
 				return nil, err
@@ -251,18 +262,28 @@ func specMismatch(got, want *certificatesv1.CertificateSigningRequestSpec) strin
 // ensure returns kubepact's existing object for want's request, or creates
 // want. An existing object is kubepact's only when it is pending or issued,
 // asks for exactly what want does, and was made by the user s's client
-// authenticates as; ensure ignores any other.
+// authenticates as; ensure ignores any other. It reads the object it last
+// used for the request by name, and lists the objects labelled with the
+// request's digest only when it has none or that one no longer qualifies:
+// a read by name is never held back, as a consistent list may be, until
+// the API server's cache catches up.
 func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.CertificateSigningRequest, now time.Time) (*certificatesv1.CertificateSigningRequest, error) {
 	api := s.client.CertificatesV1().CertificateSigningRequests()
-	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: CSRLabel + "=true," + CSRHashLabel + "=" + want.Labels[CSRHashLabel]})
+	hash := want.Labels[CSRHashLabel]
+	if name, user := s.recall(hash); name != "" {
+		obj, err := api.Get(ctx, name, metav1.GetOptions{})
+		if err == nil && reusable(obj, want, now) && obj.Spec.Username == user {
+			return obj, nil
+		}
+		s.forget(hash)
+	}
+	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: CSRLabel + "=true," + CSRHashLabel + "=" + hash})
 	if err != nil {
 		return nil, fmt.Errorf("listing CertificateSigningRequests: %w", err)
 	}
 	var candidates []*certificatesv1.CertificateSigningRequest
 	for i := range list.Items {
-		obj := &list.Items[i]
-		if obj.DeletionTimestamp == nil && specMismatch(&obj.Spec, &want.Spec) == "" && !renewDue(obj, now) &&
-			!hasCondition(obj, certificatesv1.CertificateDenied) && !hasCondition(obj, certificatesv1.CertificateFailed) {
+		if obj := &list.Items[i]; reusable(obj, want, now) {
 			candidates = append(candidates, obj)
 		}
 	}
@@ -273,6 +294,7 @@ func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.Certificate
 		}
 		for _, obj := range candidates {
 			if user != "" && obj.Spec.Username == user {
+				s.remember(hash, obj.Name)
 				return obj, nil
 			}
 		}
@@ -283,7 +305,46 @@ func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.Certificate
 	}
 	// The API server sets spec.username to the user who created the object.
 	s.learnUser(created.Spec.Username)
+	s.remember(hash, created.Name)
 	return created, nil
+}
+
+// reusable reports whether obj, found for want's request, may be used in
+// its place, whoever made it: it is not being deleted, asks for exactly
+// what want does, is neither denied nor failed, and holds no certificate
+// due for renewal.
+func reusable(obj, want *certificatesv1.CertificateSigningRequest, now time.Time) bool {
+	return obj.DeletionTimestamp == nil && specMismatch(&obj.Spec, &want.Spec) == "" && !renewDue(obj, now) &&
+		!hasCondition(obj, certificatesv1.CertificateDenied) && !hasCondition(obj, certificatesv1.CertificateFailed)
+}
+
+// recall returns the name of the object last used for the request of
+// digest hash, and the user s's client authenticates as; "" when either is
+// unknown.
+func (s *CSRSigner) recall(hash string) (name, user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.user == "" {
+		return "", ""
+	}
+	return s.known[hash], s.user
+}
+
+// remember records name as the object used for the request of digest hash.
+func (s *CSRSigner) remember(hash, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known == nil || len(s.known) >= maxKnown {
+		s.known = make(map[string]string)
+	}
+	s.known[hash] = name
+}
+
+// forget drops what s remembers of the request of digest hash.
+func (s *CSRSigner) forget(hash string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.known, hash)
 }
 
 // username returns the user s's client authenticates as: the one learnt
@@ -322,9 +383,18 @@ type uidApprover interface {
 	ApproveUID(ctx context.Context, name string, uid types.UID, c *csr.Checked) error
 }
 
+// objectApprover is an Approver that can start from an object already read,
+// as *Approver does.
+type objectApprover interface {
+	approveObject(ctx context.Context, obj *certificatesv1.CertificateSigningRequest, c *csr.Checked) error
+}
+
 // approve approves obj through s's Approver, held to obj's UID when the
-// Approver can.
+// Approver can, and from obj as read when the Approver can.
 func (s *CSRSigner) approve(ctx context.Context, obj *certificatesv1.CertificateSigningRequest, c *csr.Checked) error {
+	if a, ok := s.approver.(objectApprover); ok {
+		return a.approveObject(ctx, obj, c)
+	}
 	if a, ok := s.approver.(uidApprover); ok {
 		return a.ApproveUID(ctx, obj.Name, obj.UID, c)
 	}
@@ -366,8 +436,6 @@ func (s *CSRSigner) wait(ctx context.Context, obj *certificatesv1.CertificateSig
 	return cert, outcome
 }
 
-// outcomeOf reports whether obj is settled: issued (with its certificate),
-// denied (*csr.DeniedError) or failed (csr.ErrFailed).
 // renewDue reports whether obj holds a certificate at or past the point a
 // provider re-signs it (csr.RenewAt) at now. Such an object is not re-used:
 // a renewal of the same CSR, within the hour before issued objects are
@@ -380,6 +448,8 @@ func renewDue(obj *certificatesv1.CertificateSigningRequest, now time.Time) bool
 	return err == nil && !now.Before(csr.RenewAt(cert))
 }
 
+// outcomeOf reports whether obj is settled: issued (with its certificate),
+// denied (*csr.DeniedError) or failed (csr.ErrFailed).
 func outcomeOf(obj *certificatesv1.CertificateSigningRequest) ([]byte, bool, error) {
 	for _, c := range obj.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
@@ -432,7 +502,7 @@ func NewApprover(client kubernetes.Interface) *Approver { return &Approver{clien
 // Approve marks the CertificateSigningRequest name as approved, held to the
 // object it reads first.
 func (a *Approver) Approve(ctx context.Context, name string, c *csr.Checked) error {
-	return a.approve(ctx, name, "", c)
+	return a.approve(ctx, name, "", c, nil)
 }
 
 // ApproveUID is Approve held to the object uid: it refuses the object name
@@ -441,20 +511,35 @@ func (a *Approver) ApproveUID(ctx context.Context, name string, uid types.UID, c
 	if uid == "" {
 		return fmt.Errorf("approving CertificateSigningRequest %s: %w", name, refusal(name, "no UID to hold the approval to"))
 	}
-	return a.approve(ctx, name, uid, c)
+	return a.approve(ctx, name, uid, c, nil)
+}
+
+// approveObject is ApproveUID of obj, checked and updated as read (it
+// carries its UID and resourceVersion), and read again only when the API
+// server answers that it changed since.
+func (a *Approver) approveObject(ctx context.Context, obj *certificatesv1.CertificateSigningRequest, c *csr.Checked) error {
+	if obj.UID == "" {
+		return fmt.Errorf("approving CertificateSigningRequest %s: %w", obj.Name, refusal(obj.Name, "no UID to hold the approval to"))
+	}
+	return a.approve(ctx, obj.Name, obj.UID, c, obj.DeepCopy())
 }
 
 // approve approves the object name, held to uid, or to the UID it first
-// reads when uid is empty.
-func (a *Approver) approve(ctx context.Context, name string, uid types.UID, c *csr.Checked) error {
+// reads when uid is empty. It starts from read, when not nil, instead of
+// reading the object.
+func (a *Approver) approve(ctx context.Context, name string, uid types.UID, c *csr.Checked, read *certificatesv1.CertificateSigningRequest) error {
 	if c == nil {
 		return fmt.Errorf("%w: approving CertificateSigningRequest %s: no checked CSR", csr.ErrFailed, name)
 	}
 	api := a.client.CertificatesV1().CertificateSigningRequests()
 	err := retryOnConflict(ctx, func() error {
-		obj, err := api.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		obj := read
+		read = nil
+		if obj == nil {
+			var err error
+			if obj, err = api.Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return err
+			}
 		}
 		if uid == "" {
 			uid = obj.UID
@@ -488,7 +573,7 @@ func (a *Approver) approve(ctx context.Context, name string, uid types.UID, c *c
 		})
 		// obj carries the UID and resourceVersion read: the API server
 		// answers with a conflict if the object changed or was replaced.
-		_, err = api.UpdateApproval(ctx, name, obj, metav1.UpdateOptions{})
+		_, err := api.UpdateApproval(ctx, name, obj, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {

@@ -95,3 +95,45 @@ func TestCSRSignerLabelsSliceConsumer(t *testing.T) {
 	require.Equal(t, consumerID, list.Items[0].Labels[clusterid.Label])
 	require.Equal(t, certificatesv1.KubeAPIServerClientSignerName, list.Items[0].Spec.SignerName)
 }
+
+// The object a CSRSigner remembers for a request, replaced by someone else's
+// of the same name, spec and labels, is neither approved nor re-used: the
+// next Sign of the same signer creates its own object.
+func TestCSRSignerForgetsAReplacedObject(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := csr.Request{CSR: checkedCSR(t, "cl-replaced"), Lifetime: time.Hour}
+	selector := kube.CSRHashLabel + "=" + kubepactObject(r).Labels[kube.CSRHashLabel]
+	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true})
+	_, err := signer.Sign(ctx, r)
+	require.ErrorIs(t, err, csr.ErrPending)
+	list, err := csrAPI().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	ours := list.Items[0]
+
+	require.NoError(t, csrAPI().Delete(ctx, ours.Name, metav1.DeleteOptions{}))
+	planted := kubepactObject(r)
+	planted.GenerateName, planted.Name = "", ours.Name
+	planted, err = planterClient(t).CertificatesV1().CertificateSigningRequests().Create(ctx, planted, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, planter, planted.Spec.Username)
+
+	// Approved, the replacement would be issued to whoever planted it.
+	var cert []byte
+	require.Eventually(t, func() bool {
+		cert, err = signer.Sign(ctx, r)
+		if err != nil {
+			require.ErrorIs(t, err, csr.ErrPending)
+			return false
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond)
+	_, err = csr.CheckIssued(cert, r, time.Now())
+	require.NoError(t, err)
+	requireUntouched(t, planted.Name)
+	list, err = csrAPI().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 2, "Sign made its own object")
+}
