@@ -111,6 +111,11 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	case *kube.CSRSigner:
 		watchCSRs = true
 	}
+	lifecyclePorts := kube.NewLifecyclePorts(cs, uncached)
+	// The Tenant reconciler watches ResourceSlices, so it finds them in the
+	// manager's cache: a slice the cache has yet to see requeues its Tenant
+	// when it does.
+	lifecyclePorts.Slices = kube.NewTenantSlices(mgr.GetClient())
 	p, err := kubepact.NewProvider(cfg.ClusterID, cfg.Endpoint, kubepact.ProviderPorts{
 		Namespaces:   kube.NewNamespaces(cs),
 		Nonces:       emptyNonceStore{Store: kube.NewNonceStore(cs), client: cs},
@@ -120,7 +125,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		RBAC:         kube.NewRBAC(cs),
 		ClusterRBAC:  kube.NewRBAC(cs),
 		Slices:       kube.NewSliceStore(uncached),
-		Lifecycle:    kube.NewLifecyclePorts(cs, uncached),
+		Lifecycle:    lifecyclePorts,
 	}, &kubepact.ProviderOptions{
 		Clock:               cfg.Clock,
 		Policy:              cfg.Policy,

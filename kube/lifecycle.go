@@ -82,8 +82,11 @@ func (s *TenantStore) SetCondition(ctx context.Context, t *authv1beta1.Tenant, c
 // TenantSlices is a lifecycle.Slices over the API server.
 type TenantSlices struct{ client ctrlclient.Client }
 
-// NewTenantSlices returns a TenantSlices using c, an uncached client whose
-// scheme knows the authentication.liqo.io/v1beta1 types (see NewClient).
+// NewTenantSlices returns a TenantSlices using c, a client whose scheme
+// knows the authentication.liqo.io/v1beta1 types (see NewClient). c may
+// list from a cache, as a manager's client does, in a controller that
+// watches ResourceSlices and enforces the condition again when one appears:
+// SetCordoned patches what it lists, and DeleteAll deletes on the server.
 func NewTenantSlices(c ctrlclient.Client) *TenantSlices { return &TenantSlices{client: c} }
 
 // SetCordoned adds or removes lifecycle.CordonAnnotation on every
