@@ -81,11 +81,11 @@ type ProviderConfig struct {
 
 // DefaultWorkers is the number of workers of the provider's reconcilers
 // when ProviderConfig.Workers is zero: one Tenant reconcile spends most of
-// its time waiting for the API server (about 20 requests, some of them
-// for the CSR API's signer), so many workers keep a provider that many
-// consumers authenticate against at once busy. With 200 Tenants created
-// at once on a 2-core machine, 32 workers accepted 45 a second with a
-// local CA and 32 with the CSR API, 8 workers 38 and 22
+// its time waiting for the API server (up to 17 requests, in a dozen round
+// trips), so many workers keep a provider that many consumers
+// authenticate against at once busy. With 200 Tenants created at once on
+// a 2-core machine, 32 workers accepted 37 to 41 a second with a local CA
+// and 32 to 33 with the CSR API, 8 workers 28 to 31 and 24 to 26
 // (BenchmarkTenantsAtOnce).
 const DefaultWorkers = 32
 
