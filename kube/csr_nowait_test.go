@@ -52,17 +52,7 @@ func TestCSRSignerNoWait(t *testing.T) {
 	// A new signer (a restarted controller) approves the same object and
 	// returns its certificate once issued.
 	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true})
-	var cert []byte
-	require.Eventually(t, func() bool {
-		cert, err = signer.Sign(ctx, r)
-		if err != nil {
-			require.ErrorIs(t, err, csr.ErrPending)
-			return false
-		}
-		return true
-	}, 30*time.Second, 50*time.Millisecond)
-	_, err = csr.CheckIssued(cert, r, time.Now())
-	require.NoError(t, err)
+	cert := signUntilIssued(ctx, t, signer, r)
 	list, err = csrAPI().List(ctx, metav1.ListOptions{LabelSelector: selector})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1, "no second object")
@@ -72,6 +62,25 @@ func TestCSRSignerNoWait(t *testing.T) {
 	again, err := kube.NewCSRSigner(provider.client, kube.NewApprover(provider.client)).Sign(ctx, r)
 	require.NoError(t, err)
 	require.Equal(t, cert, again)
+}
+
+// signUntilIssued calls signer.Sign, a NoWait signer, until it returns a
+// certificate, and checks it against r.
+func signUntilIssued(ctx context.Context, t *testing.T, signer *kube.CSRSigner, r csr.Request) []byte {
+	t.Helper()
+	var cert []byte
+	require.Eventually(t, func() bool {
+		var err error
+		cert, err = signer.Sign(ctx, r)
+		if err != nil {
+			require.ErrorIs(t, err, csr.ErrPending)
+			return false
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond)
+	_, err := csr.CheckIssued(cert, r, time.Now())
+	require.NoError(t, err)
+	return cert
 }
 
 // A ResourceSlice request names its consumer by its organization.
@@ -121,17 +130,7 @@ func TestCSRSignerForgetsAReplacedObject(t *testing.T) {
 	require.Equal(t, planter, planted.Spec.Username)
 
 	// Approved, the replacement would be issued to whoever planted it.
-	var cert []byte
-	require.Eventually(t, func() bool {
-		cert, err = signer.Sign(ctx, r)
-		if err != nil {
-			require.ErrorIs(t, err, csr.ErrPending)
-			return false
-		}
-		return true
-	}, 30*time.Second, 50*time.Millisecond)
-	_, err = csr.CheckIssued(cert, r, time.Now())
-	require.NoError(t, err)
+	signUntilIssued(ctx, t, signer, r)
 	requireUntouched(t, planted.Name)
 	list, err = csrAPI().List(ctx, metav1.ListOptions{LabelSelector: selector})
 	require.NoError(t, err)
