@@ -174,7 +174,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 // uncached controller-runtime client, since the steps decide on what they
 // read.
 func clients(mgr manager.Manager) (kubernetes.Interface, client.Client, error) {
-	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	cs, err := kube.NewClientset(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, nil, fmt.Errorf("controllers: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +51,20 @@ func planterClient(t *testing.T) kubernetes.Interface {
 	if !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
+	// The API server's authorizer learns of a new binding from its own
+	// watch, a moment after the create returned.
+	require.Eventually(t, func() bool {
+		review, err := provider.client.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: planter,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: "create", Group: certificatesv1.GroupName, Version: "v1", Resource: "certificatesigningrequests",
+				},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return review.Status.Allowed
+	}, 10*time.Second, 10*time.Millisecond, "%s allowed to create CertificateSigningRequests", planter)
 	cfg := provider.cluster.AdminConfig()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: planter}
 	client, err := kubernetes.NewForConfig(cfg)

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -209,6 +212,59 @@ func TestEndpointFromConfig(t *testing.T) {
 				require.ErrorAs(t, err, &pe)
 			}
 			require.False(t, strings.Contains(err.Error(), "BEGIN CERTIFICATE"), "error quotes the CA: %v", err)
+		})
+	}
+}
+
+// TestNewClientsetSpeaksProtobuf checks that NewClientset's requests send
+// and accept protobuf, that what it reads back from the real API server is
+// whole, and that a content type named in the config is kept.
+func TestNewClientsetSpeaksProtobuf(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, configured, want string
+	}{
+		{"Default", "", "application/vnd.kubernetes.protobuf"},
+		{"Configured", "application/json", "application/json"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var sent, answered []string
+			cfg := provider.cluster.AdminConfig()
+			cfg.ContentType = c.configured
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+				return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					resp, err := rt.RoundTrip(r)
+					mu.Lock()
+					defer mu.Unlock()
+					if r.Method == http.MethodPost {
+						sent = append(sent, r.Header.Get("Content-Type"))
+					}
+					if err == nil {
+						answered = append(answered, resp.Header.Get("Content-Type"))
+					}
+					return resp, err
+				})
+			})
+			cs, err := kube.NewClientset(cfg, nil)
+			require.NoError(t, err)
+			ns := "kube-system"
+			secret := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "protobuf-", Labels: map[string]string{"test": c.name}},
+				Data:       map[string][]byte{"k": []byte("v")},
+			}
+			created, err := cs.CoreV1().Secrets(ns).Create(t.Context(), secret, metav1.CreateOptions{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cs.CoreV1().Secrets(ns).Delete(context.Background(), created.Name, metav1.DeleteOptions{}) })
+			got, err := cs.CoreV1().Secrets(ns).Get(t.Context(), created.Name, metav1.GetOptions{})
+			require.NoError(t, err)
+			require.Equal(t, []byte("v"), got.Data["k"])
+			require.Equal(t, c.name, got.Labels["test"])
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, []string{c.want}, sent)
+			require.Equal(t, []string{c.want, c.want}, answered)
 		})
 	}
 }

@@ -124,7 +124,7 @@ func (c *clusterFlags) connect(role string) (*cluster, error) {
 	}
 	cfg.QPS, cfg.Burst = 50, 300 // kubectl's defaults
 	cl := &cluster{role: role, flags: c, config: cfg, namespace: c.namespace}
-	if cl.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	if cl.client, err = kube.NewClientset(cfg, nil); err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	if cl.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
