@@ -84,8 +84,8 @@ type ProviderConfig struct {
 // its time waiting for the API server (up to 17 requests, in a dozen round
 // trips), so many workers keep a provider that many consumers
 // authenticate against at once busy. With 200 Tenants created at once on
-// a 2-core machine, 32 workers accepted 37 to 41 a second with a local CA
-// and 32 to 33 with the CSR API, 8 workers 28 to 31 and 24 to 26
+// a 2-core machine, 32 workers accepted 37 to 42 a second with a local CA
+// and 31 to 36 with the CSR API, 8 workers 28 to 39 and 24 to 29
 // (BenchmarkTenantsAtOnce).
 const DefaultWorkers = 32
 
