@@ -2,7 +2,6 @@ package authserver_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"testing"
@@ -26,39 +25,31 @@ type realCluster struct {
 // and benchmark of the package.
 var providerCluster, consumerCluster *realCluster
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
+		var err error
+		if providerCluster, err = newRealCluster(ctx, p.Provider); err != nil {
+			return err
+		}
+		consumerCluster, err = newRealCluster(ctx, p.Consumer)
+		return err
+	}))
+}
 
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	clusters, err := testcluster.StartAll(ctx, "provider", "consumer")
+// newRealCluster returns clients of c, with the CRDs installed.
+func newRealCluster(ctx context.Context, c *testcluster.Cluster) (*realCluster, error) {
+	cfg := c.AdminConfig()
+	cfg.QPS, cfg.Burst = 2000, 4000
+	r := &realCluster{cluster: c}
+	var err error
+	if r.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer testcluster.StopAll(clusters)
-	real := make([]*realCluster, len(clusters))
-	for i, c := range clusters {
-		cfg := c.AdminConfig()
-		cfg.QPS, cfg.Burst = 2000, 4000
-		r := &realCluster{cluster: c}
-		if r.client, err = kubernetes.NewForConfig(cfg); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		dyn, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if err := kube.InstallCRDs(ctx, dyn); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		real[i] = r
-	}
-	providerCluster, consumerCluster = real[0], real[1]
-	return m.Run()
+	return r, kube.InstallCRDs(ctx, dyn)
 }
 
 // serve runs s over TLS on a loopback port until the test ends and returns

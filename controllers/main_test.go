@@ -47,34 +47,22 @@ var logger = logr.Discard()
 // managers against them, one test at a time: a manager reconciles every
 // object of its kind in its cluster.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	if os.Getenv("KUBEPACT_TEST_LOG") != "" {
 		logger = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
 	}
 	ctrl.SetLogger(logger)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
 	// The provider's controller-manager signs for 200 consumers at once in
 	// BenchmarkTenantsAtOnce: its default client limit (20 QPS) would cap
 	// the CSR API at about 20 signatures a second.
-	clusters, err := testcluster.StartAllWith(ctx, testcluster.Options{ControllerManagerQPS: 200}, "provider", "consumer")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer testcluster.StopAll(clusters)
-	envs := make([]*env, len(clusters))
-	for i, c := range clusters {
-		if envs[i], err = newEnv(ctx, c); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+	opts := testcluster.Options{ControllerManagerQPS: 200}
+	os.Exit(testcluster.Main(m, 30*time.Minute, opts, func(ctx context.Context, p testcluster.Pair) error {
+		var err error
+		if providerEnv, err = newEnv(ctx, p.Provider); err != nil {
+			return err
 		}
-	}
-	providerEnv, consumerEnv = envs[0], envs[1]
-	return m.Run()
+		consumerEnv, err = newEnv(ctx, p.Consumer)
+		return err
+	}))
 }
 
 func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {

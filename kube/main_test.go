@@ -33,27 +33,14 @@ var provider, consumer *env
 // TestMain starts two independent control planes, the provider and the
 // consumer, shared by every test of the package.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	clusters, err := testcluster.StartAll(ctx, "provider", "consumer")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer testcluster.StopAll(clusters)
-	envs := make([]*env, len(clusters))
-	for i, c := range clusters {
-		if envs[i], err = newEnv(ctx, c); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
+		var err error
+		if provider, err = newEnv(ctx, p.Provider); err != nil {
+			return err
 		}
-	}
-	provider, consumer = envs[0], envs[1]
-	return m.Run()
+		consumer, err = newEnv(ctx, p.Consumer)
+		return err
+	}))
 }
 
 func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {

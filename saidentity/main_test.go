@@ -35,37 +35,30 @@ var peeringRequests = schema.GroupVersionResource{Group: saidentity.PeeringReque
 
 // TestMain starts two control planes, the provider and the consumer, shared
 // by every test of the package.
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
+		var err error
+		if provider, err = newEnv(p.Provider); err != nil {
+			return err
+		}
+		if consumer, err = newEnv(p.Consumer); err != nil {
+			return err
+		}
+		return installPeeringRequestCRD(ctx, provider.dynamic)
+	}))
+}
 
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	clusters, err := testcluster.StartAll(ctx, "provider", "consumer")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+// newEnv returns clients of c.
+func newEnv(c *testcluster.Cluster) (*env, error) {
+	cfg := c.AdminConfig()
+	cfg.QPS, cfg.Burst = 500, 1000
+	e := &env{cluster: c}
+	var err error
+	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
 	}
-	defer testcluster.StopAll(clusters)
-	envs := make([]*env, len(clusters))
-	for i, c := range clusters {
-		cfg := c.AdminConfig()
-		cfg.QPS, cfg.Burst = 500, 1000
-		e := &env{cluster: c}
-		if e.client, err = kubernetes.NewForConfig(cfg); err == nil {
-			e.dynamic, err = dynamic.NewForConfig(cfg)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		envs[i] = e
-	}
-	provider, consumer = envs[0], envs[1]
-	if err := installPeeringRequestCRD(ctx, provider.dynamic); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	e.dynamic, err = dynamic.NewForConfig(cfg)
+	return e, err
 }
 
 // installPeeringRequestCRD installs a minimal cluster-scoped

@@ -57,27 +57,14 @@ func TestMain(m *testing.M) {
 	// Several controllers run in this one process: their controllers'
 	// names repeat.
 	tuneManager = func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) }
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	clusters, err := testcluster.StartAll(ctx, "ctl-provider", "ctl-consumer")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer testcluster.StopAll(clusters)
-	sides := make([]*side, len(clusters))
-	for i, c := range clusters {
-		if sides[i], err = newSide(ctx, c); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+	os.Exit(testcluster.Main(m, 10*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
+		var err error
+		if provider, err = newSide(ctx, p.Provider); err != nil {
+			return err
 		}
-	}
-	provider, consumer = sides[0], sides[1]
-	return m.Run()
+		consumer, err = newSide(ctx, p.Consumer)
+		return err
+	}, "ctl-provider", "ctl-consumer"))
 }
 
 func newSide(ctx context.Context, c *testcluster.Cluster) (*side, error) {

@@ -37,29 +37,19 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
 	dir, err := os.MkdirTemp("", "kubepact-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	clusters, err := testcluster.StartAll(ctx, "provider", "consumer")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer testcluster.StopAll(clusters)
-	envs := make([]*testEnv, len(clusters))
-	for i, name := range []string{"provider", "consumer"} {
-		if envs[i], err = newTestEnv(ctx, clusters[i], filepath.Join(dir, name+".kubeconfig")); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+	return testcluster.Main(m, 30*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
+		if provider, err = newTestEnv(ctx, p.Provider, filepath.Join(dir, "provider.kubeconfig")); err != nil {
+			return err
 		}
-	}
-	provider, consumer = envs[0], envs[1]
-	return m.Run()
+		consumer, err = newTestEnv(ctx, p.Consumer, filepath.Join(dir, "consumer.kubeconfig"))
+		return err
+	})
 }
 
 func newTestEnv(ctx context.Context, c *testcluster.Cluster, kubeconfigPath string) (*testEnv, error) {
