@@ -26,14 +26,7 @@ type realCluster struct {
 var providerCluster, consumerCluster *realCluster
 
 func TestMain(m *testing.M) {
-	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
-		var err error
-		if providerCluster, err = newRealCluster(ctx, p.Provider); err != nil {
-			return err
-		}
-		consumerCluster, err = newRealCluster(ctx, p.Consumer)
-		return err
-	}))
+	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, newRealCluster, &providerCluster, &consumerCluster))
 }
 
 // newRealCluster returns clients of c, with the CRDs installed.

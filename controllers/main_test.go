@@ -55,14 +55,7 @@ func TestMain(m *testing.M) {
 	// BenchmarkTenantsAtOnce: its default client limit (20 QPS) would cap
 	// the CSR API at about 20 signatures a second.
 	opts := testcluster.Options{ControllerManagerQPS: 200}
-	os.Exit(testcluster.Main(m, 30*time.Minute, opts, func(ctx context.Context, p testcluster.Pair) error {
-		var err error
-		if providerEnv, err = newEnv(ctx, p.Provider); err != nil {
-			return err
-		}
-		consumerEnv, err = newEnv(ctx, p.Consumer)
-		return err
-	}))
+	os.Exit(testcluster.Main(m, 30*time.Minute, opts, newEnv, &providerEnv, &consumerEnv))
 }
 
 func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {

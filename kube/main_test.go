@@ -33,14 +33,7 @@ var provider, consumer *env
 // TestMain starts two independent control planes, the provider and the
 // consumer, shared by every test of the package.
 func TestMain(m *testing.M) {
-	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
-		var err error
-		if provider, err = newEnv(ctx, p.Provider); err != nil {
-			return err
-		}
-		consumer, err = newEnv(ctx, p.Consumer)
-		return err
-	}))
+	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, newEnv, &provider, &consumer))
 }
 
 func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {

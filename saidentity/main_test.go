@@ -36,20 +36,11 @@ var peeringRequests = schema.GroupVersionResource{Group: saidentity.PeeringReque
 // TestMain starts two control planes, the provider and the consumer, shared
 // by every test of the package.
 func TestMain(m *testing.M) {
-	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
-		var err error
-		if provider, err = newEnv(p.Provider); err != nil {
-			return err
-		}
-		if consumer, err = newEnv(p.Consumer); err != nil {
-			return err
-		}
-		return installPeeringRequestCRD(ctx, provider.dynamic)
-	}))
+	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, newEnv, &provider, &consumer))
 }
 
-// newEnv returns clients of c.
-func newEnv(c *testcluster.Cluster) (*env, error) {
+// newEnv returns clients of c, which serves the PeeringRequest CRD.
+func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {
 	cfg := c.AdminConfig()
 	cfg.QPS, cfg.Burst = 500, 1000
 	e := &env{cluster: c}
@@ -57,8 +48,10 @@ func newEnv(c *testcluster.Cluster) (*env, error) {
 	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	e.dynamic, err = dynamic.NewForConfig(cfg)
-	return e, err
+	if e.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return e, installPeeringRequestCRD(ctx, e.dynamic)
 }
 
 // installPeeringRequestCRD installs a minimal cluster-scoped

@@ -57,14 +57,7 @@ func TestMain(m *testing.M) {
 	// Several controllers run in this one process: their controllers'
 	// names repeat.
 	tuneManager = func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) }
-	os.Exit(testcluster.Main(m, 10*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
-		var err error
-		if provider, err = newSide(ctx, p.Provider); err != nil {
-			return err
-		}
-		consumer, err = newSide(ctx, p.Consumer)
-		return err
-	}, "ctl-provider", "ctl-consumer"))
+	os.Exit(testcluster.Main(m, 10*time.Minute, testcluster.Options{}, newSide, &provider, &consumer, "ctl-provider", "ctl-consumer"))
 }
 
 func newSide(ctx context.Context, c *testcluster.Cluster) (*side, error) {

@@ -43,13 +43,10 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	return testcluster.Main(m, 30*time.Minute, testcluster.Options{}, func(ctx context.Context, p testcluster.Pair) error {
-		if provider, err = newTestEnv(ctx, p.Provider, filepath.Join(dir, "provider.kubeconfig")); err != nil {
-			return err
-		}
-		consumer, err = newTestEnv(ctx, p.Consumer, filepath.Join(dir, "consumer.kubeconfig"))
-		return err
-	})
+	newEnv := func(ctx context.Context, c *testcluster.Cluster) (*testEnv, error) {
+		return newTestEnv(ctx, c, filepath.Join(dir, c.Name()+".kubeconfig"))
+	}
+	return testcluster.Main(m, 30*time.Minute, testcluster.Options{}, newEnv, &provider, &consumer)
 }
 
 func newTestEnv(ctx context.Context, c *testcluster.Cluster, kubeconfigPath string) (*testEnv, error) {

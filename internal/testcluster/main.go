@@ -8,18 +8,15 @@ import (
 	"time"
 )
 
-// Pair is what a package's tests share: a provider and a consumer cluster.
-type Pair struct {
-	Provider, Consumer *Cluster
-}
-
-// Main is the TestMain of a package whose tests share two clusters: it
-// starts them with opts, named names[0] and names[1] ("provider" and
-// "consumer" when names is empty), lets setup prepare them, runs the tests
-// and stops the clusters. Starting and setup share one context that ends
-// after timeout. It returns the code for os.Exit: 1, with the error on
-// standard error, when the clusters fail to start or setup fails.
-func Main(m *testing.M, timeout time.Duration, opts Options, setup func(ctx context.Context, p Pair) error, names ...string) int {
+// Main is the TestMain of a package whose tests share two clusters, a
+// provider and a consumer: it starts them with opts, named names[0] and
+// names[1] ("provider" and "consumer" when names is empty), makes each
+// one's test environment with newEnv into *provider and *consumer, runs the
+// tests and stops the clusters. Starting the clusters and making the
+// environments share one context, which ends after timeout. Main returns
+// the code for os.Exit: 1, with the error on standard error, when a cluster
+// fails to start or newEnv fails.
+func Main[E any](m *testing.M, timeout time.Duration, opts Options, newEnv func(context.Context, *Cluster) (E, error), provider, consumer *E, names ...string) int {
 	if len(names) == 0 {
 		names = []string{"provider", "consumer"}
 	}
@@ -35,9 +32,11 @@ func Main(m *testing.M, timeout time.Duration, opts Options, setup func(ctx cont
 		return 1
 	}
 	defer StopAll(clusters)
-	if err := setup(ctx, Pair{Provider: clusters[0], Consumer: clusters[1]}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	for i, env := range []*E{provider, consumer} {
+		if *env, err = newEnv(ctx, clusters[i]); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", names[i], err)
+			return 1
+		}
 	}
 	return m.Run()
 }

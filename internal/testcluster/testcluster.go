@@ -180,6 +180,9 @@ func (c *Cluster) SecondClientCA() ([]byte, crypto.Signer) {
 	return append([]byte(nil), c.clientCA.certPEM...), c.clientCA.key
 }
 
+// Name returns the cluster's name: Options.Name, made safe for a file name.
+func (c *Cluster) Name() string { return c.name }
+
 // Dir returns the cluster's temporary directory, holding its certificates, etcd data and logs.
 // Stop removes it.
 func (c *Cluster) Dir() string { return c.dir }
