@@ -151,9 +151,7 @@ func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 		return nil, err
 	}
 	cert, done, err := outcomeOf(obj)
-	if done {
-		s.forget(want.Labels[CSRHashLabel])
-	} else {
+	if !done {
 		if !hasCondition(obj, certificatesv1.CertificateApproved) {
 			if err := s.approve(ctx, obj, r.CSR); err != nil {
 				return nil, err
@@ -164,6 +162,9 @@ func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 		}
 		cert, err = s.wait(ctx, obj)
 	}
+	// Settled, or waited for: the name has served its purpose, and a later
+	// Sign of the request (a retry, a renewal) lists again.
+	s.forget(want.Labels[CSRHashLabel])
 	if err != nil {
 		return nil, err
 	}
