@@ -38,19 +38,21 @@ func addSliceFlags(f *flags) *sliceFlags {
 	}
 }
 
-// connect checks the flags and connects to the consumer cluster.
-func (s *sliceFlags) connect(needProvider bool) (*cluster, error) {
-	if needProvider {
-		if err := required("remote-cluster-id", *s.providerID); err != nil {
-			return nil, err
-		}
+// connect checks the flags, connects to the consumer cluster and returns
+// ctx bounded by --timeout, with its cancel.
+func (s *sliceFlags) connect(ctx context.Context) (*cluster, context.Context, context.CancelFunc, error) {
+	if err := required("remote-cluster-id", *s.providerID); err != nil {
+		return nil, nil, nil, err
 	}
-	if *s.providerID != "" {
-		if err := clusterid.Validate(*s.providerID); err != nil {
-			return nil, usagef("--remote-cluster-id: %v", err)
-		}
+	if err := clusterid.Validate(*s.providerID); err != nil {
+		return nil, nil, nil, usagef("--remote-cluster-id: %v", err)
 	}
-	return s.cluster.connect(consumerRole)
+	cl, err := s.cluster.connect(consumerRole)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *s.timeout)
+	return cl, ctx, cancel, nil
 }
 
 // resourcesFlag parses "cpu=2,memory=4Gi".
@@ -93,11 +95,10 @@ func createResourceSliceCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
-		cl, err := sf.connect(true)
+		cl, ctx, cancel, err := sf.connect(ctx)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 		defer cancel()
 		id, err := cl.clusterID(ctx)
 		if err != nil {
@@ -130,11 +131,10 @@ func getResourceSliceCommand(f *flags) runFunc {
 		if len(args) > 1 {
 			return usagef("unexpected argument %q", args[1])
 		}
-		cl, err := sf.connect(true)
+		cl, ctx, cancel, err := sf.connect(ctx)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 		defer cancel()
 		ns := clusterid.TenantNamespace(*sf.providerID)
 		slices, err := listSlices(ctx, cl.typed, ns, args)
@@ -212,11 +212,10 @@ func deleteResourceSliceCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
-		cl, err := sf.connect(true)
+		cl, ctx, cancel, err := sf.connect(ctx)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 		defer cancel()
 		ns := clusterid.TenantNamespace(*sf.providerID)
 		err = cl.typed.Delete(ctx, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
