@@ -16,7 +16,6 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/resourceslice"
-	"github.com/kubepact/kubepact/tenant"
 )
 
 // kubeconfigClient returns a client of the provider made from the
@@ -54,11 +53,8 @@ func sliceCondition(ctx context.Context, t *testing.T, s *authv1beta1.ResourceSl
 func TestCordonUncordonDrainWithSliceIdentities(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	providerID, consumerID := ids(t)
-	keyNS := "liqo-" + consumerID
-	startProvider(t, providerID, tenant.Compatible, nil)
-	startSliceConsumer(t, consumerID, keyNS)
-	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	peers := peerForSlices(ctx, t, nil)
+	providerID, consumerID, tn, id := peers.providerID, peers.consumerID, peers.tenant, peers.identity
 	tenantNS := clusterid.TenantNamespace(consumerID)
 	controlPlane := kubeconfigClient(ctx, t, id.Namespace, id.Status.KubeconfigSecretRef.Name)
 

@@ -376,11 +376,8 @@ func TestRenewalThroughTheCSRAPI(t *testing.T) {
 func TestRenewalRefusesForeignCertificate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	providerID, consumerID := ids(t)
-	keyNS := "liqo-" + consumerID
-	stopProvider := startRenewingProvider(t, providerID)
-	startSliceConsumer(t, consumerID, keyNS) // the replicator carries the Renew
-	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	peers := peerForSlices(ctx, t, startRenewingProvider) // the replicator carries the Renew
+	providerID, consumerID, tn, id := peers.providerID, peers.consumerID, peers.tenant, peers.identity
 	held := secret(ctx, t, consumerEnv, id.Namespace, id.Status.KubeconfigSecretRef.Name)
 
 	var theirs authv1beta1.Renew
@@ -390,7 +387,7 @@ func TestRenewalRefusesForeignCertificate(t *testing.T) {
 	})
 	// The provider turns hostile: its controllers stop, and it answers with
 	// a certificate for another key, which the replicator carries back.
-	stopProvider()
+	peers.stopProvider()
 	other, err := keys.Generate(nil, keys.Ed25519)
 	require.NoError(t, err)
 	req, err := csr.Create(nil, other, csr.ControlPlaneSubject(consumerID))

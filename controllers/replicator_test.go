@@ -18,7 +18,6 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/resourceslice"
-	"github.com/kubepact/kubepact/tenant"
 )
 
 // The replicator is generic: a Renew goes to the provider with its spec
@@ -28,11 +27,8 @@ import (
 func TestReplicatorRenews(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	providerID, consumerID := ids(t)
-	keyNS := "liqo-" + consumerID
-	stopProvider := startProvider(t, providerID, tenant.Compatible, nil)
-	startSliceConsumer(t, consumerID, keyNS)
-	handshake(ctx, t, providerID, consumerID, keyNS, false)
+	peers := peerForSlices(ctx, t, nil)
+	providerID, consumerID := peers.providerID, peers.consumerID
 
 	name := identity.ControlPlaneName(providerID)
 	local := &authv1beta1.Renew{
@@ -55,7 +51,7 @@ func TestReplicatorRenews(t *testing.T) {
 
 	// Whatever the provider writes into the status comes back; its Renew
 	// reconciler is stopped, so that only the test writes it.
-	stopProvider()
+	peers.stopProvider()
 	remote.Status.AuthParams = &authv1beta1.AuthParams{APIServer: "https://provider.example", SignedCRT: []byte("renewed")}
 	require.NoError(t, providerEnv.client.Status().Update(ctx, &remote))
 	eventually(t, "the status back on the consumer", func() bool {
@@ -84,11 +80,8 @@ func TestReplicatorRenews(t *testing.T) {
 func TestHostileSliceStatus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	providerID, consumerID := ids(t)
-	keyNS := "liqo-" + consumerID
-	startProvider(t, providerID, tenant.Compatible, nil)
-	startSliceConsumer(t, consumerID, keyNS)
-	handshake(ctx, t, providerID, consumerID, keyNS, false)
+	peers := peerForSlices(ctx, t, nil)
+	providerID, consumerID := peers.providerID, peers.consumerID
 
 	s := newSlice(providerID, "slice-h")
 	require.NoError(t, consumerEnv.client.Create(ctx, s))

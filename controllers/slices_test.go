@@ -37,6 +37,34 @@ func startSliceConsumer(t *testing.T, consumerID, keyNamespace string) {
 	})
 }
 
+// slicePeers are a provider and a consumer that replicates ResourceSlices,
+// after their handshake.
+type slicePeers struct {
+	providerID, consumerID string
+	tenant                 *authv1beta1.Tenant
+	identity               *authv1beta1.Identity
+	stopProvider           func()
+}
+
+// peerForSlices starts a provider with start (nil: Compatible, signing
+// through the CSR API) and a consumer that replicates slices every 200 ms,
+// and runs the handshake between them.
+func peerForSlices(ctx context.Context, t *testing.T, start func(t *testing.T, providerID string) (stop func())) slicePeers {
+	t.Helper()
+	if start == nil {
+		start = func(t *testing.T, providerID string) func() {
+			return startProvider(t, providerID, tenant.Compatible, nil)
+		}
+	}
+	p := slicePeers{}
+	p.providerID, p.consumerID = ids(t)
+	keyNS := "liqo-" + p.consumerID
+	p.stopProvider = start(t, p.providerID)
+	startSliceConsumer(t, p.consumerID, keyNS)
+	p.tenant, p.identity = handshake(ctx, t, p.providerID, p.consumerID, keyNS, false)
+	return p
+}
+
 // newSlice is what a user applies on the consumer: labels and class, no
 // cluster IDs, no CSR.
 func newSlice(providerID, name string) *authv1beta1.ResourceSlice {
@@ -71,11 +99,8 @@ func waitSliceIdentity(ctx context.Context, t *testing.T, s *authv1beta1.Resourc
 func TestResourceSlicesEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	providerID, consumerID := ids(t)
-	keyNS := "liqo-" + consumerID
-	startProvider(t, providerID, tenant.Compatible, nil)
-	startSliceConsumer(t, consumerID, keyNS)
-	handshake(ctx, t, providerID, consumerID, keyNS, false)
+	peers := peerForSlices(ctx, t, nil)
+	providerID, consumerID := peers.providerID, peers.consumerID
 
 	tenantNS := clusterid.TenantNamespace(consumerID)
 	begin := time.Now()
@@ -154,11 +179,8 @@ func TestResourceSlicesEndToEnd(t *testing.T) {
 func TestResourceSliceDeniedEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	providerID, consumerID := ids(t)
-	keyNS := "liqo-" + consumerID
-	startProvider(t, providerID, tenant.Compatible, nil)
-	startSliceConsumer(t, consumerID, keyNS)
-	handshake(ctx, t, providerID, consumerID, keyNS, false)
+	peers := peerForSlices(ctx, t, nil)
+	providerID, consumerID := peers.providerID, peers.consumerID
 
 	s := newSlice(providerID, "slice-bad")
 	// A CSR for another slice's CN: the consumer keeps a CSR it is given.
@@ -190,11 +212,8 @@ func TestResourceSliceDeniedEndToEnd(t *testing.T) {
 func TestTenantDeletedDeniesSlices(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	providerID, consumerID := ids(t)
-	keyNS := "liqo-" + consumerID
-	startProvider(t, providerID, tenant.Compatible, nil)
-	startSliceConsumer(t, consumerID, keyNS)
-	tn, _ := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	peers := peerForSlices(ctx, t, nil)
+	providerID, consumerID, tn := peers.providerID, peers.consumerID, peers.tenant
 
 	s := newSlice(providerID, "slice-t")
 	require.NoError(t, consumerEnv.client.Create(ctx, s))
