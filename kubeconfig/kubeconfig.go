@@ -117,22 +117,30 @@ func Build(p Params) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := clientcmdapi.NewConfig()
-	cluster := clientcmdapi.NewCluster()
-	cluster.Server = p.Server
-	if len(p.CA) > 0 {
-		cluster.CertificateAuthorityData = bytes.Clone(p.CA)
-	}
-	cluster.ProxyURL = p.ProxyURL
 	user := clientcmdapi.NewAuthInfo()
 	user.ClientCertificateData = bytes.Clone(p.Certificate)
 	user.ClientKeyData = keyPEM
+	return assemble(p.Name, p.Server, p.CA, p.ProxyURL, p.Namespace, user)
+}
+
+// assemble returns the kubeconfig of one cluster, user and context, all
+// named name, current, with user authenticating to server; an empty ca
+// leaves out certificate-authority-data. Its errors wrap ErrInvalid and
+// name fields and paths, never the user's credentials.
+func assemble(name, server string, ca []byte, proxyURL, namespace string, user *clientcmdapi.AuthInfo) (*Config, error) {
+	cfg := clientcmdapi.NewConfig()
+	cluster := clientcmdapi.NewCluster()
+	cluster.Server = server
+	if len(ca) > 0 {
+		cluster.CertificateAuthorityData = bytes.Clone(ca)
+	}
+	cluster.ProxyURL = proxyURL
 	kctx := clientcmdapi.NewContext()
-	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = p.Name, p.Name, p.Namespace
-	cfg.Clusters[p.Name] = cluster
-	cfg.AuthInfos[p.Name] = user
-	cfg.Contexts[p.Name] = kctx
-	cfg.CurrentContext = p.Name
+	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = name, name, namespace
+	cfg.Clusters[name] = cluster
+	cfg.AuthInfos[name] = user
+	cfg.Contexts[name] = kctx
+	cfg.CurrentContext = name
 	if err := checkProxyURLs(cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -1,11 +1,9 @@
 package kubeconfig
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -43,29 +41,9 @@ func BuildToken(p TokenParams) (*Config, error) {
 	if p.Name == "" || p.Server == "" || p.Token == "" {
 		return nil, fmt.Errorf("%w: name, server and token are required", ErrInvalid)
 	}
-	cfg := clientcmdapi.NewConfig()
-	cluster := clientcmdapi.NewCluster()
-	cluster.Server = p.Server
-	if len(p.CA) > 0 {
-		cluster.CertificateAuthorityData = bytes.Clone(p.CA)
-	}
-	cluster.ProxyURL = p.ProxyURL
 	user := clientcmdapi.NewAuthInfo()
 	user.Token = p.Token
-	kctx := clientcmdapi.NewContext()
-	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = p.Name, p.Name, p.Namespace
-	cfg.Clusters[p.Name] = cluster
-	cfg.AuthInfos[p.Name] = user
-	cfg.Contexts[p.Name] = kctx
-	cfg.CurrentContext = p.Name
-	if err := checkProxyURLs(cfg); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	if err := clientcmd.Validate(*cfg); err != nil {
-		// Validation reports names and paths, never a token.
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return &Config{api: cfg, ctx: kctx}, nil
+	return assemble(p.Name, p.Server, p.CA, p.ProxyURL, p.Namespace, user)
 }
 
 // BearerToken returns the bearer token of the current context's user, or ""
