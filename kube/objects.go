@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -208,12 +209,14 @@ func (c *objectStore[T, L, P, PL]) applied(want P, status bool) (*unstructured.U
 // Finalizers others put on it stay, and keep it, terminating, until they
 // remove them.
 func (c *objectStore[T, L, P, PL]) delete(ctx context.Context, namespace, name string) error {
+	var uid types.UID // of the object whose finalizer was removed
 	if c.finalizer != "" {
 		err := retryOnConflict(ctx, func() error {
 			cur, err := c.get(ctx, namespace, name)
 			if err != nil {
 				return err
 			}
+			uid = cur.GetUID()
 			if !slices.Contains(cur.GetFinalizers(), c.finalizer) {
 				return nil
 			}
@@ -231,10 +234,21 @@ func (c *objectStore[T, L, P, PL]) delete(ctx context.Context, namespace, name s
 	obj := P(new(T))
 	obj.SetNamespace(namespace)
 	obj.SetName(name)
-	if err := c.client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		return wrap(err, "deleting", c.kind, namespace, name)
+	var opts []client.DeleteOption
+	if uid != "" {
+		// Without its finalizer, a terminating object is gone at once, and
+		// its name is free: the delete is held to the object read, so that
+		// one created since under the same name stays.
+		opts = append(opts, client.Preconditions{UID: &uid})
 	}
-	return nil
+	err := c.client.Delete(ctx, obj, opts...)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case uid != "" && apierrors.IsConflict(err):
+		return nil // the name is another object's now
+	}
+	return wrap(err, "deleting", c.kind, namespace, name)
 }
 
 // TenantStore is a tenant.Store over the API server.

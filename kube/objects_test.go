@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -66,4 +68,52 @@ func TestNewClientKnowsTheAuthenticationKinds(t *testing.T) {
 		require.Equal(t, authv1beta1.SchemeGroupVersion.WithResource(resource), m.Resource)
 		require.Equal(t, meta.RESTScopeNameNamespace, m.Scope.Name())
 	}
+}
+
+// TestTenantStoreDeleteKeepsATenantCreatedMeanwhile checks that Delete of a
+// terminating Tenant removes kubepact's finalizer and deletes nothing else:
+// a Tenant created under the same name once the old one is gone, before
+// Delete's own delete call, stays.
+func TestTenantStoreDeleteKeepsATenantCreatedMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	scheme, err := kube.NewScheme()
+	require.NoError(t, err)
+	real, err := client.NewWithWatch(provider.cluster.AdminConfig(), client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	id := "cl-" + shortName(t.Name(), 0)
+	ns := clusterid.TenantNamespace(id)
+	_, err = provider.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(id), metav1.CreateOptions{})
+	require.NoError(t, err)
+	newTenant := func() *authv1beta1.Tenant {
+		return &authv1beta1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: id, Namespace: ns, Finalizers: []string{tenant.Finalizer}},
+			Spec:       authv1beta1.TenantSpec{ClusterID: id},
+		}
+	}
+	old := newTenant()
+	require.NoError(t, real.Create(ctx, old))
+	require.NoError(t, real.Delete(ctx, old)) // terminating, held by the finalizer
+
+	var created *authv1beta1.Tenant
+	c := interceptor.NewClient(real, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			// The finalizer is gone, so is the old Tenant: the consumer
+			// creates a new one at once.
+			created = newTenant()
+			created.Finalizers = nil
+			return c.Create(ctx, created)
+		},
+	})
+	require.NoError(t, kube.NewTenantStore(c).Delete(ctx, ns, id))
+	require.NotNil(t, created, "the finalizer was removed with a patch")
+
+	var got authv1beta1.Tenant
+	require.NoError(t, real.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &got), "the new Tenant stays")
+	require.Equal(t, created.UID, got.UID)
+	require.NotEqual(t, old.UID, got.UID)
+	require.NoError(t, real.Delete(ctx, &got))
 }
