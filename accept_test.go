@@ -87,7 +87,7 @@ func acceptWithFault(t *testing.T, strict bool, target fake.Call, occurrence int
 	requireIdentityFor(t, id, tn)
 	require.Len(t, p.providerCluster.Tenants.Objects(""), 1)
 	require.Len(t, p.providerCluster.RBAC.RoleBindings.Objects(""), 1)
-	require.Len(t, p.providerCluster.RBAC.ClusterRoles.Objects(""), 1)
+	require.Len(t, p.providerCluster.RBAC.ClusterRoles.Objects(""), len(rbac.PeerRoles()), "the peer roles, and no other")
 	require.Equal(t, 1, p.providerCluster.Certificates.Len())
 
 	// Once it succeeded, the nonce stays bound to it.

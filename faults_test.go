@@ -17,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -149,7 +150,7 @@ func runWithFault(t *testing.T, strict bool, target fake.Call, occurrence int, f
 
 	require.Len(t, p.providerCluster.Tenants.Objects(""), 1)
 	require.Len(t, p.providerCluster.RBAC.RoleBindings.Objects(""), 1)
-	require.Len(t, p.providerCluster.RBAC.ClusterRoles.Objects(""), 1)
+	require.Len(t, p.providerCluster.RBAC.ClusterRoles.Objects(""), len(rbac.PeerRoles()), "the peer roles, and no other")
 	require.Equal(t, 1, p.providerCluster.Certificates.Len())
 	require.Len(t, p.consumerCluster.Identities.Objects(""), 1)
 	require.Equal(t, []string{"kubeconfig-controlplane-cl-provider", "liqo-signed-nonce"}, secretNames(p.consumerCluster))

@@ -74,8 +74,8 @@ type ProviderOptions struct {
 	// OnStep, when set, is called after each completed step.
 	OnStep func(Step)
 	// RecheckInterval is how long a passed privilege check of a consumer
-	// (rbac.CheckUnprivileged), and the application of the ControlPlane
-	// ClusterRole, are trusted before Accept repeats them: a handshake
+	// (rbac.CheckUnprivileged), and a peer ClusterRole found installed
+	// (rbac.RequireRoles), are trusted before Accept repeats them: a handshake
 	// whose certificate is signed asynchronously is accepted in two calls,
 	// and many handshakes share the role. Zero means
 	// DefaultRecheckInterval; a negative value repeats them on every call.
@@ -95,8 +95,8 @@ type Provider struct {
 	opts     ProviderOptions
 
 	// unprivileged holds the consumers that recently passed the privilege
-	// check; roleApplied the ControlPlane ClusterRole's recent application.
-	unprivileged, roleApplied *recent
+	// check; rolesFound the peer ClusterRoles recently found installed.
+	unprivileged, rolesFound *recent
 }
 
 // NewProvider returns the Provider of cluster clusterID, reachable at
@@ -126,7 +126,7 @@ func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts 
 	if p.opts.RecheckInterval == 0 {
 		p.opts.RecheckInterval = DefaultRecheckInterval
 	}
-	p.unprivileged, p.roleApplied = newRecent(p.opts.RecheckInterval), newRecent(p.opts.RecheckInterval)
+	p.unprivileged, p.rolesFound = newRecent(p.opts.RecheckInterval), newRecent(p.opts.RecheckInterval)
 	return p, nil
 }
 
@@ -248,6 +248,12 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		p.unprivileged.pass(consumerID, p.opts.Clock.Now())
 	}
 
+	// The role the consumer is bound to must be installed before anything
+	// is signed: a certificate bound to a missing role would be an
+	// identity that can do nothing, issued for nothing.
+	if err := p.requireRoles(ctx, rbac.ControlPlaneClusterRoleName); err != nil {
+		return nil, stepError(StepCertificateIssued, err)
+	}
 	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: consumerID},
 		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, p.opts.Clock.Now())
 	if err != nil {
@@ -265,12 +271,6 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		if owner, err = p.ports.Tenants.Apply(ctx, stored); err != nil {
 			return nil, stepError(StepRBACBound, err)
 		}
-	}
-	if !p.roleApplied.fresh(rbac.ControlPlaneClusterRoleName, p.opts.Clock.Now()) {
-		if err := p.ports.RBAC.ApplyClusterRole(ctx, rbac.ControlPlaneClusterRole()); err != nil {
-			return nil, stepError(StepRBACBound, err)
-		}
-		p.roleApplied.pass(rbac.ControlPlaneClusterRoleName, p.opts.Clock.Now())
 	}
 	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
 	binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
@@ -295,6 +295,24 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	}
 	p.step(ctx, Step{Name: StepTenantStatus})
 	return p.identity(ctx, stored)
+}
+
+// requireRoles checks that the peer ClusterRoles names are installed
+// (rbac.RequireRoles): a *rbac.MissingRoleError names the first one
+// missing. A role found is trusted for RecheckInterval, as many handshakes
+// share it.
+func (p *Provider) requireRoles(ctx context.Context, names ...string) error {
+	now := p.opts.Clock.Now()
+	for _, name := range names {
+		if p.rolesFound.fresh(name, now) {
+			continue
+		}
+		if err := rbac.RequireRoles(ctx, p.ports.RBAC, name); err != nil {
+			return err
+		}
+		p.rolesFound.pass(name, now)
+	}
+	return nil
 }
 
 // acceptedKey reports whether the Tenant stored for consumerID, which only

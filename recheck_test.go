@@ -20,7 +20,7 @@ import (
 	"github.com/kubepact/kubepact/tenant"
 )
 
-// countingBinder counts the privilege questions and ClusterRole applies
+// countingBinder counts the privilege questions and ClusterRole reads
 // that reach the provider's RBAC port.
 type countingBinder struct {
 	rbac.Binder
@@ -32,9 +32,9 @@ func (c *countingBinder) Allowed(ctx context.Context, user string, groups []stri
 	return c.Binder.Allowed(ctx, user, groups, attrs)
 }
 
-func (c *countingBinder) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
+func (c *countingBinder) HasClusterRole(ctx context.Context, name string) (bool, error) {
 	c.roles.Add(1)
-	return c.Binder.ApplyClusterRole(ctx, r)
+	return c.Binder.HasClusterRole(ctx, name)
 }
 
 // recheckPair is a pair whose provider counts its RBAC calls and trusts
@@ -74,7 +74,7 @@ func TestAcceptRechecksPrivilegesAfterTheInterval(t *testing.T) {
 	_, err = p.provider.Accept(ctx, tn)
 	require.NoError(t, err)
 	require.Equal(t, probes, counting.asked.Load(), "no question within the interval")
-	require.Equal(t, int64(1), counting.roles.Load(), "no ClusterRole apply within the interval")
+	require.Equal(t, int64(1), counting.roles.Load(), "no ClusterRole read within the interval")
 
 	// The consumer ID now names a privileged user.
 	require.NoError(t, p.providerCluster.RBAC.ApplyClusterRole(ctx, &rbacv1.ClusterRole{

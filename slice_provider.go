@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
@@ -119,6 +118,9 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		return status, nil
 	}
 
+	if err := p.requireRoles(ctx, rbac.VirtualKubeletClusterRoleName, rbac.VirtualKubeletClusterWideRoleName); err != nil {
+		return nil, stepError(StepCertificateIssued, err)
+	}
 	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: v.ConsumerID, Slice: s.Name},
 		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, now)
 	if err != nil {
@@ -156,13 +158,9 @@ func (p *Provider) sliceNamespaces(consumerID string) []string {
 	return p.opts.SliceNamespaces(consumerID)
 }
 
-// bindSlices applies the slice ClusterRoles and binds group consumerID.
+// bindSlices binds group consumerID to the slice ClusterRoles, which must
+// be installed (requireRoles).
 func (p *Provider) bindSlices(ctx context.Context, consumerID string) error {
-	for _, r := range []func() *rbacv1.ClusterRole{rbac.VirtualKubeletClusterRole, rbac.VirtualKubeletClusterWideRole} {
-		if err := p.ports.RBAC.ApplyClusterRole(ctx, r()); err != nil {
-			return err
-		}
-	}
 	for _, b := range rbac.ResourceSliceRoleBindings(consumerID, rbac.VirtualKubeletClusterRoleName, p.sliceNamespaces(consumerID)) {
 		if err := p.ports.RBAC.ApplyRoleBinding(ctx, b); err != nil {
 			return err

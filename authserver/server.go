@@ -283,6 +283,11 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 		}
 		return nil, refuse(http.StatusInternalServerError, "checking the cluster ID's permissions failed", err)
 	}
+	if err := rbac.RequireRoles(ctx, s.ports.RBAC, rbac.ControlPlaneClusterRoleName); err != nil {
+		// The administrator's to fix: nothing is signed for a role that
+		// is not there.
+		return nil, refuse(http.StatusInternalServerError, "the provider's peer roles are not installed", err)
+	}
 	namespace := clusterid.TenantNamespace(consumerID)
 	if err := s.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
 		return nil, refuse(http.StatusInternalServerError, "ensuring the tenant namespace failed", err)
@@ -295,9 +300,6 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 		return nil, refuse(http.StatusForbidden, "the certificate signing request was denied", err)
 	case err != nil:
 		return nil, refuse(http.StatusInternalServerError, "signing the certificate failed", err)
-	}
-	if err := s.ports.RBAC.ApplyClusterRole(ctx, rbac.ControlPlaneClusterRole()); err != nil {
-		return nil, refuse(http.StatusInternalServerError, "binding permissions failed", err)
 	}
 	if err := s.ports.RBAC.ApplyRoleBinding(ctx, rbac.ControlPlaneRoleBinding(namespace, consumerID)); err != nil {
 		return nil, refuse(http.StatusInternalServerError, "binding permissions failed", err)

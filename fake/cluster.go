@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -10,14 +11,21 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/rbac"
 )
 
 // ClusterOptions tunes NewCluster. The zero value, like a nil pointer, uses
-// the real clock, crypto/rand.Reader and the server "https://<name>.invalid".
+// the real clock, crypto/rand.Reader and the server "https://<name>.invalid",
+// and installs the peer roles.
 type ClusterOptions struct {
 	Clock  clock.PassiveClock
 	Rand   io.Reader
 	Server string
+	// NoPeerRoles leaves out the ClusterRoles consumers are bound to
+	// (rbac.PeerRoles), which a cluster has once kubepact's manifests,
+	// Liqo's chart or rbac.Install put them there: a provider then refuses
+	// every handshake with a *rbac.MissingRoleError.
+	NoPeerRoles bool
 }
 
 // Cluster is one in-memory cluster: every port, and a local CA that serves
@@ -44,7 +52,8 @@ type Cluster struct {
 	Revocations  *Revocations
 }
 
-// NewCluster returns an empty in-memory cluster called name.
+// NewCluster returns an in-memory cluster called name, empty but for the
+// peer roles (see ClusterOptions.NoPeerRoles).
 func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 	o := ClusterOptions{}
 	if opts != nil {
@@ -65,7 +74,7 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake cluster %s: %w", name, err)
 	}
-	return &Cluster{
+	c := &Cluster{
 		Name:         name,
 		Server:       o.Server,
 		Namespaces:   &Namespaces{},
@@ -82,7 +91,13 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 		Reviewer:     &Reviewer{Clock: o.Clock},
 		Slices:       &ResourceSlices{},
 		Revocations:  &Revocations{},
-	}, nil
+	}
+	if !o.NoPeerRoles {
+		if err := rbac.Install(context.Background(), c.RBAC); err != nil {
+			return nil, fmt.Errorf("fake cluster %s: %w", name, err)
+		}
+	}
+	return c, nil
 }
 
 // Endpoint returns the cluster's API server URL and CA.

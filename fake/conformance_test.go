@@ -20,7 +20,6 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig/kubeconfigtest"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/nonce/noncetest"
-	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/rbac/rbactest"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/tenant/tenanttest"
@@ -144,7 +143,7 @@ func TestApproverConformance(t *testing.T) {
 func TestRBACConformance(t *testing.T) {
 	t.Parallel()
 	rbactest.Run(t, rbactest.Harness{
-		New: func(*testing.T) (rbac.Applier, rbactest.Inspector) {
+		New: func(*testing.T) (rbactest.Port, rbactest.Inspector) {
 			a := &fake.RBAC{}
 			return a, rbactest.Inspector{
 				ClusterRole: func(_ context.Context, name string) (*rbacv1.ClusterRole, error) {

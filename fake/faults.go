@@ -226,8 +226,10 @@ type rbacHook struct {
 	f    *Faults
 }
 
-func (h rbacHook) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
-	return call(ctx, h.f, "RBAC.ApplyClusterRole", func() error { return h.next.ApplyClusterRole(ctx, r) })
+func (h rbacHook) HasClusterRole(ctx context.Context, name string) (bool, error) {
+	var ok bool
+	err := call(ctx, h.f, "RBAC.HasClusterRole", func() (err error) { ok, err = h.next.HasClusterRole(ctx, name); return err })
+	return ok, err
 }
 
 func (h rbacHook) ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error {

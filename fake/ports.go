@@ -467,6 +467,19 @@ func ruleAllows(rule rbacv1.PolicyRule, attrs authorizationv1.ResourceAttributes
 		(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, attrs.Name))
 }
 
+// HasClusterRole reports whether a ClusterRole named name is stored.
+func (a *RBAC) HasClusterRole(ctx context.Context, name string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	_, ok := a.ClusterRoles.get("", name)
+	return ok, nil
+}
+
+// DeleteClusterRole removes the ClusterRole name, as an administrator may:
+// tests use it to play a provider whose peer roles are missing.
+func (a *RBAC) DeleteClusterRole(name string) { a.ClusterRoles.delete("", name) }
+
 // ApplyClusterRole creates r or sets its labels and rules over the stored
 // ClusterRole's, as the kube adapter's server-side apply does: labels others
 // set stay, and so do rules another component set (UpdateClusterRole) to

@@ -14,7 +14,7 @@ import (
 
 func TestClusterBinderConformance(t *testing.T) {
 	rbactest.RunClusterBinder(t, rbactest.ClusterBinderHarness{
-		New: func(*testing.T) (rbac.ClusterBinder, rbac.Applier, func(context.Context, string) (*rbacv1.ClusterRoleBinding, error)) {
+		New: func(*testing.T) (rbac.ClusterBinder, rbactest.Port, func(context.Context, string) (*rbacv1.ClusterRoleBinding, error)) {
 			a := kube.NewRBAC(provider.client)
 			return a, a, func(ctx context.Context, name string) (*rbacv1.ClusterRoleBinding, error) {
 				return absent(provider.client.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}))

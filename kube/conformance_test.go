@@ -27,7 +27,6 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig/kubeconfigtest"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/nonce/noncetest"
-	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/rbac/rbactest"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/tenant/tenanttest"
@@ -170,7 +169,7 @@ func TestApproverConformance(t *testing.T) {
 
 func TestRBACConformance(t *testing.T) {
 	rbactest.Run(t, rbactest.Harness{
-		New: func(*testing.T) (rbac.Applier, rbactest.Inspector) {
+		New: func(*testing.T) (rbactest.Port, rbactest.Inspector) {
 			rb := provider.client.RbacV1()
 			return kube.NewRBAC(provider.client), rbactest.Inspector{
 				ClusterRole: func(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
@@ -194,7 +193,7 @@ func TestRBACConformance(t *testing.T) {
 
 func TestReviewerConformance(t *testing.T) {
 	rbactest.RunReviewer(t, rbactest.ReviewerHarness{
-		New: func(*testing.T) rbac.Binder { return kube.NewRBAC(provider.client) },
+		New: func(*testing.T) rbactest.ReviewedBinder { return kube.NewRBAC(provider.client) },
 		ClusterRoleBinding: func(t *testing.T, b *rbacv1.ClusterRoleBinding) {
 			api := provider.client.RbacV1().ClusterRoleBindings()
 			_, err := api.Create(context.Background(), b, metav1.CreateOptions{})

@@ -23,18 +23,37 @@ var errRoleRefChanged = errors.New("roleRef changed")
 
 // RBAC is an rbac.Binder over the API server.
 //
-// Besides what it applies (clusterroles, and rolebindings in tenant
-// namespaces), its client needs create on
+// Besides what it applies (rolebindings in tenant namespaces, with bind on
+// their roles, and clusterroles for ApplyClusterRole) and get on the peer
+// ClusterRoles for HasClusterRole, its client needs create on
 // subjectaccessreviews.authorization.k8s.io for Allowed; without it
 // Allowed fails with a Forbidden error, and rbac.CheckUnprivileged with it.
 type RBAC struct{ client kubernetes.Interface }
 
-var _ rbac.Binder = (*RBAC)(nil)
+var (
+	_ rbac.Binder    = (*RBAC)(nil)
+	_ rbac.Installer = (*RBAC)(nil)
+)
 
 // NewRBAC returns an RBAC using client.
 func NewRBAC(client kubernetes.Interface) *RBAC { return &RBAC{client: client} }
 
-// ApplyClusterRole applies r with server-side apply as FieldManager:
+// HasClusterRole reports whether the ClusterRole name exists. Its client
+// needs get on that ClusterRole (the controller's RBAC names the peer
+// roles).
+func (a *RBAC) HasClusterRole(ctx context.Context, name string) (bool, error) {
+	_, err := a.client.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, wrap(err, "reading", "ClusterRole", "", name)
+	}
+	return true, nil
+}
+
+// ApplyClusterRole applies r with server-side apply as FieldManager
+// (rbac.Installer; rbac.Install and kube.InstallPeerRoles use it):
 // kubepact owns r's labels and, unless another manager set them to other
 // rules, r's rules. A ClusterRole someone else manages the rules of (Liqo
 // installs "liqo-remote-controlplane" with its chart) keeps them: kubepact

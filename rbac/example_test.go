@@ -21,8 +21,23 @@ func ExampleControlPlaneClusterRole() {
 	}
 	// Output:
 	// liqo-remote-controlplane
-	// [authentication.liqo.io] [resourceslices resourceslices/status renews renews/status]
+	// [authentication.liqo.io] [renews renews/status resourceslices resourceslices/status]
 	// [offloading.liqo.io] [namespacemaps namespacemaps/status]
+}
+
+func ExampleRequireRoles() {
+	ctx := context.Background()
+	provider := &fake.RBAC{} // a cluster where no peer role is installed
+	err := rbac.RequireRoles(ctx, provider, rbac.ControlPlaneClusterRoleName)
+	var missing *rbac.MissingRoleError
+	fmt.Println(errors.As(err, &missing), missing.Name)
+
+	// An administrator installs them once (kubepact install roles).
+	_ = rbac.Install(ctx, provider)
+	fmt.Println(rbac.RequireRoles(ctx, provider, rbac.PeerRoleNames()...))
+	// Output:
+	// true liqo-remote-controlplane
+	// <nil>
 }
 
 func ExampleControlPlaneRoleBinding() {

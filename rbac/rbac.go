@@ -8,6 +8,17 @@
 // ResourceSlice identity (group = consumer cluster ID) is bound to a
 // caller-chosen ClusterRole in each namespace the slice may use.
 //
+// # Peer roles
+//
+// The ClusterRoles that consumers are bound to (PeerRoles) are installed
+// once, as Liqo's chart installs them, with the same names, rules and
+// app.kubernetes.io/name labels: from the manifests in config/roles, or by
+// Install. A handshake never writes a role: it only binds, and before it
+// binds it checks with RequireRoles that the role exists, so a cluster
+// without the roles gets a *MissingRoleError naming the role instead of a
+// binding that grants nothing. Next to Liqo the roles are Liqo's, and
+// kubepact leaves them as they are.
+//
 // Builders are pure and deterministic: the same inputs give equal objects,
 // with rules and bindings in a fixed order.
 //
@@ -64,9 +75,16 @@ const (
 	ManagedByValue = "liqo"
 )
 
-// Verbs returns the explicit list of every verb on a resource.
+// Verbs returns the explicit list of every verb on a resource, sorted as
+// Liqo's chart lists them.
 func Verbs() []string {
-	return []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+}
+
+// objectVerbs is Verbs without deletecollection, as the chart grants on
+// the objects a virtual kubelet reflects.
+func objectVerbs() []string {
+	return []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 }
 
 // ControlPlaneClusterRole returns the ClusterRole bound to ControlPlane
@@ -81,7 +99,7 @@ func ControlPlaneClusterRole() *rbacv1.ClusterRole {
 		Rules: []rbacv1.PolicyRule{
 			{
 				APIGroups: []string{"authentication.liqo.io"},
-				Resources: []string{"resourceslices", "resourceslices/status", "renews", "renews/status"},
+				Resources: []string{"renews", "renews/status", "resourceslices", "resourceslices/status"},
 				Verbs:     Verbs(),
 			},
 			{
@@ -134,13 +152,11 @@ func roleBinding(namespace, consumerID, clusterRole string, subject rbacv1.Subje
 	}
 }
 
-// Applier applies RBAC objects on the provider, owning only the fields it
-// applies, as a server-side apply with one field manager does.
+// Applier binds identities to roles on the provider, owning only the fields
+// it applies, as a server-side apply with one field manager does.
 //
-// ApplyClusterRole sets r's labels and rules. The ClusterRole may be shared
-// (Liqo installs "liqo-remote-controlplane" too): rules another component
-// set to other values stay theirs, and are kept, and labels others set
-// stay. ApplyRoleBinding sets b's subjects, roleRef, labels and owner
+// HasClusterRole reports whether the ClusterRole name exists; it never
+// writes. ApplyRoleBinding sets b's subjects, roleRef, labels and owner
 // references; subjects others set to other values are replaced (a binding
 // kubepact makes grants to exactly b's subjects), while their labels and
 // owner references stay. A binding whose roleRef differs is replaced, as
@@ -150,7 +166,7 @@ func roleBinding(namespace, consumerID, clusterRole string, subject rbacv1.Subje
 // succeed without writing when nothing changes. Implementations are safe
 // for concurrent use.
 type Applier interface {
-	ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error
+	HasClusterRole(ctx context.Context, name string) (bool, error)
 	ApplyRoleBinding(ctx context.Context, b *rbacv1.RoleBinding) error
 	DeleteRoleBinding(ctx context.Context, namespace, name string) error
 }

@@ -13,7 +13,7 @@ import (
 
 const consumerID = "cl-consumer"
 
-var allVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+var allVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
 func TestControlPlaneClusterRole(t *testing.T) {
 	t.Parallel()
@@ -27,7 +27,7 @@ func TestControlPlaneClusterRole(t *testing.T) {
 		Rules: []rbacv1.PolicyRule{
 			{
 				APIGroups: []string{"authentication.liqo.io"},
-				Resources: []string{"resourceslices", "resourceslices/status", "renews", "renews/status"},
+				Resources: []string{"renews", "renews/status", "resourceslices", "resourceslices/status"},
 				Verbs:     allVerbs,
 			},
 			{
@@ -65,9 +65,9 @@ func TestControlPlaneClusterRoleDoesNotShareSlices(t *testing.T) {
 	a.Rules[0].Verbs[0] = "mutated"
 	a.Rules[0].Resources[0] = "mutated"
 	b := rbac.ControlPlaneClusterRole()
-	require.Equal(t, "get", b.Rules[0].Verbs[0])
-	require.Equal(t, "get", b.Rules[1].Verbs[0])
-	require.Equal(t, "resourceslices", b.Rules[0].Resources[0])
+	require.Equal(t, "create", b.Rules[0].Verbs[0])
+	require.Equal(t, "create", b.Rules[1].Verbs[0])
+	require.Equal(t, "renews", b.Rules[0].Resources[0])
 	require.Equal(t, allVerbs, rbac.Verbs())
 }
 

@@ -18,21 +18,31 @@ const (
 	VirtualKubeletClusterWideRoleName = "liqo-virtual-kubelet-remote-clusterwide"
 )
 
+// The app.kubernetes.io/name labels of the slice roles, as Liqo's chart
+// sets them.
+const (
+	VirtualKubeletNameValue            = "virtual-kubelet-remote"
+	VirtualKubeletClusterWideNameValue = "virtual-kubelet-remote-clusterwide"
+)
+
 // VirtualKubeletClusterRole returns the ClusterRole a slice identity is
 // bound to in each namespace it may use: what a virtual kubelet of the
 // consumer does there.
 func VirtualKubeletClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: VirtualKubeletClusterRoleName},
+		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   VirtualKubeletClusterRoleName,
+			Labels: map[string]string{NameLabel: VirtualKubeletNameValue},
+		},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps", "events", "persistentvolumeclaims", "secrets", "services"}, Verbs: Verbs()},
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "events", "persistentvolumeclaims", "secrets", "services"}, Verbs: objectVerbs()},
 			{APIGroups: []string{""}, Resources: []string{"pods/attach", "pods/exec"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get", "list"}},
 			{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"create", "get"}},
-			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: Verbs()},
-			{APIGroups: []string{"virtualkubelet.liqo.io"}, Resources: []string{"shadowpods", "shadowendpointslices"}, Verbs: Verbs()},
+			{APIGroups: []string{"", "metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: objectVerbs()},
+			{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowendpointslices", "shadowpods"}, Verbs: objectVerbs()},
 		},
 	}
 }
@@ -41,10 +51,13 @@ func VirtualKubeletClusterRole() *rbacv1.ClusterRole {
 // bound to cluster-wide: reading metrics.
 func VirtualKubeletClusterWideRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: VirtualKubeletClusterWideRoleName},
+		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   VirtualKubeletClusterWideRoleName,
+			Labels: map[string]string{NameLabel: VirtualKubeletClusterWideNameValue},
+		},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"metrics.liqo.io"}, Resources: []string{"scrape", "metrics"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"metrics.liqo.io"}, Resources: []string{"scrape/metrics"}, Verbs: []string{"get", "list", "watch"}},
 		},
 	}
 }

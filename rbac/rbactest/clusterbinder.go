@@ -17,7 +17,7 @@ type ClusterBinderHarness struct {
 	// New returns the ClusterBinder under test, an Applier to make the
 	// ClusterRoles the bindings refer to, and a getter reading a
 	// ClusterRoleBinding back ((nil, nil) when there is none). Required.
-	New func(t *testing.T) (rbac.ClusterBinder, rbac.Applier, func(ctx context.Context, name string) (*rbacv1.ClusterRoleBinding, error))
+	New func(t *testing.T) (rbac.ClusterBinder, Port, func(ctx context.Context, name string) (*rbacv1.ClusterRoleBinding, error))
 	// Parallel lets the suite's tests run in parallel with each other.
 	Parallel bool
 }

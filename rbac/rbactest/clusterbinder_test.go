@@ -17,7 +17,7 @@ func TestClusterBinderConformance(t *testing.T) {
 	t.Parallel()
 	a := &fake.RBAC{}
 	rbactest.RunClusterBinder(t, rbactest.ClusterBinderHarness{
-		New: func(*testing.T) (rbac.ClusterBinder, rbac.Applier, func(context.Context, string) (*rbacv1.ClusterRoleBinding, error)) {
+		New: func(*testing.T) (rbac.ClusterBinder, rbactest.Port, func(context.Context, string) (*rbacv1.ClusterRoleBinding, error)) {
 			return a, a, func(_ context.Context, name string) (*rbacv1.ClusterRoleBinding, error) {
 				for _, b := range a.ClusterRoleBindings.Objects("") {
 					if b.Name == name {

@@ -20,7 +20,7 @@ func TestReviewerConformance(t *testing.T) {
 	t.Parallel()
 	a := &fake.RBAC{}
 	rbactest.RunReviewer(t, rbactest.ReviewerHarness{
-		New: func(*testing.T) rbac.Binder { return a },
+		New: func(*testing.T) rbactest.ReviewedBinder { return a },
 		ClusterRoleBinding: func(t *testing.T, b *rbacv1.ClusterRoleBinding) {
 			require.NoError(t, a.ApplyClusterRoleBinding(t.Context(), b))
 		},
@@ -40,7 +40,14 @@ func TestReviewerConformanceThroughFaults(t *testing.T) {
 	require.True(t, ok, "the intercepted RBAC port is an rbac.Binder")
 	t.Run("Suite", func(t *testing.T) {
 		rbactest.RunReviewer(t, rbactest.ReviewerHarness{
-			New: func(*testing.T) rbac.Binder { return b },
+			// The hooks wrap the provider's port, which installs no role:
+			// the suite's roles go straight to the cluster.
+			New: func(*testing.T) rbactest.ReviewedBinder {
+				return struct {
+					rbac.Binder
+					rbac.Installer
+				}{b, c.RBAC}
+			},
 			ClusterRoleBinding: func(t *testing.T, crb *rbacv1.ClusterRoleBinding) {
 				require.NoError(t, c.RBAC.ApplyClusterRoleBinding(t.Context(), crb))
 			},

@@ -4,7 +4,9 @@
 //
 // Run checks the contract written on rbac.Applier:
 //
-//   - ApplyClusterRole creates a ClusterRole, replaces the rules and
+//   - HasClusterRole tells an applied ClusterRole from a missing one, and
+//     rbac.RequireRoles names the missing one in a *rbac.MissingRoleError;
+//   - ApplyClusterRole (rbac.Installer) creates a ClusterRole, replaces the rules and
 //     labels it applied before, keeps the labels another component set
 //     (Inspector.UpdateClusterRole) and the rules another component set to
 //     other values, removes a label it applied before and no longer
@@ -40,7 +42,7 @@
 //	func TestRBACConformance(t *testing.T) {
 //		client := kubernetes.NewForConfigOrDie(testcluster.StartT(t).AdminConfig())
 //		rbactest.Run(t, rbactest.Harness{
-//			New: func(t *testing.T) (rbac.Applier, rbactest.Inspector) {
+//			New: func(t *testing.T) (rbactest.Port, rbactest.Inspector) {
 //				return kube.NewRBAC(client), rbactest.Inspector{
 //					ClusterRole: func(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
 //						r, err := client.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
@@ -82,11 +84,18 @@ import (
 	"github.com/kubepact/kubepact/rbac"
 )
 
+// Port is what Run checks: an rbac.Applier that is also an
+// rbac.Installer, as kube.RBAC and fake.RBAC are.
+type Port interface {
+	rbac.Applier
+	rbac.Installer
+}
+
 // Harness tells Run how to use the Applier under test.
 type Harness struct {
-	// New returns the Applier under test and an Inspector reading back
+	// New returns the Port under test and an Inspector reading back
 	// from where it writes. Required.
-	New func(t *testing.T) (rbac.Applier, Inspector)
+	New func(t *testing.T) (Port, Inspector)
 	// Namespace, when set, makes sure namespace name exists. The suite
 	// calls it before it first uses a namespace.
 	Namespace func(t *testing.T, name string)
@@ -125,6 +134,23 @@ func Run(t *testing.T, h Harness) {
 		want := newClusterRole(t)
 		require.NoError(t, a.ApplyClusterRole(t.Context(), want.DeepCopy()))
 		in.requireClusterRole(t, want)
+	})
+	t.Run("HasClusterRole", func(t *testing.T) {
+		h.parallel(t)
+		a, _ := h.new(t)
+		r := newClusterRole(t)
+		ok, err := a.HasClusterRole(t.Context(), r.Name)
+		require.NoError(t, err)
+		require.False(t, ok, "HasClusterRole of a role not applied")
+		require.NoError(t, a.ApplyClusterRole(t.Context(), r.DeepCopy()))
+		ok, err = a.HasClusterRole(t.Context(), r.Name)
+		require.NoError(t, err)
+		require.True(t, ok, "HasClusterRole of an applied role")
+		err = rbac.RequireRoles(t.Context(), a, r.Name, "kubepact-test-missing-"+uniqueSuffix())
+		var missing *rbac.MissingRoleError
+		require.ErrorAs(t, err, &missing)
+		require.ErrorIs(t, err, rbac.ErrMissingRole)
+		require.Contains(t, missing.Name, "kubepact-test-missing-")
 	})
 	t.Run("ApplyClusterRoleUnchangedDoesNotWrite", func(t *testing.T) {
 		h.parallel(t)
@@ -266,17 +292,17 @@ func Run(t *testing.T, h Harness) {
 		h.parallel(t)
 		for _, c := range []struct {
 			name   string
-			mutate func(*testing.T, rbac.Applier, *rbacv1.RoleBinding)
+			mutate func(*testing.T, Port, *rbacv1.RoleBinding)
 		}{
-			{"Subjects", func(_ *testing.T, _ rbac.Applier, b *rbacv1.RoleBinding) { changeSubjects(b, "other") }},
-			{"Labels", func(_ *testing.T, _ rbac.Applier, b *rbacv1.RoleBinding) {
+			{"Subjects", func(_ *testing.T, _ Port, b *rbacv1.RoleBinding) { changeSubjects(b, "other") }},
+			{"Labels", func(_ *testing.T, _ Port, b *rbacv1.RoleBinding) {
 				b.Labels[testKey] = "second"
 				b.Labels[extraKey] = "added"
 			}},
-			{"RoleRef", func(t *testing.T, a rbac.Applier, b *rbacv1.RoleBinding) {
+			{"RoleRef", func(t *testing.T, a Port, b *rbacv1.RoleBinding) {
 				b.RoleRef.Name = applyClusterRole(t, a).Name
 			}},
-			{"Everything", func(t *testing.T, a rbac.Applier, b *rbacv1.RoleBinding) {
+			{"Everything", func(t *testing.T, a Port, b *rbacv1.RoleBinding) {
 				b.RoleRef.Name = applyClusterRole(t, a).Name
 				changeSubjects(b, "other")
 				b.Labels[extraKey] = "added"
@@ -370,7 +396,7 @@ func (h Harness) parallel(t *testing.T) {
 	}
 }
 
-func (h Harness) new(t *testing.T) (rbac.Applier, Inspector) {
+func (h Harness) new(t *testing.T) (Port, Inspector) {
 	t.Helper()
 	a, in := h.New(t)
 	require.NotNil(t, in.ClusterRole, "rbactest: Inspector.ClusterRole is required")
@@ -394,7 +420,7 @@ func (h Harness) namespace(t *testing.T) string {
 // newRoleBinding applies a new ClusterRole with a, and returns a binding to
 // it in a namespace no other test uses, shaped like the ones package rbac
 // builds.
-func (h Harness) newRoleBinding(t *testing.T, a rbac.Applier) *rbacv1.RoleBinding {
+func (h Harness) newRoleBinding(t *testing.T, a Port) *rbacv1.RoleBinding {
 	t.Helper()
 	return roleBinding(h.namespace(t), applyClusterRole(t, a).Name)
 }
@@ -432,7 +458,7 @@ func newClusterRole(t *testing.T) *rbacv1.ClusterRole {
 }
 
 // applyClusterRole applies a new ClusterRole with a and returns it.
-func applyClusterRole(t *testing.T, a rbac.Applier) *rbacv1.ClusterRole {
+func applyClusterRole(t *testing.T, a rbac.Installer) *rbacv1.ClusterRole {
 	t.Helper()
 	r := newClusterRole(t)
 	require.NoError(t, a.ApplyClusterRole(t.Context(), r.DeepCopy()), "ApplyClusterRole %s", r.Name)

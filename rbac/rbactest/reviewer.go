@@ -15,10 +15,18 @@ import (
 	"github.com/kubepact/kubepact/rbac"
 )
 
+// ReviewedBinder is what RunReviewer checks: an rbac.Binder that is also
+// an rbac.Installer.
+type ReviewedBinder interface {
+	rbac.Binder
+	rbac.Installer
+}
+
 // ReviewerHarness tells RunReviewer how to use the Binder under test.
 type ReviewerHarness struct {
-	// New returns the Binder under test. Required.
-	New func(t *testing.T) rbac.Binder
+	// New returns the Binder under test, which must also install the roles
+	// the suite reviews. Required.
+	New func(t *testing.T) ReviewedBinder
 	// ClusterRoleBinding creates b where the Binder reviews: the port
 	// cannot create ClusterRoleBindings, which grant outside any tenant
 	// namespace. Required.
@@ -278,7 +286,7 @@ func (h ReviewerHarness) namespace(t *testing.T) string {
 
 // bindCluster applies, through b, a new ClusterRole with rules, binds s to
 // it cluster-wide through the harness, and returns the role's name.
-func (h ReviewerHarness) bindCluster(t *testing.T, b rbac.Binder, s rbacv1.Subject, rules ...rbacv1.PolicyRule) string {
+func (h ReviewerHarness) bindCluster(t *testing.T, b ReviewedBinder, s rbacv1.Subject, rules ...rbacv1.PolicyRule) string {
 	t.Helper()
 	role := newClusterRole(t)
 	role.Rules = rules
