@@ -5,7 +5,9 @@
 // controller-manager, namespace deletion and garbage collection. Several clusters can run at once
 // and know nothing of each other, like the clusters of a peering.
 //
-// There are no nodes, kubelets, schedulers or networking: pods are stored but never run.
+// There are no nodes, kubelets, schedulers or networking: pods are stored but never run. Each
+// cluster starts with the peer ClusterRoles (rbac.PeerRoles) installed, as a provider has them
+// once config/roles or Liqo's chart is applied.
 //
 // Costs: the binaries (kube-apiserver and kube-controller-manager v1.35.4, etcd v3.6.5) come from
 // hack/controlplane.sh, which builds them once into a cache outside the repository; EnsureBinaries
@@ -34,11 +36,14 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubepact/kubepact/rbac"
 )
 
 const (
@@ -365,10 +370,19 @@ func (c *Cluster) launch(ctx context.Context) error {
 	}
 	// The service-account controller creating the default service account is a sign that the
 	// controllers are running.
-	return c.waitFor(ctx, "the controller-manager to create the default service account", func(ctx context.Context) error {
+	if err := c.waitFor(ctx, "the controller-manager to create the default service account", func(ctx context.Context) error {
 		_, err := adminClient.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	// The peer ClusterRoles, as an installed provider has them (config/roles, or Liqo's chart).
+	for _, r := range rbac.PeerRoles() {
+		if _, err := adminClient.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("installing ClusterRole %s: %w", r.Name, err)
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) etcdArgs() []string {
