@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -18,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -84,73 +88,70 @@ func newSide(ctx context.Context, c *testcluster.Cluster) (*side, error) {
 	return s, nil
 }
 
-// kustomization is the part of kustomize's format config/ uses; reading
-// it strictly makes any other field fail the test, so what the test applies
-// is what kubectl apply -k applies.
-type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Namespace  string   `json:"namespace,omitempty"`
-	Resources  []string `json:"resources"`
-}
-
-// applyKustomization applies the kustomization in dir, as kubectl apply -k
-// does, with server-side apply, and waits for CRDs to be served.
+// applyKustomization applies the kustomization in dir as kubectl apply -k
+// does: kustomize renders it (kubectl kustomize, so replacements and
+// namespaces come out as an operator gets them), and every object is applied
+// with server-side apply. It then waits for CRDs to be served.
 func applyKustomization(ctx context.Context, s *side, dir string) error {
-	return applyDir(ctx, s, dir, "")
-}
-
-func applyDir(ctx context.Context, s *side, dir, namespace string) error {
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	objects, err := kustomize(ctx, dir)
 	if err != nil {
 		return err
 	}
-	var k kustomization
-	if err := yaml.UnmarshalStrict(b, &k); err != nil {
-		return fmt.Errorf("%s/kustomization.yaml: %w", dir, err)
-	}
-	if k.Namespace != "" {
-		namespace = k.Namespace
-	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(s.admin.Discovery()))
-	for _, r := range k.Resources {
-		path := filepath.Join(dir, r)
-		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-			if err := applyDir(ctx, s, path, namespace); err != nil {
-				return err
-			}
-			continue
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(b, &u.Object); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	for _, u := range objects {
 		gvk := u.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			mapper.Reset()
 			if m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
+				return fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
 			}
 		}
 		api := s.dynamic.Resource(m.Resource)
 		var ri dynamic.ResourceInterface = api
 		if m.Scope.Name() == "namespace" {
-			u.SetNamespace(namespace)
-			ri = api.Namespace(namespace)
+			ri = api.Namespace(u.GetNamespace())
+		} else {
+			u.SetNamespace("") // kustomize may not know a kind is cluster-scoped
 		}
 		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "kubectl", Force: true}); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
 		}
 		if gvk.Kind == "CustomResourceDefinition" {
 			mapper.Reset()
 		}
 	}
 	return waitForCRDs(ctx, s)
+}
+
+// kustomize renders the kustomization in dir with kubectl kustomize.
+func kustomize(ctx context.Context, dir string) ([]*unstructured.Unstructured, error) {
+	out, err := exec.CommandContext(ctx, "kubectl", "kustomize", dir).Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, exit.Stderr)
+		}
+		return nil, fmt.Errorf("kubectl kustomize %s (kubectl must be on PATH): %w", dir, err)
+	}
+	var objects []*unstructured.Unstructured
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objects, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			objects = append(objects, u)
+		}
+	}
 }
 
 func waitForCRDs(ctx context.Context, s *side) error {
