@@ -8,6 +8,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubepact/kubepact/clusterid"
@@ -198,4 +203,47 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 		_, err := sa.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "attack"}}, metav1.CreateOptions{})
 		refused(t, err)
 	})
+}
+
+// TestPolicyFollowsServiceAccount renders config/ with the namespace set in
+// config/controller or in config/ itself: the admission policy's match
+// condition and the bindings' subjects name the ServiceAccount where it
+// then lives.
+func TestPolicyFollowsServiceAccount(t *testing.T) {
+	for _, file := range []string{"controller/kustomization.yaml", "kustomization.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "config"))))
+			path := filepath.Join(dir, file)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			b = regexp.MustCompile(`(?m)^namespace: .*\n`).ReplaceAll(b, nil)
+			b = regexp.MustCompile(`(?m)^resources:`).ReplaceAll(b, []byte("namespace: team-a\nresources:"))
+			require.NoError(t, os.WriteFile(path, b, 0o644))
+			objects, err := kustomize(t.Context(), dir)
+			require.NoError(t, err)
+			var policies, subjects int
+			for _, u := range objects {
+				switch u.GetKind() {
+				case "ValidatingAdmissionPolicy":
+					conds, _, err := unstructured.NestedSlice(u.Object, "spec", "matchConditions")
+					require.NoError(t, err)
+					require.Len(t, conds, 1)
+					require.Equal(t, "request.userInfo.username == 'system:serviceaccount:' + 'team-a' + ':' + 'kubepact-controller'",
+						conds[0].(map[string]any)["expression"])
+					policies++
+				case "ClusterRoleBinding", "RoleBinding":
+					if !strings.HasPrefix(u.GetName(), "kubepact-controller") {
+						continue
+					}
+					ss, _, err := unstructured.NestedSlice(u.Object, "subjects")
+					require.NoError(t, err)
+					require.Equal(t, map[string]any{"kind": "ServiceAccount", "name": "kubepact-controller", "namespace": "team-a"}, ss[0])
+					subjects++
+				}
+			}
+			require.Equal(t, 1, policies)
+			require.Equal(t, 2, subjects)
+		})
+	}
 }
