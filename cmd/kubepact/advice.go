@@ -13,6 +13,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -37,6 +38,9 @@ func advice(err error, consumerID string) string {
 	case errors.Is(err, lifecycle.ErrRevoked):
 		return "the provider revoked this consumer's certificates (drain or unauthenticate) and waits for them to expire; " +
 			"its administrator may lift that: kubepact readmit tenant --remote-cluster-id " + consumer
+	case errors.Is(err, rbac.ErrMissingRole):
+		return "the provider has not installed the ClusterRoles consumers are bound to: its administrator runs " +
+			"kubepact install roles (or kubectl apply -k config/roles); on a Liqo provider, Liqo's chart installs them"
 	case errors.Is(err, lifecycle.ErrTransition):
 		return "cordon only an Active Tenant, uncordon only a Cordoned one; drain works from any condition"
 	case errors.Is(err, nonce.ErrRedeemed):

@@ -44,6 +44,8 @@ var commands = []command{
 		"Run the whole handshake: the local cluster becomes a consumer of the remote one", authenticateCommand},
 	{"unauthenticate", "--remote-kubeconfig FILE [flags]",
 		"Remove the identity authenticate created, on both clusters", unauthenticateCommand},
+	{"install roles", "[flags]",
+		"Provider: install the ClusterRoles consumers are bound to (Liqo's chart and config/roles ship them too)", installRolesCommand},
 	{"create nonce", "--remote-cluster-id CONSUMER [flags]",
 		"Provider: issue the nonce a consumer must sign, and print it", createNonceCommand},
 	{"get nonce", "--remote-cluster-id CONSUMER [flags]",

@@ -30,6 +30,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/rbac"
 )
 
 // handshakeSteps are the steps authenticate reports, in order.
@@ -494,4 +495,33 @@ func TestOfflineFlowStrict(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, keys.Equal(idKey.Public(), cert.PublicKey), "the identity has its own key")
 	require.False(t, keys.Equal(clusterKey.Public(), cert.PublicKey), "the cluster key is not a TLS key")
+}
+
+// TestInstallRoles: on a provider without the peer roles, authenticate
+// binds nothing and says how to install them; install roles does, and the
+// handshake then passes. Not parallel: the roles are the whole cluster's.
+func TestInstallRoles(t *testing.T) {
+	ctx := testContext(t)
+	consumerID, providerID, namespace := unique("cl-consumer-roles"), unique("cl-provider-roles"), unique("liqo-roles")
+	roles := provider.client.RbacV1().ClusterRoles()
+	require.NoError(t, roles.Delete(ctx, rbac.ControlPlaneClusterRoleName, metav1.DeleteOptions{}))
+	t.Cleanup(func() { _ = rbac.Install(context.Background(), kube.NewRBAC(provider.client)) })
+
+	r := cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...)
+	require.Equal(t, exitError, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "kubepact install roles")
+	_, err := roles.Get(ctx, rbac.ControlPlaneClusterRoleName, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "authenticate installs no role: %v", err)
+	bindings, err := provider.client.RbacV1().RoleBindings("liqo-tenant-"+consumerID).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, bindings.Items, "nothing bound")
+
+	r = cli(t, "", "install", "roles", "--kubeconfig", provider.kubeconfig).ok(t)
+	for _, name := range rbac.PeerRoleNames() {
+		assert.Contains(t, r.stdout, "ClusterRole "+name+" installed\n")
+		_, err := roles.Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+	}
+	cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
+	cli(t, "", authenticateArgs("unauthenticate", consumerID, providerID, namespace)...).ok(t)
 }

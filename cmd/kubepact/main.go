@@ -11,6 +11,7 @@
 //
 //	authenticate       both clusters reachable: the local cluster (--kubeconfig) consumes the remote one (--remote-kubeconfig)
 //	unauthenticate     both clusters reachable: remove what authenticate created
+//	install roles      provider: install the ClusterRoles consumers are bound to, once, where neither Liqo nor config/ did
 //	create nonce       provider: issue the nonce a consumer must sign
 //	get nonce          provider: print a consumer's current nonce
 //	generate tenant    consumer: sign a nonce and print the Tenant
