@@ -124,9 +124,9 @@
 //     update (the OwnerReferencesPermissionEnforcement admission plugin);
 //     secrets: get, create, patch, delete (liqo-remote-certificate and the
 //     nonce, in tenant namespaces); rolebindings: get, create, patch, delete
-//     in tenant namespaces; clusterroles: get, create, patch on
-//     liqo-remote-controlplane, plus bind and escalate on it (or the
-//     permissions it grants); authorization.k8s.io subjectaccessreviews:
+//     in tenant namespaces; clusterroles: get and bind on
+//     liqo-remote-controlplane, which must be installed (config/roles,
+//     Liqo's chart, or rbac.Install); authorization.k8s.io subjectaccessreviews:
 //     create. With the CSR API also certificates.k8s.io
 //     certificatesigningrequests: get, list, watch, create;
 //     certificatesigningrequests/approval: update; signers
@@ -146,8 +146,8 @@
 //   - ResourceSlice reconciler (provider): resourceslices: get, list,
 //     watch, patch; resourceslices/status: update; secrets: get, create,
 //     patch, delete (liqo-remote-certificate-<slice>); rolebindings and
-//     clusterrolebindings: get, create, patch, delete; clusterroles: get,
-//     create, patch, bind and escalate on liqo-virtual-kubelet-remote and
+//     clusterrolebindings: get, create, patch, delete; clusterroles: get
+//     and bind on liqo-virtual-kubelet-remote and
 //     liqo-virtual-kubelet-remote-clusterwide; subjectaccessreviews:
 //     create; with the CSR API as for the Tenant reconciler.
 //   - ResourceSlice reconciler and replicator (consumer): resourceslices
@@ -167,6 +167,11 @@
 //     list, watch, create, patch; identities: get, list, watch, and what
 //     the Identity reconciler needs; secrets: create, delete in
 //     ConsumerConfig.KeyNamespace (a Strict consumer's renewal keys).
+//
+// No reconciler writes a role. config/controller ships this RBAC, and a
+// ValidatingAdmissionPolicy that scopes what RBAC cannot (Secret, ConfigMap
+// and binding namespaces, binding subjects, pod-security labels, CSR
+// approvals); SECURITY.md lists its rules.
 //
 // With CacheOptions, the manager caches only Secrets labelled
 // liqo.io/remote-cluster-id, so list and watch on secrets may be limited to
