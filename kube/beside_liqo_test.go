@@ -223,6 +223,8 @@ func TestBesideLiqo(t *testing.T) {
 	liqoRole.Rules = append(liqoRole.Rules, rbacv1.PolicyRule{
 		APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"get"},
 	})
+	// It, not kubepact's config/roles, put the role there.
+	require.NoError(t, prov.client.RbacV1().ClusterRoles().Delete(ctx, liqoRole.Name, metav1.DeleteOptions{}))
 	_, err = prov.client.RbacV1().ClusterRoles().Create(ctx, liqoRole, metav1.CreateOptions{FieldManager: helmManager})
 	require.NoError(t, err)
 
