@@ -2,6 +2,7 @@ package kubepact
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"time"
@@ -237,27 +238,26 @@ func (p *Provider) Revocation(ctx context.Context, consumerID string) (lifecycle
 }
 
 // admit refuses to bind the consumer of t when its stored Tenant is
-// drained, or a revocation record of it is still in force. It returns the
-// stored Tenant, nil when there is none.
+// drained, or a revocation record of it is still in force
+// (lifecycle.Admit). It returns the stored Tenant, nil when there is none.
 func (p *Provider) admit(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
-	consumerID := t.Spec.ClusterID
-	stored, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
-	switch {
-	case err == nil && lifecycle.Condition(stored.Spec.TenantCondition) == authv1beta1.TenantConditionDrained:
-		return nil, fmt.Errorf("Tenant %s/%s: %w: delete it, and readmit the consumer, to bind it again", stored.Namespace, stored.Name, lifecycle.ErrDrained)
-	case errors.Is(err, tenant.ErrNotFound):
-		stored = nil
-	case err != nil:
-		return nil, err
+	return lifecycle.Admit(ctx, p.ports.Tenants, p.ports.Lifecycle.Revocations, t.Spec.ClusterID, p.opts.Clock.Now())
+}
+
+// checkHolder refuses a new identity for consumerID while another key
+// holds a live certificate for it, whatever flow issued it
+// (lifecycle.CheckHolder: a *lifecycle.HeldError). claim are the keys the
+// handshake proved it holds: the Tenant's key, by the nonce signature, and
+// its CSR's, by the CSR's self-signature.
+func (p *Provider) checkHolder(ctx context.Context, consumerID string, stored *authv1beta1.Tenant, claim ...crypto.PublicKey) error {
+	var cached *csr.CacheEntry
+	switch e, err := p.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID}); {
+	case err == nil:
+		cached = &e
+	case !errors.Is(err, csr.ErrNotFound):
+		return err
 	}
-	r, err := p.ports.Lifecycle.Revocations.Get(ctx, consumerID)
-	switch {
-	case errors.Is(err, lifecycle.ErrNotFound):
-		return stored, nil
-	case err != nil:
-		return nil, err
-	}
-	return stored, r.Check(p.opts.Clock.Now())
+	return lifecycle.CheckHolder(consumerID, stored, cached, claim, p.opts.Clock.Now())
 }
 
 // verifiable returns t as the consumer signed it: the condition is the

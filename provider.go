@@ -194,7 +194,12 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // neither writes it nor lets it change what is verified, and before anything
 // else it refuses a consumer whose stored Tenant is drained
 // (lifecycle.ErrDrained) or whose certificates were revoked and may still
-// be valid (*lifecycle.RevokedError, see Readmit).
+// be valid (*lifecycle.RevokedError, see Readmit). Once the Tenant's keys
+// are verified, and before anything is signed, it refuses a consumer ID for
+// which another key holds a live certificate, whatever flow issued it (the
+// token server included): a *lifecycle.HeldError (lifecycle.CheckHolder).
+// A re-authentication signed by the stored Tenant's key, with a fresh CSR
+// key or not, is the holder's.
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	if p.endpoint.Server == "" || len(p.endpoint.CA) == 0 {
 		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's server and CA", ErrInvalidConfig))
@@ -233,6 +238,14 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		return nil, stepError(StepTenantApplied, err)
 	}
 	p.step(ctx, Step{Name: StepTenantApplied})
+
+	// No silent sharing: while another key holds a live certificate for
+	// the consumer ID, whatever flow issued it, a second key would be the
+	// same user, and Kubernetes cannot revoke the first certificate.
+	// Checked once the keys are proven, before anything is signed.
+	if err := p.checkHolder(ctx, consumerID, current, pub, v.CSR.PublicKey()); err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
 
 	// The cluster ID becomes a user name: refuse one that already holds
 	// permissions (an "admin" would inherit its bindings). Checked after

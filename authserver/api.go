@@ -28,9 +28,24 @@
 //     no SAN, an accepted key), the consumer ID must hold no privilege of
 //     its own (rbac.CheckUnprivileged), and the certificate is issued by the
 //     provider's csr.Signer through its csr.Cache (csr.Issue);
-//   - one consumer ID gets one key: once a certificate is issued for a
-//     consumer, a request for another key is refused (403, ErrRefused)
-//     until the provider forgets the consumer (kubepact.Provider.Forget).
+//   - the consumer answers to the provider's lifecycle decisions: before
+//     the certificate cache is read, a consumer whose Tenant is Drained
+//     (lifecycle.ErrDrained) or whose revocation record is in force
+//     (*lifecycle.RevokedError) is refused (403), and nothing is signed or
+//     bound again, not even for the key whose certificate is cached. The
+//     Server records a Tenant for each consumer it serves (annotated
+//     lifecycle.FlowAnnotation=SharedToken, authzPolicy TolerateNoHandshake,
+//     spec.publicKey and spec.csr those of the certificate, status filled),
+//     which owns the binding, so cordon, drain and unauthenticate
+//     (kubepact.Provider) act on token consumers too. A consumer whose
+//     handshake Tenant is stored keeps it: the Server binds the Tenant's
+//     own key only and writes no Tenant of its own;
+//   - one consumer ID gets one key: while a key holds a live certificate
+//     for the ID, whichever flow issued it, a request for another key is
+//     refused (403, a *lifecycle.HeldError in the log line); a certificate
+//     cached for the ID, even an expired one, is served to its own key
+//     only, until the provider forgets the consumer (kubepact.Provider.Forget)
+//     and, since that records its certificates as revoked, readmits it.
 //     A request for the same key, by a consumer that retries because the
 //     answer was lost, returns the certificate already issued; nothing new
 //     is signed or bound. Requests for one consumer ID are serialised;
@@ -51,7 +66,10 @@
 // ErrUnauthorized (401), ErrRefused (403), ErrTooLarge (413),
 // ErrRateLimited (429), ErrServer (500 and other 5xx) and ErrProtocol (an
 // answer that is not the API's). A provider whose /ids names another
-// cluster gives ErrWrongProvider.
+// cluster gives ErrWrongProvider. The Server logs one line per refusal,
+// with the cause as an error value (key "error"): lifecycle.ErrDrained,
+// *lifecycle.RevokedError, *lifecycle.HeldError, *rbac.PrivilegedError, a
+// csr error; none quotes the token.
 //
 // # Concurrency
 //

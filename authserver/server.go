@@ -1,7 +1,9 @@
 package authserver
 
 import (
+	"bytes"
 	"context"
+	"crypto"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -10,19 +12,25 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -89,15 +97,16 @@ type Server struct {
 }
 
 // New returns the authentication server of provider clusterID, handing out
-// endpoint, signing and binding through ports (Namespaces, Signer,
-// Certificates and RBAC are used) and reading the token from tokens on each
-// request.
+// endpoint, signing and binding through ports (Namespaces, Tenants, Signer,
+// Certificates, RBAC and Lifecycle.Revocations are used) and reading the
+// token from tokens on each request.
 func New(clusterID string, endpoint kubepact.Endpoint, ports kubepact.ProviderPorts, tokens authtoken.Store, opts *Options) (*Server, error) {
 	if err := clusterid.Validate(clusterID); err != nil {
 		return nil, err
 	}
-	if ports.Namespaces == nil || ports.Signer == nil || ports.Certificates == nil || ports.RBAC == nil || tokens == nil {
-		return nil, fmt.Errorf("%w: the authentication server needs Namespaces, Signer, Certificates, RBAC and a token store", kubepact.ErrInvalidConfig)
+	if ports.Namespaces == nil || ports.Tenants == nil || ports.Signer == nil || ports.Certificates == nil || ports.RBAC == nil ||
+		ports.Lifecycle.Revocations == nil || tokens == nil {
+		return nil, fmt.Errorf("%w: the authentication server needs Namespaces, Tenants, Signer, Certificates, RBAC, Lifecycle.Revocations and a token store", kubepact.ErrInvalidConfig)
 	}
 	if endpoint.Server == "" {
 		return nil, fmt.Errorf("%w: the authentication server needs the API server's URL", kubepact.ErrInvalidConfig)
@@ -230,7 +239,9 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 	if ref != nil {
 		kv := []any{"client", client, "status", ref.status, "reason", ref.msg}
 		if ref.err != nil {
-			kv = append(kv, "error", ref.err.Error())
+			// The error itself, so that a structured logger keeps its type;
+			// no error here quotes a token.
+			kv = append(kv, "error", ref.err)
 		}
 		s.log.Info("refused certificate request", kv...)
 		writeError(w, ref.status, ref.msg)
@@ -263,19 +274,46 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 
 	unlock := s.locks.lock(consumerID)
 	defer unlock()
+	now := s.opts.Clock.Now()
+	// The lifecycle decisions come first, before the certificate cache is
+	// read: a drained or revoked consumer gets nothing, not even the
+	// certificate already issued, and is never bound again.
+	stored, err := lifecycle.Admit(ctx, s.ports.Tenants, s.ports.Lifecycle.Revocations, consumerID, now)
+	var revoked *lifecycle.RevokedError
+	switch {
+	case errors.Is(err, lifecycle.ErrDrained):
+		return nil, refuse(http.StatusForbidden, "the cluster ID's tenant is drained", err)
+	case errors.As(err, &revoked):
+		return nil, refuse(http.StatusForbidden, "the cluster ID's certificates were revoked", err)
+	case err != nil:
+		return nil, refuse(http.StatusInternalServerError, "reading the cluster ID's records failed", err)
+	}
 	key := csr.CacheKey{ConsumerID: consumerID}
+	var cached *csr.CacheEntry
 	switch e, err := s.ports.Certificates.Get(ctx, key); {
 	case err == nil:
+		cached = &e
+	case !errors.Is(err, csr.ErrNotFound):
+		return nil, refuse(http.StatusInternalServerError, "reading the issued certificates failed", err)
+	}
+	if err := lifecycle.CheckHolder(consumerID, stored, cached, []crypto.PublicKey{checked.PublicKey()}, now); err != nil {
+		return nil, refuse(http.StatusForbidden, "an identity was already issued for this cluster ID", err)
+	}
+	own := stored == nil || lifecycle.FlowOf(stored) == lifecycle.FlowSharedToken
+	if !own && !holds(stored, checked.PublicKey()) {
+		// A handshake's Tenant, not yet accepted, for another key.
+		return nil, refuse(http.StatusForbidden, "an identity was already issued for this cluster ID",
+			&lifecycle.HeldError{ConsumerID: consumerID, Flow: lifecycle.FlowOf(stored)})
+	}
+	if cached != nil {
 		// An identity was issued for this consumer: only its key may have
 		// it again, and gets the same CSR's certificate (csr.Issue returns
 		// the cached one while it is fresh).
-		again, err := csr.Check(e.CSR, csr.ControlPlanePolicy(consumerID, checked.PublicKey()))
+		again, err := csr.Check(cached.CSR, csr.ControlPlanePolicy(consumerID, checked.PublicKey()))
 		if err != nil {
 			return nil, refuse(http.StatusForbidden, "an identity was already issued for this cluster ID", err)
 		}
 		checked = again
-	case !errors.Is(err, csr.ErrNotFound):
-		return nil, refuse(http.StatusInternalServerError, "reading the issued certificates failed", err)
 	}
 	if err := rbac.CheckUnprivileged(ctx, s.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
 		if errors.Is(err, rbac.ErrPrivilegedUser) {
@@ -301,8 +339,37 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 	case err != nil:
 		return nil, refuse(http.StatusInternalServerError, "signing the certificate failed", err)
 	}
-	if err := s.ports.RBAC.ApplyRoleBinding(ctx, rbac.ControlPlaneRoleBinding(namespace, consumerID)); err != nil {
+	// The consumer gets the Tenant that cordon, drain, revocation and
+	// unauthenticate act on, unless a handshake's Tenant for the same key
+	// already records it. It is written before the binding, which it owns:
+	// deleting the Tenant collects the binding.
+	owner := stored
+	var record *authv1beta1.Tenant
+	if own {
+		if record, err = sharedTokenTenant(consumerID, checked); err != nil {
+			return nil, refuse(http.StatusInternalServerError, "recording the tenant failed", err)
+		}
+		if !sameRecord(stored, record) {
+			if owner, err = s.ports.Tenants.Apply(ctx, record); err != nil {
+				return nil, refuse(http.StatusInternalServerError, "recording the tenant failed", err)
+			}
+		}
+	}
+	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
+	binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
+	if err := s.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
 		return nil, refuse(http.StatusInternalServerError, "binding permissions failed", err)
+	}
+	if own {
+		record.Status = authv1beta1.TenantStatus{
+			TenantNamespace: namespace,
+			AuthParams:      &authv1beta1.AuthParams{CA: bytes.Clone(s.endpoint.CA), SignedCRT: cert, APIServer: s.endpoint.Server},
+		}
+		if !equality.Semantic.DeepEqual(owner.Status, record.Status) {
+			if _, err := s.ports.Tenants.ApplyStatus(ctx, record); err != nil {
+				return nil, refuse(http.StatusInternalServerError, "recording the tenant failed", err)
+			}
+		}
 	}
 	s.log.V(1).Info("issued identity", "client", client, "consumer", consumerID)
 	return &CertificateResponse{
@@ -311,6 +378,57 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 		APIServerURL: s.endpoint.Server,
 		APIServerCA:  s.endpoint.CA,
 	}, nil
+}
+
+// sharedTokenTenant is the Tenant the server records for consumerID, whose
+// CSR c it signs: no handshake took place, so its authzPolicy is
+// TolerateNoHandshake and it carries no signature; spec.publicKey and
+// spec.csr are the key and CSR of the certificate issued; FlowAnnotation
+// marks it as the server's. Its condition is the provider's and is left
+// out.
+func sharedTokenTenant(consumerID string, c *csr.Checked) (*authv1beta1.Tenant, error) {
+	pub, err := keys.MarshalPublicKey(c.PublicKey())
+	if err != nil {
+		return nil, err
+	}
+	return &authv1beta1.Tenant{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.TenantKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        consumerID,
+			Namespace:   clusterid.TenantNamespace(consumerID),
+			Labels:      map[string]string{clusterid.Label: consumerID},
+			Annotations: map[string]string{lifecycle.FlowAnnotation: string(lifecycle.FlowSharedToken)},
+			Finalizers:  []string{tenant.Finalizer},
+		},
+		Spec: authv1beta1.TenantSpec{
+			ClusterID:   consumerID,
+			AuthzPolicy: authv1beta1.TolerateNoHandshake,
+			PublicKey:   pub,
+			CSR:         c.PEM(),
+		},
+	}, nil
+}
+
+// sameRecord reports whether the stored Tenant already carries what want
+// records, status aside: writing want again would change nothing.
+func sameRecord(stored, want *authv1beta1.Tenant) bool {
+	if stored == nil || stored.UID == "" || stored.DeletionTimestamp != nil || lifecycle.FlowOf(stored) != lifecycle.FlowSharedToken ||
+		stored.Labels[clusterid.Label] != want.Spec.ClusterID || !slices.Contains(stored.Finalizers, tenant.Finalizer) {
+		return false
+	}
+	spec := stored.Spec
+	spec.TenantCondition = ""
+	return equality.Semantic.DeepEqual(spec, want.Spec)
+}
+
+// holds reports whether pub is one of the keys the stored Tenant t names:
+// its spec.publicKey or its CSR's.
+func holds(t *authv1beta1.Tenant, pub crypto.PublicKey) bool {
+	if k, err := keys.ParsePublicKey(t.Spec.PublicKey); err == nil && keys.Equal(k, pub) {
+		return true
+	}
+	c, err := csr.Check(t.Spec.CSR, csr.ControlPlanePolicy(t.Spec.ClusterID, pub))
+	return err == nil && c != nil
 }
 
 // decode reads the body, at most MaxBodyBytes, strictly.

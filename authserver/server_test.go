@@ -301,12 +301,19 @@ func TestRetry(t *testing.T) {
 		t.Fatalf("the stored identity changed: %v", err)
 	}
 
-	// Once the provider forgets the consumer, a new key may have it.
+	// Once the provider forgets the consumer, and readmits it (forgetting
+	// records its certificates as revoked), a new key may have it.
 	p, err := kubepact.NewProvider(providerID, f.provider.Endpoint(), f.provider.ProviderPorts(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Forget(ctx, "consumer-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := authserver.Authenticate(ctx, thief.c, thief.ports(), f.remote(f.token), nil); !errors.Is(err, authserver.ErrRefused) {
+		t.Fatalf("forgotten, not readmitted: %v, want ErrRefused", err)
+	}
+	if err := p.Readmit(ctx, "consumer-a"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := authserver.Authenticate(ctx, thief.c, thief.ports(), f.remote(f.token), nil); err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -345,6 +346,11 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	if res, done, err := r.enforce(ctx, &t); done {
 		return res, err
+	}
+	if lifecycle.FlowOf(&t) != lifecycle.FlowHandshake {
+		// Recorded by another flow (the token server), with no signature
+		// to verify: its condition is enforced, nothing is accepted.
+		return reconcile.Result{}, nil
 	}
 	filled := t.Status.AuthParams != nil
 	issued, err := r.provider.Accept(ctx, &t)

@@ -28,6 +28,20 @@
 // before then with a *RevokedError, unless the provider's administrator
 // deletes the record on purpose.
 //
+// Every flow that issues an identity for a consumer ID answers to the same
+// decisions (Admit): the nonce handshake (Provider.Accept), the shared-token
+// server (authserver), and ServiceAccount identities (saidentity.Issue,
+// through Gate) refuse a consumer whose Tenant is Drained or whose
+// revocation record is in force, before they write anything. The token
+// server records a Tenant for its consumers (FlowAnnotation, authzPolicy
+// TolerateNoHandshake), so cordon, drain and unauthenticate act on them as
+// on any other.
+//
+// No flow silently shares a consumer ID (CheckHolder): while a key holds a
+// live certificate for it, whatever flow issued it, a new identity for
+// another key is refused with a *HeldError. Both would be the same
+// Kubernetes user, and the first certificate cannot be revoked.
+//
 // A binding is deleted on drain only when it is one kubepact or Liqo made
 // for that consumer: labelled for it, managed by Liqo, granting to nobody
 // but the consumer's user and group. A binding someone else labelled is
@@ -37,8 +51,9 @@
 //
 // Transition returns a *TransitionError wrapping ErrTransition. A drained
 // Tenant is refused with ErrDrained, a revoked consumer with a
-// *RevokedError wrapping ErrRevoked. The ports' errors are documented on
-// each.
+// *RevokedError wrapping ErrRevoked, a consumer ID another key holds with
+// a *HeldError wrapping ErrIdentityHeld (its ConsumerID and the Flow that
+// holds it). The ports' errors are documented on each.
 //
 // # Concurrency
 //

@@ -58,12 +58,19 @@
 //     A consumer could ask for a longer one by hand: with the Admission
 //     port, Issue installs TokenPolicy, by which the API server refuses a
 //     token of a ServiceAccount identity longer than MaxExpiration.
+//   - With the Lifecycle port (lifecycle.Gate over the provider's Tenants
+//     and revocation records), Issue answers to the provider's lifecycle
+//     decisions before it writes anything: a consumer whose Tenant is
+//     Drained, or whose revocation record is in force, gets no identity.
+//     The port is optional, so that callers without the Tenant CRD keep
+//     working; without it Issue sees no lifecycle record. The CLI sets it.
 //   - Tokens are secret: Token prints only whose it is and when it expires,
 //     kubeconfigs print redacted, and no error quotes a token.
 //
 // # Errors
 //
-// Issue wraps clusterid.ErrInvalid, ErrInvalidOptions, *rbac.PrivilegedError
+// Issue wraps clusterid.ErrInvalid, ErrInvalidOptions, lifecycle.ErrDrained,
+// *lifecycle.RevokedError (lifecycle.ErrRevoked), *rbac.PrivilegedError
 // (rbac.ErrPrivilegedUser), *ForeignError (ErrForeign),
 // ErrWrongServiceAccount or ErrMalformedToken, and returns port errors
 // wrapped. A Refresher wraps ErrNotFound when there is no kubeconfig Secret,

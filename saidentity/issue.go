@@ -101,8 +101,10 @@ func CheckUnprivileged(ctx context.Context, r rbac.Reviewer, consumerID string) 
 // new token for the same ServiceAccount, and earlier tokens keep working
 // until they expire or Revoke.
 //
-// Bad input (consumer ID, options, endpoint), a privileged identity and a
-// foreign object change nothing. A binding that makes the identity
+// Bad input (consumer ID, options, endpoint), a consumer the provider
+// drained or revoked (with ProviderPorts.Lifecycle: an error wrapping
+// lifecycle.ErrDrained, or a *lifecycle.RevokedError), a privileged
+// identity and a foreign object change nothing. A binding that makes the identity
 // privileged and appears while Issue runs is found by the second check:
 // then the RBAC Issue wrote stays, and no token is issued. Tokens are for
 // o.Audiences; a Refresher asks for the API server's own audiences.
@@ -136,6 +138,11 @@ func Issue(ctx context.Context, p ProviderPorts, endpoint Endpoint, consumerID s
 	grants, err := BuildGrants(consumerID)
 	if err != nil {
 		return nil, err
+	}
+	if p.Lifecycle != nil {
+		if _, err := p.Lifecycle.Admit(ctx, consumerID); err != nil {
+			return nil, fmt.Errorf("saidentity: %w", err)
+		}
 	}
 	if err := CheckUnprivileged(ctx, p.RBAC, consumerID); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
@@ -59,8 +60,21 @@ type Binder interface {
 	Remove(ctx context.Context, g Grants) error
 }
 
+// Lifecycle answers whether a consumer may be given an identity, by the
+// lifecycle decisions the provider took about it (package lifecycle).
+//
+// Admit returns nil error when consumerID may be admitted; an error
+// wrapping lifecycle.ErrDrained when its Tenant is Drained; a
+// *lifecycle.RevokedError while its revocation record is in force; any
+// other error when the records cannot be read (Issue then fails rather
+// than pass). lifecycle.Gate is one. Implementations are safe for
+// concurrent use.
+type Lifecycle interface {
+	Admit(ctx context.Context, consumerID string) (*authv1beta1.Tenant, error)
+}
+
 // ProviderPorts are the provider's I/O for Issue and Revoke. All but
-// Admission are required.
+// Admission and Lifecycle are required.
 type ProviderPorts struct {
 	Namespaces      tenant.Namespaces
 	ServiceAccounts ServiceAccounts
@@ -72,6 +86,13 @@ type ProviderPorts struct {
 	// --service-account-max-token-expiration is the only bound on tokens
 	// a consumer asks for by hand.
 	Admission Admission
+	// Lifecycle, when set, is asked before anything is written, so that a
+	// consumer the provider drained, or whose certificates it revoked, is
+	// refused a ServiceAccount identity too (lifecycle.Gate over the
+	// provider's Tenants and revocation records). Without it, Issue sees no
+	// lifecycle record: set it on a provider that also runs the nonce
+	// handshake or the token server.
+	Lifecycle Lifecycle
 }
 
 // SelfTokenRequester asks a provider's API server for a new token with the

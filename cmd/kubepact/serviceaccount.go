@@ -14,6 +14,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/saidentity"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -34,6 +35,8 @@ func serviceAccountProviderPorts(cl *cluster) saidentity.ProviderPorts {
 		ServiceAccounts: kube.NewServiceAccounts(cl.client),
 		RBAC:            kube.NewServiceAccountRBAC(cl.client),
 		Admission:       kube.NewAdmission(cl.client),
+		Lifecycle: lifecycle.Gate{Tenants: kube.NewTenantStore(cl.typed),
+			Revocations: kube.NewLifecyclePorts(cl.client, cl.typed).Revocations},
 	}
 }
 
