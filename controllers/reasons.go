@@ -60,6 +60,14 @@ const (
 	// ReasonPrivilegedUser: the consumer's cluster ID names a user that
 	// already holds permissions on the provider.
 	ReasonPrivilegedUser = "PrivilegedUser"
+	// ReasonIdentityHeld: another key holds a live certificate for the
+	// consumer's ID (lifecycle.HeldError); refused until it expires or the
+	// provider forgets the consumer.
+	ReasonIdentityHeld = "IdentityHeld"
+	// ReasonPeerRoleMissing: a ClusterRole consumers are bound to is not
+	// installed (rbac.MissingRoleError); retried with backoff until an
+	// administrator installs it (config/roles, kubepact install roles).
+	ReasonPeerRoleMissing = "PeerRoleMissing"
 	// ReasonCSRDenied: the CSR was denied.
 	ReasonCSRDenied = "CSRDenied"
 	// ReasonSigningFailed: the signer failed, or issued a certificate that is
@@ -145,6 +153,10 @@ func reasonOf(err error, fallback string) (string, bool) {
 		return ReasonInvalidSignature, true
 	case errors.Is(err, rbac.ErrPrivilegedUser):
 		return ReasonPrivilegedUser, true
+	case errors.Is(err, lifecycle.ErrIdentityHeld):
+		return ReasonIdentityHeld, true
+	case errors.Is(err, rbac.ErrMissingRole):
+		return ReasonPeerRoleMissing, false
 	case errors.As(err, &denied):
 		return ReasonCSRDenied, true
 	case errors.Is(err, csr.ErrMalformed), errors.Is(err, csr.ErrSignature), errors.Is(err, csr.ErrCommonName),

@@ -123,7 +123,7 @@ func (r *sliceProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 	case err != nil && !errors.As(err, &denied):
 		reason, terminal := reasonOf(err, ReasonSliceFailed)
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "AcceptSlice", "%v", err)
-		if terminal || !transient(err) {
+		if terminal || !transient(err) && reason == ReasonSliceFailed {
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
