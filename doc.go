@@ -11,7 +11,8 @@
 //
 //  1. The provider ensures the tenant namespace "liqo-tenant-<consumer ID>"
 //     and issues a nonce: 64 random bytes as an 88-character base64 text,
-//     kept in its nonce.Store, single-use, expiring after nonce.DefaultTTL
+//     kept in its nonce.Store, single-use, expiring after the TTL it was
+//     issued with (ProviderOptions.NonceTTL, nonce.DefaultTTL by default)
 //     (Provider.IssueNonce).
 //  2. The consumer ensures its own tenant namespace for the provider and
 //     its long-term cluster key (keys.Ensure), signs the nonce text, and

@@ -234,6 +234,40 @@ func TestAcceptRejectsExpiredNonce(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// A nonce lives as long as the provider that issued it said, not as long as
+// the provider that redeems it would issue one for: a nonce issued for a
+// minute (kubepact create nonce --nonce-ttl 1m) is not revived by a
+// controller configured for an hour.
+func TestAcceptJudgesNonceByIssuedTTL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPair(t)
+	issuer, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
+		&kubepact.ProviderOptions{Clock: p.clock, NonceTTL: time.Minute})
+	require.NoError(t, err)
+	redeemer, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
+		&kubepact.ProviderOptions{Clock: p.clock, NonceTTL: time.Hour})
+	require.NoError(t, err)
+
+	n, err := issuer.IssueNonce(ctx, consumerID)
+	require.NoError(t, err)
+	tn := ourTenantFor(t, p, n)
+	p.clock.Step(time.Minute)
+
+	_, err = redeemer.Accept(ctx, tn)
+	require.ErrorIs(t, err, nonce.ErrExpired)
+	require.Empty(t, p.providerCluster.Tenants.Objects(""))
+	require.Zero(t, p.providerCluster.Signer.Signed())
+
+	// The long-TTL provider issues a fresh nonce, for its own TTL.
+	fresh, err := redeemer.IssueNonce(ctx, consumerID)
+	require.NoError(t, err)
+	require.False(t, fresh.Equal(n))
+	p.clock.Step(30 * time.Minute)
+	_, err = issuer.Accept(ctx, ourTenantFor(t, p, fresh))
+	require.NoError(t, err, "a nonce issued for an hour is valid after the short-TTL provider's minute")
+}
+
 func TestAcceptRejectsAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

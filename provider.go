@@ -63,7 +63,10 @@ type ProviderPorts struct {
 type ProviderOptions struct {
 	Clock clock.PassiveClock
 	Rand  io.Reader
-	// NonceTTL is how long an issued nonce stays valid.
+	// NonceTTL is how long a nonce IssueNonce issues stays valid. It is
+	// recorded with the nonce: a stored nonce is judged by the TTL it was
+	// issued with, by this one only when it records none (a nonce Secret
+	// written by Liqo).
 	NonceTTL time.Duration
 	// CertificateLifetime is the lifetime requested for certificates; the
 	// signer may shorten it.

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +28,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 // ConsumerConfig configures SetupConsumer. ClusterID is required; the zero
@@ -104,7 +106,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
 	}
 
-	sr := &signedNonceReconciler{client: mgr.GetClient(), keys: ports.Keys, alg: cfg.KeyAlgorithm,
+	sr := &signedNonceReconciler{client: mgr.GetClient(), namespaces: cs.CoreV1().Namespaces(), keys: ports.Keys, alg: cfg.KeyAlgorithm,
 		events: mgr.GetEventRecorder(SignedNonceControllerName)}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(SignedNonceControllerName).
 		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SignedSecretLabel))).
@@ -125,12 +127,15 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 }
 
 // signedNonceReconciler signs the nonce of a liqo-signed-nonce Secret with
-// the cluster key (SPEC §7, step 2).
+// the cluster key (SPEC §7, step 2), only in a tenant namespace made for a
+// known peer (tenant.CheckNamespace).
 type signedNonceReconciler struct {
 	client client.Client
-	keys   keys.Store
-	alg    keys.Algorithm
-	events events.EventRecorder
+	// namespaces reads the Secret's namespace uncached, as it is now.
+	namespaces corev1client.NamespaceInterface
+	keys       keys.Store
+	alg        keys.Algorithm
+	events     events.EventRecorder
 }
 
 func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -147,6 +152,17 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidSignedNonceSecret, "SignNonce",
 			"a signed-nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): nothing signed",
 			nonce.SignedSecretName, clusterid.Label, truncate(id))
+		return reconcile.Result{}, nil
+	}
+	// Only in a tenant namespace that kubepact, Liqo or an administrator
+	// labelled for a peer: whoever may merely create a namespace of that
+	// name and a Secret in it gets no signature.
+	ns, err := r.namespaces.Get(ctx, s.Namespace, metav1.GetOptions{})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading Namespace %s: %w", s.Namespace, err)
+	}
+	if err := tenant.CheckNamespace(ns, id); err != nil {
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonNotTenantNamespace, "SignNonce", "%v: nothing signed", err)
 		return reconcile.Result{}, nil
 	}
 	// Only a well-formed nonce is signed, never arbitrary bytes: the

@@ -26,7 +26,9 @@
 //     signature of the nonce by the cluster key (kept in the Secret
 //     "authentication-keys" of ConsumerConfig.KeyNamespace, created when
 //     missing), only if it is "liqo-signed-nonce" in the tenant namespace of
-//     its label's cluster ID. Event NonceSigned.
+//     its label's cluster ID, and that namespace carries the tenant
+//     namespace's labels for that cluster ID (tenant.CheckNamespace), as
+//     kubepact, Liqo and liqoctl create it. Event NonceSigned.
 //  3. Provider, Tenant reconciler: a Tenant named after its spec.clusterID
 //     in that cluster's tenant namespace is verified, its CSR signed, its
 //     RBAC bound and its status filled (Provider.Accept, which adds the
@@ -74,7 +76,7 @@
 // once, and the object is not retried until it changes: InvalidTenant,
 // NonceNotFound, NonceRedeemed, NonceExpired, InvalidSignature,
 // TranscriptRejected, CSRRejected, PrivilegedUser, CSRDenied,
-// InvalidNonceSecret, InvalidSignedNonceSecret, MalformedNonce,
+// InvalidNonceSecret, InvalidSignedNonceSecret, NotTenantNamespace, MalformedNonce,
 // SignedNonceMismatch, InvalidIdentity, IdentityRejected. API, network and
 // signing errors are Warnings too (IssueNonceFailed, AcceptFailed,
 // SigningFailed, RemoveFailed, SigningNonceFailed, ApplyFailed) and are
@@ -91,6 +93,15 @@
 //     decoded), never arbitrary bytes, and never replaces an existing
 //     signedNonce (SignedNonceMismatch when it is not this cluster's
 //     signature over data.nonce; delete the Secret to sign a new nonce).
+//   - Nor does it sign for whoever may create a namespace named
+//     liqo-tenant-<ID> and a Secret in it: it signs only in a namespace
+//     labelled liqo.io/tenant-namespace: "true" and
+//     liqo.io/remote-cluster-id: <the Secret's cluster ID>, read from the
+//     API server as it is now (NotTenantNamespace otherwise; fix the labels
+//     and touch the Secret to sign). Those labels are set by whoever created
+//     the namespace for a peer; the ValidatingAdmissionPolicy in
+//     config/signed-nonce-policy keeps anyone else from setting them, and
+//     from creating or updating liqo-signed-nonce Secrets (see SECURITY.md).
 //   - Objects are honoured only where the protocol puts them: a nonce or
 //     signed-nonce Secret outside the tenant namespace of the cluster ID it
 //     names, a Tenant not named after its cluster ID or outside its tenant
@@ -135,8 +146,8 @@
 //     authenticated user).
 //   - signed-nonce reconciler (consumer): secrets: get, list, watch, patch
 //     (signed-nonce Secrets in tenant namespaces) and get, create in
-//     ConsumerConfig.KeyNamespace (the cluster key); namespaces: create (the
-//     key namespace, when missing).
+//     ConsumerConfig.KeyNamespace (the cluster key); namespaces: get (the
+//     tenant namespace's labels), create (the key namespace, when missing).
 //   - Identity reconciler (consumer): authentication.liqo.io identities:
 //     get, list, watch, patch; identities/status: patch; secrets: get, list,
 //     watch, create, patch, delete (kubeconfig Secrets in tenant

@@ -67,8 +67,9 @@ type ProviderConfig struct {
 	// CertificateLifetime is the lifetime requested for certificates; zero
 	// means kubepact.DefaultCertificateLifetime.
 	CertificateLifetime time.Duration
-	// NonceTTL is how long an issued nonce stays valid; zero means
-	// nonce.DefaultTTL.
+	// NonceTTL is how long a nonce the provider issues stays valid; zero
+	// means nonce.DefaultTTL. A stored nonce keeps the TTL it was issued
+	// with (kubepact.ProviderOptions.NonceTTL).
 	NonceTTL time.Duration
 	// Workers is how many nonce Secrets, and how many Tenants, are
 	// reconciled at once (controller-runtime's MaxConcurrentReconciles);

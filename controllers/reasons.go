@@ -86,6 +86,11 @@ const (
 	// that is not the liqo-signed-nonce Secret in the tenant namespace of the
 	// cluster ID it is labelled with; nothing is signed.
 	ReasonInvalidSignedNonceSecret = "InvalidSignedNonceSecret"
+	// ReasonNotTenantNamespace: a liqo-signed-nonce Secret in a namespace
+	// that has the tenant namespace's name but not its labels
+	// (liqo.io/tenant-namespace: "true", liqo.io/remote-cluster-id: the
+	// Secret's cluster ID), so no peer was set up there; nothing is signed.
+	ReasonNotTenantNamespace = "NotTenantNamespace"
 	// ReasonMalformedNonce: data.nonce is not a nonce (88 characters of
 	// standard base64 encoding 64 bytes); nothing is signed.
 	ReasonMalformedNonce = "MalformedNonce"

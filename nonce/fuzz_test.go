@@ -192,3 +192,30 @@ func FuzzFromSecret(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFromSecretTTL checks that a TTL annotation FromSecret accepts is a
+// positive duration that Secret writes back as it was read.
+func FuzzFromSecretTTL(f *testing.F) {
+	n := fuzzNonce(f, 0)
+	for _, v := range []string{"10m0s", "1m30.000000001s", "1.5h", "+5m", "0s", "-1m", "600", "", "9223372036854775807ns", "2562047h47m16.854775807s", "1e3s"} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, ttl string) {
+		s := nonce.Secret("cl-consumer", nonce.Entry{Nonce: n, IssuedAt: time.Unix(0, 0)})
+		s.Annotations[nonce.TTLAnnotation] = ttl
+		e, err := nonce.FromSecret(s)
+		if err != nil {
+			if !errors.Is(err, nonce.ErrMalformed) {
+				t.Fatalf("FromSecret error %q does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		if e.TTL <= 0 {
+			t.Fatalf("TTL annotation %q read as %v", ttl, e.TTL)
+		}
+		again, err := nonce.FromSecret(nonce.Secret("cl-consumer", e))
+		if err != nil || again.TTL != e.TTL {
+			t.Fatalf("TTL %v (from %q) changed in a Secret round trip: %v, %v", e.TTL, ttl, again.TTL, err)
+		}
+	})
+}

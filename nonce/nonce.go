@@ -15,16 +15,22 @@
 // redeem it too: the holder of that key re-authenticates, as a Liqo consumer
 // does, which keeps the nonce it signed and refuses a different one; it
 // could ask for a fresh nonce anyway. A Tenant claiming any other key gets
-// ErrRedeemed. A nonce expires after a TTL (DefaultTTL unless configured)
-// counted from Entry.IssuedAt, and Redeem reports ErrExpired for one that
-// had expired when it was first redeemed. Ensure issues a new nonce in place
+// ErrRedeemed. A nonce expires after its TTL counted from Entry.IssuedAt.
+// The TTL is fixed when the nonce is issued: Ensure records Options.TTL
+// (DefaultTTL unless configured) in Entry.TTL, and every later Ensure and
+// Redeem judges the nonce by that TTL, whatever its own Options say, so a
+// nonce issued for a minute is not revived by a provider configured for an
+// hour. Only an entry that records no TTL (a nonce Secret written by Liqo
+// or liqoctl) is judged by the caller's Options.TTL. Redeem reports
+// ErrExpired for a nonce that had expired when it was first redeemed. Ensure issues a new nonce in place
 // of a redeemed one unless Options.KeepRedeemed keeps it (a provider keeps
 // the nonce of a consumer it verified). Nonce values print redacted; Text
 // returns the text.
 //
 // # Errors
 //
-// Parse wraps ErrMalformed. Store implementations and Redeem wrap ErrNotFound
+// Parse wraps ErrMalformed, and so does FromSecret for a Secret whose nonce
+// or kubepact annotations (issue time, TTL, redemption) do not parse. Store implementations and Redeem wrap ErrNotFound
 // when no nonce is stored for a cluster. Redeem wraps ErrRedeemed, and
 // ErrNotFound too, for a nonce redeemed by a Tenant of another key, and
 // ErrExpired.
@@ -149,11 +155,15 @@ func Verify(pub crypto.PublicKey, n Nonce, sig []byte) error {
 	return nil
 }
 
-// Entry is a stored nonce, the time it was issued and, once redeemed, by
-// what.
+// Entry is a stored nonce, the time it was issued, how long it stays valid
+// and, once redeemed, by what.
 type Entry struct {
 	Nonce    Nonce
 	IssuedAt time.Time
+	// TTL is how long the nonce stays valid from IssuedAt, fixed when it
+	// was issued. Zero means not recorded (a nonce issued by Liqo): the
+	// TTL of whoever judges it applies.
+	TTL time.Duration
 	// Redemption is nil until the nonce is redeemed.
 	Redemption *Redemption
 }
@@ -182,11 +192,21 @@ type Redeemer struct {
 // MaxRedeemerSize bounds Redemption.By and Redemption.Key.
 const MaxRedeemerSize = 64
 
-// Expired reports whether e is past ttl at time now. An entry claiming to be
-// issued more than ttl in the future is expired too: no clock is that far
-// off, and trusting it would make the nonce live forever.
-func (e Entry) Expired(now time.Time, ttl time.Duration) bool {
+// Expired reports whether e is past its TTL at time now: e.TTL when it
+// records one, else fallback. An entry claiming to be issued more than its
+// TTL in the future is expired too: no clock is that far off, and trusting
+// it would make the nonce live forever.
+func (e Entry) Expired(now time.Time, fallback time.Duration) bool {
+	ttl := e.TTLOr(fallback)
 	return !now.Before(e.IssuedAt.Add(ttl)) || e.IssuedAt.After(now.Add(ttl))
+}
+
+// TTLOr returns e.TTL when e records one (it is positive), else fallback.
+func (e Entry) TTLOr(fallback time.Duration) time.Duration {
+	if e.TTL > 0 {
+		return e.TTL
+	}
+	return fallback
 }
 
 // Store keeps the current nonce of each remote cluster, on the provider.
@@ -214,7 +234,9 @@ type Store interface {
 type Options struct {
 	// Rand is the source of new nonces.
 	Rand io.Reader
-	// TTL is how long a nonce stays valid.
+	// TTL is how long a nonce that Ensure issues stays valid; Ensure
+	// records it in the Entry. It judges only stored entries that record
+	// no TTL of their own.
 	TTL time.Duration
 	// KeepRedeemed, when set, tells Ensure whether to keep a redeemed nonce
 	// (return it again) rather than replace it. A provider keeps the nonce
@@ -239,8 +261,9 @@ func (o *Options) rand() io.Reader {
 
 // Ensure returns the unexpired, unredeemed nonce stored for clusterID, or a
 // redeemed one that opts.KeepRedeemed keeps, or issues and stores a new one
-// at time now. Calling it again before the nonce expires or is redeemed
-// returns the same nonce.
+// at time now, valid for opts.TTL. Calling it again before the nonce expires
+// or is redeemed returns the same nonce. A stored nonce expires by the TTL
+// it was issued with (see Entry.Expired), not by opts.TTL.
 func Ensure(ctx context.Context, s Store, clusterID string, now time.Time, opts *Options) (Nonce, error) {
 	e, err := s.Get(ctx, clusterID)
 	switch {
@@ -261,7 +284,7 @@ func Ensure(ctx context.Context, s Store, clusterID string, now time.Time, opts 
 	if err != nil {
 		return Nonce{}, err
 	}
-	if err := s.Put(ctx, clusterID, Entry{Nonce: n, IssuedAt: now}); err != nil {
+	if err := s.Put(ctx, clusterID, Entry{Nonce: n, IssuedAt: now, TTL: opts.ttl()}); err != nil {
 		return Nonce{}, fmt.Errorf("storing nonce of %s: %w", clusterID, err)
 	}
 	return n, nil
@@ -275,7 +298,9 @@ func Ensure(ctx context.Context, s Store, clusterID string, now time.Time, opts 
 // Tenant that claimed who's key is returned too, so the key's holder
 // re-authenticates (the caller still verifies the signature under that
 // key). A nonce bound to any other key fails with ErrRedeemed, one that had
-// expired when it was first redeemed with ErrExpired.
+// expired when it was first redeemed with ErrExpired: expired by the TTL
+// recorded when it was issued, opts.TTL only for an entry that records
+// none.
 func Redeem(ctx context.Context, s Store, clusterID string, who Redeemer, now time.Time, opts *Options) (Entry, error) {
 	if len(who.Tenant) == 0 || len(who.Tenant) > MaxRedeemerSize || len(who.Key) > MaxRedeemerSize {
 		return Entry{}, fmt.Errorf("redeeming nonce of %s: %w: redeemer digest of %d bytes, key fingerprint of %d", clusterID, ErrMalformed, len(who.Tenant), len(who.Key))
@@ -293,7 +318,7 @@ func Redeem(ctx context.Context, s Store, clusterID string, who Redeemer, now ti
 	case !sameTenant && !sameKey:
 		return Entry{}, fmt.Errorf("redeeming nonce of %s: %w (%w)", clusterID, ErrRedeemed, ErrNotFound)
 	case e.Expired(r.At, opts.ttl()):
-		return Entry{}, fmt.Errorf("redeeming nonce of %s issued at %s: %w", clusterID, e.IssuedAt.UTC().Format(time.RFC3339), ErrExpired)
+		return Entry{}, fmt.Errorf("redeeming nonce of %s issued at %s for %s: %w", clusterID, e.IssuedAt.UTC().Format(time.RFC3339), e.TTLOr(opts.ttl()), ErrExpired)
 	}
 	return e, nil
 }

@@ -22,6 +22,10 @@ const (
 	// IssuedAtAnnotation records when the nonce was issued (RFC 3339). A
 	// Secret without it, as Liqo writes them, was issued at its creation.
 	IssuedAtAnnotation = "kubepact.io/nonce-issued-at"
+	// TTLAnnotation records how long the nonce stays valid from its issue
+	// (Entry.TTL), as a Go duration ("10m0s"). A Secret without it, as Liqo
+	// writes them, is judged by the TTL of whoever reads it.
+	TTLAnnotation = "kubepact.io/nonce-ttl"
 	// RedeemedByAnnotation records, in standard base64, the digest of the
 	// Tenant that redeemed the nonce (Redemption.By).
 	RedeemedByAnnotation = "kubepact.io/nonce-redeemed-by"
@@ -45,6 +49,9 @@ func Secret(clusterID string, e Entry) *corev1.Secret {
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{SecretKey: []byte(e.Nonce.Text())},
 	}
+	if e.TTL > 0 {
+		s.Annotations[TTLAnnotation] = e.TTL.String()
+	}
 	if r := e.Redemption; r != nil {
 		s.Annotations[RedeemedByAnnotation] = base64.StdEncoding.EncodeToString(r.By)
 		s.Annotations[RedeemedAtAnnotation] = r.At.UTC().Format(time.RFC3339Nano)
@@ -55,7 +62,9 @@ func Secret(clusterID string, e Entry) *corev1.Secret {
 	return s
 }
 
-// FromSecret reads the entry held by a nonce Secret.
+// FromSecret reads the entry held by a nonce Secret. A malformed annotation
+// of kubepact's fails it with ErrMalformed: a nonce whose issue time or TTL
+// cannot be read is never judged by a guess.
 func FromSecret(s *corev1.Secret) (Entry, error) {
 	n, err := Parse(string(s.Data[SecretKey]))
 	if err != nil {
@@ -70,6 +79,13 @@ func FromSecret(s *corev1.Secret) (Entry, error) {
 		issued = t
 	}
 	e := Entry{Nonce: n, IssuedAt: issued}
+	if v, ok := s.Annotations[TTLAnnotation]; ok {
+		ttl, err := time.ParseDuration(v)
+		if err != nil || ttl <= 0 {
+			return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s is not a positive duration", s.Namespace, s.Name, ErrMalformed, TTLAnnotation)
+		}
+		e.TTL = ttl
+	}
 	by, hasBy := s.Annotations[RedeemedByAnnotation]
 	at, hasAt := s.Annotations[RedeemedAtAnnotation]
 	if !hasBy && !hasAt {

@@ -43,6 +43,24 @@ func TestSecret(t *testing.T) {
 	require.True(t, issued.Equal(e.IssuedAt), "IssuedAt survives to the nanosecond")
 }
 
+func TestSecretRoundTripsTheTTL(t *testing.T) {
+	t.Parallel()
+	n, err := nonce.Parse(countingText)
+	require.NoError(t, err)
+	issued := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := nonce.Secret(consumer, nonce.Entry{Nonce: n, IssuedAt: issued, TTL: 90*time.Second + time.Nanosecond})
+	require.Equal(t, "1m30.000000001s", s.Annotations["kubepact.io/nonce-ttl"])
+	e, err := nonce.FromSecret(s)
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Second+time.Nanosecond, e.TTL)
+
+	// A redemption keeps it.
+	e.Redemption = &nonce.Redemption{By: []byte{1}, At: issued}
+	again, err := nonce.FromSecret(nonce.Secret(consumer, e))
+	require.NoError(t, err)
+	require.Equal(t, e.TTL, again.TTL)
+}
+
 func TestSecretRoundTripsARedemption(t *testing.T) {
 	t.Parallel()
 	n, err := nonce.Parse(countingText)
@@ -74,6 +92,9 @@ func TestFromSecretWrittenByLiqo(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, countingText, e.Nonce.Text())
 	require.True(t, created.Time.Equal(e.IssuedAt))
+	require.Zero(t, e.TTL, "no TTL recorded: the reader's applies")
+	_, hasTTL := nonce.Secret(consumer, e).Annotations[nonce.TTLAnnotation]
+	require.False(t, hasTTL, "no TTL is invented when the Secret is written back")
 }
 
 func TestFromSecretErrors(t *testing.T) {
@@ -92,6 +113,11 @@ func TestFromSecretErrors(t *testing.T) {
 			data:        map[string][]byte{"nonce": []byte(countingText)},
 			annotations: map[string]string{"kubepact.io/nonce-issued-at": "yesterday"},
 		},
+		{name: "TTL not a duration", data: map[string][]byte{"nonce": []byte(countingText)}, annotations: map[string]string{"kubepact.io/nonce-ttl": "soon"}},
+		{name: "TTL without a unit", data: map[string][]byte{"nonce": []byte(countingText)}, annotations: map[string]string{"kubepact.io/nonce-ttl": "600"}},
+		{name: "TTL empty", data: map[string][]byte{"nonce": []byte(countingText)}, annotations: map[string]string{"kubepact.io/nonce-ttl": ""}},
+		{name: "TTL zero", data: map[string][]byte{"nonce": []byte(countingText)}, annotations: map[string]string{"kubepact.io/nonce-ttl": "0s"}},
+		{name: "TTL negative", data: map[string][]byte{"nonce": []byte(countingText)}, annotations: map[string]string{"kubepact.io/nonce-ttl": "-10m"}},
 		{
 			name:        "redeemer not base64",
 			data:        map[string][]byte{"nonce": []byte(countingText)},

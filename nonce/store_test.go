@@ -115,6 +115,7 @@ func TestEnsureReusesUntilTTL(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, first.Equal(stored.Nonce))
 			require.Equal(t, epoch, stored.IssuedAt)
+			require.Equal(t, tt.ttl, stored.TTL, "the TTL is recorded at issue")
 
 			clk.Step(tt.ttl - time.Nanosecond)
 			second, err := nonce.Ensure(t.Context(), s, consumer, clk.Now(), tt.opts)
@@ -361,4 +362,92 @@ func TestRedeemConcurrently(t *testing.T) {
 	require.EqualValues(t, 1, won.Load())
 	require.EqualValues(t, callers-1, redeemed.Load())
 	require.True(t, issued.Equal(winner.Load().Nonce))
+}
+
+// A nonce is judged by the TTL it was issued with, not by the TTL of
+// whoever calls Ensure or Redeem later; only an entry recording no TTL (as
+// Liqo writes them) falls back to the caller's.
+func TestIssuedTTLWins(t *testing.T) {
+	t.Parallel()
+	short, long := &nonce.Options{TTL: time.Minute}, &nonce.Options{TTL: time.Hour}
+	tests := []struct {
+		name        string
+		issue       func(t *testing.T, s *memStore) // at epoch
+		judge       *nonce.Options
+		after       time.Duration
+		wantExpired bool
+	}{
+		{name: "issued short, judged long, after the issued TTL", issue: ensure(short), judge: long, after: 2 * time.Minute, wantExpired: true},
+		{name: "issued short, judged by default, after the issued TTL", issue: ensure(short), judge: nil, after: 2 * time.Minute, wantExpired: true},
+		{name: "issued short, judged long, before the issued TTL", issue: ensure(short), judge: long, after: time.Minute - time.Nanosecond},
+		{name: "issued long, judged short, after the judge's TTL", issue: ensure(long), judge: short, after: 2 * time.Minute},
+		{name: "issued long, judged short, after the issued TTL", issue: ensure(long), judge: short, after: time.Hour, wantExpired: true},
+		{name: "no TTL recorded, judged long", issue: putWithoutTTL, judge: long, after: 2 * time.Minute},
+		{name: "no TTL recorded, judged short", issue: putWithoutTTL, judge: short, after: 2 * time.Minute, wantExpired: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			// Redeemed by a Tenant of a new key.
+			s := &memStore{}
+			tt.issue(t, s)
+			e, err := nonce.Redeem(t.Context(), s, consumer, digest(1), epoch.Add(tt.after), tt.judge)
+			if tt.wantExpired {
+				require.ErrorIs(t, err, nonce.ErrExpired)
+				require.True(t, e.Nonce.IsZero())
+			} else {
+				require.NoError(t, err)
+			}
+
+			// Ensure replaces the nonce exactly when it expired.
+			s = &memStore{}
+			tt.issue(t, s)
+			issued, err := s.Get(t.Context(), consumer)
+			require.NoError(t, err)
+			n, err := nonce.Ensure(t.Context(), s, consumer, epoch.Add(tt.after), tt.judge)
+			require.NoError(t, err)
+			require.Equal(t, tt.wantExpired, !n.Equal(issued.Nonce), "nonce replaced")
+		})
+	}
+}
+
+func ensure(opts *nonce.Options) func(t *testing.T, s *memStore) {
+	return func(t *testing.T, s *memStore) {
+		t.Helper()
+		_, err := nonce.Ensure(t.Context(), s, consumer, epoch, opts)
+		require.NoError(t, err)
+	}
+}
+
+func putWithoutTTL(t *testing.T, s *memStore) {
+	t.Helper()
+	n, err := nonce.Generate(nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Put(t.Context(), consumer, nonce.Entry{Nonce: n, IssuedAt: epoch}))
+}
+
+// The key that redeemed a nonce in time may redeem it again, with a new
+// Tenant, after the TTL it was issued with; no other key may.
+func TestRedeemBySameKeyAfterIssuedTTL(t *testing.T) {
+	t.Parallel()
+	s := &memStore{}
+	_, err := nonce.Ensure(t.Context(), s, consumer, epoch, &nonce.Options{TTL: time.Minute})
+	require.NoError(t, err)
+	first := nonce.Redeemer{Tenant: bytes.Repeat([]byte{1}, 32), Key: "SHA256:consumer"}
+	_, err = nonce.Redeem(t.Context(), s, consumer, first, epoch.Add(30*time.Second), nil)
+	require.NoError(t, err)
+
+	later := epoch.Add(24 * time.Hour)
+	second := nonce.Redeemer{Tenant: bytes.Repeat([]byte{2}, 32), Key: "SHA256:consumer"}
+	_, err = nonce.Redeem(t.Context(), s, consumer, second, later, &nonce.Options{TTL: time.Minute})
+	require.NoError(t, err, "the same key re-authenticates after the issued TTL")
+	_, err = nonce.Redeem(t.Context(), s, consumer, digest(3), later, &nonce.Options{TTL: 48 * time.Hour})
+	require.ErrorIs(t, err, nonce.ErrRedeemed)
+}
+
+func TestEntryTTLOr(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, time.Hour, nonce.Entry{}.TTLOr(time.Hour))
+	require.Equal(t, time.Minute, nonce.Entry{TTL: time.Minute}.TTLOr(time.Hour))
+	require.Equal(t, time.Hour, nonce.Entry{TTL: -time.Minute}.TTLOr(time.Hour))
 }

@@ -61,3 +61,17 @@ func ExampleNamespace() {
 	// Output:
 	// liqo-tenant-cl-provider map[liqo.io/remote-cluster-id:cl-provider liqo.io/tenant-namespace:true]
 }
+
+func ExampleCheckNamespace() {
+	ns := tenant.Namespace("cl-provider")
+	fmt.Println(tenant.CheckNamespace(ns, "cl-provider"))
+
+	// A namespace of the right name that nobody labelled for the peer.
+	ns.Labels = nil
+	err := tenant.CheckNamespace(ns, "cl-provider")
+	var nerr *tenant.NamespaceError
+	fmt.Println(errors.Is(err, tenant.ErrNotTenantNamespace), errors.As(err, &nerr) && nerr.Label == tenant.NamespaceLabel)
+	// Output:
+	// <nil>
+	// true true
+}

@@ -7,7 +7,8 @@
 // (see nonce.Redeem) and calls Verify.
 //
 // Each cluster keeps the objects of a remote cluster in the tenant namespace
-// "liqo-tenant-<remote cluster ID>" (see Namespace).
+// "liqo-tenant-<remote cluster ID>" (see Namespace), labelled for it;
+// CheckNamespace tells such a namespace from one that merely has the name.
 //
 // # Errors
 //
@@ -17,6 +18,8 @@
 // of the csr Err values, ErrInvalidProxyURL, ErrTranscriptMissing,
 // ErrTranscriptMismatch or ErrTranscriptExpired. Build wraps
 // clusterid.ErrInvalid, ErrInvalidProxyURL or ErrInvalidOptions.
+// CheckNamespace returns a *NamespaceError, which wraps
+// ErrNotTenantNamespace, or wraps clusterid.ErrInvalid.
 //
 // # Security
 //
@@ -28,6 +31,12 @@
 // Liqo consumer) is accepted, and one with a transcript must pass it; the
 // Strict policy requires it. A verified transcript also lets the CSR be for
 // a fresh per-identity key, so the cluster key never becomes a TLS key.
+//
+// A namespace named "liqo-tenant-<ID>" proves nothing: anyone allowed to
+// create namespaces can make one. CheckNamespace also requires the
+// tenant-namespace labels, which only whoever created the namespace for a
+// peer (kubepact, Liqo, liqoctl, an administrator) sets; an admission
+// policy keeps others from setting them.
 package tenant
 
 import (

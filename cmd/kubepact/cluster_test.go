@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubepact/kubepact"
@@ -434,6 +435,42 @@ func TestGenerateIdentityAfterNonceRedeemed(t *testing.T) {
 	// create nonce returns it again: the first Tenant's key was accepted.
 	again := strings.TrimSpace(cli(t, "", append([]string{"create", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...).ok(t).stdout)
 	assert.Equal(t, text, again)
+}
+
+// TestCreateNonceTTL issues a nonce with create nonce --nonce-ttl and
+// redeems it, after that TTL, with generate identity configured for a longer
+// one, from a Tenant of a key that never redeemed it: the TTL it was issued
+// with decides.
+func TestCreateNonceTTL(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	consumerID, providerID := unique("cl-consumer-ttl"), unique("cl-provider-ttl")
+	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", unique("liqo-ttl")}
+
+	const ttl = 2 * time.Second
+	text := strings.TrimSpace(cli(t, "", append([]string{"create", "nonce", "--remote-cluster-id", consumerID, "--nonce-ttl", ttl.String()}, onProvider...)...).ok(t).stdout)
+	sec, err := provider.client.CoreV1().Secrets("liqo-tenant-"+consumerID).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, ttl.String(), sec.Annotations[nonce.TTLAnnotation], "the nonce Secret records the TTL it was issued with")
+	issued, err := nonce.FromSecret(sec)
+	require.NoError(t, err)
+
+	tn := cli(t, "", append([]string{"generate", "tenant", "--remote-cluster-id", providerID, "--nonce", text}, onConsumer...)...).ok(t)
+	time.Sleep(time.Until(issued.IssuedAt.Add(ttl + 100*time.Millisecond)))
+
+	// get nonce judges it by its own TTL, whatever --nonce-ttl says.
+	r := cli(t, "", append([]string{"get", "nonce", "--remote-cluster-id", consumerID, "--nonce-ttl", "1h"}, onProvider...)...)
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "the nonce for consumer "+consumerID+" expired at "+issued.IssuedAt.Add(ttl).UTC().Format(time.RFC3339))
+
+	r = cli(t, tn.stdout, append([]string{"generate", "identity", "--remote-cluster-id", consumerID, "--nonce-ttl", "1h", "-f", "-"}, onProvider...)...)
+	assert.Equal(t, exitError, r.code)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, nonce.ErrExpired.Error())
+	assert.Contains(t, r.stderr, "the nonce expired before the Tenant came back; ask the provider for a new nonce: kubepact create nonce --remote-cluster-id "+consumerID)
+	err = provider.typed.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-" + consumerID, Name: consumerID}, &authv1beta1.Tenant{})
+	assert.True(t, apierrors.IsNotFound(err), "no Tenant recorded: %v", err)
 }
 
 func TestUnauthenticateRefusedWhileInUse(t *testing.T) {

@@ -78,9 +78,12 @@ func timeoutFlag(f *flags) *time.Duration {
 	return f.Duration("timeout", 2*time.Minute, "give up after this long")
 }
 
-// nonceTTLFlag registers --nonce-ttl, the provider's nonce lifetime.
+// nonceTTLFlag registers --nonce-ttl, the lifetime of the nonces the
+// provider issues. A nonce keeps the TTL it was issued with; the flag
+// judges only a stored nonce that records none (one issued by Liqo).
 func nonceTTLFlag(f *flags) *time.Duration {
-	return f.Duration("nonce-ttl", nonce.DefaultTTL, "how long a nonce the provider issues stays valid")
+	return f.Duration("nonce-ttl", nonce.DefaultTTL,
+		"how long a nonce the provider issues stays valid; a nonce issued earlier keeps its own TTL, this one judges only a nonce that records none (issued by Liqo)")
 }
 
 // cluster is a connected cluster.

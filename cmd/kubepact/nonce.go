@@ -115,7 +115,7 @@ func getNonceCommand(f *flags) runFunc {
 				pf.consumerID, entry.Redemption.At.UTC().Format(time.RFC3339), create)
 		case entry.Expired(time.Now(), *ttl):
 			return fmt.Errorf("the nonce for consumer %s expired at %s: run '%s' to issue a new one",
-				pf.consumerID, entry.IssuedAt.Add(*ttl).UTC().Format(time.RFC3339), create)
+				pf.consumerID, entry.IssuedAt.Add(entry.TTLOr(*ttl)).UTC().Format(time.RFC3339), create)
 		}
 		fmt.Fprintln(e.stdout, entry.Nonce.Text())
 		return nil

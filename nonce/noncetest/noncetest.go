@@ -14,12 +14,15 @@
 //     MarkRedeemed calls exactly one redemption is stored and all callers
 //     get it; Get returns it; Put replaces a redeemed entry with an
 //     unredeemed one;
+//   - every call returns the TTL stored with the nonce (Entry.TTL) as Put
+//     stored it, through MarkRedeemed too, and an entry stored without a
+//     TTL comes back without one, also after Put replaced one with a TTL;
 //   - each cluster ID has its own nonce;
 //   - a call with a cancelled context fails with an error wrapping
 //     context.Canceled.
 //
 // IssuedAt is compared to within a second, since an adapter may store it as
-// RFC 3339 text; Nonce is compared with Nonce.Equal.
+// RFC 3339 text; Nonce is compared with Nonce.Equal; TTL exactly.
 //
 // Every test uses cluster IDs no other test uses (random, 19 characters),
 // calls Harness.Prepare before it first uses one, and deletes nothing it does
@@ -120,6 +123,44 @@ func Run(t *testing.T, h Harness) {
 		got, err := s.Get(t.Context(), id)
 		require.NoError(t, err)
 		requireSameEntry(t, second, got)
+	})
+	t.Run("TTLIsKept", func(t *testing.T) {
+		h.parallel(t)
+		s, id := h.New(t), h.clusterID(t)
+		want := newEntry(t)
+		want.TTL = 90*time.Second + time.Nanosecond
+		require.NoError(t, s.Put(t.Context(), id, want))
+		got, err := s.Get(t.Context(), id)
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
+		got, err = s.MarkRedeemed(t.Context(), id, newRedemption(t))
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
+		got, err = s.Get(t.Context(), id)
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
+		got, err = s.Consume(t.Context(), id)
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
+	})
+	t.Run("NoTTLStaysNone", func(t *testing.T) {
+		h.parallel(t)
+		s, id := h.New(t), h.clusterID(t)
+		// A nonce issued without a TTL, as Liqo issues them, replacing
+		// one issued with a TTL.
+		require.NoError(t, s.Put(t.Context(), id, newEntry(t)))
+		want := newEntry(t)
+		want.TTL = 0
+		require.NoError(t, s.Put(t.Context(), id, want))
+		got, err := s.Get(t.Context(), id)
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
+		got, err = s.MarkRedeemed(t.Context(), id, newRedemption(t))
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
+		got, err = s.Get(t.Context(), id)
+		require.NoError(t, err)
+		requireSameEntry(t, want, got)
 	})
 	t.Run("ConsumeReturnsAndRemoves", func(t *testing.T) {
 		h.parallel(t)
@@ -300,12 +341,13 @@ func uniqueID(t *testing.T) string {
 	return "kpt-" + hex.EncodeToString(sum[:3]) + "-" + hex.EncodeToString(r[:])
 }
 
-// newEntry returns a fresh nonce issued at a time with a fractional second.
+// newEntry returns a fresh nonce issued at a time with a fractional second,
+// for a TTL that is not a whole number of seconds.
 func newEntry(t *testing.T) nonce.Entry {
 	t.Helper()
 	n, err := nonce.Generate(nil)
 	require.NoError(t, err)
-	return nonce.Entry{Nonce: n, IssuedAt: time.Now().Round(0).Add(-time.Minute)}
+	return nonce.Entry{Nonce: n, IssuedAt: time.Now().Round(0).Add(-time.Minute), TTL: 10*time.Minute + 7*time.Millisecond}
 }
 
 // newRedemption returns a redemption by a random digest, at a time with a
@@ -330,10 +372,11 @@ func requireRedemption(t *testing.T, want nonce.Redemption, got nonce.Entry) {
 }
 
 // requireSameEntry checks got against want: the same nonce, issued within a
-// second of want's time.
+// second of want's time, for the same TTL.
 func requireSameEntry(t *testing.T, want, got nonce.Entry) {
 	t.Helper()
 	require.True(t, want.Nonce.Equal(got.Nonce), "got %v, want %v", got.Nonce, want.Nonce)
+	require.Equal(t, want.TTL, got.TTL, "TTL")
 	d := got.IssuedAt.Sub(want.IssuedAt).Abs()
 	require.Less(t, d, time.Second, "IssuedAt %s, want %s", got.IssuedAt, want.IssuedAt)
 }
