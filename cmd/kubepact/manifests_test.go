@@ -7,15 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -24,6 +29,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubepact/kubepact/saidentity"
 )
 
 // kustomize renders the kustomization in dir with kubectl kustomize, as
@@ -131,4 +138,74 @@ func refused(t *testing.T, err error) {
 	t.Helper()
 	require.Error(t, err)
 	require.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
+}
+
+// TestFlowManifestsFollowServiceAccount renders config/token-server and
+// config/serviceaccount-identity with another namespace: the admission
+// policy's match condition and the binding's subject name the
+// ServiceAccount where it then lives.
+func TestFlowManifestsFollowServiceAccount(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ dir, serviceAccount string }{
+		{"token-server", "kubepact-token-server"},
+		{"serviceaccount-identity", "kubepact-serviceaccount-issuer"},
+	} {
+		t.Run(c.dir, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "config", c.dir))))
+			path := filepath.Join(dir, "kustomization.yaml")
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			b = regexp.MustCompile(`(?m)^namespace: .*$`).ReplaceAll(b, []byte("namespace: team-a"))
+			require.NoError(t, os.WriteFile(path, b, 0o644))
+			objects, err := kustomize(t.Context(), dir)
+			require.NoError(t, err)
+			var policies, subjects int
+			for _, u := range objects {
+				switch {
+				case u.GetKind() == "ValidatingAdmissionPolicy" && u.GetName() == c.serviceAccount:
+					conds, _, err := unstructured.NestedSlice(u.Object, "spec", "matchConditions")
+					require.NoError(t, err)
+					require.Len(t, conds, 1)
+					require.Equal(t, "request.userInfo.username == 'system:serviceaccount:' + 'team-a' + ':' + '"+c.serviceAccount+"'",
+						conds[0].(map[string]any)["expression"])
+					policies++
+				case u.GetKind() == "ClusterRoleBinding":
+					ss, _, err := unstructured.NestedSlice(u.Object, "subjects")
+					require.NoError(t, err)
+					require.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": c.serviceAccount, "namespace": "team-a"}}, ss)
+					subjects++
+				}
+			}
+			require.Equal(t, 1, policies)
+			require.Equal(t, 1, subjects)
+		})
+	}
+}
+
+// TestTokenLifetimePolicyManifest: the token lifetime policy that
+// config/serviceaccount-identity installs is saidentity.TokenPolicy.
+func TestTokenLifetimePolicyManifest(t *testing.T) {
+	t.Parallel()
+	objects, err := kustomize(t.Context(), filepath.Join("..", "..", "config", "serviceaccount-identity"))
+	require.NoError(t, err)
+	wantPolicy, wantBinding := saidentity.TokenPolicy()
+	var found int
+	for _, u := range objects {
+		if u.GetName() != saidentity.TokenPolicyName {
+			continue
+		}
+		switch u.GetKind() {
+		case "ValidatingAdmissionPolicy":
+			var got admissionregistrationv1.ValidatingAdmissionPolicy
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got))
+			require.Empty(t, cmp.Diff(wantPolicy.Spec, got.Spec))
+		case "ValidatingAdmissionPolicyBinding":
+			var got admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got))
+			require.Empty(t, cmp.Diff(wantBinding.Spec, got.Spec))
+		}
+		found++
+	}
+	require.Equal(t, 2, found)
 }
