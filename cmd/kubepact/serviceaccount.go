@@ -28,16 +28,20 @@ type secretManifest struct {
 	Data       map[string][]byte `json:"data"`
 }
 
-// serviceAccountProviderPorts returns the provider ports of saidentity over cl.
-func serviceAccountProviderPorts(cl *cluster) saidentity.ProviderPorts {
-	return saidentity.ProviderPorts{
+// serviceAccountProviderPorts returns the provider ports of saidentity over
+// cl; with tokenPolicy, they install saidentity.TokenPolicy.
+func serviceAccountProviderPorts(cl *cluster, tokenPolicy bool) saidentity.ProviderPorts {
+	p := saidentity.ProviderPorts{
 		Namespaces:      kube.NewNamespaces(cl.client),
 		ServiceAccounts: kube.NewServiceAccounts(cl.client),
 		RBAC:            kube.NewServiceAccountRBAC(cl.client),
-		Admission:       kube.NewAdmission(cl.client),
 		Lifecycle: lifecycle.Gate{Tenants: kube.NewTenantStore(cl.typed),
 			Revocations: kube.NewLifecyclePorts(cl.client, cl.typed).Revocations},
 	}
+	if tokenPolicy {
+		p.Admission = kube.NewAdmission(cl.client)
+	}
+	return p
 }
 
 func createServiceAccountIdentityCommand(f *flags) runFunc {
@@ -47,6 +51,8 @@ func createServiceAccountIdentityCommand(f *flags) runFunc {
 		fmt.Sprintf("lifetime of the token, from %s to %s; the consumer refreshes it before it ends", saidentity.MinExpiration, saidentity.MaxExpiration))
 	out := f.String("out", "", "file to write to, with mode 0600 (an existing file is never overwritten; default standard output)")
 	as := f.String("as", "secret", "what to write: secret (the consumer's kubeconfig Secret, for kubepact apply serviceaccount-identity) or kubeconfig")
+	tokenPolicy := f.Bool("install-token-policy", true, "apply the admission policy "+saidentity.TokenPolicyName+
+		" that bounds the identities' token lifetimes; false where an administrator installed it (config/serviceaccount-identity), as its issuer may not write admission policies")
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -74,7 +80,7 @@ func createServiceAccountIdentityCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
-		id, err := saidentity.Issue(ctx, serviceAccountProviderPorts(cl), saidentity.Endpoint{Server: ep.Server, CA: ep.CA},
+		id, err := saidentity.Issue(ctx, serviceAccountProviderPorts(cl, *tokenPolicy), saidentity.Endpoint{Server: ep.Server, CA: ep.CA},
 			pf.consumerID, &saidentity.IssueOptions{Expiration: *expiration, ProviderID: providerID})
 		if err != nil {
 			return err
@@ -147,7 +153,7 @@ func revokeServiceAccountIdentityCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
-		if err := saidentity.Revoke(ctx, serviceAccountProviderPorts(cl), pf.consumerID); err != nil {
+		if err := saidentity.Revoke(ctx, serviceAccountProviderPorts(cl, false), pf.consumerID); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "Revoked ServiceAccount %s/%s and its permissions: its tokens no longer work\n",
