@@ -26,7 +26,9 @@
 //     through a csr.Signer (a csr.LocalCA, or the Kubernetes CSR API through
 //     an adapter) with a bounded lifetime, caches the certificate so a
 //     repeated handshake is not signed twice, binds the ClusterRole
-//     "liqo-remote-controlplane" to the consumer in its tenant namespace,
+//     "liqo-remote-controlplane" to the consumer in its tenant namespace
+//     (the role is installed once, as Liqo's chart or config/roles does,
+//     or by rbac.Install: the handshake only checks that it exists),
 //     records the Tenant with its status filled, and returns an Identity
 //     (Provider.Accept).
 //  4. The consumer checks the Identity (it comes from the provider the

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"

@@ -17,7 +17,9 @@
 //     applied before and no longer applies goes. kubepact takes over the
 //     fields it applies on its own objects (force), except the rules of a
 //     ClusterRole another manager set to other values, which stay theirs
-//     (Liqo's chart installs liqo-remote-controlplane). An apply that
+//     (Liqo's chart installs liqo-remote-controlplane; kubepact writes a
+//     ClusterRole only when told to install the peer roles, rbac.Install).
+//     An apply that
 //     changes nothing writes nothing. Namespaces get their labels merged,
 //     with optimistic concurrency.
 //   - Not-found errors wrap the port's sentinel (nonce.ErrNotFound,

@@ -53,7 +53,7 @@ func (a *RBAC) HasClusterRole(ctx context.Context, name string) (bool, error) {
 }
 
 // ApplyClusterRole applies r with server-side apply as FieldManager
-// (rbac.Installer; rbac.Install and kube.InstallPeerRoles use it):
+// (rbac.Installer, which rbac.Install uses):
 // kubepact owns r's labels and, unless another manager set them to other
 // rules, r's rules. A ClusterRole someone else manages the rules of (Liqo
 // installs "liqo-remote-controlplane" with its chart) keeps them: kubepact
