@@ -204,8 +204,11 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // A re-authentication signed by the stored Tenant's key, with a fresh CSR
 // key or not, is the holder's.
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
-	if p.endpoint.Server == "" || len(p.endpoint.CA) == 0 {
-		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's server and CA", ErrInvalidConfig))
+	if p.endpoint.Server == "" {
+		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: %w: accepting Tenants needs it", ErrInvalidConfig, ErrNoEndpoint))
+	}
+	if len(p.endpoint.CA) == 0 {
+		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's CA", ErrInvalidConfig))
 	}
 	pub, err := tenant.Validate(t)
 	if err != nil {

@@ -143,8 +143,11 @@ func (p *Provider) sliceConfig(accept bool) error {
 	if p.ports.ClusterRBAC == nil || p.ports.Slices == nil {
 		return fmt.Errorf("%w: ResourceSlices need the ClusterRBAC and Slices ports", ErrInvalidConfig)
 	}
-	if accept && (p.endpoint.Server == "" || len(p.endpoint.CA) == 0) {
-		return fmt.Errorf("%w: accepting ResourceSlices needs the endpoint's server and CA", ErrInvalidConfig)
+	if accept && p.endpoint.Server == "" {
+		return fmt.Errorf("%w: %w: accepting ResourceSlices needs it", ErrInvalidConfig, ErrNoEndpoint)
+	}
+	if accept && len(p.endpoint.CA) == 0 {
+		return fmt.Errorf("%w: accepting ResourceSlices needs the endpoint's CA", ErrInvalidConfig)
 	}
 	return nil
 }

@@ -44,14 +44,17 @@ const (
 	IdentityControllerName    = "kubepact-identity"
 )
 
-// ProviderConfig configures SetupProvider. ClusterID and Endpoint are
-// required; the zero value of every other field is a documented default.
+// ProviderConfig configures SetupProvider. ClusterID is required; the zero
+// value of every other field is a documented default.
 type ProviderConfig struct {
 	// ClusterID is the provider's cluster ID.
 	ClusterID string
 	// Endpoint is how consumers reach this cluster's API server: the https
 	// URL and the PEM CA bundle of its serving certificate. It goes into
-	// every Tenant's status.
+	// every Tenant's status. Without a Server the provider still issues
+	// nonces, and refuses every Tenant and ResourceSlice with an
+	// APIServerURLUnknown Event (kubepact.ErrNoEndpoint) until it is
+	// configured; a Server needs its CA.
 	Endpoint kubepact.Endpoint
 	// Policy is how strictly Tenants are checked: tenant.Compatible (the
 	// default) accepts Liqo consumers, tenant.Strict requires a transcript.
@@ -137,8 +140,8 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err != nil {
 		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
 	}
-	if cfg.Endpoint.Server == "" || len(cfg.Endpoint.CA) == 0 {
-		return fmt.Errorf("controllers: provider %q: %w: the endpoint's server and CA are required", cfg.ClusterID, kubepact.ErrInvalidConfig)
+	if cfg.Endpoint.Server != "" && len(cfg.Endpoint.CA) == 0 {
+		return fmt.Errorf("controllers: provider %q: %w: the endpoint's CA is required with its server", cfg.ClusterID, kubepact.ErrInvalidConfig)
 	}
 
 	workers := cfg.Workers

@@ -64,6 +64,10 @@ const (
 	// consumer's ID (lifecycle.HeldError); refused until it expires or the
 	// provider forgets the consumer.
 	ReasonIdentityHeld = "IdentityHeld"
+	// ReasonAPIServerURLUnknown: the provider does not know the URL
+	// consumers reach its API server at (kubepact.ErrNoEndpoint): set
+	// --api-server-url, or publish kube-public/cluster-info.
+	ReasonAPIServerURLUnknown = "APIServerURLUnknown"
 	// ReasonPeerRoleMissing: a ClusterRole consumers are bound to is not
 	// installed (rbac.MissingRoleError); retried with backoff until an
 	// administrator installs it (config/roles, kubepact install roles).
@@ -160,6 +164,8 @@ func reasonOf(err error, fallback string) (string, bool) {
 		return ReasonPrivilegedUser, true
 	case errors.Is(err, lifecycle.ErrIdentityHeld):
 		return ReasonIdentityHeld, true
+	case errors.Is(err, kubepact.ErrNoEndpoint):
+		return ReasonAPIServerURLUnknown, true
 	case errors.Is(err, rbac.ErrMissingRole):
 		return ReasonPeerRoleMissing, false
 	case errors.As(err, &denied):

@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/kube"
@@ -50,4 +52,27 @@ func TestTenantWaitsForThePeerRole(t *testing.T) {
 
 	reinstall()
 	waitTenantStatus(ctx, t, consumerID)
+}
+
+// A provider started without the URL consumers reach its API server at
+// still issues nonces, and refuses a Tenant with an APIServerURLUnknown
+// Event instead of signing or binding anything.
+func TestTenantRefusedWithoutAPIServerURL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startManager(t, providerEnv, func(mgr manager.Manager) error {
+		return controllers.SetupProvider(mgr, controllers.ProviderConfig{ClusterID: providerID})
+	})
+	startConsumer(t, consumerID, keyNS)
+
+	n := requestNonce(ctx, t, consumerID)
+	sig := signNonce(ctx, t, providerID, n)
+	tn := buildTenant(ctx, t, providerID, consumerID, keyNS, n, sig, false)
+	require.NoError(t, providerEnv.client.Create(ctx, tn))
+	note := waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeWarning, controllers.ReasonAPIServerURLUnknown)
+	require.Contains(t, note, kubepact.ErrNoEndpoint.Error())
+	_, err := providerEnv.core.RbacV1().RoleBindings(tn.Namespace).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "nothing bound: %v", err)
 }

@@ -24,8 +24,8 @@ import (
 // setupSliceConsumer adds the consumer's ResourceSlice reconciler and the
 // replicator.
 func setupSliceConsumer(mgr manager.Manager, c *kubepact.Consumer, cfg ConsumerConfig) error {
-	r := &sliceConsumerReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(SliceControllerName)}
-	if err := ctrl.NewControllerManagedBy(mgr).Named(SliceControllerName).
+	r := &sliceConsumerReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(ConsumerSliceControllerName)}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(ConsumerSliceControllerName).
 		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(hasLabel(resourceslice.ReplicationLabel))).
 		Complete(r); err != nil {
 		return err

@@ -28,11 +28,14 @@ import (
 	"github.com/kubepact/kubepact/resourceslice"
 )
 
-// SliceControllerName names the provider's and the consumer's ResourceSlice
-// reconcilers, and ReplicatorControllerName the consumer's replicator.
+// SliceControllerName names the provider's ResourceSlice reconciler,
+// ConsumerSliceControllerName the consumer's, and ReplicatorControllerName
+// the consumer's replicator. Names are unique in a manager, which may run
+// both roles.
 const (
-	SliceControllerName      = "kubepact-resourceslice"
-	ReplicatorControllerName = "kubepact-replicator"
+	SliceControllerName         = "kubepact-resourceslice"
+	ConsumerSliceControllerName = "kubepact-resourceslice-consumer"
+	ReplicatorControllerName    = "kubepact-replicator"
 )
 
 // setupSliceProvider adds the provider's ResourceSlice reconciler: it

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	kubepact-controller --cluster-id ID [--roles provider,consumer] [flags]
+//	kubepact-controller [--roles provider,consumer] [flags]
 //
 // As a provider it fills the nonce of every liqo-nonce Secret in a tenant
 // namespace and accepts Tenants (verify, sign, bind, status); as a consumer
@@ -14,16 +14,22 @@
 //
 // Flags:
 //
-//	--cluster-id ID                 this cluster's ID (required)
+//	--cluster-id ID                 this cluster's ID; default: the one the cluster records (Liqo's
+//	                                ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in
+//	                                --key-namespace), else a new one, recorded there once; a flag that
+//	                                disagrees with the record stops the start
+
 //	--roles provider,consumer       which reconcilers to run
 //	--kubeconfig FILE               kubeconfig to use; default: in-cluster, else $KUBECONFIG or ~/.kube/config
-//	--api-server-url URL            provider: the https URL consumers reach this API server at (required for the provider role)
+//	--api-server-url URL            provider: the https URL consumers reach this API server at; default: the
+//	                                one kube-public/cluster-info names (kubeadm); without either, Tenants
+//	                                get an APIServerURLUnknown Event
 //	--api-server-ca-file FILE       provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA
 //	--policy compatible|strict      provider: how strictly Tenants are checked (default compatible)
 //	--certificate-lifetime DURATION provider: lifetime of issued certificates, re-signed at two thirds (default 7 days, 168h)
 //	--local-ca-cert-file FILE       provider: sign with this CA certificate instead of the CSR API
 //	--local-ca-key-file FILE        provider: the key of that CA (PEM PKCS#8)
-//	--key-namespace NS              consumer: namespace of the cluster key Secret (default liqo)
+//	--key-namespace NS              the Liqo namespace: cluster key Secret and cluster ID record (default liqo)
 //	--strict                        consumer: a fresh TLS key per identity
 //	--offline                       consumer: do not confirm new kubeconfigs with the provider
 //	--root-ca-file FILE             consumer: extra roots for providers whose Identity has no CA
@@ -31,13 +37,17 @@
 //	--kube-api-qps QPS              client-side request rate to the API server (default 200)
 //	--kube-api-burst N              client-side burst (default 400)
 //	--leader-elect                  elect a leader among replicas (default true)
-//	--leader-election-namespace NS  namespace of the Lease (default: the pod's, else liqo)
+//	--leader-election-namespace NS  namespace of the Lease (default: the pod's, else the kubeconfig context's)
 //	--metrics-bind-address ADDR     Prometheus metrics (default :8080; 0 disables)
 //	--health-probe-bind-address ADDR /healthz and /readyz (default :8081; 0 disables)
+//	--version                       print the version and exit
+//	--help                          print the flags and exit
 //
 // plus the structured-logging flags of controller-runtime's zap options
 // (--zap-log-level, --zap-encoder, ...). The permissions each role needs are
-// in package controllers' documentation and config/rbac.
+// in package controllers' documentation and config/controller. On SIGTERM
+// it releases its lease, stops its workers and exits 0; --help and
+// --version exit 0, a bad command line 2, a failure 1.
 package main
 
 import (
@@ -54,8 +64,10 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -67,6 +79,7 @@ import (
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -87,7 +100,10 @@ var (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], nil, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], nil, os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // the usage is printed
+		}
 		fmt.Fprintln(os.Stderr, "kubepact-controller:", err)
 		if errors.Is(err, errUsage) {
 			os.Exit(2)
@@ -116,6 +132,7 @@ type options struct {
 	workers                      int
 	qps                          float64
 	burst                        int
+	printVersion                 bool
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -123,20 +140,20 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("kubepact-controller", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	roles := fs.String("roles", "provider,consumer", "which reconcilers to run: provider, consumer or both")
-	fs.StringVar(&o.clusterID, "cluster-id", "", "this cluster's ID (required)")
+	fs.StringVar(&o.clusterID, "cluster-id", "", "this cluster's ID; default: the one the cluster records (ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in --key-namespace), else a new one, recorded there")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to use; default: in-cluster, else $KUBECONFIG or ~/.kube/config")
-	fs.StringVar(&o.apiServerURL, "api-server-url", "", "provider: the https URL consumers reach this cluster's API server at")
+	fs.StringVar(&o.apiServerURL, "api-server-url", "", "provider: the https URL consumers reach this cluster's API server at; default: the one kube-public/cluster-info names")
 	fs.StringVar(&o.apiServerCA, "api-server-ca-file", "", "provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA")
 	fs.StringVar(&o.policy, "policy", "compatible", "provider: compatible (Liqo consumers) or strict (transcript required)")
 	fs.DurationVar(&o.lifetime, "certificate-lifetime", kubepact.DefaultCertificateLifetime, "provider: lifetime of issued certificates, re-signed at two thirds of it")
 	fs.StringVar(&o.localCACert, "local-ca-cert-file", "", "provider: sign with this PEM CA certificate instead of the CSR API")
 	fs.StringVar(&o.localCAKey, "local-ca-key-file", "", "provider: the PEM PKCS#8 key of that CA")
-	fs.StringVar(&o.keyNamespace, "key-namespace", keys.DefaultNamespace, "consumer: namespace of the cluster key Secret")
+	fs.StringVar(&o.keyNamespace, "key-namespace", keys.DefaultNamespace, "the Liqo namespace: the cluster key Secret and the cluster ID record")
 	fs.BoolVar(&o.strict, "strict", false, "consumer: a fresh TLS key per identity")
 	fs.BoolVar(&o.offline, "offline", false, "consumer: do not confirm new kubeconfigs with the provider")
 	fs.StringVar(&o.rootCAFile, "root-ca-file", "", "consumer: extra PEM roots for providers whose Identity has no CA")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas")
-	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease; default: the pod's, else "+keys.DefaultNamespace)
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease; default: the pod's, else the kubeconfig context's")
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long a leader tries to renew before it gives up")
 	fs.IntVar(&o.workers, "workers", controllers.DefaultWorkers, "provider: nonce Secrets and Tenants reconciled at once")
@@ -144,15 +161,24 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.burst, "kube-api-burst", 400, "client-side burst of requests to the API server")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
+	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if o.printVersion {
+		return o, nil
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if err := clusterid.Validate(o.clusterID); err != nil {
-		return nil, fmt.Errorf("%w: --cluster-id: %w", errUsage, err)
+	if o.clusterID != "" {
+		if err := clusterid.Validate(o.clusterID); err != nil {
+			return nil, fmt.Errorf("%w: --cluster-id: %w", errUsage, err)
+		}
 	}
 	for r := range strings.SplitSeq(*roles, ",") {
 		switch r = strings.TrimSpace(r); r {
@@ -167,20 +193,14 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.policy != "compatible" && o.policy != "strict" {
 		return nil, fmt.Errorf("%w: --policy: %q is neither compatible nor strict", errUsage, o.policy)
 	}
-	if slices.Contains(o.roles, "provider") && o.apiServerURL == "" {
-		return nil, fmt.Errorf("%w: the provider role needs --api-server-url, the URL consumers reach this API server at", errUsage)
-	}
 	if (o.localCACert == "") != (o.localCAKey == "") {
 		return nil, fmt.Errorf("%w: --local-ca-cert-file and --local-ca-key-file go together", errUsage)
-	}
-	if o.leaderElectionNamespace == "" {
-		o.leaderElectionNamespace = podNamespace()
 	}
 	return o, nil
 }
 
-// podNamespace is the namespace the controller runs in, or the Liqo
-// namespace outside a pod.
+// podNamespace is the namespace the controller's pod runs in, "" outside a
+// pod.
 func podNamespace() string {
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		return ns
@@ -188,37 +208,86 @@ func podNamespace() string {
 	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(b) > 0 {
 		return strings.TrimSpace(string(b))
 	}
-	return keys.DefaultNamespace
+	return ""
+}
+
+// kubeconfigLoader loads --kubeconfig, else clientcmd's default rules.
+func (o *options) kubeconfigLoader() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil)
 }
 
 // restConfig loads the kubeconfig of --kubeconfig, else the in-cluster
 // configuration, else clientcmd's default rules.
 func (o *options) restConfig() (*rest.Config, error) {
-	if o.kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if o.kubeconfig == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, nil
+		}
 	}
-	if cfg, err := rest.InClusterConfig(); err == nil {
-		return cfg, nil
+	return o.kubeconfigLoader().ClientConfig()
+}
+
+// leaseNamespace is where replicas elect their leader: the flag's, else
+// the pod's own namespace, else (outside a pod) the kubeconfig context's.
+func (o *options) leaseNamespace() (string, error) {
+	if o.leaderElectionNamespace != "" {
+		return o.leaderElectionNamespace, nil
 	}
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+	if ns := podNamespace(); ns != "" {
+		return ns, nil
+	}
+	ns, _, err := o.kubeconfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("%w: the leader election namespace: pass --leader-election-namespace: %w", errUsage, err)
+	}
+	return ns, nil
 }
 
 // run runs the controller until ctx ends. cfg, when not nil, is used instead
-// of the one the flags name.
-func run(ctx context.Context, args []string, cfg *rest.Config, stderr io.Writer) error {
+// of the one the flags name. --version prints to stdout, everything else
+// goes to stderr.
+func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io.Writer) error {
 	o, err := parse(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.printVersion {
+		fmt.Fprintln(stdout, "kubepact-controller", Version())
+		return nil
 	}
 	if cfg == nil {
 		if cfg, err = o.restConfig(); err != nil {
 			return fmt.Errorf("loading the kubeconfig: %w", err)
 		}
 	}
+	if o.leaderElect {
+		if o.leaderElectionNamespace, err = o.leaseNamespace(); err != nil {
+			return err
+		}
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
+	// client-go's own packages log through klog: the same logger, so a
+	// line says what it says once, in the chosen encoding.
+	klog.SetLogger(log)
+
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	id, generated, err := kube.EnsureClusterID(ctx, client, o.clusterID, &kube.ClusterIDOptions{Namespace: o.keyNamespace})
+	if err != nil {
+		return fmt.Errorf("the cluster ID: %w", err)
+	}
+	if generated {
+		log.Info("generated this cluster's ID and recorded it", "cluster", id,
+			"configMap", o.keyNamespace+"/"+clusterid.RecordName)
+	}
+	o.clusterID = id
 
 	scheme, err := controllers.NewScheme()
 	if err != nil {
@@ -226,7 +295,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stderr io.Writer)
 	}
 	mopts := manager.Options{
 		Scheme:                        scheme,
-		Logger:                        log,
+		Logger:                        withQuietStop(ctx, log),
 		Cache:                         controllers.CacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
@@ -248,9 +317,13 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stderr io.Writer)
 		managerCreated(mgr)
 	}
 	if slices.Contains(o.roles, "provider") {
-		pc, err := o.providerConfig(cfg)
+		pc, err := o.providerConfig(ctx, cfg, client)
 		if err != nil {
 			return err
+		}
+		if pc.Endpoint.Server == "" {
+			log.Info("no API server URL: Tenants and ResourceSlices are refused (Event APIServerURLUnknown) until --api-server-url is set",
+				"reason", controllers.ReasonAPIServerURLUnknown)
 		}
 		if err := controllers.SetupProvider(mgr, pc); err != nil {
 			return err
@@ -280,7 +353,10 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stderr io.Writer)
 	return mgr.Start(ctx)
 }
 
-func (o *options) providerConfig(cfg *rest.Config) (controllers.ProviderConfig, error) {
+// providerConfig configures the provider role. The API server's URL is
+// --api-server-url, else the one kube-public/cluster-info names (with its
+// CA), else none: the provider then refuses Tenants with an Event.
+func (o *options) providerConfig(ctx context.Context, cfg *rest.Config, client kubernetes.Interface) (controllers.ProviderConfig, error) {
 	pc := controllers.ProviderConfig{
 		ClusterID:           o.clusterID,
 		Endpoint:            kubepact.Endpoint{Server: o.apiServerURL},
@@ -290,6 +366,19 @@ func (o *options) providerConfig(cfg *rest.Config) (controllers.ProviderConfig, 
 	}
 	if o.policy == "strict" {
 		pc.Policy = tenant.Strict
+	}
+	if pc.Endpoint.Server == "" {
+		e, err := kube.EndpointFromClusterInfo(ctx, client)
+		switch {
+		case errors.Is(err, kube.ErrNoClusterInfo):
+			return pc, o.signer(&pc)
+		case err != nil:
+			return pc, fmt.Errorf("the API server URL from kube-public/cluster-info (pass --api-server-url instead): %w", err)
+		}
+		pc.Endpoint = e
+		if o.apiServerCA == "" {
+			return pc, o.signer(&pc)
+		}
 	}
 	if o.apiServerCA != "" {
 		ca, err := os.ReadFile(o.apiServerCA)
@@ -307,24 +396,30 @@ func (o *options) providerConfig(cfg *rest.Config) (controllers.ProviderConfig, 
 	if len(pc.Endpoint.CA) == 0 {
 		return pc, fmt.Errorf("%w: no CA for %s: pass --api-server-ca-file", errUsage, o.apiServerURL)
 	}
+	return pc, o.signer(&pc)
+}
+
+// signer sets the local CA of --local-ca-cert-file and --local-ca-key-file
+// as pc's signer, when given.
+func (o *options) signer(pc *controllers.ProviderConfig) error {
 	if o.localCACert != "" {
 		certPEM, err := os.ReadFile(o.localCACert)
 		if err != nil {
-			return pc, fmt.Errorf("--local-ca-cert-file: %w", err)
+			return fmt.Errorf("--local-ca-cert-file: %w", err)
 		}
 		keyPEM, err := os.ReadFile(o.localCAKey)
 		if err != nil {
-			return pc, fmt.Errorf("--local-ca-key-file: %w", err)
+			return fmt.Errorf("--local-ca-key-file: %w", err)
 		}
 		key, err := keys.ParsePrivateKey(keyPEM)
 		if err != nil {
-			return pc, fmt.Errorf("--local-ca-key-file: %w", err)
+			return fmt.Errorf("--local-ca-key-file: %w", err)
 		}
 		if pc.Signer, err = csr.NewLocalCA(certPEM, key, nil); err != nil {
-			return pc, fmt.Errorf("--local-ca-cert-file: %w", err)
+			return fmt.Errorf("--local-ca-cert-file: %w", err)
 		}
 	}
-	return pc, nil
+	return nil
 }
 
 func (o *options) consumerConfig() (controllers.ConsumerConfig, error) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -193,7 +194,7 @@ func start(t *testing.T, s *side, args ...string) *replica {
 			t.Logf("kubepact-controller %v:\n%s", args, logs.String())
 		}
 	})
-	go func() { r.done <- run(ctx, args, s.sa, logs) }()
+	go func() { r.done <- run(ctx, args, s.sa, logs, logs) }()
 	select {
 	case r.mgr = <-created:
 	case err := <-r.done:
@@ -438,16 +439,20 @@ func providerHandshake(ctx context.Context, t *testing.T, consumerID string) {
 // TestUsage checks the command line's refusals.
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
-		{},
 		{"--cluster-id=Not_Valid"},
-		{"--cluster-id=cl-a", "--roles=provider"},
 		{"--cluster-id=cl-a", "--roles=observer"},
 		{"--cluster-id=cl-a", "--roles=consumer", "--policy=lax"},
 		{"--cluster-id=cl-a", "--roles=consumer", "--local-ca-cert-file=ca.crt"},
 		{"--cluster-id=cl-a", "--roles=consumer", "extra"},
 		{"--no-such-flag"},
 	} {
-		err := run(context.Background(), args, &rest.Config{}, io.Discard)
+		err := run(context.Background(), args, &rest.Config{}, io.Discard, io.Discard)
 		require.ErrorIs(t, err, errUsage, "%v", args)
 	}
+	// --help and --version are answers, not errors (main exits 0).
+	var stdout, stderr bytes.Buffer
+	require.ErrorIs(t, run(context.Background(), []string{"--help"}, &rest.Config{}, &stdout, &stderr), flag.ErrHelp)
+	require.Contains(t, stderr.String(), "-api-server-url")
+	require.NoError(t, run(context.Background(), []string{"--version"}, &rest.Config{}, &stdout, io.Discard))
+	require.Equal(t, "kubepact-controller "+Version()+"\n", stdout.String())
 }

@@ -1,0 +1,141 @@
+package kube_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/kube"
+)
+
+func record(name, id string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "liqo", Labels: map[string]string{clusterid.RecordLabel: clusterid.RecordLabelValue}},
+		Data:       map[string]string{clusterid.RecordKey: id},
+	}
+}
+
+func TestEnsureClusterID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("RecordedWins", func(t *testing.T) {
+		t.Parallel()
+		c := k8sfake.NewClientset(record(clusterid.RecordName, "cl-liqo"))
+		id, generated, err := kube.EnsureClusterID(ctx, c, "", nil)
+		require.NoError(t, err)
+		require.Equal(t, "cl-liqo", id)
+		require.False(t, generated)
+		id, _, err = kube.EnsureClusterID(ctx, c, "cl-liqo", nil)
+		require.NoError(t, err, "a flag that agrees")
+		require.Equal(t, "cl-liqo", id)
+	})
+	t.Run("FlagDisagrees", func(t *testing.T) {
+		t.Parallel()
+		c := k8sfake.NewClientset(record(clusterid.RecordName, "cl-liqo"))
+		_, _, err := kube.EnsureClusterID(ctx, c, "cl-typo", nil)
+		var conflict *clusterid.ConflictError
+		require.ErrorAs(t, err, &conflict)
+		require.ErrorIs(t, err, clusterid.ErrConflict)
+		require.Equal(t, "cl-typo", conflict.Asked)
+		require.Equal(t, "cl-liqo", conflict.Recorded)
+	})
+	t.Run("SeveralRecords", func(t *testing.T) {
+		t.Parallel()
+		c := k8sfake.NewClientset(record(clusterid.RecordName, "cl-a"), record("other", "cl-b"))
+		_, _, err := kube.EnsureClusterID(ctx, c, "", nil)
+		require.ErrorIs(t, err, clusterid.ErrAmbiguous)
+	})
+	t.Run("InvalidRecord", func(t *testing.T) {
+		t.Parallel()
+		c := k8sfake.NewClientset(record(clusterid.RecordName, "Not_A_Cluster_ID"))
+		_, _, err := kube.EnsureClusterID(ctx, c, "", nil)
+		require.ErrorIs(t, err, clusterid.ErrInvalid)
+	})
+	t.Run("InvalidFlag", func(t *testing.T) {
+		t.Parallel()
+		_, _, err := kube.EnsureClusterID(ctx, k8sfake.NewClientset(), "Bad ID", nil)
+		require.ErrorIs(t, err, clusterid.ErrInvalid)
+	})
+	t.Run("FlagWithoutRecord", func(t *testing.T) {
+		t.Parallel()
+		c := k8sfake.NewClientset()
+		id, generated, err := kube.EnsureClusterID(ctx, c, "cl-flag", nil)
+		require.NoError(t, err)
+		require.Equal(t, "cl-flag", id)
+		require.False(t, generated)
+		list, err := c.CoreV1().ConfigMaps("liqo").List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		require.Empty(t, list.Items, "a flag's ID is not recorded")
+	})
+	t.Run("GeneratedOnceAndRecorded", func(t *testing.T) {
+		t.Parallel()
+		c := k8sfake.NewClientset()
+		id, generated, err := kube.EnsureClusterID(ctx, c, "", &kube.ClusterIDOptions{Namespace: "liqo"})
+		require.NoError(t, err)
+		require.True(t, generated)
+		require.NoError(t, clusterid.Validate(id))
+		cm, err := c.CoreV1().ConfigMaps("liqo").Get(ctx, clusterid.RecordName, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, id, cm.Data[clusterid.RecordKey])
+		require.Equal(t, clusterid.RecordLabelValue, cm.Labels[clusterid.RecordLabel])
+		// Helm's ownership metadata: a later helm install of Liqo adopts it.
+		require.Equal(t, "Helm", cm.Labels["app.kubernetes.io/managed-by"])
+		require.Equal(t, "liqo", cm.Annotations["meta.helm.sh/release-name"])
+		require.Equal(t, "liqo", cm.Annotations["meta.helm.sh/release-namespace"])
+		_, err = c.CoreV1().Namespaces().Get(ctx, "liqo", metav1.GetOptions{})
+		require.NoError(t, err, "the Liqo namespace is created")
+
+		again, generated, err := kube.EnsureClusterID(ctx, c, "", nil)
+		require.NoError(t, err)
+		require.False(t, generated)
+		require.Equal(t, id, again, "the next start reads the same ID")
+	})
+	t.Run("RecordNameTakenWithoutLabel", func(t *testing.T) {
+		t.Parallel()
+		unlabelled := record(clusterid.RecordName, "cl-x")
+		unlabelled.Labels = nil
+		_, _, err := kube.EnsureClusterID(ctx, k8sfake.NewClientset(unlabelled), "", nil)
+		require.ErrorIs(t, err, clusterid.ErrInvalid)
+	})
+}
+
+func TestEndpointFromClusterInfo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	caPEM, _, err := csr.GenerateCA(nil, "cluster-ca", time.Now(), time.Hour)
+	require.NoError(t, err)
+	clusterInfo := func(server string) *corev1.ConfigMap {
+		cfg := clientcmdapi.NewConfig()
+		cfg.Clusters[""] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+		b, err := clientcmd.Write(*cfg)
+		require.NoError(t, err)
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.ClusterInfoName, Namespace: kube.ClusterInfoNamespace},
+			Data: map[string]string{kube.ClusterInfoKey: string(b)}}
+	}
+
+	_, err = kube.EndpointFromClusterInfo(ctx, k8sfake.NewClientset())
+	require.ErrorIs(t, err, kube.ErrNoClusterInfo)
+
+	e, err := kube.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(clusterInfo("https://10.0.0.1:6443")))
+	require.NoError(t, err)
+	require.Equal(t, "https://10.0.0.1:6443", e.Server)
+	require.Equal(t, caPEM, e.CA)
+
+	_, err = kube.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(clusterInfo("http://10.0.0.1:8080")))
+	require.ErrorIs(t, err, kube.ErrNotHTTPS)
+
+	empty := clusterInfo("")
+	empty.Data[kube.ClusterInfoKey] = "apiVersion: v1\nkind: Config\n"
+	_, err = kube.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(empty))
+	require.ErrorIs(t, err, kube.ErrNoServer)
+}
