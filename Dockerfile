@@ -1,0 +1,29 @@
+# kubepact-controller's image, for those with a container engine:
+#
+#   docker build -t ghcr.io/kubepact/kubepact-controller:$(cat VERSION) .
+#
+# hack/image.sh builds the same image without one (an OCI archive). Keep the
+# two alike: a static, stripped binary, its version from VERSION, at
+# /kubepact-controller in an empty image, run as 65532:65532.
+FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+# The version the binary reports and the image's label: VERSION's content
+# (a test checks they agree).
+ARG VERSION=v0.1.0
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
+	-ldflags "-s -w -X main.version=${VERSION}" \
+	-o /out/kubepact-controller ./cmd/kubepact-controller
+
+FROM scratch
+ARG VERSION=v0.1.0
+LABEL org.opencontainers.image.version=$VERSION \
+	org.opencontainers.image.source=https://github.com/kubepact/kubepact \
+	org.opencontainers.image.licenses=Apache-2.0
+COPY --from=build /out/kubepact-controller /kubepact-controller
+USER 65532:65532
+ENTRYPOINT ["/kubepact-controller"]

@@ -1,0 +1,435 @@
+// Command image builds kubepact-controller's container image without a
+// container engine or a registry, as an OCI image-layout archive, and reads a
+// file back out of one. hack/image.sh runs it:
+//
+//	go run . build -binary FILE -version V -arch ARCH -ref REF -out OUT.tar
+//	go run . extract -archive OUT.tar -file /kubepact-controller -out FILE
+//
+// The image is what the Dockerfile at the repository root builds: no base
+// (scratch), one layer holding the static binary at /kubepact-controller,
+// run as 65532:65532. Every timestamp is the Unix epoch, so the same binary
+// always gives the same digests.
+//
+// It is a module of its own, so that the library's users never inherit
+// go-containerregistry.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+)
+
+// The image's fixed contents.
+const (
+	// Path is where the binary sits in the image, and its entrypoint.
+	Path = "/kubepact-controller"
+	// User is the numeric user and group the binary runs as (distroless's
+	// nonroot), so that Pods with runAsNonRoot need no runAsUser.
+	User = "65532:65532"
+	// Source and Licenses are the org.opencontainers.image labels.
+	Source   = "https://github.com/kubepact/kubepact"
+	Licenses = "Apache-2.0"
+
+	// RefName is the index annotation that names an image in an OCI layout.
+	RefName = "org.opencontainers.image.ref.name"
+	// containerdName is the one containerd's import reads first.
+	containerdName = "io.containerd.image.name"
+)
+
+// epoch is every timestamp in the image and the archive.
+var epoch = time.Unix(0, 0).UTC()
+
+// Spec says what to build.
+type Spec struct {
+	Binary  []byte // the static linux binary
+	Version string // org.opencontainers.image.version
+	Arch    string // GOARCH the binary was built for
+	Ref     string // the image's name and tag, e.g. ghcr.io/kubepact/kubepact-controller:v0.1.0
+}
+
+// Index returns a one-image OCI index for s: the image, with its platform
+// and its name in the RefName annotation.
+func Index(s Spec) (v1.ImageIndex, error) {
+	switch {
+	case len(s.Binary) == 0:
+		return nil, errors.New("no binary")
+	case s.Version == "", s.Arch == "", s.Ref == "":
+		return nil, errors.New("version, arch and ref are required")
+	}
+	layer, err := binaryLayer(s.Binary)
+	if err != nil {
+		return nil, err
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err = mutate.Append(img, mutate.Addendum{
+		Layer:     layer,
+		MediaType: types.OCILayer,
+		History: v1.History{
+			Created:   v1.Time{Time: epoch},
+			CreatedBy: "hack/image.sh: COPY kubepact-controller " + Path,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Created = v1.Time{Time: epoch}
+	cf.OS = "linux"
+	cf.Architecture = s.Arch
+	cf.Config.User = User
+	cf.Config.Entrypoint = []string{Path}
+	cf.Config.Labels = map[string]string{
+		"org.opencontainers.image.version":  s.Version,
+		"org.opencontainers.image.source":   Source,
+		"org.opencontainers.image.licenses": Licenses,
+	}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return nil, err
+	}
+	return mutate.AppendManifests(empty.Index, mutate.IndexAddendum{
+		Add: img,
+		Descriptor: v1.Descriptor{
+			Platform:    &v1.Platform{OS: "linux", Architecture: s.Arch},
+			Annotations: map[string]string{RefName: s.Ref, containerdName: s.Ref},
+		},
+	}), nil
+}
+
+// binaryLayer is a gzipped tar holding bin at Path, mode 0755, owned by root.
+func binaryLayer(bin []byte) (v1.Layer, error) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	if err := tw.WriteHeader(&tar.Header{
+		Typeflag: tar.TypeReg,
+		Name:     strings.TrimPrefix(Path, "/"),
+		Mode:     0o755,
+		Size:     int64(len(bin)),
+		ModTime:  epoch,
+		Format:   tar.FormatPAX,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(bin); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := b.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression), tarball.WithCompressedCaching)
+}
+
+// WriteArchive writes idx as an OCI image layout (oci-layout, index.json,
+// blobs/) in a tar archive at out. It writes a temporary file beside out and
+// renames it, so out is either the whole archive or untouched.
+func WriteArchive(out string, idx v1.ImageIndex) (err error) {
+	dir, err := os.MkdirTemp("", "kubepact-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if _, err := layout.Write(dir, idx); err != nil {
+		return fmt.Errorf("OCI layout: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := tarDir(f, dir); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), out)
+}
+
+// tarDir writes the tree under dir to w in lexical order, with fixed
+// owners, modes and times.
+func tarDir(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		h := &tar.Header{Name: filepath.ToSlash(rel), ModTime: epoch, Format: tar.FormatPAX}
+		if d.IsDir() {
+			h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", 0o755
+			return tw.WriteHeader(h)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", rel)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		h.Typeflag, h.Mode, h.Size = tar.TypeReg, 0o644, int64(len(data))
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// ReadArchive unpacks the OCI layout archive at archive into dir and
+// returns its index, checked: every blob's digest and size, and every
+// layer's diff ID, match what refers to it.
+func ReadArchive(archive, dir string) (v1.ImageIndex, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", archive, err)
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if !filepath.IsLocal(name) {
+			return nil, fmt.Errorf("%s: entry %q is outside the layout", archive, h.Name)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			err = writeFile(p, tr, 0o644)
+		default:
+			err = fmt.Errorf("%s: entry %q is not a file or directory", archive, h.Name)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", archive, err)
+	}
+	if err := validate.Index(idx); err != nil {
+		return nil, fmt.Errorf("%s: %w", archive, err)
+	}
+	return idx, nil
+}
+
+func writeFile(p string, r io.Reader, mode fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// OnlyImage returns the one image of idx.
+func OnlyImage(idx v1.ImageIndex) (v1.Image, v1.Descriptor, error) {
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, v1.Descriptor{}, err
+	}
+	if len(m.Manifests) != 1 {
+		return nil, v1.Descriptor{}, fmt.Errorf("the index lists %d manifests, want one image", len(m.Manifests))
+	}
+	img, err := idx.Image(m.Manifests[0].Digest)
+	return img, m.Manifests[0], err
+}
+
+// File returns the content and header of the regular file at name in img's
+// filesystem: its entry in the topmost layer that holds it.
+func File(img v1.Image, name string) ([]byte, *tar.Header, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, nil, err
+	}
+	want := strings.TrimPrefix(path.Clean(name), "/")
+	for i := len(layers) - 1; i >= 0; i-- {
+		rc, err := layers[i].Uncompressed()
+		if err != nil {
+			return nil, nil, err
+		}
+		data, h, err := find(rc, want)
+		rc.Close()
+		if err != nil || h != nil {
+			return data, h, err
+		}
+	}
+	return nil, nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+}
+
+// find reads the tar stream r up to the entry named want.
+func find(r io.Reader, want string) ([]byte, *tar.Header, error) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if strings.TrimPrefix(path.Clean(h.Name), "/") != want {
+			continue
+		}
+		if h.Typeflag != tar.TypeReg {
+			return nil, nil, fmt.Errorf("%s: not a regular file", want)
+		}
+		data, err := io.ReadAll(tr)
+		return data, h, err
+	}
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: image build|extract [flags]")
+	}
+	flags := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	switch args[0] {
+	case "build":
+		var s Spec
+		binary := flags.String("binary", "", "the static linux binary to ship")
+		out := flags.String("out", "", "the OCI layout archive to write")
+		flags.StringVar(&s.Version, "version", "", "the image's version label")
+		flags.StringVar(&s.Arch, "arch", "", "the GOARCH the binary was built for")
+		flags.StringVar(&s.Ref, "ref", "", "the image's name and tag")
+		if err := flags.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *binary == "" || *out == "" {
+			return errors.New("build: -binary and -out are required")
+		}
+		var err error
+		if s.Binary, err = os.ReadFile(*binary); err != nil {
+			return err
+		}
+		idx, err := Index(s)
+		if err != nil {
+			return err
+		}
+		if err := WriteArchive(*out, idx); err != nil {
+			return err
+		}
+		return describe(idx, *out)
+	case "extract":
+		archive := flags.String("archive", "", "the OCI layout archive to read")
+		file := flags.String("file", Path, "the file in the image")
+		out := flags.String("out", "", "where to write it (with the image's mode bits)")
+		if err := flags.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *archive == "" || *out == "" {
+			return errors.New("extract: -archive and -out are required")
+		}
+		dir, err := os.MkdirTemp("", "kubepact-image-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		idx, err := ReadArchive(*archive, dir)
+		if err != nil {
+			return err
+		}
+		img, _, err := OnlyImage(idx)
+		if err != nil {
+			return err
+		}
+		data, h, err := File(img, *file)
+		if err != nil {
+			return err
+		}
+		return writeFile(*out, bytes.NewReader(data), fs.FileMode(h.Mode).Perm())
+	default:
+		return fmt.Errorf("unknown command %q: want build or extract", args[0])
+	}
+}
+
+// describe prints what was written: name, digest, sizes.
+func describe(idx v1.ImageIndex, out string) error {
+	img, desc, err := OnlyImage(idx)
+	if err != nil {
+		return err
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	var compressed int64
+	for _, l := range layers {
+		n, err := l.Size()
+		if err != nil {
+			return err
+		}
+		compressed += n
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s\n  image %s (%s/%s)\n  layers %d bytes compressed; archive %d bytes\n",
+		out, desc.Annotations[RefName]+"@"+desc.Digest.String(), desc.Platform.OS, desc.Platform.Architecture, compressed, st.Size())
+	return nil
+}
