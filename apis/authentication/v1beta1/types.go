@@ -59,7 +59,7 @@ const (
 type TenantSpec struct {
 	// ClusterID is the consumer's cluster ID. It cannot change.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="ClusterID field is immutable"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="ClusterID is immutable"
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
 	// AuthzPolicy selects how ResourceSlices are authorized.
@@ -120,8 +120,9 @@ type TenantList struct {
 	Items           []Tenant `json:"items"`
 }
 
-// IdentityType tells what an Identity is used for.
-// +kubebuilder:validation:Enum=ControlPlane;ResourceSlice
+// IdentityType tells what an Identity is used for. An Identity's type is
+// one of the two below; a Renew's is not enumerated, as in Liqo's schema,
+// and the provider refuses any other (renewal.ErrUnsupported).
 type IdentityType string
 
 const (
@@ -139,6 +140,7 @@ type IdentitySpec struct {
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
 	// Type is the kind of identity.
+	// +kubebuilder:validation:Enum=ControlPlane;ResourceSlice
 	// +optional
 	Type IdentityType `json:"type,omitempty"`
 	// AuthParams are the credentials issued by the provider.
@@ -163,7 +165,7 @@ type IdentityStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=liqo,shortName=id
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
-// +kubebuilder:printcolumn:name="KubeconfigSecret",type=string,JSONPath=`.status.kubeconfigSecretRef.name`
+// +kubebuilder:printcolumn:name="KubeconfigSecret",type=string,JSONPath=`.status.kubeconfigSecretRef.name`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Identity struct {
 	metav1.TypeMeta   `json:",inline"`
