@@ -123,6 +123,7 @@ func TestCheck(t *testing.T) {
 		{"no consumer named", func(r *authv1beta1.Renew) { r.Spec.ConsumerClusterID = "" }, renewal.ErrForeign},
 		{"another provider's identity", func(r *authv1beta1.Renew) { r.Name = "controlplane-cl-other" }, renewal.ErrForeign},
 		{"a ResourceSlice", func(r *authv1beta1.Renew) { r.Spec.IdentityType = authv1beta1.ResourceSliceIdentityType }, renewal.ErrUnsupported},
+		{"an identity type Liqo's schema lets through", func(r *authv1beta1.Renew) { r.Spec.IdentityType = "Bogus" }, renewal.ErrUnsupported},
 		{"a CSR without a key", func(r *authv1beta1.Renew) { r.Spec.CSR = []byte("csr") }, renewal.ErrMalformed},
 		{"a key without a CSR", func(r *authv1beta1.Renew) { r.Spec.PublicKey = []byte("key") }, renewal.ErrMalformed},
 	} {
