@@ -213,7 +213,13 @@ func consumerOf(c *csr.Checked) string {
 }
 
 // usagesFor returns the usages kubepact asks for c: digital signature and
-// client auth, and key encipherment for an RSA key.
+// client auth, and key encipherment for an RSA key. Liqo asks for key
+// encipherment whatever the key; kubepact does not for Ed25519 and ECDSA
+// keys, which cannot encipher (TLS 1.3, and ECDHE in TLS 1.2, only sign
+// with a client key): the certificate then claims nothing its key cannot
+// do. Both sets are accepted by the kube-apiserver-client signer and by
+// every API server, so a Liqo provider signs kubepact's CSRs and the
+// reverse.
 func usagesFor(c *csr.Checked) []certificatesv1.KeyUsage {
 	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 	if _, ok := c.PublicKey().(*rsa.PublicKey); ok {
