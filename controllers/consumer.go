@@ -59,6 +59,14 @@ type ConsumerConfig struct {
 	// the serving certificate of a provider whose Identity has no CA (see
 	// kube.IdentityReviewerOptions).
 	RootCAs []byte
+	// TenantPodSecurity, when set ("privileged", "baseline" or
+	// "restricted"), is the pod-security.kubernetes.io/enforce label of the
+	// tenant namespaces this reconciler creates, set at creation only and
+	// never on a namespace that exists. Empty, the default, sets none: the
+	// cluster's default applies. Liqo labels its tenant namespaces
+	// "privileged" because its network gateways run there; set that only
+	// when a Liqo network module runs beside kubepact.
+	TenantPodSecurity string
 	// ReplicationResync bounds how long a status the provider writes on a
 	// replicated ResourceSlice or Renew takes to reach the consumer; zero
 	// means DefaultReplicationResync.
@@ -78,6 +86,9 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	if err := checkScheme(mgr); err != nil {
 		return err
 	}
+	if err := checkPodSecurity(cfg.TenantPodSecurity); err != nil {
+		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
+	}
 	cs, uncached, err := clients(mgr)
 	if err != nil {
 		return err
@@ -87,7 +98,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		keyNS = keys.DefaultNamespace
 	}
 	ports := kubepact.ConsumerPorts{
-		Namespaces:   kube.NewNamespaces(cs),
+		Namespaces:   tenantNamespaces(cs, cfg.TenantPodSecurity),
 		Keys:         kube.NewKeyStore(cs, keyNS),
 		Identities:   kube.NewIdentityStore(uncached),
 		Secrets:      kube.NewSecretWriter(cs),

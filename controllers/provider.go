@@ -74,6 +74,14 @@ type ProviderConfig struct {
 	// means nonce.DefaultTTL. A stored nonce keeps the TTL it was issued
 	// with (kubepact.ProviderOptions.NonceTTL).
 	NonceTTL time.Duration
+	// TenantPodSecurity, when set ("privileged", "baseline" or
+	// "restricted"), is the pod-security.kubernetes.io/enforce label of the
+	// tenant namespaces this reconciler creates, set at creation only and
+	// never on a namespace that exists. Empty, the default, sets none: the
+	// cluster's default applies. Liqo labels its tenant namespaces
+	// "privileged" because its network gateways run there; set that only
+	// when a Liqo network module runs beside kubepact.
+	TenantPodSecurity string
 	// Workers is how many nonce Secrets, and how many Tenants, are
 	// reconciled at once (controller-runtime's MaxConcurrentReconciles);
 	// zero means DefaultWorkers. An object is never reconciled by two
@@ -104,6 +112,9 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := checkScheme(mgr); err != nil {
 		return err
 	}
+	if err := checkPodSecurity(cfg.TenantPodSecurity); err != nil {
+		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
+	}
 	cs, uncached, err := clients(mgr)
 	if err != nil {
 		return err
@@ -122,7 +133,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	// when it does.
 	lifecyclePorts.Slices = kube.NewTenantSlices(mgr.GetClient())
 	p, err := kubepact.NewProvider(cfg.ClusterID, cfg.Endpoint, kubepact.ProviderPorts{
-		Namespaces:   kube.NewNamespaces(cs),
+		Namespaces:   tenantNamespaces(cs, cfg.TenantPodSecurity),
 		Nonces:       emptyNonceStore{Store: kube.NewNonceStore(cs), client: cs},
 		Tenants:      kube.NewTenantStore(uncached),
 		Signer:       signer,

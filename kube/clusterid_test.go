@@ -15,6 +15,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 func record(name, id string) *corev1.ConfigMap {
@@ -138,4 +139,32 @@ func TestEndpointFromClusterInfo(t *testing.T) {
 	empty.Data[kube.ClusterInfoKey] = "apiVersion: v1\nkind: Config\n"
 	_, err = kube.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(empty))
 	require.ErrorIs(t, err, kube.ErrNoServer)
+}
+
+// WithCreateLabels labels the namespaces it creates, and never one that
+// exists.
+func TestNamespacesWithCreateLabels(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	existing := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-old", Labels: map[string]string{"keep": "me"}}}
+	c := k8sfake.NewClientset(existing)
+	ns := kube.NewNamespaces(c).WithCreateLabels(map[string]string{"pod-security.kubernetes.io/enforce": "privileged"})
+
+	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-new")))
+	got, err := c.CoreV1().Namespaces().Get(ctx, "liqo-tenant-cl-new", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "privileged", got.Labels["pod-security.kubernetes.io/enforce"])
+	require.Equal(t, "true", got.Labels["liqo.io/tenant-namespace"])
+
+	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-old")))
+	got, err = c.CoreV1().Namespaces().Get(ctx, "liqo-tenant-cl-old", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotContains(t, got.Labels, "pod-security.kubernetes.io/enforce", "an existing namespace keeps its pod security")
+	require.Equal(t, "me", got.Labels["keep"])
+	require.Equal(t, "true", got.Labels["liqo.io/tenant-namespace"], "the tenant labels are added")
+
+	require.NoError(t, kube.NewNamespaces(c).Ensure(ctx, tenant.Namespace("cl-plain")))
+	plain, err := c.CoreV1().Namespaces().Get(ctx, "liqo-tenant-cl-plain", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotContains(t, plain.Labels, "pod-security.kubernetes.io/enforce", "none by default")
 }

@@ -13,16 +13,41 @@ import (
 )
 
 // Namespaces is a tenant.Namespaces over the API server.
-type Namespaces struct{ client kubernetes.Interface }
+type Namespaces struct {
+	client kubernetes.Interface
+	// onCreate are labels set on the namespaces it creates only.
+	onCreate map[string]string
+}
 
 var _ tenant.Namespaces = (*Namespaces)(nil)
 
 // NewNamespaces returns a Namespaces using client.
 func NewNamespaces(client kubernetes.Interface) *Namespaces { return &Namespaces{client: client} }
 
-// Ensure creates ns, or adds ns's labels to the existing namespace.
+// WithCreateLabels returns a Namespaces that also sets labels on the
+// namespaces it creates, and never on one that exists: an administrator's
+// labels stay theirs, and an admission policy may forbid changing them (as
+// kubepact-controller's does for pod-security.kubernetes.io/*).
+func (n *Namespaces) WithCreateLabels(labels map[string]string) *Namespaces {
+	return &Namespaces{client: n.client, onCreate: maps.Clone(labels)}
+}
+
+// Ensure creates ns, with the labels of WithCreateLabels, or adds ns's
+// labels to the existing namespace.
 func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 	api := n.client.CoreV1().Namespaces()
+	if len(n.onCreate) > 0 {
+		created := ns.DeepCopy()
+		if created.Labels == nil {
+			created.Labels = map[string]string{}
+		}
+		for k, v := range n.onCreate {
+			if _, set := created.Labels[k]; !set {
+				created.Labels[k] = v
+			}
+		}
+		ns = created
+	}
 	_, err := api.Create(ctx, ns, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
@@ -46,7 +71,11 @@ func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 		if merged == nil {
 			merged = map[string]string{}
 		}
-		maps.Copy(merged, ns.Labels)
+		for k, v := range ns.Labels {
+			if _, onCreate := n.onCreate[k]; !onCreate {
+				merged[k] = v
+			}
+		}
 		if maps.Equal(merged, cur.Labels) {
 			return nil
 		}

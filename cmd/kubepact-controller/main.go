@@ -40,6 +40,10 @@
 //	--leader-election-namespace NS  namespace of the Lease (default: the pod's, else the kubeconfig context's)
 //	--metrics-bind-address ADDR     Prometheus metrics (default :8080; 0 disables)
 //	--health-probe-bind-address ADDR /healthz and /readyz (default :8081; 0 disables)
+//	--tenant-namespace-pod-security LEVEL
+//	                                pod-security.kubernetes.io/enforce of the tenant namespaces it creates,
+//	                                at creation only (privileged for a Liqo network module beside it);
+//	                                default none
 //	--version                       print the version and exit
 //	--help                          print the flags and exit
 //
@@ -133,6 +137,7 @@ type options struct {
 	qps                          float64
 	burst                        int
 	printVersion                 bool
+	tenantPodSecurity            string
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -161,6 +166,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.burst, "kube-api-burst", 400, "client-side burst of requests to the API server")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
+	fs.StringVar(&o.tenantPodSecurity, "tenant-namespace-pod-security", "", "pod-security.kubernetes.io/enforce level of the tenant namespaces it creates (privileged for a Liqo network module beside it); default: none")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -192,6 +198,11 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.policy != "compatible" && o.policy != "strict" {
 		return nil, fmt.Errorf("%w: --policy: %q is neither compatible nor strict", errUsage, o.policy)
+	}
+	switch o.tenantPodSecurity {
+	case "", "privileged", "baseline", "restricted":
+	default:
+		return nil, fmt.Errorf("%w: --tenant-namespace-pod-security: %q is not privileged, baseline or restricted", errUsage, o.tenantPodSecurity)
 	}
 	if (o.localCACert == "") != (o.localCAKey == "") {
 		return nil, fmt.Errorf("%w: --local-ca-cert-file and --local-ca-key-file go together", errUsage)
@@ -363,6 +374,7 @@ func (o *options) providerConfig(ctx context.Context, cfg *rest.Config, client k
 		Policy:              tenant.Compatible,
 		CertificateLifetime: o.lifetime,
 		Workers:             o.workers,
+		TenantPodSecurity:   o.tenantPodSecurity,
 	}
 	if o.policy == "strict" {
 		pc.Policy = tenant.Strict
@@ -424,10 +436,11 @@ func (o *options) signer(pc *controllers.ProviderConfig) error {
 
 func (o *options) consumerConfig() (controllers.ConsumerConfig, error) {
 	cc := controllers.ConsumerConfig{
-		ClusterID:    o.clusterID,
-		KeyNamespace: o.keyNamespace,
-		Strict:       o.strict,
-		Offline:      o.offline,
+		ClusterID:         o.clusterID,
+		KeyNamespace:      o.keyNamespace,
+		Strict:            o.strict,
+		Offline:           o.offline,
+		TenantPodSecurity: o.tenantPodSecurity,
 	}
 	if o.rootCAFile != "" {
 		roots, err := os.ReadFile(o.rootCAFile)

@@ -444,6 +444,7 @@ func TestUsage(t *testing.T) {
 		{"--cluster-id=cl-a", "--roles=consumer", "--policy=lax"},
 		{"--cluster-id=cl-a", "--roles=consumer", "--local-ca-cert-file=ca.crt"},
 		{"--cluster-id=cl-a", "--roles=consumer", "extra"},
+		{"--cluster-id=cl-a", "--tenant-namespace-pod-security=open"},
 		{"--no-such-flag"},
 	} {
 		err := run(context.Background(), args, &rest.Config{}, io.Discard, io.Discard)

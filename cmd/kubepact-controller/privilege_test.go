@@ -199,6 +199,13 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
 		refused(t, err)
 	})
+	t.Run("TenantNamespaceWithPodSecurityAtCreation", func(t *testing.T) {
+		// --tenant-namespace-pod-security sets the label at creation,
+		// which the policy allows; it never changes it afterwards.
+		_, err := sa.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterid.TenantNamespace("cl-attack-psa"),
+			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	})
 	t.Run("CreateNamespace", func(t *testing.T) {
 		_, err := sa.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "attack"}}, metav1.CreateOptions{})
 		refused(t, err)

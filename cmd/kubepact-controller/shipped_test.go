@@ -225,4 +225,3 @@ func serviceAccountKubeconfig(t *testing.T, c *testcluster.Cluster) string {
 	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
 	return path
 }
-
