@@ -60,7 +60,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
@@ -111,6 +110,7 @@ type options struct {
 	leaderElect                  bool
 	leaderElectionNamespace      string
 	metricsAddr, probeAddr       string
+	metrics                      metricsFlags
 	zap                          zap.Options
 	leaseDuration, renewDeadline time.Duration
 	workers                      int
@@ -142,7 +142,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.workers, "workers", controllers.DefaultWorkers, "provider: nonce Secrets and Tenants reconciled at once")
 	fs.Float64Var(&o.qps, "kube-api-qps", 200, "client-side limit of requests per second to the API server (about 32 per handshake)")
 	fs.IntVar(&o.burst, "kube-api-burst", 400, "client-side burst of requests to the API server")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint (HTTPS unless --metrics-secure=false); 0 disables it")
+	o.metrics.bind(fs)
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -228,7 +229,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stderr io.Writer)
 		Scheme:                        scheme,
 		Logger:                        log,
 		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       o.metricsServer(),
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              LeaderElectionID,
