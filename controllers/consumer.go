@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,6 +87,9 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	if err := checkScheme(mgr); err != nil {
 		return err
 	}
+	if err := RegisterMetrics(); err != nil {
+		return err
+	}
 	if err := checkPodSecurity(cfg.TenantPodSecurity); err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
 	}
@@ -163,7 +167,7 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidSignedNonceSecret, "SignNonce",
 			"a signed-nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): nothing signed",
 			nonce.SignedSecretName, clusterid.Label, truncate(id))
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonInvalidSignedNonceSecret, errInvalidObject, false)
 	}
 	// Only in a tenant namespace that kubepact, Liqo or an administrator
 	// labelled for a peer: whoever may merely create a namespace of that
@@ -174,7 +178,7 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}
 	if err := tenant.CheckNamespace(ns, id); err != nil {
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonNotTenantNamespace, "SignNonce", "%v: nothing signed", err)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonNotTenantNamespace, err, false)
 	}
 	// Only a well-formed nonce is signed, never arbitrary bytes: the
 	// cluster key must not sign what a writer of this Secret chooses.
@@ -182,26 +186,27 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	n, err := nonce.Parse(string(raw))
 	if err != nil {
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonMalformedNonce, "SignNonce", "%s: %v: nothing signed", nonce.SecretKey, err)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonMalformedNonce, err, false)
 	}
 	key, err := keys.Ensure(ctx, r.keys, rand.Reader, r.alg)
 	if err != nil {
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "reading the cluster key: %v", err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
 	}
 	if held := s.Data[nonce.SignedSecretKey]; len(held) > 0 {
 		// Never overwritten: kubepact signed this nonce already, or the
 		// Secret holds a signature for another nonce or key.
-		if nonce.Verify(key.Public(), n, held) != nil {
+		if err := nonce.Verify(key.Public(), n, held); err != nil {
 			r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSignedNonceMismatch, "SignNonce",
 				"%s is not this cluster's signature over %s; it is kept: delete the Secret to sign a new nonce", nonce.SignedSecretKey, nonce.SecretKey)
+			return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSignedNonceMismatch, err, false)
 		}
 		return reconcile.Result{}, nil
 	}
 	sig, err := nonce.Sign(rand.Reader, key, n)
 	if err != nil {
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "%v", err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
 	}
 	// kubepact applies data.signedNonce alone, held to the Secret as read:
 	// if data.nonce changed since, the apply conflicts and the next
@@ -226,6 +231,9 @@ func (r *identityReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	var id authv1beta1.Identity
 	if err := r.client.Get(ctx, req.NamespacedName, &id); err != nil {
 		if apierrors.IsNotFound(err) {
+			if providerID, ok := strings.CutPrefix(req.Namespace, clusterid.TenantNamespacePrefix); ok {
+				metrics.forget(RoleConsumer, providerID, req.Name)
+			}
 			return reconcile.Result{}, r.removeKubeconfig(ctx, req)
 		}
 		return reconcile.Result{}, err
@@ -237,15 +245,20 @@ func (r *identityReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := clusterid.Validate(providerID); err != nil || id.Namespace != clusterid.TenantNamespace(providerID) {
 		r.events.Eventf(&id, nil, corev1.EventTypeWarning, ReasonInvalidIdentity, "Apply",
 			"an Identity must live in the tenant namespace of its spec.clusterID (%q)", truncate(providerID))
-		return reconcile.Result{}, nil
+		metrics.handshake(FlowIdentity, ResultRefused, ReasonInvalidIdentity)
+		return reconcile.Result{}, metrics.failed(ctx, IdentityControllerName, ReasonInvalidIdentity, errInvalidObject, false)
 	}
 	applied := id.Status.KubeconfigSecretRef != nil
 	// The provider named is the Identity's own: whoever may write
 	// Identities in this cluster decides which provider it trusts.
-	_, err := r.consumer.Apply(ctx, providerID, &id, nil)
+	a, err := r.consumer.Apply(ctx, providerID, &id, nil)
 	if err == nil {
 		if !applied {
 			r.events.Eventf(&id, nil, corev1.EventTypeNormal, ReasonIdentityApplied, "Apply", "Identity status is filled")
+			metrics.accepted(FlowIdentity, ReasonIdentityApplied, id.CreationTimestamp.Time, time.Now())
+		}
+		if a != nil && a.Identity != nil {
+			metrics.expires(RoleConsumer, providerID, id.Name, a.Identity.Spec.AuthParams.SignedCRT)
 		}
 		return reconcile.Result{}, nil
 	}
@@ -255,10 +268,15 @@ func (r *identityReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		reason, terminal = ReasonInvalidIdentity, true
 	}
 	r.events.Eventf(&id, nil, corev1.EventTypeWarning, reason, "Apply", "%v", err)
-	if terminal || !transient(err) && reason == ReasonApplyFailed {
-		return reconcile.Result{}, nil
+	if terminal {
+		metrics.handshake(FlowIdentity, ResultRefused, reason)
+	} else {
+		metrics.handshake(FlowIdentity, ResultFailed, reason)
 	}
-	return reconcile.Result{}, err
+	if terminal || !transient(err) && reason == ReasonApplyFailed {
+		return reconcile.Result{}, metrics.failed(ctx, IdentityControllerName, reason, err, false)
+	}
+	return reconcile.Result{}, metrics.failed(ctx, IdentityControllerName, reason, err, true)
 }
 
 // removeKubeconfig deletes the kubeconfig Secret of the deleted Identity

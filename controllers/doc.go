@@ -80,7 +80,51 @@
 // SignedNonceMismatch, InvalidIdentity, IdentityRejected. API, network and
 // signing errors are Warnings too (IssueNonceFailed, AcceptFailed,
 // SigningFailed, RemoveFailed, SigningNonceFailed, ApplyFailed) and are
-// retried with the controller's backoff.
+// retried with the controller's backoff. Every failure is also logged once,
+// with its reason: a retried one is returned to controller-runtime, which
+// logs it ("Reconciler error", the message prefixed with the reason) and
+// counts it in controller_runtime_reconcile_errors_total; one that is not
+// retried is logged by the reconciler ("Reconcile failed", with a "reason"
+// field). Both are counted in kubepact_reconcile_errors_total. Errors, like
+// Events, carry no secret.
+//
+// # Metrics
+//
+// SetupProvider and SetupConsumer register kubepact's metrics on
+// controller-runtime's metrics.Registry, once per process (RegisterMetrics),
+// so the manager's metrics endpoint serves them. Label values are bounded:
+// counters carry no cluster ID; only the per-certificate gauge names its
+// peer. Every counter series exists, at zero, from startup.
+//
+//   - kubepact_handshakes_total{flow, result, reason}: a decision on a
+//     handshake object. flow is tenant (Provider.Accept), resourceslice
+//     (Provider.AcceptSlice) or identity (the consumer applying a
+//     ControlPlane or ResourceSlice Identity); result is accepted (counted
+//     once, when the object's status is first filled), refused (the object
+//     itself is refused) or failed (retried); reason is the Event's.
+//   - kubepact_handshake_duration_seconds{flow}: histogram of the time
+//     from an object's metadata.creationTimestamp (one-second resolution)
+//     to its first acceptance, so it spans every reconcile, the CSR API's
+//     signing and any restart in between.
+//   - kubepact_certificate_expiration_timestamp_seconds{role, peer,
+//     identity}: the NotAfter, in Unix seconds, of each certificate the
+//     provider issued (role="provider", peer the consumer's ID, identity
+//     "ControlPlane" or the ResourceSlice's name), set whenever the Tenant
+//     or slice is accepted or re-signed, and of each certificate the
+//     consumer holds in a kubeconfig Secret (role="consumer", peer the
+//     provider's ID, identity the Identity's name). The series goes when
+//     the Tenant, slice or Identity goes, and when a Tenant is drained.
+//   - kubepact_renewals_total{role, result}: role="provider" counts a
+//     Tenant certificate re-signed at its deadline and a Renew answered,
+//     refused (drained, too early, invalid) or failed; role="consumer" a
+//     kubeconfig switched to renewed credentials, refused or failed.
+//   - kubepact_tenant_transitions_total{condition}: a Tenant's
+//     spec.tenantCondition changed to Active, Cordoned or Drained and was
+//     enforced (changes since the process started; the first condition seen
+//     of each Tenant is not counted).
+//   - kubepact_reconcile_errors_total{controller, reason}: every failure
+//     above, retried or not.
+//   - kubepact_build_info{version}: 1 (SetBuildInfo).
 //
 // # Security
 //

@@ -27,7 +27,11 @@ func (r *tenantReconciler) enforce(ctx context.Context, t *authv1beta1.Tenant) (
 	c := lifecycle.Condition(t.Spec.TenantCondition)
 	if err := r.provider.Enforce(ctx, t); err != nil {
 		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonEnforceFailed, "Enforce", "enforcing condition %s: %v", c, err)
-		return reconcile.Result{}, true, err
+		return reconcile.Result{}, true, metrics.failed(ctx, TenantControllerName, ReasonEnforceFailed, err, true)
+	}
+	r.transition(t.Name, string(c))
+	if c == authv1beta1.TenantConditionDrained {
+		metrics.forget(RoleProvider, t.Name, "") // its certificates are revoked
 	}
 	switch c {
 	case authv1beta1.TenantConditionDrained:
@@ -38,6 +42,23 @@ func (r *tenantReconciler) enforce(ctx context.Context, t *authv1beta1.Tenant) (
 		r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantCordoned, "Enforce", "Tenant cordoned: its ResourceSlices are marked %s", lifecycle.CordonAnnotation)
 	}
 	return reconcile.Result{}, false, nil
+}
+
+// transition counts a change of the condition enforced for consumerID
+// since this process last enforced one (kubepact_tenant_transitions_total).
+// The first condition this process sees of a Tenant is not counted, so a
+// restart counts nothing again.
+func (r *tenantReconciler) transition(consumerID, condition string) {
+	r.mu.Lock()
+	if r.conditions == nil {
+		r.conditions = map[string]string{}
+	}
+	prev, seen := r.conditions[consumerID]
+	r.conditions[consumerID] = condition
+	r.mu.Unlock()
+	if seen && prev != condition {
+		metrics.transitions.WithLabelValues(condition).Inc()
+	}
 }
 
 // retryAfter returns when a Tenant refused because its consumer's

@@ -1,11 +1,13 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -110,6 +112,9 @@ const DefaultWorkers = 32
 // must know the authentication.liqo.io/v1beta1 types (see NewScheme).
 func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := checkScheme(mgr); err != nil {
+		return err
+	}
+	if err := RegisterMetrics(); err != nil {
 		return err
 	}
 	if err := checkPodSecurity(cfg.TenantPodSecurity); err != nil {
@@ -326,11 +331,11 @@ func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidNonceSecret, "IssueNonce",
 			"a nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): no nonce issued",
 			nonce.SecretName, clusterid.Label, truncate(id))
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, metrics.failed(ctx, NonceControllerName, ReasonInvalidNonceSecret, errInvalidObject, false)
 	}
 	if _, err := r.provider.IssueNonce(ctx, id); err != nil {
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonIssueNonceFailed, "IssueNonce", "issuing the nonce: %v", err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, metrics.failed(ctx, NonceControllerName, ReasonIssueNonceFailed, err, true)
 	}
 	r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceGenerated, "IssueNonce", "Nonce generated successfully")
 	return reconcile.Result{}, nil
@@ -343,11 +348,19 @@ type tenantReconciler struct {
 	provider *kubepact.Provider
 	events   events.EventRecorder
 	clock    clock.PassiveClock
+
+	// conditions are the Tenants' conditions last enforced, by consumer
+	// ID, to count transitions (kubepact_tenant_transitions_total).
+	mu         sync.Mutex
+	conditions map[string]string
 }
 
 func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var t authv1beta1.Tenant
 	if err := r.client.Get(ctx, req.NamespacedName, &t); err != nil {
+		if apierrors.IsNotFound(err) && req.Namespace == clusterid.TenantNamespace(req.Name) {
+			r.gone(req.Name) // deleted without kubepact's finalizer
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if t.DeletionTimestamp != nil {
@@ -357,7 +370,8 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := clusterid.Validate(id); err != nil || t.Name != id || t.Namespace != clusterid.TenantNamespace(id) {
 		r.events.Eventf(&t, nil, corev1.EventTypeWarning, ReasonInvalidTenant, "Accept",
 			"a Tenant must be named after its spec.clusterID (%q) and live in its tenant namespace", truncate(id))
-		return reconcile.Result{}, nil
+		metrics.handshake(FlowTenant, ResultRefused, ReasonInvalidTenant)
+		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonInvalidTenant, errInvalidObject, false)
 	}
 	if res, done, err := r.enforce(ctx, &t); done {
 		return res, err
@@ -371,23 +385,44 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	issued, err := r.provider.Accept(ctx, &t)
 	switch {
 	case err == nil:
+		now := r.clock.Now()
 		if !filled {
 			r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonTenantAccepted, "Accept", "Tenant status is filled")
+			metrics.accepted(FlowTenant, ReasonTenantAccepted, t.CreationTimestamp.Time, now)
 		}
-		return renewalResult(issued, r.clock.Now()), nil
+		if issued != nil {
+			if filled && !bytes.Equal(t.Status.AuthParams.SignedCRT, issued.Spec.AuthParams.SignedCRT) {
+				metrics.renewal(RoleProvider, ResultRenewed) // re-signed at its renewal deadline
+			}
+			metrics.expires(RoleProvider, id, ControlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
+		}
+		return renewalResult(issued, now), nil
 	case errors.Is(err, csr.ErrPending):
 		r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Accept", "%v", err)
 		return reconcile.Result{}, nil
 	}
 	reason, terminal := reasonOf(err, ReasonAcceptFailed)
 	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%v", err)
+	if terminal {
+		metrics.handshake(FlowTenant, ResultRefused, reason)
+	} else {
+		metrics.handshake(FlowTenant, ResultFailed, reason)
+	}
 	if after := retryAfter(err, time.Now()); after > 0 {
-		return reconcile.Result{RequeueAfter: after}, nil
+		return reconcile.Result{RequeueAfter: after}, metrics.failed(ctx, TenantControllerName, reason, err, false)
 	}
 	if terminal || !transient(err) && reason == ReasonAcceptFailed {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, reason, err, false)
 	}
-	return reconcile.Result{}, err
+	return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, reason, err, true)
+}
+
+// gone deletes what the metrics hold of the consumer whose Tenant is gone.
+func (r *tenantReconciler) gone(consumerID string) {
+	metrics.forget(RoleProvider, consumerID, "")
+	r.mu.Lock()
+	delete(r.conditions, consumerID)
+	r.mu.Unlock()
 }
 
 // remove cleans up after a deleted Tenant that carries kubepact's
@@ -399,14 +434,20 @@ func (r *tenantReconciler) remove(ctx context.Context, t *authv1beta1.Tenant) (r
 	}
 	if err := r.provider.Forget(ctx, t.Name); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.gone(t.Name)
 			return reconcile.Result{}, nil
 		}
 		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonRemoveFailed, "Forget", "%v", err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonRemoveFailed, err, true)
 	}
+	r.gone(t.Name)
 	r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantRemoved, "Forget", "Tenant removed: binding, cached certificate and nonce deleted")
 	return reconcile.Result{}, nil
 }
+
+// errInvalidObject is logged for an object a reconciler refuses before
+// calling a step: misnamed or misplaced.
+var errInvalidObject = errors.New("the object is misnamed or misplaced; see its Events")
 
 // truncate bounds a label value quoted in an Event.
 func truncate(s string) string {

@@ -77,13 +77,22 @@ func (r *renewConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 			// provider's next answer; anything else is retried with backoff.
 			reason, terminal := renewReasonOf(err)
 			r.events.Eventf(&id, nil, corev1.EventTypeWarning, reason, "Renew", "renewed credentials not applied: %v", err)
-			if terminal || !transient(err) && reason == ReasonRenewFailed {
-				return reconcile.Result{}, nil
+			if terminal {
+				metrics.renewal(RoleConsumer, ResultRefused)
+			} else {
+				metrics.renewal(RoleConsumer, ResultFailed)
 			}
-			return reconcile.Result{}, err
+			if terminal || !transient(err) && reason == ReasonRenewFailed {
+				return reconcile.Result{}, metrics.failed(ctx, RenewalControllerName, reason, err, false)
+			}
+			return reconcile.Result{}, metrics.failed(ctx, RenewalControllerName, reason, err, true)
 		}
 		if a != nil {
 			r.events.Eventf(&id, nil, corev1.EventTypeNormal, ReasonIdentityRenewed, "Renew", "Identity renewed: the kubeconfig Secret holds the new certificate")
+			metrics.renewal(RoleConsumer, ResultRenewed)
+			if a.Identity != nil {
+				metrics.expires(RoleConsumer, providerID, a.Identity.Name, a.Identity.Spec.AuthParams.SignedCRT)
+			}
 			return reconcile.Result{}, nil // the Identity's update brings it back
 		}
 	}
@@ -93,9 +102,9 @@ func (r *renewConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 		reason, terminal := renewReasonOf(err)
 		r.events.Eventf(&id, nil, corev1.EventTypeWarning, reason, "RenewRequest", "%v", err)
 		if terminal || !transient(err) && reason == ReasonRenewFailed {
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, metrics.failed(ctx, RenewalControllerName, reason, err, false)
 		}
-		return reconcile.Result{}, err
+		return reconcile.Result{}, metrics.failed(ctx, RenewalControllerName, reason, err, true)
 	}
 	if held == nil || !sameRequest(held, want.Renew) {
 		if _, err := r.renews.Apply(ctx, want.Renew); err != nil {

@@ -116,7 +116,9 @@ func (r *renewProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 	switch {
 	case errors.As(err, &early):
 		r.events.Eventf(&rn, nil, corev1.EventTypeWarning, ReasonRenewTooEarly, "Renew", "%v", err)
-		return reconcile.Result{RequeueAfter: renewal.Wait(early.Until, r.clock.Now(), MinRenewalWait)}, nil
+		metrics.renewal(RoleProvider, ResultRefused)
+		return reconcile.Result{RequeueAfter: renewal.Wait(early.Until, r.clock.Now(), MinRenewalWait)},
+			metrics.failed(ctx, RenewControllerName, ReasonRenewTooEarly, err, false)
 	case errors.Is(err, csr.ErrPending):
 		r.events.Eventf(&rn, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Renew", "%v", err)
 		return reconcile.Result{}, nil
@@ -127,10 +129,15 @@ func (r *renewProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 	case err != nil:
 		reason, terminal := renewReasonOf(err)
 		r.events.Eventf(&rn, nil, corev1.EventTypeWarning, reason, "Renew", "%v", err)
-		if terminal || !transient(err) && reason == ReasonRenewFailed {
-			return reconcile.Result{}, nil
+		if terminal {
+			metrics.renewal(RoleProvider, ResultRefused)
+		} else {
+			metrics.renewal(RoleProvider, ResultFailed)
 		}
-		return reconcile.Result{}, err
+		if terminal || !transient(err) && reason == ReasonRenewFailed {
+			return reconcile.Result{}, metrics.failed(ctx, RenewControllerName, reason, err, false)
+		}
+		return reconcile.Result{}, metrics.failed(ctx, RenewControllerName, reason, err, true)
 	}
 	if rn.Status.AuthParams != nil && equality.Semantic.DeepEqual(*rn.Status.AuthParams, *params) {
 		return reconcile.Result{}, nil
@@ -147,6 +154,7 @@ func (r *renewProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 		return reconcile.Result{}, err
 	}
 	r.events.Eventf(&rn, nil, corev1.EventTypeNormal, ReasonRenewAnswered, "Renew", "Renew status is filled")
+	metrics.renewal(RoleProvider, ResultRenewed)
 	return reconcile.Result{}, nil
 }
 

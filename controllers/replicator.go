@@ -122,7 +122,7 @@ func (r *replicator[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate",
 			"a replicated %s must live in the tenant namespace of the provider of its %s label (%q): not replicated",
 			r.kind.kind, resourceslice.RemoteIDLabel, truncate(providerID))
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, errInvalidObject, false)
 	}
 	if local.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, r.remove(ctx, local, providerID)
@@ -140,7 +140,7 @@ func (r *replicator[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	remote, err := r.remotes.get(ctx, providerID)
 	if err != nil {
 		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "%v", err)
-		return reconcile.Result{RequeueAfter: r.resync}, nil
+		return reconcile.Result{RequeueAfter: r.resync}, metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, false)
 	}
 	api := remote.Resource(r.kind.resource).Namespace(clusterid.TenantNamespace(r.consumerID))
 	want, err := r.remoteObject(local)
@@ -150,12 +150,12 @@ func (r *replicator[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	got, err := api.Apply(ctx, local.GetName(), want, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
 	if err != nil {
 		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "copying to provider %s: %v", providerID, err)
-		return reconcile.Result{RequeueAfter: r.resync}, nil
+		return reconcile.Result{RequeueAfter: r.resync}, metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, false)
 	}
 	theirs := r.kind.new()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, theirs); err != nil {
 		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "the provider's copy does not decode: %v", err)
-		return reconcile.Result{RequeueAfter: r.resync}, nil
+		return reconcile.Result{RequeueAfter: r.resync}, metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, false)
 	}
 	if !equality.Semantic.DeepEqual(r.kind.status(local), r.kind.status(theirs)) {
 		r.kind.setStatus(local, theirs)
@@ -199,14 +199,15 @@ func (r *replicator[T]) remove(ctx context.Context, local T, providerID string) 
 		derr := remote.Resource(r.kind.resource).Namespace(clusterid.TenantNamespace(r.consumerID)).Delete(ctx, local.GetName(), metav1.DeleteOptions{})
 		if derr != nil && !apierrors.IsNotFound(derr) {
 			r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "deleting the provider's copy: %v", derr)
-			return derr
+			return metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, derr, true)
 		}
 	case apierrors.IsNotFound(err):
 		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate",
 			"no ControlPlane kubeconfig for provider %s: its copy of %s was not deleted", providerID, local.GetName())
+		_ = metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, false)
 	default:
 		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "%v", err)
-		return err
+		return metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, true)
 	}
 	patch := client.MergeFromWithOptions(local.DeepCopyObject().(T), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(local, resourceslice.ReplicationFinalizer)

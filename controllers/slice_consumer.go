@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -54,8 +55,9 @@ func (r *sliceConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 		}
 		if err := r.consumer.ForgetSlice(ctx, providerID, s.Name); err != nil {
 			r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceFailed, "ForgetSlice", "%v", err)
-			return reconcile.Result{}, err
+			return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, ReasonSliceFailed, err, true)
 		}
+		metrics.forget(RoleConsumer, providerID, identity.ResourceSliceName(s.Name))
 		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(&s, resourceslice.Finalizer)
 		if err := r.client.Patch(ctx, &s, patch); err != nil {
@@ -72,10 +74,7 @@ func (r *sliceConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 			reason = ReasonInvalidSlice
 		}
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "CompleteSlice", "%v", err)
-		if transient(err) {
-			return reconcile.Result{}, err
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, reason, err, transient(err))
 	}
 	if changed || !controllerutil.ContainsFinalizer(done, resourceslice.Finalizer) {
 		// The finalizer first: it is what removes the Identity and key.
@@ -90,24 +89,32 @@ func (r *sliceConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 		return reconcile.Result{}, nil // not answered yet
 	}
 	applied := hasSecretRef(ctx, r.client, s.Namespace, s.Name)
-	_, err = r.consumer.ApplySliceIdentity(ctx, &s, nil)
+	a, err := r.consumer.ApplySliceIdentity(ctx, &s, nil)
 	switch {
 	case err == nil:
 		if !applied {
 			r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceIdentityApplied, "ApplySliceIdentity", "ResourceSlice identity is ready")
+			metrics.accepted(FlowIdentity, ReasonSliceIdentityApplied, s.CreationTimestamp.Time, time.Now())
+		}
+		if a != nil && a.Identity != nil {
+			metrics.expires(RoleConsumer, providerID, a.Identity.Name, a.Identity.Spec.AuthParams.SignedCRT)
 		}
 		return reconcile.Result{}, nil
 	case errors.Is(err, kubepact.ErrSlicePending):
 		return reconcile.Result{}, nil
 	case errors.Is(err, kubepact.ErrSliceDenied):
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceDenied, "ApplySliceIdentity", "%v", err)
-		return reconcile.Result{}, nil
+		metrics.handshake(FlowIdentity, ResultRefused, ReasonSliceDenied)
+		metrics.forget(RoleConsumer, providerID, identity.ResourceSliceName(s.Name))
+		return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, ReasonSliceDenied, err, false)
 	case transient(err):
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceFailed, "ApplySliceIdentity", "%v", err)
-		return reconcile.Result{}, err
+		metrics.handshake(FlowIdentity, ResultFailed, ReasonSliceFailed)
+		return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, ReasonSliceFailed, err, true)
 	}
 	r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceIdentityRejected, "ApplySliceIdentity", "%v", err)
-	return reconcile.Result{}, nil
+	metrics.handshake(FlowIdentity, ResultRefused, ReasonSliceIdentityRejected)
+	return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, ReasonSliceIdentityRejected, err, false)
 }
 
 // hasSecretRef reports whether the slice's Identity points at its Secret.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -103,6 +105,9 @@ func (r *sliceProviderReconciler) slicesOf(consumer func(client.Object) string) 
 func (r *sliceProviderReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var s authv1beta1.ResourceSlice
 	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
+		if consumerID, ok := strings.CutPrefix(req.Namespace, clusterid.TenantNamespacePrefix); ok && apierrors.IsNotFound(err) {
+			metrics.forget(RoleProvider, consumerID, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.DeletionTimestamp != nil {
@@ -126,27 +131,49 @@ func (r *sliceProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 	case err != nil && !errors.As(err, &denied):
 		reason, terminal := reasonOf(err, ReasonSliceFailed)
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "AcceptSlice", "%v", err)
-		if terminal || !transient(err) && reason == ReasonSliceFailed {
-			return reconcile.Result{}, nil
+		if terminal {
+			metrics.handshake(FlowResourceSlice, ResultRefused, reason)
+		} else {
+			metrics.handshake(FlowResourceSlice, ResultFailed, reason)
 		}
-		return reconcile.Result{}, err
+		if terminal || !transient(err) && reason == ReasonSliceFailed {
+			return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, reason, err, false)
+		}
+		return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, reason, err, true)
 	}
-	renew := sliceRenewal(status, r.clock.Now())
+	now := r.clock.Now()
+	renew := sliceRenewal(status, now)
+	authenticated := resourceslice.Accepted(status, authv1beta1.ResourceSliceConditionTypeAuthentication)
+	if consumerID, ok := strings.CutPrefix(s.Namespace, clusterid.TenantNamespacePrefix); ok {
+		if authenticated && status.AuthParams != nil {
+			metrics.expires(RoleProvider, consumerID, s.Name, status.AuthParams.SignedCRT)
+		} else {
+			metrics.forget(RoleProvider, consumerID, s.Name)
+		}
+	}
 	if equality.Semantic.DeepEqual(&s.Status, status) {
 		return renew, nil
 	}
+	was := resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication)
 	s.Status = *status
 	if uerr := r.client.Status().Update(ctx, &s); uerr != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(uerr)
 	}
+	reason := ReasonSliceAccepted
 	switch {
 	case denied != nil:
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceDenied, "AcceptSlice", "%v", err)
+		metrics.handshake(FlowResourceSlice, ResultRefused, ReasonSliceDenied)
+		return renew, metrics.failed(ctx, SliceControllerName, ReasonSliceDenied, err, false)
 	case !resourceslice.Accepted(status, authv1beta1.ResourceSliceConditionTypeResources):
+		reason = ReasonSliceResourcesDenied
 		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceResourcesDenied, "AcceptSlice", "%s",
 			resourceslice.Condition(status, authv1beta1.ResourceSliceConditionTypeResources).Message)
 	default:
 		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceAccepted, "AcceptSlice", "ResourceSlice status is filled")
+	}
+	if authenticated && !was {
+		metrics.accepted(FlowResourceSlice, reason, s.CreationTimestamp.Time, now)
 	}
 	return renew, nil
 }
@@ -159,7 +186,10 @@ func (r *sliceProviderReconciler) remove(ctx context.Context, s *authv1beta1.Res
 	}
 	if err := r.provider.ForgetSlice(ctx, s.Namespace, s.Name); err != nil {
 		r.events.Eventf(s, nil, corev1.EventTypeWarning, ReasonSliceFailed, "ForgetSlice", "%v", err)
-		return err
+		return metrics.failed(ctx, SliceControllerName, ReasonSliceFailed, err, true)
+	}
+	if consumerID, ok := strings.CutPrefix(s.Namespace, clusterid.TenantNamespacePrefix); ok {
+		metrics.forget(RoleProvider, consumerID, s.Name)
 	}
 	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(s, resourceslice.Finalizer)

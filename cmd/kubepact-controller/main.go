@@ -38,7 +38,9 @@
 //	--kube-api-burst N              client-side burst (default 400)
 //	--leader-elect                  elect a leader among replicas (default true)
 //	--leader-election-namespace NS  namespace of the Lease (default: the pod's, else the kubeconfig context's)
-//	--metrics-bind-address ADDR     Prometheus metrics (default :8080; 0 disables)
+//	--metrics-bind-address ADDR     Prometheus metrics, over HTTPS for who may get /metrics (default :8443; 0 disables)
+//	--metrics-secure                authenticate and authorize scrapes over HTTPS (default true)
+//	--metrics-cert-dir DIR          tls.crt and tls.key of the metrics server (default: self-signed)
 //	--health-probe-bind-address ADDR /healthz and /readyz (default :8081; 0 disables)
 //	--tenant-namespace-pod-security LEVEL
 //	                                pod-security.kubernetes.io/enforce of the tenant namespaces it creates,
@@ -76,7 +78,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
@@ -131,6 +132,7 @@ type options struct {
 	leaderElect                  bool
 	leaderElectionNamespace      string
 	metricsAddr, probeAddr       string
+	metrics                      metricsFlags
 	zap                          zap.Options
 	leaseDuration, renewDeadline time.Duration
 	workers                      int
@@ -164,7 +166,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.workers, "workers", controllers.DefaultWorkers, "provider: nonce Secrets and Tenants reconciled at once")
 	fs.Float64Var(&o.qps, "kube-api-qps", 200, "client-side limit of requests per second to the API server (about 32 per handshake)")
 	fs.IntVar(&o.burst, "kube-api-burst", 400, "client-side burst of requests to the API server")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint (HTTPS unless --metrics-secure=false); 0 disables it")
+	o.metrics.bind(fs)
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	fs.StringVar(&o.tenantPodSecurity, "tenant-namespace-pod-security", "", "pod-security.kubernetes.io/enforce level of the tenant namespaces it creates (privileged for a Liqo network module beside it); default: none")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
@@ -308,7 +311,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 		Scheme:                        scheme,
 		Logger:                        withQuietStop(ctx, log),
 		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       o.metricsServer(),
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              LeaderElectionID,
