@@ -42,6 +42,7 @@ func CacheOptions() cache.Options {
 		panic(err) // a constant, valid label key
 	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)},
+		&corev1.Secret{}:    {Label: labels.NewSelector().Add(*req)},
+		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{kube.RevocationLabel: "true"})},
 	}}
 }
