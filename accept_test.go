@@ -135,7 +135,7 @@ func TestAcceptTrustsNoStoredState(t *testing.T) {
 		require.Equal(t, signed, p.providerCluster.Signer.Signed())
 
 		// Had the nonce been fresh, other would be judged on its own.
-		require.NoError(t, p.provider.Forget(ctx, consumerID))
+		require.NoError(t, p.provider.Revoke(ctx, consumerID))
 		require.NoError(t, p.provider.Readmit(ctx, consumerID))
 		n, err = p.provider.IssueNonce(ctx, consumerID)
 		require.NoError(t, err)

@@ -56,9 +56,13 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 }
 
 // Unauthenticate removes the consumer's Identity and kubeconfig Secret for
-// the provider, then the provider's Tenant, binding and cached certificate
-// for the consumer. It refuses with ErrInUse while ResourceSlice identities
-// exist on the consumer, and changes nothing then.
+// the provider, then unpeers the consumer on the provider (Provider.Forget):
+// its Tenant and binding go, the nonce and the cached certificate stay, so
+// Authenticate with the same cluster key passes again at once, with the
+// same nonce, as with Liqo. To revoke instead (a key that may have leaked),
+// call Consumer.Forget and Provider.Revoke, or annotate the Tenant with
+// lifecycle.RevokeAnnotation before. It refuses with ErrInUse while
+// ResourceSlice identities exist on the consumer, and changes nothing then.
 func Unauthenticate(ctx context.Context, c *Consumer, p *Provider) error {
 	if err := c.Forget(ctx, p.ClusterID()); err != nil {
 		return err

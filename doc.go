@@ -53,8 +53,11 @@
 // (Provider.Renew, Consumer.RenewRequest, Consumer.Renewed; package
 // renewal). The provider cordons, drains and readmits tenants
 // (Provider.Cordon, Provider.Drain, Provider.Readmit; package lifecycle): a
-// drained or forgotten consumer is not bound again while a certificate
-// issued to it may still be valid. Package controllers runs all of it
+// drained or revoked consumer (Provider.Revoke) is not bound again while a
+// certificate issued to it may still be valid. Deleting a Tenant
+// (Provider.Forget, Unauthenticate) is an unpeering, as in Liqo: the nonce
+// and the cached certificate stay, and the same cluster key peers again at
+// once. Package controllers runs all of it
 // declaratively, as Liqo's controllers do. The older flows are in packages
 // authtoken and authserver (Liqo's shared-token server) and saidentity
 // (ServiceAccount identities with expiring tokens).

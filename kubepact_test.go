@@ -371,17 +371,15 @@ func TestUnauthenticate(t *testing.T) {
 	require.Empty(t, p.consumerCluster.Identities.Objects(""))
 	require.Empty(t, p.consumerCluster.Secrets.Objects(""))
 	require.Empty(t, p.providerCluster.Tenants.Objects(""))
-	require.Zero(t, p.providerCluster.Certificates.Len())
+	require.Equal(t, 1, p.providerCluster.Certificates.Len(), "the cached certificate, still valid, keeps holding the ID")
 	_, ok := p.providerCluster.RBAC.RoleBinding("liqo-tenant-cl-consumer", rbac.BindingName(rbac.ControlPlaneClusterRoleName))
 	require.False(t, ok)
+	_, err = p.provider.Revocation(ctx, consumerID)
+	require.ErrorIs(t, err, lifecycle.ErrNotFound, "an unpeering records no revocation")
 
-	// Unauthenticating again succeeds. A new handshake is refused while the
-	// certificate issued before may be valid, and works once the provider
-	// readmits the consumer.
+	// Unauthenticating again succeeds, and a new handshake passes at once,
+	// as with Liqo.
 	require.NoError(t, kubepact.Unauthenticate(ctx, p.consumer, p.provider))
-	_, err = kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
-	require.ErrorIs(t, err, lifecycle.ErrRevoked)
-	require.NoError(t, p.provider.Readmit(ctx, consumerID))
 	_, err = kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
 }

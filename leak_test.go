@@ -298,9 +298,9 @@ func TestNoSecretLeaks(t *testing.T) {
 			scan.err(err)
 		}
 
-		// An expired nonce, a denied CSR. Forgotten first, so the nonce
+		// An expired nonce, a denied CSR. Revoked first, so the nonce
 		// kept for the consumer's verified key is gone.
-		require.NoError(t, p.provider.Forget(ctx, consumerID))
+		require.NoError(t, p.provider.Revoke(ctx, consumerID))
 		require.NoError(t, p.provider.Readmit(ctx, consumerID))
 		n, err := p.provider.IssueNonce(ctx, consumerID)
 		require.NoError(t, err)

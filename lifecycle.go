@@ -10,7 +10,9 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -249,6 +251,12 @@ func (p *Provider) admit(ctx context.Context, t *authv1beta1.Tenant) (*authv1bet
 // (lifecycle.CheckHolder: a *lifecycle.HeldError). claim are the keys the
 // handshake proved it holds: the Tenant's key, by the nonce signature, and
 // its CSR's, by the CSR's self-signature.
+//
+// After an unpeering there is no stored Tenant to say which cluster key
+// holds the cached certificate; the nonce's mark does (see Forget): a claim
+// of the key it names, over the very certificate it names, is the
+// holder's, which lets a Strict consumer, whose certificate has a key of
+// its own, re-peer with its cluster key.
 func (p *Provider) checkHolder(ctx context.Context, consumerID string, stored *authv1beta1.Tenant, claim ...crypto.PublicKey) error {
 	var cached *csr.CacheEntry
 	switch e, err := p.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID}); {
@@ -257,7 +265,41 @@ func (p *Provider) checkHolder(ctx context.Context, consumerID string, stored *a
 	case !errors.Is(err, csr.ErrNotFound):
 		return err
 	}
+	if stored == nil && cached != nil {
+		held, err := p.unpeeredHolder(ctx, consumerID, cached, claim)
+		if err != nil {
+			return err
+		}
+		if held {
+			cached = nil
+		}
+	}
 	return lifecycle.CheckHolder(consumerID, stored, cached, claim, p.opts.Clock.Now())
+}
+
+// unpeeredHolder reports whether the nonce of consumerID is marked as kept
+// by an unpeering for a key among claim, and names the key of the
+// certificate in cached.
+func (p *Provider) unpeeredHolder(ctx context.Context, consumerID string, cached *csr.CacheEntry, claim []crypto.PublicKey) (bool, error) {
+	e, err := p.ports.Nonces.Get(ctx, consumerID)
+	switch {
+	case errors.Is(err, nonce.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case e.Redemption == nil || e.Redemption.Unpeered == "" || e.Redemption.Key == "":
+		return false, nil
+	}
+	leaf, err := csr.ParseCertificate(cached.Certificate)
+	if err != nil || keys.Fingerprint(leaf.PublicKey) != e.Redemption.Unpeered {
+		return false, nil
+	}
+	for _, k := range claim {
+		if k != nil && keys.Fingerprint(k) == e.Redemption.Key {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // verifiable returns t as the consumer signed it: the condition is the

@@ -68,21 +68,21 @@ func TestDrainFaultAtEveryCall(t *testing.T) {
 	})
 }
 
-// Forget records the revocation before it deletes anything: when the
-// record cannot be written, the binding stays and Forget fails, so no
-// consumer is ever forgotten without its record.
-func TestForgetRecordsFirst(t *testing.T) {
+// Revoke records the revocation before it deletes anything: when the
+// record cannot be written, the binding stays and Revoke fails, so no
+// consumer is ever revoked without its record.
+func TestRevokeRecordsFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p := drainable(t)
 	fired := failOnce(p.faults, fake.Call{Op: "Revocations.Put"}, 0, injected[1].err)
-	require.ErrorIs(t, p.provider.Forget(ctx, consumerID), injected[1].err)
+	require.ErrorIs(t, p.provider.Revoke(ctx, consumerID), injected[1].err)
 	require.True(t, fired())
 	_, ok := p.providerCluster.RBAC.RoleBinding(tenantNS, rbac.BindingName(rbac.ControlPlaneClusterRoleName))
 	require.True(t, ok, "nothing is deleted before the record is written")
 	require.Len(t, p.providerCluster.Tenants.Objects(""), 1)
 
-	require.NoError(t, p.provider.Forget(ctx, consumerID))
+	require.NoError(t, p.provider.Revoke(ctx, consumerID))
 	_, err := p.provider.Revocation(ctx, consumerID)
 	require.NoError(t, err)
 	_, err = p.providerCluster.Revocations.Get(ctx, consumerID)

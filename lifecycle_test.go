@@ -216,26 +216,40 @@ func TestDeleteBindingChecksUID(t *testing.T) {
 	require.True(t, ok)
 }
 
-// TestRecreateAfterDrainOrForget: a Tenant for the same consumer is not
-// bound again while a certificate issued before may be valid, unless the
-// administrator readmits the consumer.
-func TestRecreateAfterDrainOrForget(t *testing.T) {
+// TestRecreateAfterRevocation: after a revocation (a drain, a Tenant
+// deleted asking for it, Provider.Revoke) a Tenant for the same consumer is
+// not bound again while a certificate issued before may be valid, unless
+// the administrator readmits the consumer.
+func TestRecreateAfterRevocation(t *testing.T) {
 	t.Parallel()
-	for _, drain := range []bool{true, false} {
-		name := "forget"
-		if drain {
-			name = "drain"
-		}
+	for name, revoke := range map[string]func(context.Context, *pair) error{
+		"drain then delete": func(ctx context.Context, p *pair) error {
+			if err := p.provider.Drain(ctx, consumerID); err != nil {
+				return err
+			}
+			return p.provider.Forget(ctx, consumerID)
+		},
+		"revoke": func(ctx context.Context, p *pair) error { return p.provider.Revoke(ctx, consumerID) },
+		"asked by the consumer": func(ctx context.Context, p *pair) error {
+			st, err := p.providerCluster.Tenants.Get(ctx, tenantNS, consumerID)
+			if err != nil {
+				return err
+			}
+			st.Annotations[lifecycle.RevokeAnnotation] = "true"
+			if _, err := p.providerCluster.Tenants.Apply(ctx, st); err != nil {
+				return err
+			}
+			return p.provider.Forget(ctx, consumerID)
+		},
+	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			p, _ := authenticated(t)
-			if drain {
-				require.NoError(t, p.provider.Drain(ctx, consumerID))
-			}
-			require.NoError(t, p.provider.Forget(ctx, consumerID))
+			require.NoError(t, revoke(ctx, p))
 			r, err := p.provider.Revocation(ctx, consumerID)
 			require.NoError(t, err)
+			require.Zero(t, p.providerCluster.Certificates.Len(), "a revocation drops the cached certificate")
 
 			again := func() error {
 				n, err := p.provider.IssueNonce(ctx, consumerID)

@@ -11,6 +11,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -70,14 +71,53 @@ func TestLiqoConsumerReauthenticates(t *testing.T) {
 	_, err = p.provider.Accept(ctx, intruder)
 	require.ErrorIs(t, err, nonce.ErrRedeemed)
 
-	// After unauthenticate the provider issues a new nonce; the Liqo
-	// consumer, whose liqo-signed-nonce is deleted by unauthenticate, signs it.
+	// liqoctl unauthenticate deletes the Tenant; the Liqo consumer keeps its
+	// liqo-signed-nonce, and authenticates again at once, with the same
+	// nonce, with no step by hand on either cluster.
 	require.NoError(t, p.provider.Forget(ctx, consumerID))
-	require.NoError(t, p.provider.Readmit(ctx, consumerID))
-	liqo.signedNonce = nil
-	_, n, err := liqo.authenticate(ctx, p.provider)
+	id, n, err := liqo.authenticate(ctx, p.provider)
 	require.NoError(t, err)
+	require.True(t, first.Equal(n), "the unpeering kept the nonce")
+	requireIdentityFor(t, id, mustLiqoTenant(t, liqo.key, n))
+
+	// Past the nonce's TTL, and unpeered again: the nonce is still the
+	// consumer's, and still closed to every other key.
+	p.clock.Step(nonce.DefaultTTL + 1)
+	require.NoError(t, p.provider.Forget(ctx, consumerID))
+	n, err = p.provider.IssueNonce(ctx, consumerID)
+	require.NoError(t, err)
+	require.True(t, first.Equal(n))
+	_, err = p.provider.Accept(ctx, intruder)
+	require.ErrorIs(t, err, nonce.ErrRedeemed)
+	_, _, err = liqo.authenticate(ctx, p.provider)
+	require.NoError(t, err)
+}
+
+// After a revocation the provider starts over: a new nonce, which the Liqo
+// consumer refuses until its liqo-signed-nonce is deleted by hand, and
+// nothing is bound before the administrator readmits the consumer.
+func TestLiqoConsumerAfterRevocation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPair(t)
+	liqo := &liqoConsumer{key: testkeys.Generate(t, keys.Ed25519)}
+	_, first, err := liqo.authenticate(ctx, p.provider)
+	require.NoError(t, err)
+
+	require.NoError(t, p.provider.Drain(ctx, consumerID))
+	require.NoError(t, p.provider.Forget(ctx, consumerID))
+	_, n, err := liqo.authenticate(ctx, p.provider)
+	require.ErrorIs(t, err, errDifferentNonce)
 	require.False(t, first.Equal(n))
+	liqo.signedNonce = nil
+	_, _, err = liqo.authenticate(ctx, p.provider)
+	var revoked *lifecycle.RevokedError
+	require.ErrorAs(t, err, &revoked)
+	require.Equal(t, lifecycle.ReasonDrained, revoked.Reason)
+
+	require.NoError(t, p.provider.Readmit(ctx, consumerID))
+	_, _, err = liqo.authenticate(ctx, p.provider)
+	require.NoError(t, err)
 }
 
 // A nonce redeemed by a Tenant the provider did not accept is not kept:

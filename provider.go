@@ -3,6 +3,7 @@ package kubepact
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -153,9 +154,11 @@ func (p *Provider) nonceOptions() *nonce.Options {
 // IssueNonce ensures the tenant namespace of consumerID and returns its
 // current nonce, issuing one when there is none, it expired, or it was
 // redeemed by a Tenant this provider did not accept. The nonce redeemed by
-// the key of the consumer's accepted Tenant is kept, so the consumer
-// re-authenticates with the nonce it holds, as a Liqo consumer must (it
-// refuses a different nonce); any other key still gets nonce.ErrRedeemed.
+// the key of the consumer's accepted Tenant is kept, and so is the one of a
+// key whose accepted Tenant was unpeered (Forget marks it:
+// nonce.Redemption.Unpeered), so the consumer re-authenticates with the
+// nonce it holds, as a Liqo consumer must (it refuses a different nonce);
+// any other key still gets nonce.ErrRedeemed.
 func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Nonce, error) {
 	if err := clusterid.Validate(consumerID); err != nil {
 		return nonce.Nonce{}, err
@@ -166,6 +169,9 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 	p.step(ctx, Step{Name: StepProviderNamespace})
 	opts := p.nonceOptions()
 	opts.KeepRedeemed = func(ctx context.Context, r nonce.Redemption) (bool, error) {
+		if r.Unpeered != "" && r.Key != "" {
+			return true, nil
+		}
 		return p.acceptedKey(ctx, consumerID, r.Key)
 	}
 	n, err := nonce.Ensure(ctx, p.ports.Nonces, consumerID, p.opts.Clock.Now(), opts)
@@ -202,7 +208,8 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // which another key holds a live certificate, whatever flow issued it (the
 // token server included): a *lifecycle.HeldError (lifecycle.CheckHolder).
 // A re-authentication signed by the stored Tenant's key, with a fresh CSR
-// key or not, is the holder's.
+// key or not, is the holder's; so is one signed by the key of a Tenant that
+// was unpeered (see Forget), with the nonce it kept.
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	if p.endpoint.Server == "" {
 		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: %w: accepting Tenants needs it", ErrInvalidConfig, ErrNoEndpoint))
@@ -417,28 +424,87 @@ func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 	return id, nil
 }
 
-// Forget removes what the provider holds for consumerID: its Tenant, its
-// RoleBinding, its cached certificate and any pending nonce. The tenant
-// namespace stays. Forgetting an unknown consumer succeeds. When a
-// certificate was issued to the consumer, Forget first records it as
-// revoked (see Readmit): Accept binds the consumer again only once every
-// certificate issued to it expired, or the administrator readmits it.
+// Forget unpeers consumerID, as Liqo does when a Tenant is deleted (by its
+// consumer, liqoctl unauthenticate or kubepact unauthenticate): it deletes
+// the consumer's ControlPlane RoleBinding and its Tenant, and the next
+// valid handshake signed by the same cluster key is admitted at once. What
+// that needs is kept:
+//
+//   - the nonce, as Liqo keeps its liqo-nonce Secret: a Liqo consumer
+//     refuses a different one. When the Tenant was accepted and redeemed
+//     it, the nonce is marked (nonce.Redemption.Unpeered) with the key of
+//     the certificate cached for the consumer, so IssueNonce keeps it for
+//     that key after the Tenant is gone; another key still gets
+//     nonce.ErrRedeemed.
+//   - the cached certificate (csr.CacheKey{ConsumerID}): it is valid until
+//     it expires, whatever happens to the Tenant, so it keeps holding the
+//     consumer ID (lifecycle.CheckHolder): another key is refused with a
+//     *lifecycle.HeldError until it expires; the unpeered key, proven by
+//     the nonce's signature, is its holder.
+//
+// No revocation record is written, and one already in force (a drain, a
+// record an administrator wrote) stays: Accept keeps refusing until it
+// ends or Readmit. A deletion is a revocation instead (see Revoke) when
+// the stored Tenant is Drained, or carries lifecycle.RevokeAnnotation
+// "true", which a consumer whose key may have leaked sets before deleting
+// its Tenant. The tenant namespace stays. Forgetting an unknown consumer
+// succeeds.
 func (p *Provider) Forget(ctx context.Context, consumerID string) error {
+	return p.forget(ctx, consumerID, false)
+}
+
+// Revoke deletes what the provider holds for consumerID, as Forget does,
+// but as a revocation: when a certificate was issued to the consumer, it
+// first records until when it may be valid (lifecycle.Revocation, see
+// Readmit), and it deletes the cached certificate and the nonce, so that
+// nothing of the old peering is kept. Accept binds the consumer again only
+// once every certificate issued to it expired, or the administrator
+// readmits it; a new key then gets a fresh nonce. kubepact unauthenticate
+// --revoke calls it.
+func (p *Provider) Revoke(ctx context.Context, consumerID string) error {
+	return p.forget(ctx, consumerID, true)
+}
+
+// forget unpeers consumerID or, with revoke, or when its stored Tenant is
+// drained or asks for it, revokes it.
+func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) error {
 	if err := clusterid.Validate(consumerID); err != nil {
 		return err
 	}
 	namespace := clusterid.TenantNamespace(consumerID)
-	if err := p.revoke(ctx, consumerID, lifecycle.ReasonForgotten); err != nil {
-		return err
+	stored, err := p.ports.Tenants.Get(ctx, namespace, consumerID)
+	switch {
+	case errors.Is(err, tenant.ErrNotFound):
+		stored = nil
+	case err != nil:
+		return stepError(StepForgetTenant, err)
+	}
+	reason := lifecycle.ReasonRevoked
+	switch {
+	case revoke:
+	case stored != nil && lifecycle.Condition(stored.Spec.TenantCondition) == authv1beta1.TenantConditionDrained:
+		reason = lifecycle.ReasonDrained
+	case stored != nil && stored.Annotations[lifecycle.RevokeAnnotation] == "true":
+	default:
+		reason = ""
+	}
+	if reason != "" {
+		if err := p.revoke(ctx, consumerID, reason); err != nil {
+			return err
+		}
+	} else if err := p.keepNonce(ctx, consumerID, stored); err != nil {
+		return stepError(StepForgetTenant, err)
 	}
 	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
 		return stepError(StepForgetTenant, err)
 	}
-	if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID}); err != nil {
-		return stepError(StepForgetTenant, err)
-	}
-	if _, err := p.ports.Nonces.Consume(ctx, consumerID); err != nil && !errors.Is(err, nonce.ErrNotFound) {
-		return stepError(StepForgetTenant, err)
+	if reason != "" {
+		if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID}); err != nil {
+			return stepError(StepForgetTenant, err)
+		}
+		if _, err := p.ports.Nonces.Consume(ctx, consumerID); err != nil && !errors.Is(err, nonce.ErrNotFound) {
+			return stepError(StepForgetTenant, err)
+		}
 	}
 	if err := p.ports.Tenants.Delete(ctx, namespace, consumerID); err != nil {
 		return stepError(StepForgetTenant, err)
@@ -446,6 +512,58 @@ func (p *Provider) Forget(ctx context.Context, consumerID string) error {
 	p.unprivileged.forget(consumerID)
 	p.step(ctx, Step{Name: StepForgetTenant})
 	return nil
+}
+
+// keepNonce marks the nonce of consumerID as kept for the key of its
+// stored Tenant, before an unpeering deletes that Tenant: only when the
+// Tenant was accepted (it has a status) with the key that redeemed the
+// nonce, and every live certificate the provider holds for the consumer is
+// that Tenant's (lifecycle.CheckHolder with the Tenant's own keys). The
+// mark names the key of the cached certificate (the Tenant's key when
+// nothing is cached), so that certificate stays the unpeered key's and no
+// other. Anything else leaves the nonce as it is: IssueNonce then replaces
+// it once the Tenant is gone.
+func (p *Provider) keepNonce(ctx context.Context, consumerID string, stored *authv1beta1.Tenant) error {
+	if stored == nil || stored.Status.AuthParams == nil || lifecycle.FlowOf(stored) != lifecycle.FlowHandshake {
+		return nil
+	}
+	pub, err := keys.ParsePublicKey(stored.Spec.PublicKey)
+	if err != nil {
+		return nil
+	}
+	e, err := p.ports.Nonces.Get(ctx, consumerID)
+	switch {
+	case errors.Is(err, nonce.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case e.Redemption == nil || e.Redemption.Key != keys.Fingerprint(pub):
+		return nil
+	}
+	// The Tenant's own keys (its CSR's included, through stored) hold
+	// every live certificate, or another key holds one.
+	claim := []crypto.PublicKey{pub}
+	var cached *csr.CacheEntry
+	switch c, err := p.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID}); {
+	case err == nil:
+		cached = &c
+	case !errors.Is(err, csr.ErrNotFound):
+		return err
+	}
+	if lifecycle.CheckHolder(consumerID, stored, cached, claim, p.opts.Clock.Now()) != nil {
+		return nil
+	}
+	holder := e.Redemption.Key
+	if cached != nil {
+		if leaf, err := csr.ParseCertificate(cached.Certificate); err == nil {
+			holder = keys.Fingerprint(leaf.PublicKey)
+		}
+	}
+	if e.Redemption.Unpeered == holder {
+		return nil
+	}
+	e.Redemption.Unpeered = holder
+	return p.ports.Nonces.Put(ctx, consumerID, e)
 }
 
 // String names the provider and its endpoint.

@@ -123,7 +123,6 @@ func TestForgetDropsThePassedCheck(t *testing.T) {
 	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
 	require.NoError(t, p.provider.Forget(ctx, consumerID))
-	require.NoError(t, p.provider.Readmit(ctx, consumerID))
 	_, err = kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
 	require.Equal(t, 2*int64(len(rbac.PrivilegeProbes())), counting.asked.Load())

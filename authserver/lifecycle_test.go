@@ -174,7 +174,7 @@ func TestDrainedTokenConsumerRefused(t *testing.T) {
 func TestRevokedTokenConsumerRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, forget := range []bool{false, true} {
-		t.Run(map[bool]string{false: "record beside the cached certificate", true: "forgotten"}[forget], func(t *testing.T) {
+		t.Run(map[bool]string{false: "record beside the cached certificate", true: "revoked"}[forget], func(t *testing.T) {
 			f := newLifecycleFixture(t)
 			c := newConsumer(t, "consumer-a")
 			if _, err := authserver.Authenticate(ctx, c.c, c.ports(), f.remote(f.token), nil); err != nil {
@@ -182,7 +182,7 @@ func TestRevokedTokenConsumerRefused(t *testing.T) {
 			}
 			ns := clusterid.TenantNamespace("consumer-a")
 			if forget {
-				if err := f.provider.Forget(ctx, "consumer-a"); err != nil {
+				if err := f.provider.Revoke(ctx, "consumer-a"); err != nil {
 					t.Fatal(err)
 				}
 			} else {

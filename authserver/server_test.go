@@ -301,23 +301,25 @@ func TestRetry(t *testing.T) {
 		t.Fatalf("the stored identity changed: %v", err)
 	}
 
-	// Once the provider forgets the consumer, and readmits it (forgetting
-	// records its certificates as revoked), a new key may have it.
+	// Once the provider revokes the consumer, and readmits it (revoking
+	// records its certificates as revoked), a new key may have it. An
+	// unpeering (Forget) would keep the cached certificate, and the ID with
+	// it.
 	p, err := kubepact.NewProvider(providerID, f.provider.Endpoint(), f.provider.ProviderPorts(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Forget(ctx, "consumer-a"); err != nil {
+	if err := p.Revoke(ctx, "consumer-a"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := authserver.Authenticate(ctx, thief.c, thief.ports(), f.remote(f.token), nil); !errors.Is(err, authserver.ErrRefused) {
-		t.Fatalf("forgotten, not readmitted: %v, want ErrRefused", err)
+		t.Fatalf("revoked, not readmitted: %v, want ErrRefused", err)
 	}
 	if err := p.Readmit(ctx, "consumer-a"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := authserver.Authenticate(ctx, thief.c, thief.ports(), f.remote(f.token), nil); err != nil {
-		t.Fatalf("after Forget: %v", err)
+		t.Fatalf("after Revoke and Readmit: %v", err)
 	}
 }
 

@@ -33,9 +33,15 @@
 //     in that cluster's tenant namespace is verified, its CSR signed, its
 //     RBAC bound and its status filled (Provider.Accept, which adds the
 //     finalizer tenant.liqo.io/finalizer). Event TenantAccepted. A deleted
-//     Tenant carrying the finalizer has its binding, cached certificate and
-//     nonce removed, then kubepact's finalizer (Provider.Forget). Event
-//     TenantRemoved.
+//     Tenant carrying the finalizer is unpeered, as Liqo does: its binding
+//     goes, its nonce and cached certificate stay for the same cluster key
+//     (Provider.Forget), then kubepact's finalizer. A drained Tenant, or one
+//     annotated kubepact.io/revoke: "true", is revoked instead: its
+//     certificates are recorded as revoked, its cached certificate and
+//     nonce deleted. Event TenantRemoved. The reconciler watches revocation
+//     records (ConfigMaps kubepact-revocation labelled
+//     kubepact.io/revocation), so deleting one (kubepact readmit tenant)
+//     requeues the Tenant it refused.
 //  4. Consumer, Identity reconciler: a ControlPlane Identity in the tenant
 //     namespace of its spec.clusterID gets its kubeconfig Secret and
 //     status.kubeconfigSecretRef (Consumer.Apply). Event IdentityApplied.
@@ -228,7 +234,10 @@
 // and binding namespaces, binding subjects, pod-security labels, CSR
 // approvals); SECURITY.md lists its rules.
 //
-// With CacheOptions, the manager caches only Secrets labelled
+// With CacheOptions, the manager caches only ConfigMaps labelled
+// kubepact.io/revocation (the revocation records the Tenant reconciler
+// watches; a record written by hand without the label is still honoured,
+// but deleting it requeues nothing) and Secrets labelled
 // liqo.io/remote-cluster-id, so list and watch on secrets may be limited to
 // that label's objects by an admission policy; RBAC itself cannot scope
 // list by label.

@@ -184,7 +184,7 @@ func requireWorks(ctx context.Context, t *testing.T, providerID, consumerID stri
 	require.NoError(t, err, "the kubeconfig works on the provider")
 }
 
-// requireForgotten checks that deleting the Tenant cleaned up on the
+// requireCleanup checks that deleting the Tenant cleaned up on the
 // provider, and deleting the Identity removed the kubeconfig Secret.
 func requireCleanup(ctx context.Context, t *testing.T, consumerID string, tn *authv1beta1.Tenant, id *authv1beta1.Identity) {
 	t.Helper()
@@ -196,8 +196,10 @@ func requireCleanup(ctx context.Context, t *testing.T, consumerID string, tn *au
 	})
 	_, err := providerEnv.core.RbacV1().RoleBindings(ns).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the binding is gone: %v", err)
-	require.Nil(t, secret(ctx, t, providerEnv, ns, csr.CacheKey{ConsumerID: consumerID}.SecretName()), "the cached certificate is gone")
-	require.Nil(t, secret(ctx, t, providerEnv, ns, nonce.SecretName), "the nonce is gone")
+	// An unpeering, as Liqo's: the nonce and the certificate, still valid,
+	// stay with the consumer's key.
+	require.NotNil(t, secret(ctx, t, providerEnv, ns, csr.CacheKey{ConsumerID: consumerID}.SecretName()), "the cached certificate stays")
+	require.NotNil(t, secret(ctx, t, providerEnv, ns, nonce.SecretName), "the nonce stays")
 	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeNormal, controllers.ReasonTenantRemoved)
 
 	name := id.Status.KubeconfigSecretRef.Name

@@ -16,6 +16,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 )
 
@@ -82,6 +83,33 @@ func watchSlices(b *builder.Builder) *builder.Builder {
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		}))
+}
+
+// watchRevocations requeues a consumer's Tenant when its revocation record
+// (kube.RevocationName, labelled kube.RevocationLabel) is deleted, so that
+// a Tenant refused while it was in force is accepted as soon as the
+// administrator readmits the consumer (kubepact readmit tenant), without
+// being touched. A record created or changed needs no requeue: Accept
+// reads it on every attempt, and a refused Tenant is retried when it ends.
+func watchRevocations(b *builder.Builder) *builder.Builder {
+	return b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(tenantOfRevocation),
+		builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		}))
+}
+
+// tenantOfRevocation maps a revocation record to the Tenant of its
+// consumer: the record must be kube.RevocationName in the tenant namespace
+// of the cluster ID of its clusterid.Label. It only says what to requeue.
+func tenantOfRevocation(_ context.Context, o client.Object) []reconcile.Request {
+	id := o.GetLabels()[clusterid.Label]
+	if o.GetName() != kube.RevocationName || o.GetLabels()[kube.RevocationLabel] != "true" ||
+		clusterid.Validate(id) != nil || o.GetNamespace() != clusterid.TenantNamespace(id) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: id}}}
 }
 
 // tenantOfSlice maps a ResourceSlice to the Tenant of its tenant namespace.

@@ -177,6 +177,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	b = watchSlices(b)
+	b = watchRevocations(b)
 	if watchCSRs {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
 			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(csrSettled()))
@@ -426,8 +427,10 @@ func (r *tenantReconciler) gone(consumerID string) {
 }
 
 // remove cleans up after a deleted Tenant that carries kubepact's
-// finalizer: Provider.Forget removes its binding, cached certificate and
-// nonce, then only kubepact's finalizer.
+// finalizer: Provider.Forget unpeers the consumer (its binding goes, its
+// nonce and cached certificate stay) or, for a drained Tenant or one
+// annotated lifecycle.RevokeAnnotation, revokes it; then only kubepact's
+// finalizer goes.
 func (r *tenantReconciler) remove(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(t, tenant.Finalizer) || t.Namespace != clusterid.TenantNamespace(t.Name) {
 		return reconcile.Result{}, nil
@@ -441,7 +444,11 @@ func (r *tenantReconciler) remove(ctx context.Context, t *authv1beta1.Tenant) (r
 		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonRemoveFailed, err, true)
 	}
 	r.gone(t.Name)
-	r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantRemoved, "Forget", "Tenant removed: binding, cached certificate and nonce deleted")
+	msg := "Tenant removed: consumer unpeered, binding deleted; the same cluster key may peer again at once"
+	if lifecycle.Condition(t.Spec.TenantCondition) == authv1beta1.TenantConditionDrained || t.Annotations[lifecycle.RevokeAnnotation] == "true" {
+		msg = "Tenant removed: consumer revoked, binding, cached certificate and nonce deleted; refused until its certificates expire or it is readmitted"
+	}
+	r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantRemoved, "Forget", "%s", msg)
 	return reconcile.Result{}, nil
 }
 

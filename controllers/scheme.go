@@ -34,14 +34,16 @@ func checkScheme(mgr manager.Manager) error {
 // CacheOptions returns manager cache options that keep only the Secrets
 // the reconcilers watch (those labelled liqo.io/remote-cluster-id: nonce
 // and signed-nonce Secrets, among others) instead of every Secret of the
-// cluster. Optional: the reconcilers work with any cache that holds those
-// Secrets.
+// cluster, and only the ConfigMaps they watch (revocation records,
+// labelled kube.RevocationLabel) instead of every ConfigMap. Optional: the
+// reconcilers work with any cache that holds those objects.
 func CacheOptions() cache.Options {
 	req, err := labels.NewRequirement(clusterid.Label, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant, valid label key
 	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)},
+		&corev1.Secret{}:    {Label: labels.NewSelector().Add(*req)},
+		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{kube.RevocationLabel: "true"})},
 	}}
 }

@@ -124,7 +124,7 @@ func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce
 		return nonce.Entry{}, fmt.Errorf("%w: cluster %s", nonce.ErrNotFound, clusterID)
 	}
 	if e.Redemption == nil {
-		e.Redemption = &nonce.Redemption{By: bytes.Clone(r.By), Key: r.Key, At: r.At}
+		e.Redemption = &nonce.Redemption{By: bytes.Clone(r.By), Key: r.Key, At: r.At, Unpeered: r.Unpeered}
 		s.entries[clusterID] = e
 	}
 	return copyEntry(e), nil
@@ -134,7 +134,7 @@ func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce
 // stored one.
 func copyEntry(e nonce.Entry) nonce.Entry {
 	if e.Redemption != nil {
-		e.Redemption = &nonce.Redemption{By: bytes.Clone(e.Redemption.By), Key: e.Redemption.Key, At: e.Redemption.At}
+		e.Redemption = &nonce.Redemption{By: bytes.Clone(e.Redemption.By), Key: e.Redemption.Key, At: e.Redemption.At, Unpeered: e.Redemption.Unpeered}
 	}
 	return e
 }

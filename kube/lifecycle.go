@@ -176,10 +176,14 @@ func (a *RBAC) DeleteBinding(ctx context.Context, b lifecycle.Binding) error {
 }
 
 // Revocation records are ConfigMaps named RevocationName in the tenant
-// namespace of their consumer, labelled clusterid.Label, with data keys
-// RevocationUntilKey (RFC 3339) and RevocationReasonKey.
+// namespace of their consumer, labelled clusterid.Label with the consumer's
+// ID and RevocationLabel "true" (which a watch selects them by: see
+// controllers.CacheOptions), with data keys RevocationUntilKey (RFC 3339)
+// and RevocationReasonKey. Get reads a record whatever its labels, so a
+// record written by hand without them still counts.
 const (
 	RevocationName      = "kubepact-revocation"
+	RevocationLabel     = "kubepact.io/revocation"
 	RevocationUntilKey  = "until"
 	RevocationReasonKey = "reason"
 )
@@ -216,7 +220,7 @@ func (r *Revocations) Get(ctx context.Context, consumerID string) (lifecycle.Rev
 func (r *Revocations) Put(ctx context.Context, rec lifecycle.Revocation) error {
 	ns := clusterid.TenantNamespace(rec.ConsumerID)
 	ac := corev1ac.ConfigMap(RevocationName, ns).
-		WithLabels(map[string]string{clusterid.Label: rec.ConsumerID}).
+		WithLabels(map[string]string{clusterid.Label: rec.ConsumerID, RevocationLabel: "true"}).
 		WithData(map[string]string{RevocationUntilKey: rec.Until.UTC().Format(time.RFC3339), RevocationReasonKey: rec.Reason})
 	if _, err := r.client.CoreV1().ConfigMaps(ns).Apply(ctx, ac, applyOptions(true)); err != nil {
 		return wrap(err, "applying", "ConfigMap", ns, RevocationName)

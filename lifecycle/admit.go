@@ -36,9 +36,10 @@ const (
 	// (authserver): a Tenant it recorded, marked with FlowAnnotation.
 	FlowSharedToken Flow = "SharedToken"
 	// FlowUnrecorded is a certificate cached for the consumer that no
-	// stored Tenant accounts for: its Tenant was deleted without the
-	// provider forgetting the consumer, or it was issued before flows
-	// recorded Tenants.
+	// stored Tenant accounts for: its Tenant was unpeered (the certificate
+	// stays held until it expires), deleted without the provider
+	// forgetting the consumer, or it was issued before flows recorded
+	// Tenants.
 	FlowUnrecorded Flow = "Unrecorded"
 )
 
@@ -73,7 +74,7 @@ func (e *HeldError) Error() string {
 	}
 	return fmt.Sprintf("%v: consumer %s holds a certificate issued by the %s flow, valid until %s, for another key; "+
 		"a second key would share its user name, and Kubernetes cannot revoke the first certificate: "+
-		"forget the consumer (and readmit it) to hand the ID to another key",
+		"revoke the consumer (kubepact unauthenticate --revoke, or drain tenant and delete the Tenant) and readmit it to hand the ID to another key",
 		ErrIdentityHeld, e.ConsumerID, e.Flow, e.NotAfter.UTC().Format(time.RFC3339))
 }
 

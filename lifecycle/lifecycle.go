@@ -1,7 +1,15 @@
 // Package lifecycle holds what a provider does to a tenant after its
 // handshake: cordon, uncordon, drain, and the revocation record that keeps
-// a drained or forgotten consumer from being bound again while certificates
+// a drained or revoked consumer from being bound again while certificates
 // issued to it are still valid.
+//
+// Deleting a Tenant is one of two things. An unpeering (the consumer
+// deletes its Tenant, liqoctl or kubepact unauthenticate) removes the
+// consumer's bindings and lets the same cluster key peer again at once, as
+// Liqo does; no revocation record is written, and one already in force
+// stays. A revocation (a drained Tenant deleted, a Tenant carrying
+// RevokeAnnotation, kubepact unauthenticate --revoke) records the
+// consumer's certificates as revoked.
 //
 // A Tenant's spec.tenantCondition is its administrative state (SPEC §7):
 //
@@ -20,10 +28,9 @@
 //
 // Kubernetes cannot revoke a client certificate: it stays valid until its
 // NotAfter, and is powerless only while nothing binds its user and groups.
-// Binding the same consumer ID again, after a drain or after its Tenant was
-// deleted, would give back to every certificate issued before, leaked ones
-// included, what it had. So when a provider drains or forgets a consumer it
-// records, per consumer ID, until when the certificates issued to it may be
+// Binding the same consumer ID again, after a drain or a revocation, would
+// give back to every certificate issued before, leaked ones included, what
+// it had. So when a provider drains or revokes a consumer it records, per consumer ID, until when the certificates issued to it may be
 // valid (a Revocation, see Until), and refuses to bind that consumer again
 // before then with a *RevokedError, unless the provider's administrator
 // deletes the record on purpose.
@@ -85,7 +92,7 @@ var (
 	// ErrDrained reports a Tenant that was drained: it is never bound again.
 	ErrDrained = errors.New("tenant is drained")
 	// ErrRevoked reports a consumer whose certificates were revoked (by a
-	// drain, or by forgetting it) and may still be valid.
+	// drain, or by a deletion that asked for it) and may still be valid.
 	ErrRevoked = errors.New("consumer's certificates were revoked and may still be valid")
 	// ErrNotFound reports that a port holds no such object.
 	ErrNotFound = errors.New("not found")
@@ -173,21 +180,38 @@ func ConsumerBinding(b Binding, consumerID string) bool {
 }
 
 // Revocation records until when certificates issued to a consumer may be
-// valid, after the provider drained or forgot it.
+// valid, after the provider drained or revoked it.
 type Revocation struct {
 	ConsumerID string
 	// Until is the latest NotAfter a certificate issued to the consumer may
 	// have (see Until).
 	Until time.Time
-	// Reason says why: ReasonDrained or ReasonForgotten.
+	// Reason says why: ReasonDrained, ReasonRevoked or, in records written
+	// before unpeering kept the consumer admitted, ReasonForgotten.
 	Reason string
 }
 
 // Reasons of a Revocation.
 const (
-	ReasonDrained   = "Drained"
+	// ReasonDrained: the provider's administrator drained the Tenant.
+	ReasonDrained = "Drained"
+	// ReasonRevoked: the Tenant was deleted with a revocation asked for
+	// (RevokeAnnotation, or Provider.Revoke: kubepact unauthenticate
+	// --revoke).
+	ReasonRevoked = "Revoked"
+	// ReasonForgotten: a Tenant deleted by an earlier kubepact, which
+	// revoked on every deletion. Nothing writes it any more; records that
+	// carry it are honoured.
 	ReasonForgotten = "Forgotten"
 )
+
+// RevokeAnnotation, with value "true" on a Tenant before it is deleted,
+// asks the provider to treat the deletion as a revocation rather than an
+// unpeering: the consumer's certificates are recorded as revoked (a
+// Revocation with ReasonRevoked), so nothing binds its consumer ID again
+// until they expire or the administrator readmits it. A consumer whose key
+// or certificate may have leaked sets it; any other value is an unpeering.
+const RevokeAnnotation = "kubepact.io/revoke"
 
 // RevokedError reports a consumer that may not be bound before Until.
 type RevokedError struct {

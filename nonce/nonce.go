@@ -24,8 +24,9 @@
 // or liqoctl) is judged by the caller's Options.TTL. Redeem reports
 // ErrExpired for a nonce that had expired when it was first redeemed. Ensure issues a new nonce in place
 // of a redeemed one unless Options.KeepRedeemed keeps it (a provider keeps
-// the nonce of a consumer it verified). Nonce values print redacted; Text
-// returns the text.
+// the nonce of a consumer it verified, and, after an unpeering, the nonce
+// of the key it had accepted: see Redemption.Unpeered). Nonce values print
+// redacted; Text returns the text.
 //
 // # Errors
 //
@@ -179,6 +180,14 @@ type Redemption struct {
 	Key string
 	// At is when it was redeemed.
 	At time.Time
+	// Unpeered is set when the provider accepted the Tenant of Key and that
+	// Tenant was later deleted by an unpeering (Provider.Forget): it is the
+	// fingerprint (keys.Fingerprint) of the key of the certificate the
+	// provider had cached for the consumer then, Key when it had none. The
+	// nonce stays Key's (Options.KeepRedeemed), as Liqo keeps it, and the
+	// provider knows that Key holds that certificate after the Tenant that
+	// said so is gone. Empty otherwise. At most MaxRedeemerSize bytes.
+	Unpeered string
 }
 
 // Redeemer is what redeems a nonce: a Tenant, by its digest

@@ -34,6 +34,10 @@ const (
 	// RedeemedKeyAnnotation records the fingerprint of the key the
 	// redeeming Tenant claimed (Redemption.Key).
 	RedeemedKeyAnnotation = "kubepact.io/nonce-redeemed-key"
+	// UnpeeredAnnotation records that the Tenant of the redeeming key was
+	// accepted and later unpeered, with the fingerprint of the key of the
+	// certificate cached for the consumer then (Redemption.Unpeered).
+	UnpeeredAnnotation = "kubepact.io/nonce-unpeered"
 )
 
 // Secret returns the nonce Secret holding e for consumer clusterID.
@@ -57,6 +61,9 @@ func Secret(clusterID string, e Entry) *corev1.Secret {
 		s.Annotations[RedeemedAtAnnotation] = r.At.UTC().Format(time.RFC3339Nano)
 		if r.Key != "" {
 			s.Annotations[RedeemedKeyAnnotation] = r.Key
+		}
+		if r.Unpeered != "" {
+			s.Annotations[UnpeeredAnnotation] = r.Unpeered
 		}
 	}
 	return s
@@ -103,7 +110,11 @@ func FromSecret(s *corev1.Secret) (Entry, error) {
 	if len(key) > MaxRedeemerSize {
 		return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s longer than %d bytes", s.Namespace, s.Name, ErrMalformed, RedeemedKeyAnnotation, MaxRedeemerSize)
 	}
-	e.Redemption = &Redemption{By: digest, Key: key, At: when}
+	unpeered := s.Annotations[UnpeeredAnnotation]
+	if len(unpeered) > MaxRedeemerSize || (unpeered != "" && key == "") {
+		return Entry{}, fmt.Errorf("secret %s/%s: %w: annotation %s longer than %d bytes, or without %s", s.Namespace, s.Name, ErrMalformed, UnpeeredAnnotation, MaxRedeemerSize, RedeemedKeyAnnotation)
+	}
+	e.Redemption = &Redemption{By: digest, Key: key, At: when, Unpeered: unpeered}
 	return e, nil
 }
 

@@ -66,15 +66,21 @@ func TestSecretRoundTripsARedemption(t *testing.T) {
 	n, err := nonce.Parse(countingText)
 	require.NoError(t, err)
 	issued := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := &nonce.Redemption{By: []byte{1, 2, 3}, Key: "SHA256:abc", At: issued.Add(time.Minute + time.Nanosecond)}
+	r := &nonce.Redemption{By: []byte{1, 2, 3}, Key: "SHA256:abc", At: issued.Add(time.Minute + time.Nanosecond), Unpeered: "SHA256:def"}
 	s := nonce.Secret(consumer, nonce.Entry{Nonce: n, IssuedAt: issued, Redemption: r})
 	require.Equal(t, "AQID", s.Annotations[nonce.RedeemedByAnnotation])
 	require.Equal(t, "SHA256:abc", s.Annotations[nonce.RedeemedKeyAnnotation])
+	require.Equal(t, "SHA256:def", s.Annotations[nonce.UnpeeredAnnotation])
 	e, err := nonce.FromSecret(s)
 	require.NoError(t, err)
 	require.Equal(t, r.By, e.Redemption.By)
 	require.Equal(t, r.Key, e.Redemption.Key)
+	require.Equal(t, r.Unpeered, e.Redemption.Unpeered)
 	require.True(t, r.At.Equal(e.Redemption.At))
+
+	r.Unpeered = ""
+	s = nonce.Secret(consumer, nonce.Entry{Nonce: n, IssuedAt: issued, Redemption: r})
+	require.NotContains(t, s.Annotations, nonce.UnpeeredAnnotation)
 }
 
 func TestFromSecretWrittenByLiqo(t *testing.T) {
@@ -133,6 +139,18 @@ func TestFromSecretErrors(t *testing.T) {
 			data: map[string][]byte{"nonce": []byte(countingText)},
 			annotations: map[string]string{nonce.RedeemedByAnnotation: "AAAA", nonce.RedeemedAtAnnotation: "2026-01-02T03:04:05Z",
 				nonce.RedeemedKeyAnnotation: strings.Repeat("k", nonce.MaxRedeemerSize+1)},
+		},
+		{
+			name: "unpeered mark too long",
+			data: map[string][]byte{"nonce": []byte(countingText)},
+			annotations: map[string]string{nonce.RedeemedByAnnotation: "AAAA", nonce.RedeemedAtAnnotation: "2026-01-02T03:04:05Z",
+				nonce.RedeemedKeyAnnotation: "SHA256:abc", nonce.UnpeeredAnnotation: strings.Repeat("k", nonce.MaxRedeemerSize+1)},
+		},
+		{
+			name: "unpeered mark without a redeeming key",
+			data: map[string][]byte{"nonce": []byte(countingText)},
+			annotations: map[string]string{nonce.RedeemedByAnnotation: "AAAA", nonce.RedeemedAtAnnotation: "2026-01-02T03:04:05Z",
+				nonce.UnpeeredAnnotation: "SHA256:def"},
 		},
 		{
 			name:        "redemption without a time",

@@ -36,7 +36,7 @@ func advice(err error, consumerID string) string {
 			"(kubectl delete tenant -n liqo-tenant-" + consumer + " " + consumer + ") and, to bind the consumer before its old " +
 			"certificates expire, runs kubepact readmit tenant --remote-cluster-id " + consumer
 	case errors.Is(err, lifecycle.ErrRevoked):
-		return "the provider revoked this consumer's certificates (drain or unauthenticate) and waits for them to expire; " +
+		return "the provider revoked this consumer's certificates (drain, unauthenticate --revoke, or a Tenant annotated kubepact.io/revoke) and waits for them to expire; " +
 			"its administrator may lift that: kubepact readmit tenant --remote-cluster-id " + consumer
 	case errors.Is(err, rbac.ErrMissingRole):
 		return "the provider has not installed the ClusterRoles consumers are bound to: its administrator runs " +

@@ -133,9 +133,13 @@ func authenticateCommand(f *flags) runFunc {
 func unauthenticateCommand(f *flags) runFunc {
 	pf := addPairFlags(f)
 	force := f.Bool("force", false, "provider gone for good: remove, on the consumer only, its slices, identities, kubeconfig Secrets and keys, without contacting the provider (needs --remote-cluster-id)")
+	revoke := f.Bool("revoke", false, "revoke rather than unpeer: the provider records the consumer's certificates as revoked and refuses it until they expire or it is readmitted (use when its key may have leaked)")
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
+		}
+		if *force && *revoke {
+			return usagef("--force and --revoke exclude each other: --force does not contact the provider")
 		}
 		if *force {
 			return forceUnauthenticate(ctx, e, pf)
@@ -146,6 +150,16 @@ func unauthenticateCommand(f *flags) runFunc {
 		p, err := pf.connect(ctx, e, "", false, &kubepact.ProviderOptions{OnStep: onStep}, &kubepact.ConsumerOptions{OnStep: onStep})
 		if err != nil {
 			return err
+		}
+		if *revoke {
+			if err := p.consumer.Forget(ctx, p.provider.ClusterID()); err != nil {
+				return err
+			}
+			if err := p.provider.Revoke(ctx, p.consumer.ClusterID()); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "Consumer %s is no longer authenticated on provider %s, and its certificates are recorded as revoked\n", p.consumer.ClusterID(), p.provider.ClusterID())
+			return nil
 		}
 		if err := kubepact.Unauthenticate(ctx, p.consumer, p.provider); err != nil {
 			return err
