@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"time"
 
@@ -54,13 +55,21 @@ type ProviderPorts struct {
 	// ClusterRBAC and Slices are needed only by AcceptSlice and ForgetSlice.
 	ClusterRBAC rbac.ClusterBinder
 	Slices      resourceslice.Store
+	// SlicePolicy, when set, caps or refuses the resources AcceptSlice
+	// grants; nil grants every slice what it asks (with the offer's
+	// default quantities).
+	SlicePolicy resourceslice.Policy
+	// StorageClasses, when set, lists the StorageClasses AcceptSlice
+	// offers; nil offers none, as Liqo does with --enable-storage=false.
+	StorageClasses resourceslice.StorageClassLister
 	// Lifecycle cordons, drains and revokes tenants (see Cordon, Drain).
 	Lifecycle lifecycle.Ports
 }
 
 // ProviderOptions tunes a Provider. The zero value, like a nil pointer, uses
 // the real clock, crypto/rand.Reader, nonce.DefaultTTL,
-// DefaultCertificateLifetime and no step observer.
+// DefaultCertificateLifetime, resourceslice.DefaultOffer() and no step
+// observer.
 type ProviderOptions struct {
 	Clock clock.PassiveClock
 	Rand  io.Reader
@@ -87,6 +96,11 @@ type ProviderOptions struct {
 	// SliceNamespaces returns the namespaces the ResourceSlices of
 	// consumerID may use; nil means the consumer's tenant namespace only.
 	SliceNamespaces func(consumerID string) []string
+	// SliceOffer is what AcceptSlice offers a slice whose resources it
+	// accepts: default quantities, the local StorageClass, ingress and
+	// load-balancer classes, node labels. Nil means
+	// resourceslice.DefaultOffer(), Liqo's Helm chart's defaults.
+	SliceOffer *resourceslice.Offer
 }
 
 // Provider runs the provider's side of the handshake: it issues nonces and
@@ -126,6 +140,17 @@ func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts 
 	}
 	if p.opts.CertificateLifetime <= 0 {
 		p.opts.CertificateLifetime = DefaultCertificateLifetime
+	}
+	if p.opts.SliceOffer == nil {
+		p.opts.SliceOffer = resourceslice.DefaultOffer()
+	} else {
+		// The caller keeps its Offer: a copy, so no later change races.
+		o := *p.opts.SliceOffer
+		o.DefaultResources = o.DefaultResources.DeepCopy()
+		o.IngressClasses = slices.Clone(o.IngressClasses)
+		o.LoadBalancerClasses = slices.Clone(o.LoadBalancerClasses)
+		o.NodeLabels = maps.Clone(o.NodeLabels)
+		p.opts.SliceOffer = &o
 	}
 	if p.opts.RecheckInterval == 0 {
 		p.opts.RecheckInterval = DefaultRecheckInterval

@@ -17,6 +17,7 @@ import (
 // Steps of a ResourceSlice on the provider.
 const (
 	StepSliceVerified StepName = "ResourceSlice authenticated"
+	StepSliceGranted  StepName = "ResourceSlice resources granted"
 	StepSliceBound    StepName = "ResourceSlice permissions bound"
 	StepSliceForgot   StepName = "ResourceSlice removed from provider cluster"
 )
@@ -36,13 +37,26 @@ const (
 // consumer ID) holds no privilege (rbac.CheckUnprivileged; the DeniedError
 // then wraps rbac.ErrPrivilegedUser). Nothing is signed or
 // bound then. Resources follow resourceslice.Decide over the Tenant's
-// spec.tenantCondition. Only a slice with both conditions Accepted gets
+// spec.tenantCondition. A slice whose resources are Accepted gets, as from
+// Liqo's provider, the offer of ProviderOptions.SliceOffer in its status:
+// status.resources = its spec's resources plus the offer's default
+// quantities for those the spec leaves out (resourceslice.Resources),
+// capped by ProviderPorts.SlicePolicy (resourceslice.Cap); the cluster's
+// StorageClasses, sorted by name, with the offer's local class, else the
+// annotated one, as the default (resourceslice.StorageClasses; only with
+// ProviderPorts.StorageClasses); and the offer's ingress classes,
+// load-balancer classes and node labels. A Liqo consumer builds its
+// virtual node from them. A slice the policy refuses (an error wrapping
+// resourceslice.ErrRefused) has its Resources Denied with the refusal as
+// message; a slice whose resources are Denied is offered nothing. Only a
+// slice with both conditions Accepted gets
 // credentials: its CSR is signed like the ControlPlane CSR, cached under
 // csr.CacheKey{ConsumerID, Slice}, the slice RBAC is bound for group
 // consumerID (rbac.VirtualKubeletClusterRole in each of
 // ProviderOptions.SliceNamespaces, rbac.VirtualKubeletClusterWideRole
-// cluster-wide) and status.authParams is filled. Other errors (I/O,
-// csr.ErrPending) come with a nil status: nothing is decided.
+// cluster-wide) and status.authParams is filled. Other errors (I/O, a
+// policy's or StorageClass list's failure, csr.ErrPending) come with a nil
+// status: nothing is decided.
 func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSliceStatus, error) {
 	if err := p.sliceConfig(true); err != nil {
 		return nil, stepError(StepSliceVerified, err)
@@ -105,6 +119,17 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 	p.step(ctx, Step{Name: StepSliceVerified})
 
 	res, why := resourceslice.Decide(s.Spec.Class, t.Spec.TenantCondition, wasAccepted)
+	if res == authv1beta1.ResourceSliceConditionAccepted {
+		refused, err := p.grant(ctx, s, status)
+		switch {
+		case err != nil:
+			return nil, stepError(StepSliceGranted, err)
+		case refused != nil:
+			res, why = authv1beta1.ResourceSliceConditionDenied, refused.Error()
+		default:
+			p.step(ctx, Step{Name: StepSliceGranted})
+		}
+	}
 	reason := resourceslice.ReasonResourcesAccepted
 	if res == authv1beta1.ResourceSliceConditionDenied {
 		reason = resourceslice.ReasonResourcesDenied
@@ -136,6 +161,39 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		ProxyURL:  t.Spec.ProxyURL,
 	}
 	return status, nil
+}
+
+// grant fills the offer fields of status, the status of slice s whose
+// resources Decide accepts: the resources the spec asks for with the
+// offer's default quantities, capped by ProviderPorts.SlicePolicy, the
+// cluster's StorageClasses (when ProviderPorts.StorageClasses is set),
+// and the offer's classes and node labels. A refusal of the policy is
+// returned as refused (wrapping resourceslice.ErrRefused), with status
+// left without an offer; other errors are failures to decide.
+func (p *Provider) grant(ctx context.Context, s *authv1beta1.ResourceSlice, status *authv1beta1.ResourceSliceStatus) (refused, err error) {
+	offer := p.opts.SliceOffer
+	granted := resourceslice.Resources(s.Spec.Resources, offer.DefaultResources)
+	if p.ports.SlicePolicy != nil {
+		limits, err := p.ports.SlicePolicy.Limits(ctx, s.DeepCopy())
+		switch {
+		case errors.Is(err, resourceslice.ErrRefused):
+			resourceslice.Withdraw(status)
+			return err, nil
+		case err != nil:
+			return nil, fmt.Errorf("ResourceSlice %s/%s: the slice policy: %w", s.Namespace, s.Name, err)
+		}
+		granted = resourceslice.Cap(granted, limits)
+	}
+	var storage []authv1beta1.StorageType
+	if p.ports.StorageClasses != nil {
+		classes, err := p.ports.StorageClasses.List(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("ResourceSlice %s/%s: listing StorageClasses: %w", s.Namespace, s.Name, err)
+		}
+		storage = resourceslice.StorageClasses(classes, offer.LocalStorageClass)
+	}
+	resourceslice.Grant(status, granted, storage, offer)
+	return nil, nil
 }
 
 // sliceConfig checks that p has what slices need.

@@ -210,7 +210,9 @@
 //     clusterrolebindings: get, create, patch, delete; clusterroles: get
 //     and bind on liqo-virtual-kubelet-remote and
 //     liqo-virtual-kubelet-remote-clusterwide; subjectaccessreviews:
-//     create; with the CSR API as for the Tenant reconciler.
+//     create; storage.k8s.io storageclasses: list (offered in the status
+//     of accepted slices; not with ProviderConfig.DisableStorage); with the
+//     CSR API as for the Tenant reconciler.
 //   - ResourceSlice reconciler and replicator (consumer): resourceslices
 //     and renews: get, list, watch, update, patch; their status: update;
 //     identities: get, list, create, patch, delete; secrets: get, create,

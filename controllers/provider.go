@@ -35,6 +35,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -92,6 +93,18 @@ type ProviderConfig struct {
 	// Clock is the time certificates are judged and renewed at; nil means
 	// the real clock.
 	Clock clock.PassiveClock
+	// SliceOffer is what a ResourceSlice whose resources are accepted is
+	// offered in its status (default quantities, the local StorageClass,
+	// ingress and load-balancer classes, node labels); nil means
+	// resourceslice.DefaultOffer(), Liqo's Helm chart's defaults.
+	SliceOffer *resourceslice.Offer
+	// DisableStorage offers ResourceSlices no StorageClass, as Liqo with
+	// --enable-storage=false. By default the cluster's StorageClasses are
+	// listed at each acceptance (list on storageclasses.storage.k8s.io).
+	DisableStorage bool
+	// SlicePolicy, when set, caps or refuses the resources of ResourceSlices
+	// (kubepact.ProviderPorts.SlicePolicy); nil grants what they ask.
+	SlicePolicy resourceslice.Policy
 }
 
 // DefaultWorkers is the number of workers of the provider's reconcilers
@@ -137,7 +150,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	// manager's cache: a slice the cache has yet to see requeues its Tenant
 	// when it does.
 	lifecyclePorts.Slices = kube.NewTenantSlices(mgr.GetClient())
-	p, err := kubepact.NewProvider(cfg.ClusterID, cfg.Endpoint, kubepact.ProviderPorts{
+	ports := kubepact.ProviderPorts{
 		Namespaces:   tenantNamespaces(cs, cfg.TenantPodSecurity),
 		Nonces:       emptyNonceStore{Store: kube.NewNonceStore(cs), client: cs},
 		Tenants:      kube.NewTenantStore(uncached),
@@ -147,11 +160,17 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		ClusterRBAC:  kube.NewRBAC(cs),
 		Slices:       kube.NewSliceStore(uncached),
 		Lifecycle:    lifecyclePorts,
-	}, &kubepact.ProviderOptions{
+		SlicePolicy:  cfg.SlicePolicy,
+	}
+	if !cfg.DisableStorage {
+		ports.StorageClasses = kube.NewStorageClasses(cs)
+	}
+	p, err := kubepact.NewProvider(cfg.ClusterID, cfg.Endpoint, ports, &kubepact.ProviderOptions{
 		Clock:               cfg.Clock,
 		Policy:              cfg.Policy,
 		CertificateLifetime: cfg.CertificateLifetime,
 		NonceTTL:            cfg.NonceTTL,
+		SliceOffer:          cfg.SliceOffer,
 	})
 	if err != nil {
 		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)

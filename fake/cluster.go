@@ -50,6 +50,9 @@ type Cluster struct {
 	Reviewer     *Reviewer
 	Slices       *ResourceSlices
 	Revocations  *Revocations
+	// StorageClasses are the cluster's StorageClasses, offered to the
+	// ResourceSlices a provider accepts.
+	StorageClasses *StorageClasses
 }
 
 // NewCluster returns an in-memory cluster called name, empty but for the
@@ -75,22 +78,23 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 		return nil, fmt.Errorf("fake cluster %s: %w", name, err)
 	}
 	c := &Cluster{
-		Name:         name,
-		Server:       o.Server,
-		Namespaces:   &Namespaces{},
-		Nonces:       &NonceStore{},
-		Tenants:      &TenantStore{},
-		Identities:   &IdentityStore{},
-		Secrets:      &SecretWriter{},
-		Certificates: &CertificateCache{},
-		RBAC:         &RBAC{},
-		Keys:         &KeyStore{},
-		IdentityKeys: &Keyring{},
-		Approver:     approver,
-		Signer:       &Signer{CA: ca},
-		Reviewer:     &Reviewer{Clock: o.Clock},
-		Slices:       &ResourceSlices{},
-		Revocations:  &Revocations{},
+		Name:           name,
+		Server:         o.Server,
+		Namespaces:     &Namespaces{},
+		Nonces:         &NonceStore{},
+		Tenants:        &TenantStore{},
+		Identities:     &IdentityStore{},
+		Secrets:        &SecretWriter{},
+		Certificates:   &CertificateCache{},
+		RBAC:           &RBAC{},
+		Keys:           &KeyStore{},
+		IdentityKeys:   &Keyring{},
+		Approver:       approver,
+		Signer:         &Signer{CA: ca},
+		Reviewer:       &Reviewer{Clock: o.Clock},
+		Slices:         &ResourceSlices{},
+		Revocations:    &Revocations{},
+		StorageClasses: &StorageClasses{},
 	}
 	if !o.NoPeerRoles {
 		if err := rbac.Install(context.Background(), c.RBAC); err != nil {
@@ -108,15 +112,16 @@ func (c *Cluster) Endpoint() kubepact.Endpoint {
 // ProviderPorts returns the ports a kubepact.Provider needs.
 func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
 	return kubepact.ProviderPorts{
-		Namespaces:   c.Namespaces,
-		Nonces:       c.Nonces,
-		Tenants:      c.Tenants,
-		Signer:       c.Signer,
-		Certificates: c.Certificates,
-		RBAC:         c.RBAC,
-		ClusterRBAC:  c.RBAC,
-		Slices:       c.Slices,
-		Lifecycle:    c.LifecyclePorts(),
+		Namespaces:     c.Namespaces,
+		Nonces:         c.Nonces,
+		Tenants:        c.Tenants,
+		Signer:         c.Signer,
+		Certificates:   c.Certificates,
+		RBAC:           c.RBAC,
+		ClusterRBAC:    c.RBAC,
+		Slices:         c.Slices,
+		Lifecycle:      c.LifecyclePorts(),
+		StorageClasses: c.StorageClasses,
 	}
 }
 

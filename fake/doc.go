@@ -46,6 +46,10 @@
 //     system:masters.
 //   - ResourceSlices keeps slices for resourceslice.Store; Put stores one
 //     whole, as a user or the replicator does. Nothing replicates it.
+//   - StorageClasses holds the StorageClasses Put plants, for
+//     resourceslice.StorageClassLister; it models no provisioner and no
+//     admission of the default-class annotation. SlicePolicy caps every
+//     slice at one set of limits and refuses the slices Refuse names.
 //   - The Signer signs with a csr.LocalCA in memory; it does not model the
 //     Kubernetes CSR API's objects, garbage collection or signer caps.
 //   - Reviewer plays the API servers of the providers a Cluster reaches

@@ -117,6 +117,12 @@ func InterceptProvider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPor
 	if p.Slices != nil {
 		out.Slices = slicesHook{p.Slices, f}
 	}
+	if p.SlicePolicy != nil {
+		out.SlicePolicy = slicePolicyHook{p.SlicePolicy, f}
+	}
+	if p.StorageClasses != nil {
+		out.StorageClasses = storageClassesHook{p.StorageClasses, f}
+	}
 	return out
 }
 

@@ -12,6 +12,15 @@
 // the Resources condition; SetCondition records them, changing
 // lastTransitionTime only on a transition.
 //
+// A slice whose resources are accepted is offered, in its status, what a
+// Liqo consumer builds its virtual node from, as Liqo's provider offers it
+// for the default class: Resources (the spec's quantities plus an Offer's
+// default quantities, DefaultResources being Liqo's Helm chart's), Cap (a
+// Policy's limits), StorageClasses (the cluster's, from a
+// StorageClassLister, with the default marked), and the Offer's ingress
+// and load-balancer classes and node labels; Grant writes them, Withdraw
+// clears them from a denied slice.
+//
 // # Security
 //
 // Verify accepts a slice only when all of these hold: it lives in the
@@ -45,9 +54,13 @@
 // or an error of csr.Check (csr.ErrMalformed, csr.ErrCommonName,
 // csr.ErrOrganization, csr.ErrSAN, csr.ErrKeyMismatch, ...).
 //
+// A Policy refuses a slice with an error wrapping ErrRefused; any other
+// error of a Policy or a StorageClassLister is a failure to decide.
+//
 // # Concurrency
 //
-// Every function is pure and safe for concurrent use.
+// Every function is pure and safe for concurrent use; implementations of
+// the ports (Store, Policy, StorageClassLister) must be too.
 package resourceslice
 
 import (

@@ -33,6 +33,16 @@
 //	--strict                        consumer: a fresh TLS key per identity
 //	--offline                       consumer: do not confirm new kubeconfigs with the provider
 //	--root-ca-file FILE             consumer: extra roots for providers whose Identity has no CA
+//	--default-node-resources LIST   provider: what a ResourceSlice is granted of each resource its spec
+//	                                leaves out, as name=quantity,... (default: Liqo's Helm chart's,
+//	                                cpu=4,ephemeral-storage=20Gi,memory=8Gi,pods=110; empty: none)
+//	--enable-storage                provider: offer ResourceSlices the cluster's StorageClasses (default true,
+//	                                as Liqo's chart; needs list on storageclasses)
+//	--real-storage-class-name NAME  provider: the StorageClass offered as the default; default: the one
+//	                                annotated storageclass.kubernetes.io/is-default-class: "true"
+//	--ingress-classes LIST          provider: ingress classes offered to ResourceSlices, name[;default],...
+//	--load-balancer-classes LIST    provider: load-balancer classes offered, name[;default],...
+//	--cluster-labels LIST           provider: labels of the virtual node made for a ResourceSlice, key=value,...
 //	--workers N                     provider: nonce Secrets and Tenants reconciled at once (default 32)
 //	--kube-api-qps QPS              client-side request rate to the API server (default 200)
 //	--kube-api-burst N              client-side burst (default 400)
@@ -140,6 +150,7 @@ type options struct {
 	burst                        int
 	printVersion                 bool
 	tenantPodSecurity            string
+	offer                        sliceOffer
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -171,6 +182,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	fs.StringVar(&o.tenantPodSecurity, "tenant-namespace-pod-security", "", "pod-security.kubernetes.io/enforce level of the tenant namespaces it creates (privileged for a Liqo network module beside it); default: none")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
+	o.offer.bindFlags(fs)
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -382,6 +394,7 @@ func (o *options) providerConfig(ctx context.Context, cfg *rest.Config, client k
 	if o.policy == "strict" {
 		pc.Policy = tenant.Strict
 	}
+	o.offer.configure(&pc)
 	if pc.Endpoint.Server == "" {
 		e, err := kube.EndpointFromClusterInfo(ctx, client)
 		switch {

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/resourceslice"
+)
+
+// sliceOffer holds the flags of what the provider offers the
+// ResourceSlices it accepts, named as the liqo-controller-manager's.
+type sliceOffer struct {
+	resources     resourceMap
+	enableStorage bool
+	storageClass  string
+	ingress       classList
+	loadBalancer  classList
+	labels        labelMap
+}
+
+// bindFlags adds the offer's flags to fs, with Liqo's Helm chart's
+// defaults.
+func (s *sliceOffer) bindFlags(fs *flag.FlagSet) {
+	s.resources = resourceMap{list: resourceslice.DefaultResources()}
+	fs.Var(&s.resources, "default-node-resources",
+		"provider: quantities a ResourceSlice is granted of the resources its spec leaves out, as name=quantity,... (empty: none)")
+	fs.BoolVar(&s.enableStorage, "enable-storage", true,
+		"provider: offer ResourceSlices the cluster's StorageClasses")
+	fs.StringVar(&s.storageClass, "real-storage-class-name", "",
+		"provider: the StorageClass offered as the default; default: the one annotated storageclass.kubernetes.io/is-default-class")
+	fs.Var(&s.ingress, "ingress-classes",
+		`provider: ingress classes offered to ResourceSlices, as name[;default],... (e.g. "nginx;default,traefik")`)
+	fs.Var(&s.loadBalancer, "load-balancer-classes",
+		`provider: load-balancer classes offered to ResourceSlices, as name[;default],... (e.g. "metallb;default")`)
+	fs.Var(&s.labels, "cluster-labels",
+		"provider: labels of the virtual node a consumer makes for a ResourceSlice, as key=value,...")
+}
+
+// configure sets the offer in pc.
+func (s *sliceOffer) configure(pc *controllers.ProviderConfig) {
+	offer := &resourceslice.Offer{
+		DefaultResources:  s.resources.list.DeepCopy(),
+		LocalStorageClass: s.storageClass,
+		NodeLabels:        maps.Clone(s.labels.m),
+	}
+	for _, c := range s.ingress.classes {
+		offer.IngressClasses = append(offer.IngressClasses, authv1beta1.IngressType{IngressClassName: c.name, Default: c.def})
+	}
+	for _, c := range s.loadBalancer.classes {
+		offer.LoadBalancerClasses = append(offer.LoadBalancerClasses, authv1beta1.LoadBalancerType{LoadBalancerClassName: c.name, Default: c.def})
+	}
+	pc.SliceOffer = offer
+	pc.DisableStorage = !s.enableStorage
+}
+
+// resourceMap is a flag.Value of name=quantity pairs. The first Set
+// replaces the default; later ones add to it.
+type resourceMap struct {
+	list corev1.ResourceList
+	set  bool
+}
+
+func (r *resourceMap) String() string {
+	if r == nil {
+		return ""
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(r.list)) {
+		q := r.list[name]
+		out = append(out, string(name)+"="+q.String())
+	}
+	return strings.Join(out, ",")
+}
+
+func (r *resourceMap) Set(v string) error {
+	if !r.set {
+		r.list, r.set = corev1.ResourceList{}, true
+	}
+	for chunk := range strings.SplitSeq(v, ",") {
+		if chunk == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(chunk, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%q is not name=quantity", chunk)
+		}
+		if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
+			return fmt.Errorf("resource name %q: %s", name, strings.Join(msgs, "; "))
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if q.Sign() < 0 {
+			return fmt.Errorf("%s: %s is negative", name, value)
+		}
+		r.list[corev1.ResourceName(name)] = q
+	}
+	return nil
+}
+
+// className is one class of a classList.
+type className struct {
+	name string
+	def  bool
+}
+
+// classList is a flag.Value of classes, as name[;default],..., as Liqo's
+// ClassNameList parses them; repeated flags add to it.
+type classList struct{ classes []className }
+
+func (c *classList) String() string {
+	if c == nil {
+		return ""
+	}
+	out := make([]string, len(c.classes))
+	for i, cl := range c.classes {
+		out[i] = cl.name
+		if cl.def {
+			out[i] += ";default"
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func (c *classList) Set(v string) error {
+	for chunk := range strings.SplitSeq(v, ",") {
+		if chunk == "" {
+			continue
+		}
+		name, mark, def := strings.Cut(chunk, ";")
+		if def && mark != "default" {
+			return fmt.Errorf("%q: only \";default\" may follow a class name", chunk)
+		}
+		// An IngressClass is named as an object; a load-balancer class is
+		// a label-style name, prefixed or not.
+		if msgs := validation.IsQualifiedName(name); len(msgs) > 0 && len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("class %q: %s", name, strings.Join(msgs, "; "))
+		}
+		c.classes = append(c.classes, className{name: name, def: def})
+	}
+	return nil
+}
+
+// labelMap is a flag.Value of key=value labels; repeated flags add to it.
+type labelMap struct{ m map[string]string }
+
+func (l *labelMap) String() string {
+	if l == nil {
+		return ""
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(l.m)) {
+		out = append(out, k+"="+l.m[k])
+	}
+	return strings.Join(out, ",")
+}
+
+func (l *labelMap) Set(v string) error {
+	if l.m == nil {
+		l.m = map[string]string{}
+	}
+	for chunk := range strings.SplitSeq(v, ",") {
+		if chunk == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(chunk, "=")
+		if !ok {
+			return fmt.Errorf("%q is not key=value", chunk)
+		}
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			return fmt.Errorf("label key %q: %s", k, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(val); len(msgs) > 0 {
+			return fmt.Errorf("label %s value %q: %s", k, val, strings.Join(msgs, "; "))
+		}
+		l.m[k] = val
+	}
+	return nil
+}
