@@ -283,6 +283,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 		fmt.Fprintln(stdout, "kubepact-controller", Version())
 		return nil
 	}
+	ownsProcess := cfg == nil // main's call, not a test's running several in one process
 	if cfg == nil {
 		if cfg, err = o.restConfig(); err != nil {
 			return fmt.Errorf("loading the kubeconfig: %w", err)
@@ -298,8 +299,11 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
 	// client-go's own packages log through klog: the same logger, so a
-	// line says what it says once, in the chosen encoding.
-	klog.SetLogger(log)
+	// line says what it says once, in the chosen encoding. klog's logger
+	// is the process's, set once by the process's own run.
+	if ownsProcess {
+		klog.SetLogger(log)
+	}
 
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
