@@ -207,8 +207,13 @@ func TestDeleteBindingChecksUID(t *testing.T) {
 	p, _ := authenticated(t)
 	bs, err := p.providerCluster.RBAC.ListBindings(ctx, consumerID)
 	require.NoError(t, err)
-	require.Len(t, bs, 1)
-	stale := bs[0]
+	require.Len(t, bs, 2, "the ControlPlane RoleBinding and the cluster-wide slice role's binding")
+	var stale lifecycle.Binding
+	for _, b := range bs {
+		if b.Namespace != "" {
+			stale = b
+		}
+	}
 	require.NoError(t, p.providerCluster.RBAC.DeleteRoleBinding(ctx, stale.Namespace, stale.Name))
 	require.NoError(t, p.providerCluster.RBAC.ApplyRoleBinding(ctx, rbac.ControlPlaneRoleBinding(tenantNS, consumerID)))
 	require.NoError(t, p.providerCluster.RBAC.DeleteBinding(ctx, stale))

@@ -302,7 +302,7 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	// The role the consumer is bound to must be installed before anything
 	// is signed: a certificate bound to a missing role would be an
 	// identity that can do nothing, issued for nothing.
-	if err := p.requireRoles(ctx, rbac.ControlPlaneClusterRoleName); err != nil {
+	if err := p.requireRoles(ctx, p.tenantRoles()...); err != nil {
 		return nil, stepError(StepCertificateIssued, err)
 	}
 	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: consumerID},
@@ -328,6 +328,14 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	if err := p.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
 		return nil, stepError(StepRBACBound, err)
 	}
+	// As Liqo's provider does when it accepts a Tenant, group consumerID
+	// gets the cluster-wide slice role (metrics) at once, not only with its
+	// first ResourceSlice.
+	if p.ports.ClusterRBAC != nil {
+		if err := p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(consumerID)); err != nil {
+			return nil, stepError(StepRBACBound, err)
+		}
+	}
 	p.step(ctx, Step{Name: StepRBACBound})
 
 	stored.Status = authv1beta1.TenantStatus{
@@ -346,6 +354,16 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	}
 	p.step(ctx, Step{Name: StepTenantStatus})
 	return p.identity(ctx, stored)
+}
+
+// tenantRoles are the peer roles an accepted Tenant is bound to: the
+// ControlPlane role, and the cluster-wide slice role where the provider
+// binds cluster-wide (ClusterRBAC).
+func (p *Provider) tenantRoles() []string {
+	if p.ports.ClusterRBAC == nil {
+		return []string{rbac.ControlPlaneClusterRoleName}
+	}
+	return []string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName}
 }
 
 // requireRoles checks that the peer ClusterRoles names are installed
@@ -522,6 +540,11 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 	}
 	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
 		return stepError(StepForgetTenant, err)
+	}
+	if p.ports.ClusterRBAC != nil {
+		if err := p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID)); err != nil {
+			return stepError(StepForgetTenant, err)
+		}
 	}
 	if reason != "" {
 		if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID}); err != nil {

@@ -269,11 +269,10 @@ func (p *Provider) release(ctx context.Context, namespace, consumerID, name stri
 			return err
 		}
 	}
-	if err := p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID)); err != nil {
-		return err
-	}
 	if all {
-		return nil
+		// No accepted Tenant: the cluster-wide binding its acceptance made
+		// goes too.
+		return p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID))
 	}
 	need, err := p.othersNeedBindings(ctx, namespace, name)
 	if err != nil || !need {

@@ -164,10 +164,12 @@ func TestResourceSlicesEndToEnd(t *testing.T) {
 
 	require.NoError(t, consumerEnv.client.Delete(ctx, slices[1]))
 	eventually(t, "the slice bindings gone with the last slice", func() bool {
-		_, err1 := providerEnv.core.RbacV1().ClusterRoleBindings().Get(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID), metav1.GetOptions{})
-		_, err2 := providerEnv.core.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.VirtualKubeletClusterRoleName), metav1.GetOptions{})
-		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2)
+		_, err := providerEnv.core.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.VirtualKubeletClusterRoleName), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
 	})
+	// The cluster-wide binding is the accepted Tenant's, as on a Liqo provider.
+	_, err = providerEnv.core.RbacV1().ClusterRoleBindings().Get(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID), metav1.GetOptions{})
+	require.NoError(t, err, "the Tenant keeps its cluster-wide binding")
 	eventually(t, "slice-b's credentials powerless", func() bool {
 		_, err := clients["slice-b"].CoreV1().ConfigMaps(tenantNS).Get(ctx, "from-slice-b", metav1.GetOptions{})
 		return apierrors.IsForbidden(err)

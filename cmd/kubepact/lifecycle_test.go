@@ -48,6 +48,9 @@ func sliceConfig(t *testing.T, ctx context.Context, consumerID, sliceName, names
 	for _, b := range rbac.ResourceSliceRoleBindings(consumerID, "edit", []string{namespace}) {
 		require.NoError(t, binder.ApplyRoleBinding(ctx, b))
 	}
+	// The Tenant's acceptance made the cluster-wide binding; its roleRef
+	// is immutable, so it is made again to one that grants something here.
+	require.NoError(t, provider.client.RbacV1().ClusterRoleBindings().Delete(ctx, "liqo-binding-liqo-virtual-kubelet-remote-clusterwide-"+consumerID, metav1.DeleteOptions{}))
 	_, err = provider.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "liqo-binding-liqo-virtual-kubelet-remote-clusterwide-" + consumerID,
 			Labels: map[string]string{clusterid.Label: consumerID, rbac.ManagedByLabel: rbac.ManagedByValue}},
