@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -69,6 +71,22 @@ func (r *renewConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 	case client.IgnoreNotFound(err) != nil:
 		return reconcile.Result{}, err
 	}
+	// A Renew controlled by another Identity is left over from an earlier
+	// identity of the same name (unauthenticated, then authenticated again
+	// before the garbage collector or the replicator's finalizer let it
+	// go): its status answers that identity, not this one. It is deleted,
+	// exactly as read, and this Identity's Renew is made once it is gone
+	// (its deletion requeues the Identity).
+	if owner := controllerOf(held); owner != nil && owner.UID != id.UID {
+		if held.DeletionTimestamp == nil {
+			uid := held.UID
+			err := r.client.Delete(ctx, held, client.Preconditions{UID: &uid})
+			if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+				return reconcile.Result{}, err
+			}
+		}
+		return reconcile.Result{}, nil
+	}
 
 	if held != nil && renewal.Changed(id.Spec.AuthParams.SignedCRT, &held.Status) {
 		a, err := r.consumer.Renewed(ctx, providerID, held, nil)
@@ -119,6 +137,15 @@ func (r *renewConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 
 // sameRequest reports whether held already carries what want applies: its
 // spec, labels and owner references.
+// controllerOf returns the controller reference of r, nil for no r or no
+// controller.
+func controllerOf(r *authv1beta1.Renew) *metav1.OwnerReference {
+	if r == nil {
+		return nil
+	}
+	return metav1.GetControllerOf(r)
+}
+
 func sameRequest(held, want *authv1beta1.Renew) bool {
 	for k, v := range want.Labels {
 		if held.Labels[k] != v {

@@ -16,7 +16,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kubepact/kubepact"
@@ -29,6 +31,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/renewal"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 // shortLifetime is the lifetime of the certificates in the renewal tests:
@@ -427,4 +430,77 @@ func createUnlessReplicated(ctx context.Context, t *testing.T, theirs *authv1bet
 	if err := providerEnv.client.Create(ctx, theirs); !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
+}
+
+// A Renew left over from an earlier Identity of the same name (still held
+// by a finalizer, or not yet collected) is not taken for this Identity's:
+// the renewal reconciler deletes it, exactly as read, and makes this
+// Identity's Renew once it is gone, so no earlier identity's answer reaches
+// the kubeconfig.
+func TestLeftoverRenewIsReplaced(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startProvider(t, providerID, tenant.Compatible, nil)
+	startConsumer(t, consumerID, keyNS)
+	_, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
+
+	var mine authv1beta1.Renew
+	eventually(t, "the consumer's Renew", func() bool {
+		return consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), &mine) == nil
+	})
+
+	// An earlier Identity controls it (one that still exists, so the
+	// garbage collector leaves it), and a finalizer holds it.
+	earlier := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Name: "controlplane-cl-earlier", Namespace: id.Namespace}}
+	require.NoError(t, consumerEnv.client.Create(ctx, earlier))
+	const hold = "example.com/hold"
+	mine.OwnerReferences = []metav1.OwnerReference{{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind,
+		Name: earlier.Name, UID: earlier.UID, Controller: ptr.To(true)}}
+	mine.Finalizers = append(mine.Finalizers, hold)
+	require.NoError(t, consumerEnv.client.Update(ctx, &mine))
+	// This Identity is reconciled again (as a new Identity of that name is).
+	touch := func(value string) {
+		eventually(t, "the Identity touched", func() bool {
+			if err := consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), id); err != nil {
+				return false
+			}
+			if id.Annotations == nil {
+				id.Annotations = map[string]string{}
+			}
+			id.Annotations["example.com/touch"] = value
+			return consumerEnv.client.Update(ctx, id) == nil
+		})
+	}
+	touch("1")
+
+	eventually(t, "the left-over Renew deleted", func() bool {
+		require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(&mine), &mine))
+		return mine.DeletionTimestamp != nil
+	})
+	eventually(t, "the test's finalizer removed", func() bool {
+		var cur authv1beta1.Renew
+		if err := consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(&mine), &cur); err != nil {
+			return apierrors.IsNotFound(err)
+		}
+		controllerutil.RemoveFinalizer(&cur, hold)
+		return consumerEnv.client.Update(ctx, &cur) == nil
+	})
+	eventually(t, "the left-over Renew gone", func() bool {
+		var gone authv1beta1.Renew
+		err := consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(&mine), &gone)
+		return apierrors.IsNotFound(err) || err == nil && gone.UID != mine.UID
+	})
+	// Its deletion requeues the Identity of its owner's name; here that is
+	// the stand-in, so this Identity is touched again.
+	touch("2")
+	eventually(t, "this Identity's Renew", func() bool {
+		var now authv1beta1.Renew
+		if consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), &now) != nil || now.DeletionTimestamp != nil {
+			return false
+		}
+		owner := metav1.GetControllerOf(&now)
+		return owner != nil && owner.UID == id.UID
+	})
 }
