@@ -456,10 +456,15 @@ func TestLeftoverRenewIsReplaced(t *testing.T) {
 	earlier := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Name: "controlplane-cl-earlier", Namespace: id.Namespace}}
 	require.NoError(t, consumerEnv.client.Create(ctx, earlier))
 	const hold = "example.com/hold"
-	mine.OwnerReferences = []metav1.OwnerReference{{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind,
-		Name: earlier.Name, UID: earlier.UID, Controller: ptr.To(true)}}
-	mine.Finalizers = append(mine.Finalizers, hold)
-	require.NoError(t, consumerEnv.client.Update(ctx, &mine))
+	eventually(t, "the Renew made the earlier Identity's", func() bool {
+		if err := consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), &mine); err != nil {
+			return false
+		}
+		mine.OwnerReferences = []metav1.OwnerReference{{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind,
+			Name: earlier.Name, UID: earlier.UID, Controller: ptr.To(true)}}
+		controllerutil.AddFinalizer(&mine, hold)
+		return consumerEnv.client.Update(ctx, &mine) == nil
+	})
 	// This Identity is reconciled again (as a new Identity of that name is).
 	touch := func(value string) {
 		eventually(t, "the Identity touched", func() bool {

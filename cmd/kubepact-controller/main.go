@@ -302,7 +302,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	// line says what it says once, in the chosen encoding. klog's logger
 	// is the process's, set once by the process's own run.
 	if ownsProcess {
-		klog.SetLogger(log)
+		klog.SetLogger(withQuietStop(ctx, log))
 	}
 
 	client, err := kubernetes.NewForConfig(cfg)

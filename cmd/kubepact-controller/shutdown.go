@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-logr/logr"
 )
@@ -16,10 +17,12 @@ const (
 	leaseLostErr    = "leader election lost"
 )
 
-// quietStop is the manager's log sink: once ctx is done (SIGTERM), the
-// lease released on the way out is logged at info level, as the normal end
-// of a stop; every other line, and a lease lost while running, is logged
-// as it comes.
+// quietStop is the log sink of the manager and of client-go (klog): once
+// ctx is done (SIGTERM), the lease released on the way out, and requests
+// cut short by the stop (errors wrapping context.Canceled, such as a lease
+// renewal in flight), are logged at info level, as the normal end of a
+// stop; every other line, and the same errors while running, are logged as
+// they come.
 type quietStop struct {
 	logr.LogSink
 	ctx context.Context
@@ -36,6 +39,10 @@ func withQuietStop(ctx context.Context, l logr.Logger) logr.Logger {
 func (q quietStop) Error(err error, msg string, kv ...any) {
 	if q.ctx.Err() != nil && msg == stopSequenceMsg && err != nil && err.Error() == leaseLostErr {
 		q.LogSink.Info(0, "leader election lease released on stop", kv...)
+		return
+	}
+	if q.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		q.LogSink.Info(0, msg, append(kv, "stopping", err.Error())...)
 		return
 	}
 	q.LogSink.Error(err, msg, kv...)
