@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -22,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -31,11 +27,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
+	kustomizepkg "github.com/kubepact/kubepact/internal/kustomize"
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -125,34 +121,9 @@ func applyKustomization(ctx context.Context, s *side, dir string) error {
 	return waitForCRDs(ctx, s)
 }
 
-// kustomize renders the kustomization in dir with kubectl kustomize.
+// kustomize renders the kustomization in dir as kubectl apply -k does.
 func kustomize(ctx context.Context, dir string) ([]*unstructured.Unstructured, error) {
-	out, err := exec.CommandContext(ctx, "kubectl", "kustomize", dir).Output()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, exit.Stderr)
-		}
-		return nil, fmt.Errorf("kubectl kustomize %s (kubectl must be on PATH): %w", dir, err)
-	}
-	var objects []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objects, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			objects = append(objects, u)
-		}
-	}
+	return kustomizepkg.Render(ctx, dir)
 }
 
 func waitForCRDs(ctx context.Context, s *side) error {

@@ -1,14 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -21,47 +15,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
+	kustomizepkg "github.com/kubepact/kubepact/internal/kustomize"
 	"github.com/kubepact/kubepact/saidentity"
 )
 
-// kustomize renders the kustomization in dir with kubectl kustomize, as
-// kubectl apply -k renders it.
+// kustomize renders the kustomization in dir as kubectl apply -k does.
 func kustomize(ctx context.Context, dir string) ([]*unstructured.Unstructured, error) {
-	out, err := exec.CommandContext(ctx, "kubectl", "kustomize", dir).Output()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, exit.Stderr)
-		}
-		return nil, fmt.Errorf("kubectl kustomize %s (kubectl must be on PATH): %w", dir, err)
-	}
-	var objects []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objects, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			objects = append(objects, u)
-		}
-	}
+	return kustomizepkg.Render(ctx, dir)
 }
 
 // applyConfig applies config/<name> to env as kubectl apply -k does: every
