@@ -2,12 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/internal/attack"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -76,11 +70,7 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "attack-" + role, Namespace: ns}, Subjects: []rbacv1.Subject{s},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
 	}
-	refused := func(t *testing.T, err error) {
-		t.Helper()
-		require.Error(t, err)
-		require.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
-	}
+	refused := attack.Refused
 
 	t.Run("CreateClusterRole", func(t *testing.T) {
 		_, err := sa.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "attack"},
@@ -148,50 +138,11 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 		require.Error(t, err) // the API server refuses a type change; either refusal will do
 	})
 	t.Run("PodSecurityLabels", func(t *testing.T) {
-		for _, ns := range []string{tenantNS, metav1.NamespaceDefault} {
-			n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			require.NoError(t, err)
-			add := n.DeepCopy()
-			if add.Labels == nil {
-				add.Labels = map[string]string{}
-			}
-			add.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
-			_, err = sa.CoreV1().Namespaces().Update(ctx, add, metav1.UpdateOptions{})
-			refused(t, err)
-			add.Labels["pod-security.kubernetes.io/audit"] = "privileged"
-			delete(add.Labels, "pod-security.kubernetes.io/enforce")
-			_, err = sa.CoreV1().Namespaces().Update(ctx, add, metav1.UpdateOptions{})
-			refused(t, err)
-		}
-		n, err := admin.CoreV1().Namespaces().Get(ctx, tenantNS, metav1.GetOptions{})
-		require.NoError(t, err)
-		remove := n.DeepCopy()
-		delete(remove.Labels, "pod-security.kubernetes.io/enforce")
-		_, err = sa.CoreV1().Namespaces().Update(ctx, remove, metav1.UpdateOptions{})
-		refused(t, err)
-		// Other labels of a tenant namespace stay the controller's to set.
-		other := n.DeepCopy()
-		other.Labels["kubepact.io/test"] = "ok"
-		_, err = sa.CoreV1().Namespaces().Update(ctx, other, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		attack.RefusePodSecurityChanges(t, ctx, admin, sa, tenantNS)
 	})
 	t.Run("ApproveOthersCSR", func(t *testing.T) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		require.NoError(t, err)
-		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "kubernetes-admin", Organization: []string{"kubeadm:cluster-admins"}}}, key)
-		require.NoError(t, err)
-		c, err := admin.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "attack-"},
-			Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-				SignerName: certificatesv1.KubeAPIServerClientSignerName,
-				Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-			},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Attack", Message: "attack"})
-		_, err = sa.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, c.Name, c, metav1.UpdateOptions{})
+		c := attack.OthersCSR(t, ctx, admin)
+		_, err := sa.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, c.Name, c, metav1.UpdateOptions{})
 		refused(t, err)
 	})
 	t.Run("TokenForKubeSystemServiceAccount", func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/internal/attack"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/saidentity"
@@ -81,7 +82,7 @@ func TestServiceAccountIssuer(t *testing.T) {
 			return err
 		}
 		require.NoError(t, tokenFor(time.Hour), "the identity refreshes its own token")
-		refused(t, tokenFor(48*time.Hour))
+		attack.Refused(t, tokenFor(48*time.Hour))
 
 		cli(t, "", append([]string{"apply", "serviceaccount-identity", out}, onConsumer...)...).ok(t)
 		cli(t, "", append([]string{"refresh", "serviceaccount-identity", "--remote-cluster-id", providerID}, onConsumer...)...).ok(t)
@@ -155,12 +156,12 @@ func TestServiceAccountIssuer(t *testing.T) {
 
 	t.Run("CreateClusterRole", func(t *testing.T) {
 		_, err := sa.RbacV1().ClusterRoles().Create(ctx, wildcardRole("attack"), metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 		// Rules it holds, under a name outside its scope.
 		held := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "attack"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}}
 		_, err = sa.RbacV1().ClusterRoles().Create(ctx, held, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 		// An identity's name, with rules it holds but saidentity never grants.
 		name := saidentity.ClusterName("cl-attack")
 		for _, rules := range [][]rbacv1.PolicyRule{
@@ -171,7 +172,7 @@ func TestServiceAccountIssuer(t *testing.T) {
 			r := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
 			labelled(&r.ObjectMeta, "cl-attack")
 			_, err = sa.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		}
 		// The rules saidentity grants, unlabelled, or aggregating others.
 		good, err := saidentity.BuildGrants("cl-attack")
@@ -179,11 +180,11 @@ func TestServiceAccountIssuer(t *testing.T) {
 		unlabelled := good.ClusterRole.DeepCopy()
 		unlabelled.Labels = nil
 		_, err = sa.RbacV1().ClusterRoles().Create(ctx, unlabelled, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 		aggregated := good.ClusterRole.DeepCopy()
 		aggregated.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-admin": "true"}}}}
 		_, err = sa.RbacV1().ClusterRoles().Create(ctx, aggregated, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	for _, name := range []string{"system:basic-user", rbac.ControlPlaneClusterRoleName, "kubepact-serviceaccount-issuer", grants.ClusterRole.Name} {
 		t.Run("UpdateClusterRole/"+name, func(t *testing.T) {
@@ -191,42 +192,42 @@ func TestServiceAccountIssuer(t *testing.T) {
 			require.NoError(t, err)
 			r.Rules = append(r.Rules, wildcardRole("").Rules...)
 			_, err = sa.RbacV1().ClusterRoles().Update(ctx, r, metav1.UpdateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 			// A rule it holds itself, so that RBAC lets it through.
 			_, err = sa.RbacV1().ClusterRoles().Patch(ctx, name, types.JSONPatchType, addSecretsRule, metav1.PatchOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		})
 	}
 	t.Run("TakeOverClusterRole", func(t *testing.T) {
 		patch := []byte(`{"metadata":{"labels":{"` + saidentity.IdentityLabel + `":"cl-foreign"}}}`)
 		_, err := sa.RbacV1().ClusterRoles().Patch(ctx, saidentity.ClusterName("cl-foreign"), types.MergePatchType, patch, metav1.PatchOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("WriteRole", func(t *testing.T) {
 		wide := grants.Role.DeepCopy()
 		wide.ResourceVersion = ""
 		wide.Rules[0].ResourceNames = nil // every Secret of the tenant namespace
 		_, err := sa.RbacV1().Roles(tenantNS).Update(ctx, wide, metav1.UpdateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 		patch := []byte(`[{"op":"remove","path":"/rules/0/resourceNames"}]`)
 		_, err = sa.RbacV1().Roles(tenantNS).Patch(ctx, grants.Role.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 		for _, ns := range []string{metav1.NamespaceSystem, tenantNS} {
 			r := grants.Role.DeepCopy()
 			r.Namespace, r.Name = ns, "attack"
 			_, err = sa.RbacV1().Roles(ns).Create(ctx, r, metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		}
 	})
 	t.Run("BindClusterAdmin", func(t *testing.T) {
 		crb := clusterRoleBinding(grants.ClusterRoleBinding.Name, "cluster-admin", self)
 		labelled(&crb.ObjectMeta, victimID)
 		_, err := sa.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 		rb := roleBinding(tenantNS, grants.RoleBinding.Name, "ClusterRole", "cluster-admin", identitySA)
 		labelled(&rb.ObjectMeta, victimID)
 		_, err = sa.RbacV1().RoleBindings(tenantNS).Create(ctx, rb, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("BindItsOwnRole", func(t *testing.T) {
 		// It holds every permission of its own role, so RBAC lets it bind it.
@@ -234,9 +235,9 @@ func TestServiceAccountIssuer(t *testing.T) {
 			crb := clusterRoleBinding(grants.ClusterRoleBinding.Name, "kubepact-serviceaccount-issuer", s)
 			labelled(&crb.ObjectMeta, victimID)
 			_, err := sa.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 			_, err = sa.RbacV1().RoleBindings(tenantNS).Create(ctx, roleBinding(tenantNS, grants.RoleBinding.Name, "ClusterRole", "kubepact-serviceaccount-issuer", s), metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		}
 	})
 	t.Run("BindIdentityRoleToOthers", func(t *testing.T) {
@@ -244,43 +245,43 @@ func TestServiceAccountIssuer(t *testing.T) {
 			crb := clusterRoleBinding(grants.ClusterRoleBinding.Name, grants.ClusterRole.Name, s)
 			labelled(&crb.ObjectMeta, victimID)
 			_, err := sa.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 			rb := roleBinding(tenantNS, grants.RoleBinding.Name, "Role", grants.Role.Name, s)
 			labelled(&rb.ObjectMeta, victimID)
 			_, err = sa.RbacV1().RoleBindings(tenantNS).Create(ctx, rb, metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		}
 		// The identity's own subject, bound under another name.
 		crb := clusterRoleBinding("attack", grants.ClusterRole.Name, identitySA)
 		labelled(&crb.ObjectMeta, victimID)
 		_, err := sa.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	for _, role := range rbac.PeerRoleNames() {
 		t.Run("BindPeerRole/"+role, func(t *testing.T) {
 			for _, s := range []rbacv1.Subject{self, selfUser, authenticated} {
 				_, err := sa.RbacV1().ClusterRoleBindings().Create(ctx, clusterRoleBinding("attack-"+role, role, s), metav1.CreateOptions{})
-				refused(t, err)
+				attack.Refused(t, err)
 				for _, ns := range []string{metav1.NamespaceSystem, tenantNS} {
 					_, err := sa.RbacV1().RoleBindings(ns).Create(ctx, roleBinding(ns, rbac.BindingName(role), "ClusterRole", role, s), metav1.CreateOptions{})
-					refused(t, err)
+					attack.Refused(t, err)
 				}
 			}
 			_, err := sa.RbacV1().RoleBindings(metav1.NamespaceSystem).Create(ctx, roleBinding(metav1.NamespaceSystem, rbac.BindingName(role), "ClusterRole", role, someone), metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		})
 	}
 	t.Run("WriteSecret", func(t *testing.T) {
 		// It holds get, update, patch and delete on Secrets only to grant them.
 		for _, ns := range []string{metav1.NamespaceSystem, metav1.NamespaceDefault} {
 			_, err := sa.CoreV1().Secrets(ns).Create(ctx, secret(ns, "attack"), metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 			s, err := admin.CoreV1().Secrets(ns).Get(ctx, "victim", metav1.GetOptions{})
 			require.NoError(t, err)
 			s.StringData = map[string]string{"k": "attack"}
 			_, err = sa.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
-			refused(t, err)
-			refused(t, sa.CoreV1().Secrets(ns).Delete(ctx, "victim", metav1.DeleteOptions{}))
+			attack.Refused(t, err)
+			attack.Refused(t, sa.CoreV1().Secrets(ns).Delete(ctx, "victim", metav1.DeleteOptions{}))
 		}
 	})
 	t.Run("ServiceAccountTokenSecret", func(t *testing.T) {
@@ -288,54 +289,54 @@ func TestServiceAccountIssuer(t *testing.T) {
 		s.Annotations = map[string]string{corev1.ServiceAccountNameKey: saidentity.Name(victimID)}
 		s.Type = corev1.SecretTypeServiceAccountToken
 		_, err := sa.CoreV1().Secrets(tenantNS).Create(ctx, s, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("PodSecurityLabels", func(t *testing.T) {
-		refusePodSecurityChanges(t, ctx, admin, sa, tenantNS)
+		attack.RefusePodSecurityChanges(t, ctx, admin, sa, tenantNS)
 		_, err := sa.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-attack-privileged",
 			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("ApproveOthersCSR", func(t *testing.T) {
-		c := othersCSR(t, ctx, admin)
+		c := attack.OthersCSR(t, ctx, admin)
 		_, err := sa.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, c.Name, c, metav1.UpdateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("TokenForKubeSystemServiceAccount", func(t *testing.T) {
 		// The API server answers NotFound, before admission, for a
 		// ServiceAccount that does not exist: these do.
 		for _, ns := range []string{metav1.NamespaceSystem, "kubepact-system"} {
 			_, err := sa.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		}
 		_, err := sa.CoreV1().ServiceAccounts("kubepact-system").CreateToken(ctx, "kubepact-serviceaccount-issuer", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("TokenForAnotherServiceAccount", func(t *testing.T) {
 		// Another ServiceAccount of a tenant namespace, and the identity of
 		// another consumer.
 		_, err := sa.CoreV1().ServiceAccounts(tenantNS).CreateToken(ctx, "victim", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 		_, err = sa.CoreV1().ServiceAccounts(tenantNS).CreateToken(ctx, saidentity.Name("cl-other"), &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("CreateServiceAccount", func(t *testing.T) {
 		for _, ns := range []string{metav1.NamespaceSystem, tenantNS} {
 			for _, name := range []string{"attack", saidentity.Name("cl-another")} {
 				_, err := sa.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-				refused(t, err)
+				attack.Refused(t, err)
 			}
 		}
-		refused(t, sa.CoreV1().ServiceAccounts(tenantNS).Delete(ctx, "victim", metav1.DeleteOptions{}))
+		attack.Refused(t, sa.CoreV1().ServiceAccounts(tenantNS).Delete(ctx, "victim", metav1.DeleteOptions{}))
 	})
 	t.Run("CreateNamespace", func(t *testing.T) {
 		_, err := sa.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "attack"}}, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("WriteAdmissionPolicies", func(t *testing.T) {
 		for _, name := range []string{saidentity.TokenPolicyName, "kubepact-serviceaccount-issuer"} {
-			refused(t, sa.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}))
-			refused(t, sa.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}))
+			attack.Refused(t, sa.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}))
+			attack.Refused(t, sa.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}))
 		}
 	})
 	t.Run("StillWorks", func(t *testing.T) {

@@ -100,13 +100,6 @@ func awaitPolicy(t *testing.T, write func() error) {
 	}, time.Minute, 200*time.Millisecond, "the admission policy is not in force: last answer %v", last)
 }
 
-// refused fails t unless err is the API server's Forbidden.
-func refused(t *testing.T, err error) {
-	t.Helper()
-	require.Error(t, err)
-	require.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
-}
-
 // TestFlowManifestsFollowServiceAccount renders config/token-server and
 // config/serviceaccount-identity with another namespace: the admission
 // policy's match condition and the binding's subject name the

@@ -1,20 +1,12 @@
 package main
 
 import (
-	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,12 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/internal/attack"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -109,7 +100,7 @@ func TestTokenServerServiceAccount(t *testing.T) {
 
 	t.Run("CreateClusterRole", func(t *testing.T) {
 		_, err := sa.RbacV1().ClusterRoles().Create(ctx, wildcardRole("attack"), metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	for _, name := range []string{"system:basic-user", rbac.ControlPlaneClusterRoleName} {
 		t.Run("UpdateClusterRole/"+name, func(t *testing.T) {
@@ -117,40 +108,40 @@ func TestTokenServerServiceAccount(t *testing.T) {
 			require.NoError(t, err)
 			r.Rules = append(r.Rules, wildcardRole("").Rules...)
 			_, err = sa.RbacV1().ClusterRoles().Update(ctx, r, metav1.UpdateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 			_, err = sa.RbacV1().ClusterRoles().Patch(ctx, name, types.JSONPatchType, addSecretsRule, metav1.PatchOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		})
 	}
 	t.Run("BindClusterAdmin", func(t *testing.T) {
 		_, err := sa.RbacV1().ClusterRoleBindings().Create(ctx, clusterRoleBinding("attack-admin", "cluster-admin", self), metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 		_, err = sa.RbacV1().RoleBindings(tenantNS).Create(ctx, roleBinding(tenantNS, controlPlaneBinding, "ClusterRole", "cluster-admin", consumerUser), metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	for _, role := range rbac.PeerRoleNames() {
 		t.Run("BindPeerRoleToItself/"+role, func(t *testing.T) {
 			for _, s := range []rbacv1.Subject{self, selfUser} {
 				_, err := sa.RbacV1().ClusterRoleBindings().Create(ctx, clusterRoleBinding("attack-"+role, role, s), metav1.CreateOptions{})
-				refused(t, err)
+				attack.Refused(t, err)
 				for _, ns := range []string{metav1.NamespaceSystem, tenantNS} {
 					_, err := sa.RbacV1().RoleBindings(ns).Create(ctx, roleBinding(ns, rbac.BindingName(role), "ClusterRole", role, s), metav1.CreateOptions{})
-					refused(t, err)
+					attack.Refused(t, err)
 				}
 			}
 		})
 		t.Run("BindPeerRoleToOthers/"+role, func(t *testing.T) {
 			_, err := sa.RbacV1().ClusterRoleBindings().Create(ctx, clusterRoleBinding("attack-"+role, role, authenticated), metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 			_, err = sa.RbacV1().RoleBindings(tenantNS).Create(ctx, roleBinding(tenantNS, rbac.BindingName(role), "ClusterRole", role, authenticated), metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 			for _, s := range []rbacv1.Subject{someone, consumerUser} {
 				_, err = sa.RbacV1().RoleBindings(metav1.NamespaceSystem).Create(ctx, roleBinding(metav1.NamespaceSystem, rbac.BindingName(role), "ClusterRole", role, s), metav1.CreateOptions{})
-				refused(t, err)
+				attack.Refused(t, err)
 			}
 			// Another consumer's user, in this consumer's tenant namespace.
 			_, err = sa.RbacV1().RoleBindings(tenantNS).Create(ctx, roleBinding(tenantNS, rbac.BindingName(role), "ClusterRole", role, someone), metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		})
 	}
 	t.Run("WriteSecretOutsideItsOwn", func(t *testing.T) {
@@ -159,14 +150,14 @@ func TestTokenServerServiceAccount(t *testing.T) {
 			secret(tenantNS, "attack"), secret("liqo", "attack"),
 		} {
 			_, err := sa.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		}
 	})
 	t.Run("ReadSecretOutsideItsOwn", func(t *testing.T) {
 		_, err := sa.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, "any", metav1.GetOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 		_, err = sa.CoreV1().Secrets(tenantNS).List(ctx, metav1.ListOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("ServiceAccountTokenSecret", func(t *testing.T) {
 		_, err := admin.CoreV1().ServiceAccounts(tenantNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "victim"}}, metav1.CreateOptions{})
@@ -177,30 +168,30 @@ func TestTokenServerServiceAccount(t *testing.T) {
 		s.Annotations = map[string]string{corev1.ServiceAccountNameKey: "victim"}
 		s.Type = corev1.SecretTypeServiceAccountToken
 		_, err = sa.CoreV1().Secrets(tenantNS).Create(ctx, s, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("PodSecurityLabels", func(t *testing.T) {
-		refusePodSecurityChanges(t, ctx, admin, sa, tenantNS)
+		attack.RefusePodSecurityChanges(t, ctx, admin, sa, tenantNS)
 		_, err := sa.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-attack-privileged",
 			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("ApproveOthersCSR", func(t *testing.T) {
-		c := othersCSR(t, ctx, admin)
+		c := attack.OthersCSR(t, ctx, admin)
 		_, err := sa.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, c.Name, c, metav1.UpdateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("TokenForKubeSystemServiceAccount", func(t *testing.T) {
 		_, err := sa.CoreV1().ServiceAccounts(metav1.NamespaceSystem).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("CreateNamespace", func(t *testing.T) {
 		_, err := sa.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "attack"}}, metav1.CreateOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("WriteItsOwnPolicy", func(t *testing.T) {
 		err := sa.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "kubepact-token-server", metav1.DeleteOptions{})
-		refused(t, err)
+		attack.Refused(t, err)
 	})
 	t.Run("WriteAnotherConsumersTenant", func(t *testing.T) {
 		victim := unique("cl-victim-tsa")
@@ -218,7 +209,7 @@ func TestTokenServerServiceAccount(t *testing.T) {
 			u.SetNamespace(where.ns)
 			u.SetName(where.name)
 			_, err := tenants.Namespace(where.ns).Create(ctx, u, metav1.CreateOptions{})
-			refused(t, err)
+			attack.Refused(t, err)
 		}
 	})
 }
@@ -244,62 +235,4 @@ func clusterRoleBinding(name, role string, s rbacv1.Subject) *rbacv1.ClusterRole
 func roleBinding(namespace, name, kind, role string, s rbacv1.Subject) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Subjects: []rbacv1.Subject{s},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: role}}
-}
-
-// refusePodSecurityChanges checks that as may neither add, change nor remove
-// a pod-security label of the tenant namespace tenantNS, nor add one to
-// default, while other labels of tenantNS stay its to set.
-func refusePodSecurityChanges(t *testing.T, ctx context.Context, admin, as kubernetes.Interface, tenantNS string) {
-	t.Helper()
-	for _, ns := range []string{tenantNS, metav1.NamespaceDefault} {
-		n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		require.NoError(t, err)
-		add := n.DeepCopy()
-		if add.Labels == nil {
-			add.Labels = map[string]string{}
-		}
-		add.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
-		_, err = as.CoreV1().Namespaces().Update(ctx, add, metav1.UpdateOptions{})
-		refused(t, err)
-		add.Labels["pod-security.kubernetes.io/audit"] = "privileged"
-		delete(add.Labels, "pod-security.kubernetes.io/enforce")
-		_, err = as.CoreV1().Namespaces().Update(ctx, add, metav1.UpdateOptions{})
-		refused(t, err)
-	}
-	n, err := admin.CoreV1().Namespaces().Get(ctx, tenantNS, metav1.GetOptions{})
-	require.NoError(t, err)
-	remove := n.DeepCopy()
-	delete(remove.Labels, "pod-security.kubernetes.io/enforce")
-	_, err = as.CoreV1().Namespaces().Update(ctx, remove, metav1.UpdateOptions{})
-	refused(t, err)
-	other := n.DeepCopy()
-	other.Labels["kubepact.io/test"] = "ok"
-	_, err = as.CoreV1().Namespaces().Update(ctx, other, metav1.UpdateOptions{})
-	require.NoError(t, err, "another label of a tenant namespace")
-}
-
-// othersCSR creates, as admin, a CSR for a cluster administrator's
-// certificate and returns it with an approval added, for another user to
-// try to write.
-func othersCSR(t *testing.T, ctx context.Context, admin kubernetes.Interface) *certificatesv1.CertificateSigningRequest {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "kubernetes-admin", Organization: []string{"kubeadm:cluster-admins"}}}, key)
-	require.NoError(t, err)
-	c, err := admin.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "attack-", Labels: map[string]string{kube.CSRLabel: "true"}},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeAPIServerClientSignerName,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), c.Name, metav1.DeleteOptions{})
-	})
-	c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Attack", Message: "attack"})
-	return c
 }
