@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,15 +55,16 @@ func shippedArgs(ctx context.Context, t *testing.T) []string {
 }
 
 // withPorts returns args with the values of the listen flags replaced by
-// free loopback ports, and the probe address.
-func withPorts(t *testing.T, args []string) ([]string, string) {
+// free loopback ports, and the probe and metrics addresses.
+func withPorts(t *testing.T, args []string) ([]string, string, string) {
 	t.Helper()
 	out := make([]string, 0, len(args))
-	var probe string
+	var probe, metrics string
 	for _, a := range args {
 		switch {
 		case strings.HasPrefix(a, "--metrics-bind-address="):
-			a = "--metrics-bind-address=" + freeAddr(t)
+			metrics = freeAddr(t)
+			a = "--metrics-bind-address=" + metrics
 		case strings.HasPrefix(a, "--health-probe-bind-address="):
 			probe = freeAddr(t)
 			a = "--health-probe-bind-address=" + probe
@@ -70,14 +72,16 @@ func withPorts(t *testing.T, args []string) ([]string, string) {
 		out = append(out, a)
 	}
 	require.NotEmpty(t, probe, "the shipped args set --health-probe-bind-address")
-	return out, probe
+	require.NotEmpty(t, metrics, "the shipped args set --metrics-bind-address")
+	return out, probe, metrics
 }
 
 // TestShippedArgs runs the kubepact-controller binary with the args of the
 // Deployment config/ ships, listen ports aside, on a cluster where config/
 // is applied, as the controller's ServiceAccount (a kubeconfig that
 // impersonates it, outside a pod): with the shipped roles and with each
-// role alone, it becomes ready, is still running 15 seconds later, and on
+// role alone, it becomes ready, is still running 15 seconds later, serves
+// its metrics over HTTPS and refuses them to an anonymous client, and on
 // SIGTERM exits 0 without logging an error or a stack trace. It discovers
 // what the args leave out: the cluster ID (generated once and recorded),
 // the API server URL (kube-public/cluster-info, as kubeadm publishes it)
@@ -108,7 +112,7 @@ func TestShippedArgs(t *testing.T) {
 			name = strings.TrimPrefix(roles, "--roles=")
 		}
 		t.Run(name, func(t *testing.T) {
-			args, probe := withPorts(t, shippedArgs(ctx, t))
+			args, probe, metrics := withPorts(t, shippedArgs(ctx, t))
 			if roles != "" {
 				for i, a := range args {
 					if strings.HasPrefix(a, "--roles=") {
@@ -116,7 +120,7 @@ func TestShippedArgs(t *testing.T) {
 					}
 				}
 			}
-			runShipped(ctx, t, bin, kubeconfig, probe, args)
+			runShipped(ctx, t, bin, kubeconfig, probe, metrics, args)
 		})
 	}
 
@@ -139,7 +143,7 @@ func TestShippedArgs(t *testing.T) {
 
 // runShipped starts bin with args, waits for /readyz on probe, checks it is
 // still up 15 seconds later, then stops it with SIGTERM.
-func runShipped(ctx context.Context, t *testing.T, bin, kubeconfig, probe string, args []string) {
+func runShipped(ctx context.Context, t *testing.T, bin, kubeconfig, probe, metrics string, args []string) {
 	t.Helper()
 	var logs lockedBuffer
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -178,6 +182,13 @@ func runShipped(ctx context.Context, t *testing.T, bin, kubeconfig, probe string
 	case <-time.After(15 * time.Second):
 	}
 	require.True(t, ready(), "still ready 15 seconds later")
+	// The metrics are served over HTTPS, and not to an anonymous client.
+	anonymous := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed serving certificate; only the answer is checked
+	resp, err := anonymous.Get("https://" + metrics + "/metrics")
+	require.NoError(t, err, "metrics over HTTPS")
+	resp.Body.Close()
+	require.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, resp.StatusCode, "an anonymous scrape")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {
