@@ -23,7 +23,7 @@ type ClusterIDOptions struct {
 	Namespace string
 	// Rand is the source of a generated ID.
 	Rand io.Reader
-	// HelmRelease is the Helm release a generated record is made adoptable
+	// HelmRelease is the Helm release a record it writes is made adoptable
 	// by (its ownership metadata), so that a later helm install of Liqo in
 	// Namespace adopts it instead of failing; default "liqo".
 	HelmRelease string
@@ -38,16 +38,17 @@ type ClusterIDOptions struct {
 //     *clusterid.ConflictError; several records are a
 //     clusterid.ErrAmbiguous error, a record without a valid ID a
 //     clusterid.ErrInvalid one;
-//   - none, and want is set: want (validated), recorded nowhere;
-//   - neither: a new ID (clusterid.Generate), recorded as Liqo's chart
-//     records it (the ConfigMap clusterid.RecordName, created with the
-//     Liqo namespace when missing), so every replica and restart gets the
-//     same. Of replicas racing to record one, the first wins and the others
-//     return its ID. generated reports that this call recorded it.
+//   - none: want (validated) or else a new ID (clusterid.Generate),
+//     recorded as Liqo's chart records it (the ConfigMap
+//     clusterid.RecordName, created with the Liqo namespace when missing),
+//     so that liqoctl finds it and every replica and restart gets the same.
+//     Of replicas racing to record one, the first wins: the others return
+//     its ID, or a *clusterid.ConflictError when they were asked for
+//     another. recorded reports that this call recorded it.
 //
 // The client needs list on configmaps in the Liqo namespace and, to record
 // an ID, create on configmaps there and on namespaces.
-func EnsureClusterID(ctx context.Context, client kubernetes.Interface, want string, opts *ClusterIDOptions) (id string, generated bool, err error) {
+func EnsureClusterID(ctx context.Context, client kubernetes.Interface, want string, opts *ClusterIDOptions) (id string, recorded bool, err error) {
 	o := ClusterIDOptions{}
 	if opts != nil {
 		o = *opts
@@ -63,22 +64,18 @@ func EnsureClusterID(ctx context.Context, client kubernetes.Interface, want stri
 			return "", false, err
 		}
 	}
-	recorded, err := recordedClusterID(ctx, client, o.Namespace)
+	existing, err := recordedClusterID(ctx, client, o.Namespace)
 	switch {
 	case err != nil:
 		return "", false, err
-	case recorded != "" && want != "" && recorded != want:
-		return "", false, &clusterid.ConflictError{Asked: want, Recorded: recorded,
-			Where: fmt.Sprintf("ConfigMap %s/%s", o.Namespace, clusterid.RecordName)}
-	case recorded != "":
-		return recorded, false, nil
+	case existing != "":
+		return checkRecorded(existing, want, o.Namespace)
 	case want != "":
-		return want, false, nil
-	}
-
-	id, err = clusterid.Generate(o.Rand)
-	if err != nil {
-		return "", false, err
+		id = want
+	default:
+		if id, err = clusterid.Generate(o.Rand); err != nil {
+			return "", false, err
+		}
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -104,16 +101,29 @@ func EnsureClusterID(ctx context.Context, client kubernetes.Interface, want stri
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// Another replica recorded one first.
-		recorded, err := recordedClusterID(ctx, client, o.Namespace)
-		if err == nil && recorded == "" {
+		existing, err := recordedClusterID(ctx, client, o.Namespace)
+		if err == nil && existing == "" {
 			err = fmt.Errorf("%w: ConfigMap %s/%s exists without the label %s=%s", clusterid.ErrInvalid,
 				o.Namespace, clusterid.RecordName, clusterid.RecordLabel, clusterid.RecordLabelValue)
 		}
-		return recorded, false, err
+		if err != nil {
+			return "", false, err
+		}
+		return checkRecorded(existing, want, o.Namespace)
 	case err != nil:
 		return "", false, wrap(err, "creating", "ConfigMap", o.Namespace, clusterid.RecordName)
 	}
 	return id, true, nil
+}
+
+// checkRecorded returns the recorded ID, or a *clusterid.ConflictError when
+// want is set and differs from it.
+func checkRecorded(recorded, want, namespace string) (string, bool, error) {
+	if want != "" && want != recorded {
+		return "", false, &clusterid.ConflictError{Asked: want, Recorded: recorded,
+			Where: fmt.Sprintf("ConfigMap %s/%s", namespace, clusterid.RecordName)}
+	}
+	return recorded, false, nil
 }
 
 // recordedClusterID returns the ID the cluster records in namespace, "" when

@@ -70,13 +70,19 @@ func TestEnsureClusterID(t *testing.T) {
 	t.Run("FlagWithoutRecord", func(t *testing.T) {
 		t.Parallel()
 		c := k8sfake.NewClientset()
-		id, generated, err := kube.EnsureClusterID(ctx, c, "cl-flag", nil)
+		id, recorded, err := kube.EnsureClusterID(ctx, c, "cl-flag", nil)
 		require.NoError(t, err)
 		require.Equal(t, "cl-flag", id)
-		require.False(t, generated)
-		list, err := c.CoreV1().ConfigMaps("liqo").List(ctx, metav1.ListOptions{})
+		require.True(t, recorded)
+		cm, err := c.CoreV1().ConfigMaps("liqo").Get(ctx, clusterid.RecordName, metav1.GetOptions{})
 		require.NoError(t, err)
-		require.Empty(t, list.Items, "a flag's ID is not recorded")
+		require.Equal(t, "cl-flag", cm.Data[clusterid.RecordKey], "a flag's ID is recorded where liqoctl reads it")
+		require.Equal(t, clusterid.RecordLabelValue, cm.Labels[clusterid.RecordLabel])
+		// From then on the record rules: another flag is a conflict.
+		_, _, err = kube.EnsureClusterID(ctx, c, "cl-other", nil)
+		var conflict *clusterid.ConflictError
+		require.ErrorAs(t, err, &conflict)
+		require.Equal(t, "cl-flag", conflict.Recorded)
 	})
 	t.Run("GeneratedOnceAndRecorded", func(t *testing.T) {
 		t.Parallel()

@@ -447,12 +447,25 @@ func (s *CSRSigner) wait(ctx context.Context, obj *certificatesv1.CertificateSig
 // provider re-signs it (csr.RenewAt) at now. Such an object is not re-used:
 // a renewal of the same CSR, within the hour before issued objects are
 // collected, gets a new certificate, not the one being renewed.
+//
+// An object created at or after that point is the renewal itself: a signer
+// that backdates its certificates by more than a third of their lifetime
+// (the kube-controller-manager backdates by 5 minutes, whatever its
+// --cluster-signing-duration) issues certificates already past it. Such an
+// object is re-used until its certificate expires, so that renewing makes
+// one object per certificate, never one per reconcile.
 func renewDue(obj *certificatesv1.CertificateSigningRequest, now time.Time) bool {
 	if len(obj.Status.Certificate) == 0 {
 		return false
 	}
 	cert, err := csr.ParseCertificate(obj.Status.Certificate)
-	return err == nil && !now.Before(csr.RenewAt(cert))
+	if err != nil || now.Before(csr.RenewAt(cert)) {
+		return false
+	}
+	if !obj.CreationTimestamp.Time.Before(csr.RenewAt(cert)) {
+		return !now.Before(cert.NotAfter)
+	}
+	return true
 }
 
 // outcomeOf reports whether obj is settled: issued (with its certificate),

@@ -7,7 +7,7 @@
 //
 // There are no nodes, kubelets, schedulers or networking: pods are stored but never run. Each
 // cluster starts with the peer ClusterRoles (rbac.PeerRoles) installed, as a provider has them
-// once config/roles or Liqo's chart is applied.
+// once config/roles or Liqo's chart is applied, unless Options.NoPeerRoles.
 //
 // Costs: the binaries (kube-apiserver and kube-controller-manager v1.35.4, etcd v3.6.5) come from
 // hack/controlplane.sh, which builds them once into a cache outside the repository; EnsureBinaries
@@ -103,6 +103,15 @@ type Options struct {
 	// of 30. Its CSR signer writes each issued certificate with one request of that budget, so
 	// the default bounds the CSR API to about 20 signatures a second.
 	ControllerManagerQPS float32
+
+	// SigningDuration, when positive, is the longest certificate the CSR signer issues
+	// (--cluster-signing-duration): a CSR asking for more, or for nothing, gets this. Zero keeps
+	// the signer's default, one year.
+	SigningDuration time.Duration
+
+	// NoPeerRoles starts the cluster without the peer ClusterRoles, for a test that installs
+	// them as an operator does (config/, or Liqo's chart).
+	NoPeerRoles bool
 }
 
 // Cluster is a running control plane. Its methods are safe for concurrent use.
@@ -112,6 +121,8 @@ type Cluster struct {
 	binDir    string
 	logWriter io.Writer
 	kcmQPS    float32
+	signing   time.Duration
+	noRoles   bool
 
 	host       string
 	ca         *authority
@@ -143,7 +154,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster directory: %w", err)
 	}
-	c := &Cluster{name: name, dir: dir, binDir: binDir, logWriter: opts.LogWriter, kcmQPS: opts.ControllerManagerQPS}
+	c := &Cluster{name: name, dir: dir, binDir: binDir, logWriter: opts.LogWriter, kcmQPS: opts.ControllerManagerQPS, signing: opts.SigningDuration, noRoles: opts.NoPeerRoles}
 	if err := c.writePKI(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("test cluster %s: %w", name, err)
@@ -376,6 +387,9 @@ func (c *Cluster) launch(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if c.noRoles {
+		return nil
+	}
 	// The peer ClusterRoles, as an installed provider has them (config/roles, or Liqo's chart).
 	for _, r := range rbac.PeerRoles() {
 		if _, err := adminClient.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -432,6 +446,9 @@ func (c *Cluster) controllerManagerArgs() []string {
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--profiling=false",
+	}
+	if c.signing > 0 {
+		args = append(args, "--cluster-signing-duration="+c.signing.String())
 	}
 	if c.kcmQPS > 0 {
 		args = append(args, fmt.Sprintf("--kube-api-qps=%g", c.kcmQPS), fmt.Sprintf("--kube-api-burst=%d", int(2*c.kcmQPS)))
