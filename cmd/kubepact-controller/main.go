@@ -16,7 +16,8 @@
 //
 //	--cluster-id ID                 this cluster's ID; default: the one the cluster records (Liqo's
 //	                                ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in
-//	                                --key-namespace), else a new one, recorded there once; a flag that
+//	                                --key-namespace), else a new one; the flag's or the new ID is
+//	                                recorded there when the cluster has none, and a flag that
 //	                                disagrees with the record stops the start
 
 //	--roles provider,consumer       which reconcilers to run
@@ -158,7 +159,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("kubepact-controller", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	roles := fs.String("roles", "provider,consumer", "which reconcilers to run: provider, consumer or both")
-	fs.StringVar(&o.clusterID, "cluster-id", "", "this cluster's ID; default: the one the cluster records (ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in --key-namespace), else a new one, recorded there")
+	fs.StringVar(&o.clusterID, "cluster-id", "", "this cluster's ID; default: the one the cluster records (ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in --key-namespace), else a new one; recorded there when the cluster has none")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to use; default: in-cluster, else $KUBECONFIG or ~/.kube/config")
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "provider: the https URL consumers reach this cluster's API server at; default: the one kube-public/cluster-info names")
 	fs.StringVar(&o.apiServerCA, "api-server-ca-file", "", "provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA")
@@ -309,12 +310,16 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	id, generated, err := kube.EnsureClusterID(ctx, client, o.clusterID, &kube.ClusterIDOptions{Namespace: o.keyNamespace})
+	id, recorded, err := kube.EnsureClusterID(ctx, client, o.clusterID, &kube.ClusterIDOptions{Namespace: o.keyNamespace})
 	if err != nil {
 		return fmt.Errorf("the cluster ID: %w", err)
 	}
-	if generated {
+	switch {
+	case recorded && o.clusterID == "":
 		log.Info("generated this cluster's ID and recorded it", "cluster", id,
+			"configMap", o.keyNamespace+"/"+clusterid.RecordName)
+	case recorded:
+		log.Info("recorded this cluster's ID", "cluster", id,
 			"configMap", o.keyNamespace+"/"+clusterid.RecordName)
 	}
 	o.clusterID = id

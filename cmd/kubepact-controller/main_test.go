@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,6 +155,7 @@ var hookMu sync.Mutex
 // and returns once its manager exists.
 func start(t *testing.T, s *side, args ...string) *replica {
 	t.Helper()
+	forgetClusterID(t, s, args)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{cancel: cancel, done: make(chan error, 1)}
 	created := make(chan manager.Manager, 1)
@@ -177,6 +179,30 @@ func start(t *testing.T, s *side, args ...string) *replica {
 	hookMu.Unlock()
 	t.Cleanup(r.stop)
 	return r
+}
+
+// forgetClusterID deletes the cluster ID recorded on s unless it is the one
+// args' --cluster-id names: the tests run controllers of several IDs on one
+// cluster, each as a fresh install of its own.
+func forgetClusterID(t *testing.T, s *side, args []string) {
+	t.Helper()
+	var want string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--cluster-id="); ok {
+			want = v
+		}
+	}
+	ctx := context.Background()
+	cm, err := s.admin.CoreV1().ConfigMaps("liqo").Get(ctx, clusterid.RecordName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return
+	case err != nil:
+		t.Fatal(err)
+	case cm.Data[clusterid.RecordKey] == want:
+		return
+	}
+	require.NoError(t, client.IgnoreNotFound(s.typed.Delete(ctx, cm)))
 }
 
 // stop stops the replica and waits for it to end.
