@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact"
@@ -65,6 +65,8 @@ func (r *resourcesFlag) String() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+func (r *resourcesFlag) Type() string { return "string" }
 
 func (r *resourcesFlag) Set(s string) error {
 	if r.list == nil {
@@ -127,6 +129,7 @@ func createResourceSliceCommand(f *flags) runFunc {
 
 func getResourceSliceCommand(f *flags) runFunc {
 	sf := addSliceFlags(f)
+	out := tableOutputFlag(f)
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 1 {
 			return usagef("unexpected argument %q", args[1])
@@ -141,6 +144,13 @@ func getResourceSliceCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
+		if out.format != "" {
+			objs := make([]runtime.Object, len(slices))
+			for i := range slices {
+				objs[i] = &slices[i]
+			}
+			return out.printObjects(e.stdout, objs, len(args) == 0)
+		}
 		ids, err := kube.NewIdentityStore(cl.typed).List(ctx, ns)
 		if err != nil {
 			return err
@@ -151,20 +161,19 @@ func getResourceSliceCommand(f *flags) runFunc {
 				secrets[id.Name] = id.Status.KubeconfigSecretRef.Name
 			}
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 0, 3, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tAUTHENTICATION\tRESOURCES\tIDENTITY\tKUBECONFIG SECRET\tMESSAGE")
+		var rows [][]any
 		for _, s := range slices {
 			name := identity.ResourceSliceName(s.Name)
 			secret, idName := secrets[name], name
 			if secret == "" {
 				secret, idName = "-", "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name,
+			rows = append(rows, []any{s.Name,
 				conditionStatus(&s, authv1beta1.ResourceSliceConditionTypeAuthentication),
 				conditionStatus(&s, authv1beta1.ResourceSliceConditionTypeResources),
-				idName, secret, conditionMessage(&s))
+				idName, secret, conditionMessage(&s)})
 		}
-		return tw.Flush()
+		return printTable(e.stdout, []string{"NAME", "AUTHENTICATION", "RESOURCES", "IDENTITY", "KUBECONFIG SECRET", "MESSAGE"}, rows)
 	}
 }
 
@@ -259,6 +268,9 @@ func forceUnauthenticate(ctx context.Context, e *env, pf *pairFlags) error {
 	f, err := c.ForgetForce(ctx, pf.provider.clusterID)
 	if err != nil {
 		return err
+	}
+	if len(f.Slices)+len(f.Identities)+len(f.Secrets)+len(f.Keys) == 0 {
+		return fmt.Errorf("%w: consumer %s holds nothing for provider %s: nothing was changed", errNotPeered, id, pf.provider.clusterID)
 	}
 	fmt.Fprintf(e.stderr, " WARN  the provider %s was NOT contacted: only objects on the consumer were removed; "+
 		"its Tenant, bindings and the certificates it issued remain on the provider until its administrator removes them\n", pf.provider.clusterID)
