@@ -72,22 +72,24 @@ type controllerInfo struct {
 // findController finds the controller that answers the handshake on a
 // cluster: a ready Deployment of kubepact-controller (in any namespace) or
 // of Liqo's controller manager (in liqoNamespace), else a Lease one of them
-// holds and renews. errNoController when there is none.
-func findController(ctx context.Context, client kubernetes.Interface, liqoNamespace string) (*controllerInfo, error) {
+// holds and renews. errNoController when there is none. With anyState, a
+// Deployment counts even when none of its replicas is ready (to tell its
+// version).
+func findController(ctx context.Context, client kubernetes.Interface, liqoNamespace string, anyState bool) (*controllerInfo, error) {
 	deps, err := client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: appNameLabel + "=" + kubepactApp})
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("looking for kubepact-controller's Deployment: %w", err)
 	}
 	if err == nil {
 		for _, d := range deps.Items {
-			if d.Status.ReadyReplicas > 0 {
+			if anyState || d.Status.ReadyReplicas > 0 {
 				return &controllerInfo{where: "Deployment " + d.Namespace + "/" + d.Name, version: labelOr(d.Labels, versionLabel, "unknown")}, nil
 			}
 		}
 	}
 	d, err := client.AppsV1().Deployments(liqoNamespace).Get(ctx, liqoDeployment, metav1.GetOptions{})
 	switch {
-	case err == nil && d.Status.ReadyReplicas > 0:
+	case err == nil && (anyState || d.Status.ReadyReplicas > 0):
 		return &controllerInfo{liqo: true, where: "Deployment " + d.Namespace + "/" + d.Name, version: deploymentVersion(d)}, nil
 	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("looking for Liqo's controller manager: %w", err)
@@ -181,10 +183,10 @@ func (p *pairFlags) connectClusters(ctx context.Context, e *env) (*clusters, err
 // controllers finds the controllers of both clusters, or fails with
 // errNoController naming the cluster without one.
 func (c *clusters) controllers(ctx context.Context, e *env) (consumerCtl, providerCtl *controllerInfo, err error) {
-	if providerCtl, err = findController(ctx, c.provider.client, c.provider.namespace); err != nil {
+	if providerCtl, err = findController(ctx, c.provider.client, c.provider.namespace, false); err != nil {
 		return nil, nil, fmt.Errorf("provider cluster: %w: run kubepact-controller or Liqo there, or pass --local to do the provider's steps from here with its admin kubeconfig", err)
 	}
-	if consumerCtl, err = findController(ctx, c.consumer.client, c.consumer.namespace); err != nil {
+	if consumerCtl, err = findController(ctx, c.consumer.client, c.consumer.namespace, false); err != nil {
 		return nil, nil, fmt.Errorf("consumer cluster: %w: run kubepact-controller or Liqo there, or pass --local", err)
 	}
 	fmt.Fprintf(e.stderr, " INFO  Provider controller: %s\n INFO  Consumer controller: %s\n", providerCtl.where, consumerCtl.where)

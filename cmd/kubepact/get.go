@@ -65,7 +65,7 @@ func versionCommand(f *flags) runFunc {
 		cl, err := cf.connect("local")
 		if err == nil {
 			var ctl *controllerInfo
-			if ctl, err = findController(ctx, cl.client, cl.namespace); err == nil {
+			if ctl, err = findController(ctx, cl.client, cl.namespace, true); err == nil {
 				fmt.Fprintf(e.stdout, "Controller Version: %s (%s)\n", ctl.version, ctl.where)
 				return nil
 			}

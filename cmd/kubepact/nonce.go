@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
@@ -89,6 +91,9 @@ func createNonceCommand(f *flags) runFunc {
 func getNonceCommand(f *flags) runFunc {
 	pf := addProviderFlags(f, "the nonce is for (required)")
 	ttl := nonceTTLFlag(f)
+	out := newOutput("")
+	f.Var(out, "output", "print the nonce Secret in this format: yaml, json, name, jsonpath=TEMPLATE, go-template=TEMPLATE (default the nonce alone)")
+	f.alias("o", "output")
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -116,6 +121,9 @@ func getNonceCommand(f *flags) runFunc {
 		case entry.Expired(time.Now(), *ttl):
 			return fmt.Errorf("the nonce for consumer %s expired at %s: run '%s' to issue a new one",
 				pf.consumerID, entry.IssuedAt.Add(entry.TTLOr(*ttl)).UTC().Format(time.RFC3339), create)
+		}
+		if out.format != "" {
+			return out.printObjects(e.stdout, []runtime.Object{nonce.Secret(pf.consumerID, entry)}, false)
 		}
 		fmt.Fprintln(e.stdout, entry.Nonce.Text())
 		return nil
