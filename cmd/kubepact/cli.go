@@ -274,9 +274,11 @@ func newGroupCommand(verb string) *cobra.Command {
 		Example: fmt.Sprintf("  kubepact %s --help", verb),
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var resources []string
-			for _, c := range cmd.Commands() {
-				resources = append(resources, c.Name())
+			var resources []string // in the order of the command table
+			for _, c := range commands {
+				if v, resource, ok := strings.Cut(c.name, " "); ok && v == verb {
+					resources = append(resources, resource)
+				}
 			}
 			if len(args) == 0 {
 				return usagef("%s what? One of: %s", verb, strings.Join(resources, ", "))
@@ -306,7 +308,11 @@ func report(e *env, cmd *cobra.Command, err error) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &usage):
-		fmt.Fprintf(e.stderr, "kubepact: %s: %s\nRun '%s --help' for help.\n", strings.TrimPrefix(path, displayName()+" "), usage.msg, path)
+		if name := strings.TrimSpace(strings.TrimPrefix(path, displayName())); name != "" {
+			fmt.Fprintf(e.stderr, "kubepact: %s: %s\nRun '%s --help' for help.\n", name, usage.msg, path)
+		} else {
+			fmt.Fprintf(e.stderr, "kubepact: %s\nRun '%s --help' for help.\n", usage.msg, path)
+		}
 		return exitUsage
 	}
 	fmt.Fprintf(e.stderr, "kubepact: %s\n", strings.TrimPrefix(err.Error(), "kubepact: "))
