@@ -133,14 +133,13 @@ func TestAuthenticateThroughControllers(t *testing.T) {
 
 func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	ctx := testContext(t)
-	consumerID, providerID, ns := unique("cl-consumer-ctl"), unique("cl-provider-ctl"), unique("liqo-ctl")
-	for _, c := range []struct {
-		env *testEnv
-		id  string
-	}{{consumer, consumerID}, {provider, providerID}} {
-		_, _, err := kube.EnsureClusterID(ctx, c.env.client, c.id, &kube.ClusterIDOptions{Namespace: ns})
-		require.NoError(t, err)
-	}
+	// Each cluster records a generated ID, as kubepact-controller does.
+	ns := unique("liqo-ctl")
+	consumerID, generated, err := kube.EnsureClusterID(ctx, consumer.client, "", &kube.ClusterIDOptions{Namespace: ns})
+	require.NoError(t, err)
+	require.True(t, generated)
+	providerID, _, err := kube.EnsureClusterID(ctx, provider.client, "", &kube.ClusterIDOptions{Namespace: ns})
+	require.NoError(t, err)
 	require.NoError(t, rbac.Install(ctx, kube.NewRBAC(provider.client)))
 	args := func(verb ...string) []string {
 		return append(verb, "--kubeconfig", consumer.kubeconfig, "-n", ns, "--remote-kubeconfig", provider.kubeconfig, "--remote-namespace", ns)

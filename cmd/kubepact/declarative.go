@@ -288,7 +288,17 @@ func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o decla
 	if err != nil {
 		return err
 	}
-	if _, err := kube.NewTenantStore(c.provider.typed).Apply(ctx, want); err != nil {
+	store := kube.NewTenantStore(c.provider.typed)
+	// Keep the finalizers of a stored Tenant: the provider's controller
+	// applies them under the same field manager.
+	cur, err := store.Get(ctx, want.Namespace, want.Name)
+	switch {
+	case err == nil:
+		want.Finalizers = cur.Finalizers
+	case !errors.Is(err, tenant.ErrNotFound):
+		return fmt.Errorf("provider cluster: %w", err)
+	}
+	if _, err := store.Apply(ctx, want); err != nil {
 		return fmt.Errorf("provider cluster: %w", err)
 	}
 	info("Tenant %s/%s applied on the provider", want.Namespace, want.Name)
@@ -450,18 +460,22 @@ func kindOf(r schema.GroupVersionResource) string {
 	return "Secret"
 }
 
-// waitGone waits for the object namespace/name of resource to be deleted.
+// waitGone waits for the object namespace/name of resource to be deleted,
+// watching from the version it read, so that no deletion is missed.
 func waitGone(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name, what string) error {
 	ri := cl.dynamic.Resource(resource).Namespace(namespace)
 	for {
-		_, err := ri.Get(ctx, name, metav1.GetOptions{})
+		u, err := ri.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("%s cluster: waiting for %s: %w", cl.role, what, err)
 		}
-		w, err := ri.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+		w, err := ri.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+			ResourceVersion: u.GetResourceVersion(),
+		})
 		if err != nil {
 			return fmt.Errorf("%s cluster: waiting for %s: %w", cl.role, what, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/resourceslice"
 )
 
@@ -261,6 +262,11 @@ func forceUnauthenticate(ctx context.Context, e *env, pf *pairFlags) error {
 		return err
 	}
 	e.consumerID = id
+	if holds, err := holdsPeer(ctx, cl, pf.provider.clusterID); err != nil {
+		return err
+	} else if !holds {
+		return fmt.Errorf("%w: consumer %s holds no Identity, ResourceSlice or signed nonce of provider %s: nothing was changed", errNotPeered, id, pf.provider.clusterID)
+	}
 	c, err := cl.consumer(id, nil, &kubepact.ConsumerOptions{OnStep: printSteps(e.stderr)})
 	if err != nil {
 		return err
@@ -268,9 +274,6 @@ func forceUnauthenticate(ctx context.Context, e *env, pf *pairFlags) error {
 	f, err := c.ForgetForce(ctx, pf.provider.clusterID)
 	if err != nil {
 		return err
-	}
-	if len(f.Slices)+len(f.Identities)+len(f.Secrets)+len(f.Keys) == 0 {
-		return fmt.Errorf("%w: consumer %s holds nothing for provider %s: nothing was changed", errNotPeered, id, pf.provider.clusterID)
 	}
 	fmt.Fprintf(e.stderr, " WARN  the provider %s was NOT contacted: only objects on the consumer were removed; "+
 		"its Tenant, bindings and the certificates it issued remain on the provider until its administrator removes them\n", pf.provider.clusterID)
@@ -284,4 +287,27 @@ func list(names []string) string {
 		return "-"
 	}
 	return strings.Join(names, ", ")
+}
+
+// holdsPeer reports whether the consumer cluster holds anything of a
+// provider in its tenant namespace: an Identity, a ResourceSlice or the
+// signed nonce.
+func holdsPeer(ctx context.Context, cl *cluster, providerID string) (bool, error) {
+	ns := clusterid.TenantNamespace(providerID)
+	ids, err := kube.NewIdentityStore(cl.typed).List(ctx, ns)
+	if err != nil || len(ids) > 0 {
+		return len(ids) > 0, err
+	}
+	held, err := kube.NewSliceStore(cl.typed).List(ctx, ns)
+	if err != nil || len(held) > 0 {
+		return len(held) > 0, err
+	}
+	_, err = cl.client.CoreV1().Secrets(ns).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("reading Secret %s/%s: %w", ns, nonce.SignedSecretName, err)
 }
