@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -182,4 +184,47 @@ func TestVersion(t *testing.T) {
 	r, err := cliErr(t, nil, "version", "--kubeconfig", consumer.kubeconfig)
 	require.NoError(t, err)
 	assert.Equal(t, "Client Version: devel\nController Version: v0.1.0-test (Deployment "+ns+"/kubepact-controller)\n", r.stdout)
+}
+
+// TestUsageErrorsOfNewCommands: command lines that cannot run are usage
+// errors (exit 2), refused before any cluster is contacted.
+func TestUsageErrorsOfNewCommands(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"get", "kubeconfig"},
+		{"get", "kubeconfig", "--remote-cluster-id", "Not_An_ID"},
+		{"get", "kubeconfig", "--remote-cluster-id", "cl-p", "extra"},
+		{"get", "tenant", "a", "b"},
+		{"get", "tenant", "Not_An_ID"},
+		{"get", "identity", "-o", "xml"},
+		{"get", "nonce", "--remote-cluster-id", "cl-c", "-o", "jsonpath={.bad"},
+		{"status", "extra"},
+		{"version", "extra"},
+		{"authenticate", "--remote-kubeconfig", "p", "--api-server-url", "https://p.example"},
+		{"authenticate", "--remote-kubeconfig", "p", "--policy", "strict"},
+		{"frobnicate"},
+		{},
+	} {
+		r, err := cliErr(t, nil, args...)
+		var usage *usageError
+		require.ErrorAs(t, err, &usage, "%q", args)
+		assert.Equal(t, exitUsage, r.code, "%q", args)
+		assert.Empty(t, r.stdout, "%q", args)
+	}
+}
+
+// TestLeaseHeld tells a held, renewed Lease from a released or stale one.
+func TestLeaseHeld(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	lease := func(holder string, renewed time.Duration) *coordinationv1.Lease {
+		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](15),
+			RenewTime: &metav1.MicroTime{Time: now.Add(-renewed)},
+		}}
+	}
+	assert.True(t, held(lease("pod-a", 5*time.Second), now))
+	assert.False(t, held(lease("", 5*time.Second), now), "released")
+	assert.False(t, held(lease("pod-a", time.Minute), now), "stale")
+	assert.False(t, held(&coordinationv1.Lease{}, now), "never held")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -34,6 +35,7 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -187,9 +189,13 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	assert.Equal(t, providerID, conflict.Recorded)
 	assert.Equal(t, exitError, r.code)
 	requireNothingWritten()
-	// So is a --cluster-id that is not the consumer's.
+	// So is a --cluster-id that is not the consumer's, and so in-process.
 	_, err = cliErr(t, nil, append(args("authenticate"), "--cluster-id", "cl-someone-else")...)
 	require.ErrorIs(t, err, clusterid.ErrConflict)
+	_, err = cliErr(t, nil, append(args("authenticate", "--local"), "--remote-cluster-id", providerID+"-typo")...)
+	require.ErrorAs(t, err, &conflict)
+	_, err = cliErr(t, nil, append(args("unauthenticate", "--local"), "--remote-cluster-id", providerID+"-typo")...)
+	require.ErrorAs(t, err, &conflict)
 	requireNothingWritten()
 
 	// Through the controllers: the CLI never signs, approves or binds on the provider.
@@ -262,6 +268,14 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^NAME\s+NAMESPACE\s+CONDITION\s+CERTIFICATE EXPIRES\s+AGE$`, r.stdout)
 	assert.Regexp(t, `(?m)^`+consumerID+`\s+`+tenantNS+`\s+Active\s+\d{4}-`, r.stdout)
+
+	// get nonce -o prints the nonce Secret, which decodes as one.
+	r, err = cliErr(t, nil, "get", "nonce", "--kubeconfig", provider.kubeconfig, "-n", ns, "--remote-cluster-id", consumerID, "-o", "json")
+	require.NoError(t, err)
+	var nonceSecret corev1.Secret
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &nonceSecret))
+	assert.Equal(t, nonce.SecretName, nonceSecret.Name)
+	assert.Len(t, nonceSecret.Data[nonce.SecretKey], 88)
 
 	// status: one table of peers, on each side.
 	r, err = cliErr(t, nil, "status", "--kubeconfig", consumer.kubeconfig)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubepact/kubepact"
@@ -107,6 +108,15 @@ func getNonceCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
+		if out.format != "" {
+			// The Secret as stored, whatever the state of its nonce.
+			ns := clusterid.TenantNamespace(pf.consumerID)
+			s, err := cl.client.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("reading Secret %s/%s: %w", ns, nonce.SecretName, err)
+			}
+			return out.printObjects(e.stdout, []runtime.Object{s}, false)
+		}
 		entry, err := kube.NewNonceStore(cl.client).Get(ctx, pf.consumerID)
 		create := fmt.Sprintf("kubepact create nonce --remote-cluster-id %s", pf.consumerID)
 		switch {
@@ -121,9 +131,6 @@ func getNonceCommand(f *flags) runFunc {
 		case entry.Expired(time.Now(), *ttl):
 			return fmt.Errorf("the nonce for consumer %s expired at %s: run '%s' to issue a new one",
 				pf.consumerID, entry.IssuedAt.Add(entry.TTLOr(*ttl)).UTC().Format(time.RFC3339), create)
-		}
-		if out.format != "" {
-			return out.printObjects(e.stdout, []runtime.Object{nonce.Secret(pf.consumerID, entry)}, false)
 		}
 		fmt.Fprintln(e.stdout, entry.Nonce.Text())
 		return nil
