@@ -302,6 +302,23 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 		kubeconfig.SecretName(identity.ControlPlaneName(providerID)), metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the kubeconfig Secret is gone: %v", err)
 
+	// Peering again works (the provider kept the nonce, as Liqo does);
+	// revoked, the consumer is refused by the provider's controller, and
+	// the CLI says why at once rather than at its timeout.
+	_, err = cliErr(t, nil, args("authenticate")...)
+	require.NoError(t, err)
+	r, err = cliErr(t, nil, args("unauthenticate", "--revoke")...)
+	require.NoError(t, err, r.stderr)
+	assert.Contains(t, r.stdout, "recorded as revoked")
+	start := time.Now()
+	r, err = cliErr(t, nil, append(args("authenticate"), "--timeout", "90s")...)
+	var refused *RefusedError
+	require.ErrorAs(t, err, &refused, r.stderr)
+	require.ErrorIs(t, err, errRefused)
+	assert.Equal(t, controllers.ReasonConsumerRevoked, refused.Reason)
+	assert.Less(t, time.Since(start), 60*time.Second)
+	t.Logf("a revoked consumer refused in %s", time.Since(start).Round(time.Millisecond))
+
 	// The consumer's controller stopped: authenticate refuses again, before writing.
 	stopConsumer()
 	_, err = cliErr(t, nil, args("authenticate")...)

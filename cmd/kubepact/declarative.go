@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +26,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -414,11 +416,73 @@ func waitIdentity(ctx context.Context, cl *cluster, namespace, name string) (*au
 	return &id, err
 }
 
+// refusals are the reasons of the Warning Events with which kubepact's
+// controllers refuse an object for good (controllers.Reason*): waiting for
+// it is pointless until it changes.
+var refusals = map[string]bool{
+	controllers.ReasonInvalidNonceSecret: true,
+	controllers.ReasonInvalidTenant:      true, controllers.ReasonNonceNotFound: true, controllers.ReasonNonceRedeemed: true,
+	controllers.ReasonNonceExpired: true, controllers.ReasonInvalidSignature: true, controllers.ReasonTranscriptRejected: true,
+	controllers.ReasonCSRRejected: true, controllers.ReasonPrivilegedUser: true, controllers.ReasonIdentityHeld: true,
+	controllers.ReasonCSRDenied: true, controllers.ReasonTenantDrained: true, controllers.ReasonConsumerRevoked: true,
+	controllers.ReasonInvalidSignedNonceSecret: true, controllers.ReasonNotTenantNamespace: true,
+	controllers.ReasonMalformedNonce: true, controllers.ReasonSignedNonceMismatch: true,
+	controllers.ReasonInvalidIdentity: true, controllers.ReasonIdentityRejected: true,
+}
+
+// errRefused reports an object a controller refused for good.
+var errRefused = errors.New("refused by the controller")
+
+// RefusedError says which controller refused which object, and why: the
+// reason and note of its Warning Event (which carry no secret). It wraps
+// errRefused.
+type RefusedError struct {
+	Role, Kind, Namespace, Name, Reason, Note string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%s %s/%s %v of the %s cluster: %s: %s", e.Kind, e.Namespace, e.Name, errRefused, e.Role, e.Reason, e.Note)
+}
+
+func (e *RefusedError) Unwrap() error { return errRefused }
+
+// watchRefusals returns a context that ends, with a *RefusedError as its
+// cause, when a controller records a refusal of the object kind
+// namespace/name from now on.
+func watchRefusals(ctx context.Context, cl *cluster, kind, namespace, name string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	events := cl.client.EventsV1().Events(namespace)
+	list, err := events.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		// No Events to read: wait for the object alone.
+		return ctx, func() { cancel(nil) }
+	}
+	go func() {
+		w, err := events.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			return
+		}
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			e, ok := ev.Object.(*eventsv1.Event)
+			if !ok || ev.Type == watch.Deleted || e.Type != corev1.EventTypeWarning || !refusals[e.Reason] ||
+				e.Regarding.Kind != kind || e.Regarding.Name != name {
+				continue
+			}
+			cancel(&RefusedError{Role: cl.role, Kind: kind, Namespace: namespace, Name: name, Reason: e.Reason, Note: e.Note})
+			return
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
 // waitFor watches the object namespace/name of resource until cond holds.
 // When ctx ends first, the error names what it waited for and the last
 // Warning Event about the object, which tells why a controller refused.
 func waitFor(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name, what string,
 	cond func(*unstructured.Unstructured) (bool, error)) error {
+	ctx, stop := watchRefusals(ctx, cl, kindOf(resource), namespace, name)
+	defer stop()
 	ri := cl.dynamic.Resource(resource).Namespace(namespace)
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
@@ -440,6 +504,10 @@ func waitFor(ctx context.Context, cl *cluster, resource schema.GroupVersionResou
 	})
 	if err == nil {
 		return nil
+	}
+	var refused *RefusedError
+	if errors.As(context.Cause(ctx), &refused) {
+		return refused
 	}
 	if ctx.Err() != nil || errors.Is(err, watchtools.ErrWatchClosed) {
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -522,6 +590,14 @@ func unauthenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, revok
 	}
 	info("Identity %s/%s and its kubeconfig Secret deleted on the consumer", idNS, idName)
 
+	if revoke {
+		// The provider deletes the nonce of a revoked consumer: the next
+		// handshake signs a new one.
+		err := c.consumer.client.CoreV1().Secrets(idNS).Delete(ctx, nonce.SignedSecretName, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("consumer cluster: deleting Secret %s/%s: %w", idNS, nonce.SignedSecretName, err)
+		}
+	}
 	tNS := clusterid.TenantNamespace(c.consumerID)
 	tenants := c.provider.dynamic.Resource(tenantsResource).Namespace(tNS)
 	if revoke {

@@ -94,7 +94,10 @@
 // accept it; the Identity from the Tenant's status applied on the consumer,
 // waiting for its controller to write the kubeconfig Secret. It never
 // creates a CertificateSigningRequest, approves one or binds a role on the
-// provider: the provider's controller does. unauthenticate deletes the
+// provider: the provider's controller does. A controller that refuses an
+// object for good (a Warning Event such as ConsumerRevoked or
+// InvalidSignature) ends the wait at once with its reason; otherwise
+// --timeout does. unauthenticate deletes the
 // consumer's Identity and the provider's Tenant and waits for the
 // controllers to clean up. With --local, both commands instead do every
 // step in this process with both clusters' admin kubeconfigs, for clusters
