@@ -215,7 +215,6 @@ on another (the provider), speaking Liqo's authentication.liqo.io/v1beta1.`,
 			fmt.Fprint(e.stderr, cmd.UsageString())
 			return usagef("missing command")
 		},
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
 	}
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
@@ -330,14 +329,14 @@ func (e *usageError) Error() string { return e.msg }
 func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
 
 // flags are a command's flags, registered by its setup before the command
-// exists. Flags of kubectl's connection options (ConfigFlags) are
-// registered apart, in kube, and a command's own flag of the same name wins
-// over them (authenticate's --token, for one).
+// exists. kubectl's connection flags (ConfigFlags) are registered apart, in
+// connection, and a command's own flag of the same name wins over them
+// (authenticate's --token, create serviceaccount-identity's --as).
 type flags struct {
 	*pflag.FlagSet
-	short map[string]string // long name → one-letter alias
-	kube  []*pflag.FlagSet
-	env   *env
+	short      map[string]string // long name → one-letter alias
+	connection []*pflag.FlagSet
+	env        *env
 }
 
 func newFlags(name string) *flags {
@@ -356,7 +355,7 @@ func (f *flags) addTo(fs *pflag.FlagSet) {
 		}
 		fs.AddFlag(fl)
 	})
-	for _, k := range f.kube {
+	for _, k := range f.connection {
 		k.VisitAll(func(fl *pflag.Flag) {
 			if fs.Lookup(fl.Name) != nil || (fl.Shorthand != "" && fs.ShorthandLookup(fl.Shorthand) != nil) {
 				return

@@ -57,17 +57,17 @@ type clusterFlags struct {
 func newClusterFlags(f *flags, prefix, role string) *clusterFlags {
 	c := &clusterFlags{prefix: prefix, config: genericclioptions.NewConfigFlags(false), env: f.env}
 	c.config.KubeConfig, c.config.Context, c.config.Namespace = &c.kubeconfig, &c.context, nil
-	kube := pflag.NewFlagSet("kube", pflag.ContinueOnError)
-	c.config.AddFlags(kube)
-	out := pflag.NewFlagSet(prefix+"kube", pflag.ContinueOnError)
-	kube.VisitAll(func(fl *pflag.Flag) {
+	fs := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	c.config.AddFlags(fs)
+	out := pflag.NewFlagSet(prefix+"connection", pflag.ContinueOnError)
+	fs.VisitAll(func(fl *pflag.Flag) {
 		fl.Usage = strings.TrimSuffix(fl.Usage, ".") + " (" + role + " cluster)"
 		if prefix != "" {
 			fl.Name, fl.Shorthand = prefix+fl.Name, ""
 		}
 		out.AddFlag(fl)
 	})
-	f.kube = append(f.kube, out)
+	f.connection = append(f.connection, out)
 	return c
 }
 

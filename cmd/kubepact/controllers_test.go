@@ -318,6 +318,9 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	assert.Equal(t, controllers.ReasonConsumerRevoked, refused.Reason)
 	assert.Less(t, time.Since(start), 60*time.Second)
 	t.Logf("a revoked consumer refused in %s", time.Since(start).Round(time.Millisecond))
+	r, err = cliErr(t, nil, "status", "--kubeconfig", provider.kubeconfig)
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^`+consumerID+`\s+consumer\s+Pending\s+-\s+ConsumerRevoked: `, r.stdout, "the last error of the peer")
 
 	// The consumer's controller stopped: authenticate refuses again, before writing.
 	stopConsumer()
