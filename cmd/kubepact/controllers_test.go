@@ -180,6 +180,8 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	r, err = cliErr(t, nil, args("unauthenticate")...)
 	require.ErrorIs(t, err, errNotPeered)
 	assert.Equal(t, exitError, r.code)
+	_, err = cliErr(t, nil, args("unauthenticate", "--local")...)
+	require.ErrorIs(t, err, errNotPeered)
 	requireNothingWritten()
 
 	// A --remote-cluster-id that is not the provider's: refused, nothing written.
@@ -197,6 +199,24 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	_, err = cliErr(t, nil, append(args("unauthenticate", "--local"), "--remote-cluster-id", providerID+"-typo")...)
 	require.ErrorAs(t, err, &conflict)
 	requireNothingWritten()
+
+	// The consumer holds a signed nonce of another nonce for this provider:
+	// refused, as liqoctl refuses it; deleted, the handshake goes on.
+	_, err = consumer.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(providerID), metav1.CreateOptions{})
+	require.NoError(t, err)
+	stale := nonce.SignedSecret(providerID, newNonce(t), nil)
+	delete(stale.Data, nonce.SignedSecretKey)
+	_, err = consumer.client.CoreV1().Secrets(stale.Namespace).Create(ctx, stale, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cliErr(t, nil, args("authenticate")...)
+	require.ErrorIs(t, err, errNonceMismatch)
+	// Deleted once the consumer's controller has signed it, so that no
+	// write of the controller races the deletion.
+	require.Eventually(t, func() bool {
+		s, err := consumer.client.CoreV1().Secrets(stale.Namespace).Get(ctx, stale.Name, metav1.GetOptions{})
+		return err == nil && len(s.Data[nonce.SignedSecretKey]) > 0
+	}, 30*time.Second, 50*time.Millisecond, "the consumer's controller signs the stale nonce")
+	require.NoError(t, consumer.client.CoreV1().Secrets(stale.Namespace).Delete(ctx, stale.Name, metav1.DeleteOptions{}))
 
 	// Through the controllers: the CLI never signs, approves or binds on the provider.
 	rec := &recorder{role: providerRole}
