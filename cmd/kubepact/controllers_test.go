@@ -220,8 +220,10 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 
 	// Through the controllers: the CLI never signs, approves or binds on the provider.
 	rec := &recorder{role: providerRole}
+	start := time.Now()
 	r, err = cliErr(t, &env{wrapTransport: rec.wrap}, append(args("authenticate"), "--remote-cluster-id", providerID)...)
 	require.NoError(t, err, r.stderr)
+	t.Logf("authenticate through the controllers: %s, %d requests to the provider: %q", time.Since(start).Round(time.Millisecond), len(rec.requests()), rec.requests())
 	tenantNS := clusterid.TenantNamespace(consumerID)
 	assert.Equal(t, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n"+
 		"  server:    "+provider.cluster.Host()+"\n"+
@@ -260,6 +262,8 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	require.NoError(t, err)
 	assert.Equal(t, string(data), r.stdout, "the same kubeconfig on standard output")
 	_, err = cliErr(t, nil, "get", "kubeconfig", "--kubeconfig", consumer.kubeconfig, "--remote-cluster-id", "cl-nobody")
+	require.ErrorIs(t, err, errNoKubeconfig)
+	_, err = cliErr(t, nil, "get", "kubeconfig", "--kubeconfig", consumer.kubeconfig, "--remote-cluster-id", providerID, "--resourceslice", "no-such-slice")
 	require.ErrorIs(t, err, errNoKubeconfig)
 
 	// get tenant|identity -o json decode into the API types; the tables name the peers.
@@ -330,7 +334,7 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	r, err = cliErr(t, nil, args("unauthenticate", "--revoke")...)
 	require.NoError(t, err, r.stderr)
 	assert.Contains(t, r.stdout, "recorded as revoked")
-	start := time.Now()
+	start = time.Now()
 	r, err = cliErr(t, nil, append(args("authenticate"), "--timeout", "90s")...)
 	var refused *RefusedError
 	require.ErrorAs(t, err, &refused, r.stderr)
