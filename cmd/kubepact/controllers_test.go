@@ -316,6 +316,22 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	var held authv1beta1.Identity
 	require.NoError(t, consumer.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: identity.ControlPlaneName(providerID)}, &held))
 
+	// A ResourceSlice still uses the peering: unauthenticate refuses and
+	// changes nothing; once the slice is gone, it proceeds.
+	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "-n", ns, "--remote-cluster-id", providerID}
+	_, err = cliErr(t, nil, append([]string{"create", "resourceslice", "slice-ctl"}, onConsumer...)...)
+	require.NoError(t, err)
+	r, err = cliErr(t, nil, args("unauthenticate")...)
+	require.ErrorIs(t, err, kubepact.ErrInUse)
+	assert.Contains(t, r.stderr, "delete those ResourceSlices")
+	require.NoError(t, consumer.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: identity.ControlPlaneName(providerID)}, &held))
+	_, err = cliErr(t, nil, append([]string{"delete", "resourceslice", "slice-ctl"}, onConsumer...)...)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		err := consumer.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: "slice-ctl"}, &authv1beta1.ResourceSlice{})
+		return apierrors.IsNotFound(err)
+	}, time.Minute, 100*time.Millisecond, "the consumer's controller lets the slice go")
+
 	// unauthenticate through the controllers.
 	r, err = cliErr(t, nil, args("unauthenticate")...)
 	require.NoError(t, err, r.stderr)

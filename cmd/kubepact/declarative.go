@@ -579,9 +579,18 @@ func unauthenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, revok
 	if _, _, err := c.controllers(ctx, e); err != nil {
 		return err
 	}
+	idNS, idName := clusterid.TenantNamespace(c.providerID), identity.ControlPlaneName(c.providerID)
+	// As in-process: the ControlPlane identity outlives the slices, which
+	// the consumer's controller replicates through it.
+	held, err := kube.NewSliceStore(c.consumer.typed).List(ctx, idNS)
+	if err != nil {
+		return fmt.Errorf("consumer cluster: %w", err)
+	}
+	if len(held) > 0 {
+		return fmt.Errorf("%w: ResourceSlice %s/%s still exists on the consumer", kubepact.ErrInUse, idNS, held[0].Name)
+	}
 	info := func(format string, a ...any) { fmt.Fprintf(e.stderr, " INFO  "+format+"\n", a...) }
 
-	idNS, idName := clusterid.TenantNamespace(c.providerID), identity.ControlPlaneName(c.providerID)
 	if err := kube.NewIdentityStore(c.consumer.typed).Delete(ctx, idNS, idName); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("consumer cluster: %w", err)
 	}

@@ -99,7 +99,8 @@
 // InvalidSignature) ends the wait at once with its reason; otherwise
 // --timeout does. unauthenticate deletes the
 // consumer's Identity and the provider's Tenant and waits for the
-// controllers to clean up. With --local, both commands instead do every
+// controllers to clean up; like the in-process flow, it refuses while the
+// consumer holds ResourceSlices of the provider (kubepact.ErrInUse). With --local, both commands instead do every
 // step in this process with both clusters' admin kubeconfigs, for clusters
 // where no controller runs. unauthenticate of two clusters with no peering
 // changes nothing and fails saying so.
