@@ -150,3 +150,16 @@ func recordedClusterID(ctx context.Context, client kubernetes.Interface, namespa
 	}
 	return id, nil
 }
+
+// RecordedClusterID returns the ID the cluster records in the Liqo
+// namespace (keys.DefaultNamespace when empty), as EnsureClusterID reads
+// it, or "" when it records none. It writes nothing. Several records are a
+// clusterid.ErrAmbiguous error, a record without a valid ID a
+// clusterid.ErrInvalid one; API errors are wrapped, so apierrors.IsForbidden
+// tells a client that may not list ConfigMaps there.
+func RecordedClusterID(ctx context.Context, client kubernetes.Interface, namespace string) (string, error) {
+	if namespace == "" {
+		namespace = keys.DefaultNamespace
+	}
+	return recordedClusterID(ctx, client, namespace)
+}

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"slices"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes.
@@ -25,6 +28,9 @@ type env struct {
 	// consumerID is the consumer of the handshake at hand, once known; the
 	// advice printed with an error uses it.
 	consumerID string
+	// wrapTransport, when set, wraps the transport of every client of a
+	// cluster (role "consumer", "provider", ...): tests record requests.
+	wrapTransport func(role string, rt http.RoundTripper) http.RoundTripper
 }
 
 // runFunc runs a command with its positional arguments.
@@ -36,101 +42,276 @@ type command struct {
 	name     string // "generate tenant"
 	synopsis string // what follows the name in the usage line
 	summary  string
+	example  string
 	setup    func(f *flags) runFunc
 }
 
 var commands = []command{
 	{"authenticate", "--remote-kubeconfig FILE [flags]",
-		"Run the whole handshake: the local cluster becomes a consumer of the remote one", authenticateCommand},
+		"Make the local cluster a consumer of the remote one, through both clusters' controllers (or in-process with --local)",
+		`  # The clusters' controllers answer; the CLI writes and waits, as liqoctl does
+  kubepact authenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
+
+  # No controller runs: do every step from here, with both admin kubeconfigs
+  kubepact authenticate --local --remote-kubeconfig provider.kubeconfig`, authenticateCommand},
 	{"unauthenticate", "--remote-kubeconfig FILE [flags]",
-		"Remove the identity authenticate created, on both clusters", unauthenticateCommand},
+		"Remove the identity authenticate created, on both clusters",
+		`  kubepact unauthenticate --remote-kubeconfig provider.kubeconfig
+
+  # The provider is gone for good: clean up the consumer only
+  kubepact unauthenticate --force --remote-cluster-id cl-provider`, unauthenticateCommand},
+	{"status", "[flags]",
+		"Show the cluster's peers: role, condition, certificate expiry and last error",
+		`  kubepact status
+  kubepact status --context provider -o json`, statusCommand},
+	{"version", "[flags]",
+		"Print the CLI's version and, when the cluster is reachable, its controller's",
+		`  kubepact version
+  kubectl kubepact version --client`, versionCommand},
 	{"install roles", "[flags]",
-		"Provider: install the ClusterRoles consumers are bound to (Liqo's chart and config/roles ship them too)", installRolesCommand},
+		"Provider: install the ClusterRoles consumers are bound to (Liqo's chart and config/roles ship them too)",
+		`  kubepact install roles --context provider`, installRolesCommand},
 	{"create nonce", "--remote-cluster-id CONSUMER [flags]",
-		"Provider: issue the nonce a consumer must sign, and print it", createNonceCommand},
+		"Provider: issue the nonce a consumer must sign, and print it",
+		`  kubepact create nonce --remote-cluster-id cl-consumer > nonce.txt`, createNonceCommand},
 	{"get nonce", "--remote-cluster-id CONSUMER [flags]",
-		"Provider: print a consumer's current nonce", getNonceCommand},
+		"Provider: print a consumer's current nonce",
+		`  kubepact get nonce --remote-cluster-id cl-consumer
+  kubepact get nonce --remote-cluster-id cl-consumer -o yaml`, getNonceCommand},
+	{"get tenant", "[CONSUMER] [flags]",
+		"Provider: print Tenants, as a table or with -o",
+		`  kubepact get tenant
+  kubepact get tenant cl-consumer -o json`, getTenantCommand},
+	{"get identity", "[PROVIDER] [flags]",
+		"Consumer: print Identities, as a table or with -o",
+		`  kubepact get identity
+  kubepact get identity cl-provider -o yaml`, getIdentityCommand},
+	{"get kubeconfig", "--remote-cluster-id PROVIDER [--resourceslice NAME] [--output-file FILE] [flags]",
+		"Consumer: print, or write to a file, the kubeconfig of a peering (its ControlPlane identity or a ResourceSlice's)",
+		`  kubepact get kubeconfig --remote-cluster-id cl-provider > provider.kubeconfig
+  kubepact get kubeconfig --remote-cluster-id cl-provider --resourceslice gpu --output-file gpu.kubeconfig`, getKubeconfigCommand},
 	{"generate tenant", "--remote-cluster-id PROVIDER --nonce NONCE [flags]",
-		"Consumer: sign the provider's nonce and print the Tenant", generateTenantCommand},
+		"Consumer: sign the provider's nonce and print the Tenant",
+		`  kubepact generate tenant --remote-cluster-id cl-provider --nonce "$(cat nonce.txt)" > tenant.yaml`, generateTenantCommand},
 	{"verify tenant", "--nonce NONCE [flags] FILE|-",
-		"Check a Tenant against a nonce, offline", verifyTenantCommand},
+		"Check a Tenant against a nonce, offline",
+		`  kubepact verify tenant --nonce "$(cat nonce.txt)" tenant.yaml`, verifyTenantCommand},
 	{"apply tenant", "FILE|- [flags]",
-		"Provider: store a consumer's Tenant", applyTenantCommand},
+		"Provider: store a consumer's Tenant",
+		`  kubepact apply tenant tenant.yaml`, applyTenantCommand},
 	{"generate identity", "--remote-cluster-id CONSUMER [-f FILE|-] [flags]",
-		"Provider: accept a consumer's Tenant and print its Identity", generateIdentityCommand},
+		"Provider: accept a consumer's Tenant and print its Identity",
+		`  kubepact generate identity --remote-cluster-id cl-consumer -f tenant.yaml > identity.yaml`, generateIdentityCommand},
 	{"apply identity", "--remote-cluster-id PROVIDER FILE|- [flags]",
-		"Consumer: store the provider's Identity and write the kubeconfig Secret", applyIdentityCommand},
+		"Consumer: store the provider's Identity and write the kubeconfig Secret",
+		`  kubepact apply identity --remote-cluster-id cl-provider identity.yaml`, applyIdentityCommand},
 	{"generate key", "--out FILE [--algorithm ALG]",
-		"Write a new cluster key file (PKCS#8 PEM), for Tenants signed offline", generateKeyCommand},
+		"Write a new cluster key file (PKCS#8 PEM), for Tenants signed offline",
+		`  kubepact generate key --out key.pem --algorithm ed25519`, generateKeyCommand},
 	{"serve", "[--listen ADDR] [--tls-secret NAME | --hosts HOSTS] [flags]",
-		"Provider: run the token authentication server (Liqo v0.4-v0.10 API)", serveCommand},
+		"Provider: run the token authentication server (Liqo v0.4-v0.10 API)",
+		`  kubepact serve --listen :8443 --hosts auth.provider.example`, serveCommand},
 	{"get token", "[--rotate] [flags]",
-		"Provider: print the shared authentication token, creating it when missing", getTokenCommand},
+		"Provider: print the shared authentication token, creating it when missing",
+		`  kubepact get token
+  kubepact get token --rotate`, getTokenCommand},
 	{"create serviceaccount-identity", "--remote-cluster-id CONSUMER [--expiration D] [--out FILE] [flags]",
-		"Provider: issue a ServiceAccount identity with an expiring token, and print its kubeconfig Secret", createServiceAccountIdentityCommand},
+		"Provider: issue a ServiceAccount identity with an expiring token, and print its kubeconfig Secret",
+		`  kubepact create serviceaccount-identity --remote-cluster-id cl-consumer --expiration 24h --out secret.yaml`, createServiceAccountIdentityCommand},
 	{"revoke serviceaccount-identity", "--remote-cluster-id CONSUMER [flags]",
-		"Provider: delete a consumer's ServiceAccount identity; its tokens stop working", revokeServiceAccountIdentityCommand},
+		"Provider: delete a consumer's ServiceAccount identity; its tokens stop working",
+		`  kubepact revoke serviceaccount-identity --remote-cluster-id cl-consumer`, revokeServiceAccountIdentityCommand},
 	{"apply serviceaccount-identity", "FILE|- [flags]",
-		"Consumer: store the kubeconfig Secret of a ServiceAccount identity", applyServiceAccountIdentityCommand},
+		"Consumer: store the kubeconfig Secret of a ServiceAccount identity",
+		`  kubepact apply serviceaccount-identity secret.yaml`, applyServiceAccountIdentityCommand},
 	{"refresh serviceaccount-identity", "--remote-cluster-id PROVIDER [--watch] [flags]",
-		"Consumer: replace the token of a ServiceAccount identity before it expires", refreshServiceAccountIdentityCommand},
+		"Consumer: replace the token of a ServiceAccount identity before it expires",
+		`  kubepact refresh serviceaccount-identity --remote-cluster-id cl-provider --watch`, refreshServiceAccountIdentityCommand},
 	{"create resourceslice", "NAME --remote-cluster-id PROVIDER [--class C] [--resource cpu=2,...] [flags]",
-		"Consumer: ask the provider for a ResourceSlice and its identity", createResourceSliceCommand},
+		"Consumer: ask the provider for a ResourceSlice and its identity",
+		`  kubepact create resourceslice gpu --remote-cluster-id cl-provider --resource cpu=2,memory=4Gi`, createResourceSliceCommand},
 	{"get resourceslice", "[NAME] --remote-cluster-id PROVIDER [flags]",
-		"Consumer: print ResourceSlices, their conditions and Identities", getResourceSliceCommand},
+		"Consumer: print ResourceSlices, their conditions and Identities",
+		`  kubepact get resourceslice --remote-cluster-id cl-provider
+  kubepact get resourceslice gpu --remote-cluster-id cl-provider -o json`, getResourceSliceCommand},
 	{"delete resourceslice", "NAME --remote-cluster-id PROVIDER [flags]",
-		"Consumer: delete a ResourceSlice, its identity and its copy on the provider", deleteResourceSliceCommand},
+		"Consumer: delete a ResourceSlice, its identity and its copy on the provider",
+		`  kubepact delete resourceslice gpu --remote-cluster-id cl-provider`, deleteResourceSliceCommand},
 	{"cordon tenant", "--remote-cluster-id CONSUMER [flags]",
-		"Provider: accept no new ResourceSlice of a consumer (only from Active)", cordonTenantCommand},
+		"Provider: accept no new ResourceSlice of a consumer (only from Active)",
+		`  kubepact cordon tenant --remote-cluster-id cl-consumer`, cordonTenantCommand},
 	{"uncordon tenant", "--remote-cluster-id CONSUMER [flags]",
-		"Provider: make a cordoned Tenant Active again", uncordonTenantCommand},
+		"Provider: make a cordoned Tenant Active again",
+		`  kubepact uncordon tenant --remote-cluster-id cl-consumer`, uncordonTenantCommand},
 	{"drain tenant", "--remote-cluster-id CONSUMER [flags]",
-		"Provider: delete a consumer's bindings and ResourceSlices, revoking its certificates", drainTenantCommand},
+		"Provider: delete a consumer's bindings and ResourceSlices, revoking its certificates",
+		`  kubepact drain tenant --remote-cluster-id cl-consumer`, drainTenantCommand},
 	{"readmit tenant", "--remote-cluster-id CONSUMER [flags]",
-		"Provider: let a drained or forgotten consumer be bound again before its certificates expire", readmitTenantCommand},
+		"Provider: let a drained or forgotten consumer be bound again before its certificates expire",
+		`  kubepact readmit tenant --remote-cluster-id cl-consumer`, readmitTenantCommand},
+}
+
+// verbs are the summaries of the commands that group others.
+var verbs = map[string]string{
+	"install":  "Install what a provider needs",
+	"create":   "Create a nonce, a ServiceAccount identity or a ResourceSlice",
+	"get":      "Print objects of the handshake, a kubeconfig or a token",
+	"generate": "Generate a Tenant, an Identity or a key",
+	"verify":   "Verify a Tenant offline",
+	"apply":    "Store a Tenant, an Identity or a ServiceAccount identity",
+	"revoke":   "Revoke a ServiceAccount identity",
+	"refresh":  "Refresh a ServiceAccount identity",
+	"delete":   "Delete a ResourceSlice",
+	"cordon":   "Cordon a consumer's Tenant",
+	"uncordon": "Uncordon a consumer's Tenant",
+	"drain":    "Drain a consumer's Tenant",
+	"readmit":  "Readmit a consumer",
 }
 
 // run runs the command named by args and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
-	if len(args) == 0 {
-		printUsage(stderr)
-		return exitUsage
-	}
-	if args[0] == "help" && len(args) > 1 { // "help generate tenant"
-		args = append(args[1:], "-h")
-	}
-	if isHelp(args[0]) || args[0] == "help" {
-		printUsage(stdout)
-		return exitOK
-	}
-	c, rest, err := lookup(args)
-	if err != nil {
-		fmt.Fprintf(stderr, "kubepact: %v\nRun 'kubepact -h' for the list of commands.\n", err)
-		return exitUsage
-	}
+	cmd, err := execute(ctx, e, args)
+	return report(e, cmd, err)
+}
 
-	f := newFlags(c.name)
-	runCmd := c.setup(f)
-	positional, err := f.parse(rest)
-	if errors.Is(err, flag.ErrHelp) {
-		printCommandUsage(stdout, c, f)
-		return exitOK
+// execute runs the command named by args and returns the command it ran
+// and its error.
+func execute(ctx context.Context, e *env, args []string) (*cobra.Command, error) {
+	root := newRootCommand(e)
+	root.SetArgs(args)
+	return root.ExecuteContextC(ctx)
+}
+
+// displayName is how the program is called: "kubectl kubepact" when kubectl
+// runs it as a plugin (installed as kubectl-kubepact), else "kubepact".
+func displayName() string {
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		return "kubectl kubepact"
 	}
-	if err == nil {
-		err = runCmd(ctx, e, positional)
+	return "kubepact"
+}
+
+// newRootCommand builds the command tree over e.
+func newRootCommand(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kubepact",
+		Short: "Give one Kubernetes cluster a narrowly scoped identity on another",
+		Long: `kubepact gives one Kubernetes cluster (the consumer) a narrowly scoped identity
+on another (the provider), speaking Liqo's authentication.liqo.io/v1beta1.`,
+		Example: `  # Online, both clusters reachable, their controllers running
+  kubepact authenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
+
+  # Offline, files moved by hand
+  provider$ kubepact create nonce --remote-cluster-id CONSUMER > nonce.txt
+  consumer$ kubepact generate tenant --remote-cluster-id PROVIDER --nonce "$(cat nonce.txt)" > tenant.yaml
+  provider$ kubepact generate identity --remote-cluster-id CONSUMER -f tenant.yaml > identity.yaml
+  consumer$ kubepact apply identity --remote-cluster-id PROVIDER identity.yaml`,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName()},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          unknownCommand,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprint(e.stderr, cmd.UsageString())
+			return usagef("missing command")
+		},
 	}
-	return report(e, c, err)
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+
+	groups := map[string]*cobra.Command{}
+	for i := range commands {
+		c := &commands[i]
+		parent, use := root, c.name
+		if verb, resource, ok := strings.Cut(c.name, " "); ok {
+			if groups[verb] == nil {
+				groups[verb] = newGroupCommand(verb)
+				root.AddCommand(groups[verb])
+			}
+			parent, use = groups[verb], resource
+		}
+		f := newFlags(c.name)
+		f.env = e
+		runCmd := c.setup(f)
+		cmd := &cobra.Command{
+			Use:     use + " " + c.synopsis,
+			Short:   c.summary,
+			Long:    c.summary + ".",
+			Example: c.example,
+			Args:    cobra.ArbitraryArgs, // each command checks its own
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return runCmd(cmd.Context(), e, args)
+			},
+		}
+		f.addTo(cmd.Flags())
+		parent.AddCommand(cmd)
+	}
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			for _, sh := range c.Commands() {
+				sh.Example = fmt.Sprintf("  source <(kubepact completion %[1]s)\n  kubepact completion %[1]s > kubepact-completion.%[1]s", sh.Name())
+			}
+			c.Example = "  source <(kubepact completion bash)"
+		}
+		if c.Name() == "help" {
+			c.Example = "  kubepact help generate tenant"
+		}
+	}
+	return root
+}
+
+// newGroupCommand returns the command that groups the commands of verb: run
+// alone or with an unknown resource, it is a usage error.
+func newGroupCommand(verb string) *cobra.Command {
+	return &cobra.Command{
+		Use:     verb + " RESOURCE",
+		Short:   verbs[verb],
+		Example: fmt.Sprintf("  kubepact %s --help", verb),
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var resources []string // in the order of the command table
+			for _, c := range commands {
+				if v, resource, ok := strings.Cut(c.name, " "); ok && v == verb {
+					resources = append(resources, resource)
+				}
+			}
+			if len(args) == 0 {
+				return usagef("%s what? One of: %s", verb, strings.Join(resources, ", "))
+			}
+			return usagef("unknown resource %q; one of: %s", args[0], strings.Join(resources, ", "))
+		},
+	}
+}
+
+// unknownCommand is the root's argument check: any argument that names no
+// command is a usage error.
+func unknownCommand(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q", args[0])
+	}
+	return nil
 }
 
 // report prints err, if any, and returns the exit code it stands for.
-func report(e *env, c *command, err error) int {
+func report(e *env, cmd *cobra.Command, err error) int {
+	path := "kubepact"
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
 	var usage *usageError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &usage):
-		fmt.Fprintf(e.stderr, "kubepact: %s: %s\nRun 'kubepact %s -h' for help.\n", c.name, usage.msg, c.name)
+		if name := strings.TrimSpace(strings.TrimPrefix(path, displayName())); name != "" {
+			fmt.Fprintf(e.stderr, "kubepact: %s: %s\nRun '%s --help' for help.\n", name, usage.msg, path)
+		} else {
+			fmt.Fprintf(e.stderr, "kubepact: %s\nRun '%s --help' for help.\n", usage.msg, path)
+		}
 		return exitUsage
 	}
 	fmt.Fprintf(e.stderr, "kubepact: %s\n", strings.TrimPrefix(err.Error(), "kubepact: "))
@@ -140,62 +321,6 @@ func report(e *env, c *command, err error) int {
 	return exitError
 }
 
-// lookup finds the command named by the first words of args.
-func lookup(args []string) (*command, []string, error) {
-	for i := range commands {
-		words := strings.Fields(commands[i].name)
-		if len(args) >= len(words) && slices.Equal(args[:len(words)], words) {
-			return &commands[i], args[len(words):], nil
-		}
-	}
-	var resources []string
-	for _, c := range commands {
-		if verb, resource, ok := strings.Cut(c.name, " "); ok && verb == args[0] {
-			resources = append(resources, resource)
-		}
-	}
-	switch {
-	case len(resources) == 0:
-		return nil, nil, fmt.Errorf("unknown command %q", args[0])
-	case len(args) == 1:
-		return nil, nil, fmt.Errorf("%s what? One of: %s", args[0], strings.Join(resources, ", "))
-	}
-	return nil, nil, fmt.Errorf("%s: unknown resource %q; one of: %s", args[0], args[1], strings.Join(resources, ", "))
-}
-
-func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
-
-func printUsage(w io.Writer) {
-	fmt.Fprint(w, `kubepact gives one Kubernetes cluster (the consumer) a narrowly scoped identity
-on another (the provider), speaking Liqo's authentication.liqo.io/v1beta1.
-
-Usage:
-  kubepact COMMAND [RESOURCE] [flags] [FILE]
-
-Commands:
-`)
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-18s %s\n", c.name, c.summary)
-	}
-	fmt.Fprint(w, `
-Online, both clusters reachable:
-  kubepact authenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
-
-Offline, files moved by hand:
-  provider$ kubepact create nonce --remote-cluster-id CONSUMER > nonce.txt
-  consumer$ kubepact generate tenant --remote-cluster-id PROVIDER --nonce "$(cat nonce.txt)" > tenant.yaml
-  provider$ kubepact generate identity --remote-cluster-id CONSUMER -f tenant.yaml > identity.yaml
-  consumer$ kubepact apply identity --remote-cluster-id PROVIDER identity.yaml
-
-Run 'kubepact COMMAND [RESOURCE] -h' for a command's flags.
-`)
-}
-
-func printCommandUsage(w io.Writer, c *command, f *flags) {
-	fmt.Fprintf(w, "%s.\n\nUsage:\n  kubepact %s %s\n\nFlags:\n", c.summary, c.name, c.synopsis)
-	f.printDefaults(w)
-}
-
 // usageError reports a command line that cannot be run as written.
 type usageError struct{ msg string }
 
@@ -203,78 +328,41 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
 
-// flags is a flag.FlagSet whose flags may have a one-letter alias, such as
-// -n for --namespace, and whose usage is printed kubectl-style.
+// flags are a command's flags, registered by its setup before the command
+// exists. kubectl's connection flags (ConfigFlags) are registered apart, in
+// connection, and a command's own flag of the same name wins over them
+// (authenticate's --token, create serviceaccount-identity's --as).
 type flags struct {
-	*flag.FlagSet
-	short map[string]string // long name → one-letter alias
+	*pflag.FlagSet
+	short      map[string]string // long name → one-letter alias
+	connection []*pflag.FlagSet
+	env        *env
 }
 
 func newFlags(name string) *flags {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported by run, usage by printCommandUsage
-	fs.Usage = func() {}
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	return &flags{FlagSet: fs, short: map[string]string{}}
 }
 
 // alias makes -short another name of the flag long.
-func (f *flags) alias(short, long string) {
-	f.Var(f.Lookup(long).Value, short, "")
-	f.short[long] = short
-}
+func (f *flags) alias(short, long string) { f.short[long] = short }
 
-// parse parses args, flags and positional arguments in any order, as
-// kubectl does; everything after "--" is positional.
-func (f *flags) parse(args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &usageError{msg: err.Error()}
-		}
-		rest := f.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
-}
-
-// printDefaults prints every flag with its alias, type, usage and default.
-func (f *flags) printDefaults(w io.Writer) {
-	aliases := map[string]bool{}
-	for _, s := range f.short {
-		aliases[s] = true
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	f.VisitAll(func(fl *flag.Flag) {
-		if aliases[fl.Name] {
-			return
-		}
-		name := "    --" + fl.Name
+// addTo adds every flag to fs.
+func (f *flags) addTo(fs *pflag.FlagSet) {
+	f.VisitAll(func(fl *pflag.Flag) {
 		if s, ok := f.short[fl.Name]; ok {
-			name = "-" + s + ", --" + fl.Name
+			fl.Shorthand = s
 		}
-		typ, usage := flag.UnquoteUsage(fl)
-		if typ == "value" { // a flag.Value of this package: all take one word
-			typ = "string"
-		}
-		switch {
-		case fl.DefValue == "" || fl.DefValue == "false":
-		case typ == "string":
-			usage += fmt.Sprintf(" (default %q)", fl.DefValue)
-		default:
-			usage += fmt.Sprintf(" (default %s)", fl.DefValue)
-		}
-		fmt.Fprintf(tw, "  %s %s\t%s\n", name, typ, usage)
+		fs.AddFlag(fl)
 	})
-	tw.Flush()
+	for _, k := range f.connection {
+		k.VisitAll(func(fl *pflag.Flag) {
+			if fs.Lookup(fl.Name) != nil || (fl.Shorthand != "" && fs.ShorthandLookup(fl.Shorthand) != nil) {
+				return
+			}
+			fs.AddFlag(fl)
+		})
+	}
 }
 
 // noArgs and oneArg check the number of positional arguments.
@@ -301,4 +389,12 @@ func required(name, value string) error {
 		return usagef("--%s is required", name)
 	}
 	return nil
+}
+
+// maxOneArg returns the one optional positional argument, "" when none.
+func maxOneArg(args []string, what string) (string, error) {
+	if len(args) == 0 {
+		return "", nil
+	}
+	return oneArg(args, what)
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -58,7 +59,7 @@ func testContext(t *testing.T) context.Context {
 // authenticateArgs are the arguments of authenticate and unauthenticate
 // between the test clusters.
 func authenticateArgs(verb, consumerID, providerID, namespace string) []string {
-	return []string{verb, "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig,
+	return []string{verb, "--local", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig,
 		"--cluster-id", consumerID, "--remote-cluster-id", providerID, "-n", namespace}
 }
 
@@ -173,27 +174,27 @@ func TestAuthenticateReadsClusterIDs(t *testing.T) {
 		_, err := c.env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		_, err = c.env.client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: clusterIDConfigMap},
-			Data:       map[string]string{clusterIDKey: c.id},
+			ObjectMeta: metav1.ObjectMeta{Name: clusterid.RecordName, Labels: map[string]string{clusterid.RecordLabel: clusterid.RecordLabelValue}},
+			Data:       map[string]string{clusterid.RecordKey: c.id},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	args := []string{"--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig, "-n", namespace, "--remote-namespace", namespace}
 
-	r := cli(t, "", append([]string{"authenticate", "--install-crds"}, args...)...).ok(t)
+	r := cli(t, "", append([]string{"authenticate", "--local", "--install-crds"}, args...)...).ok(t)
 	assert.Contains(t, r.stdout, "  user:      "+consumerID+"\n")
 	assert.Contains(t, r.stdout, "Kubeconfig Secret liqo-tenant-"+providerID+"/")
-	r = cli(t, "", append([]string{"unauthenticate"}, args...)...).ok(t)
+	r = cli(t, "", append([]string{"unauthenticate", "--local"}, args...)...).ok(t)
 	assert.Contains(t, r.stdout, "Consumer "+consumerID+" is no longer authenticated on provider "+providerID)
 
 	// Without the ConfigMap, --cluster-id is needed.
-	r = cli(t, "", "authenticate", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig, "-n", "liqo-no-ids")
+	r = cli(t, "", "authenticate", "--local", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig, "-n", "liqo-no-ids")
 	assert.Equal(t, exitUsage, r.code)
-	assert.Contains(t, r.stderr, "cannot tell the ID of the consumer cluster: it has no ConfigMap liqo-no-ids/liqo-clusterid-configmap; pass --cluster-id")
-	r = cli(t, "", "authenticate", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig,
+	assert.Contains(t, r.stderr, "cannot tell the ID of the consumer cluster: it has no ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in liqo-no-ids; pass --cluster-id")
+	r = cli(t, "", "authenticate", "--local", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig,
 		"-n", "liqo-no-ids", "--cluster-id", "cl-consumer-noid")
 	assert.Equal(t, exitUsage, r.code)
-	assert.Contains(t, r.stderr, "cannot tell the ID of the provider cluster: it has no ConfigMap liqo/liqo-clusterid-configmap; pass --remote-cluster-id")
+	assert.Contains(t, r.stderr, "cannot tell the ID of the provider cluster: it has no ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in liqo; pass --remote-cluster-id")
 }
 
 // TestOfflineFlow moves the Tenant and the Identity between the clusters as

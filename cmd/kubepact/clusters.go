@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -26,12 +31,6 @@ import (
 	"github.com/kubepact/kubepact/nonce"
 )
 
-// Where Liqo records a cluster's own ID.
-const (
-	clusterIDConfigMap = "liqo-clusterid-configmap"
-	clusterIDKey       = "CLUSTER_ID"
-)
-
 // Roles of a cluster, as messages name them.
 const (
 	providerRole = "provider"
@@ -44,32 +43,54 @@ var errMissingCRDs = errors.New("CRDs not installed")
 // clusterFlags select one cluster and the Liqo namespace on it.
 type clusterFlags struct {
 	prefix     string // "" for the local cluster, "remote-" for the other one
+	config     *genericclioptions.ConfigFlags
 	kubeconfig string
 	context    string
 	namespace  string
 	clusterID  string
+	env        *env
 }
 
-// localFlags registers --kubeconfig, --context, -n/--namespace and
-// --cluster-id; role is the local cluster's role in the command.
-func localFlags(f *flags, role string) *clusterFlags {
-	c := &clusterFlags{}
-	f.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the "+role+" cluster (default $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&c.context, "context", "", "kubeconfig context of the "+role+" cluster (default the current context)")
-	f.StringVar(&c.namespace, "namespace", keys.DefaultNamespace, "Liqo namespace of the "+role+" cluster, holding its key and cluster ID")
-	f.alias("n", "namespace")
-	f.StringVar(&c.clusterID, "cluster-id", "", "ID of the "+role+" cluster (default CLUSTER_ID of ConfigMap "+clusterIDConfigMap+" in the Liqo namespace)")
+// newClusterFlags registers kubectl's connection flags (ConfigFlags but its
+// namespace: -n here is the Liqo namespace, as liqoctl has it), with prefix
+// before each name, and returns them.
+func newClusterFlags(f *flags, prefix, role string) *clusterFlags {
+	c := &clusterFlags{prefix: prefix, config: genericclioptions.NewConfigFlags(false), env: f.env}
+	c.config.KubeConfig, c.config.Context, c.config.Namespace = &c.kubeconfig, &c.context, nil
+	fs := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	c.config.AddFlags(fs)
+	out := pflag.NewFlagSet(prefix+"connection", pflag.ContinueOnError)
+	fs.VisitAll(func(fl *pflag.Flag) {
+		fl.Usage = strings.TrimSuffix(fl.Usage, ".") + " (" + role + " cluster)"
+		if prefix != "" {
+			fl.Name, fl.Shorthand = prefix+fl.Name, ""
+		}
+		out.AddFlag(fl)
+	})
+	f.connection = append(f.connection, out)
 	return c
 }
 
-// remoteFlags registers --remote-kubeconfig, --remote-context,
-// --remote-namespace and --remote-cluster-id.
+// localFlags registers kubectl's connection flags (--kubeconfig, --context,
+// --as, ...), -n/--namespace and --cluster-id; role is the local cluster's
+// role in the command.
+func localFlags(f *flags, role string) *clusterFlags {
+	c := newClusterFlags(f, "", role)
+	f.StringVar(&c.namespace, "namespace", keys.DefaultNamespace, "Liqo namespace of the "+role+" cluster, holding its key and cluster ID")
+	f.alias("n", "namespace")
+	f.StringVar(&c.clusterID, "cluster-id", "", "ID of the "+role+" cluster; must equal the one it records, if any (default CLUSTER_ID of the ConfigMap labelled "+
+		clusterid.RecordLabel+"="+clusterid.RecordLabelValue+" in the Liqo namespace)")
+	return c
+}
+
+// remoteFlags registers the same flags for the other cluster, prefixed
+// with remote- as liqoctl names them: --remote-kubeconfig,
+// --remote-context, --remote-namespace, --remote-cluster-id, ...
 func remoteFlags(f *flags, role string) *clusterFlags {
-	c := &clusterFlags{prefix: "remote-"}
-	f.StringVar(&c.kubeconfig, "remote-kubeconfig", "", "kubeconfig of the "+role+" cluster (required)")
-	f.StringVar(&c.context, "remote-context", "", "kubeconfig context of the "+role+" cluster (default the current context)")
+	c := newClusterFlags(f, "remote-", role)
 	f.StringVar(&c.namespace, "remote-namespace", keys.DefaultNamespace, "Liqo namespace of the "+role+" cluster, holding its cluster ID")
-	f.StringVar(&c.clusterID, "remote-cluster-id", "", "ID of the "+role+" cluster (default CLUSTER_ID of ConfigMap "+clusterIDConfigMap+" in its Liqo namespace)")
+	f.StringVar(&c.clusterID, "remote-cluster-id", "", "ID of the "+role+" cluster; must equal the one it records, if any (default CLUSTER_ID of the ConfigMap labelled "+
+		clusterid.RecordLabel+"="+clusterid.RecordLabelValue+" in its Liqo namespace)")
 	return c
 }
 
@@ -99,8 +120,8 @@ type cluster struct {
 
 // check reports flags that cannot work, before anything is loaded.
 func (c *clusterFlags) check(role string) error {
-	if c.prefix != "" && c.kubeconfig == "" {
-		return usagef("--%skubeconfig is required: the kubeconfig of the %s cluster", c.prefix, role)
+	if c.prefix != "" && c.kubeconfig == "" && c.context == "" {
+		return usagef("--%skubeconfig or --%scontext is required: the kubeconfig of the %s cluster", c.prefix, c.prefix, role)
 	}
 	if c.clusterID != "" {
 		if err := clusterid.Validate(c.clusterID); err != nil {
@@ -110,15 +131,9 @@ func (c *clusterFlags) check(role string) error {
 	return nil
 }
 
-// connect builds the clients of the cluster the flags select.
-func (c *clusterFlags) connect(role string) (*cluster, error) {
-	if err := c.check(role); err != nil {
-		return nil, err
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = c.kubeconfig
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context})
-	cfg, err := loader.ClientConfig()
+// restConfig loads the client configuration the flags select.
+func (c *clusterFlags) restConfig(role string) (*rest.Config, error) {
+	cfg, err := c.config.ToRawKubeConfigLoader().ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
 		return nil, usagef("no kubeconfig for the %s cluster: pass --%skubeconfig or set KUBECONFIG", role, c.prefix)
 	}
@@ -126,7 +141,28 @@ func (c *clusterFlags) connect(role string) (*cluster, error) {
 		return nil, fmt.Errorf("loading the kubeconfig of the %s cluster: %w", role, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 300 // kubectl's defaults
+	if c.env != nil && c.env.wrapTransport != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return c.env.wrapTransport(role, rt) })
+	}
+	return cfg, nil
+}
+
+// connect builds the clients of the cluster the flags select.
+func (c *clusterFlags) connect(role string) (*cluster, error) {
+	if err := c.check(role); err != nil {
+		return nil, err
+	}
+	cfg, err := c.restConfig(role)
+	if err != nil {
+		return nil, err
+	}
+	return newCluster(role, c, cfg)
+}
+
+// newCluster builds the clients of a cluster over cfg.
+func newCluster(role string, c *clusterFlags, cfg *rest.Config) (*cluster, error) {
 	cl := &cluster{role: role, flags: c, config: cfg, namespace: c.namespace}
+	var err error
 	if cl.client, err = kube.NewClientset(cfg, nil); err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
@@ -139,30 +175,52 @@ func (c *clusterFlags) connect(role string) (*cluster, error) {
 	return cl, nil
 }
 
-// clusterID returns the cluster's own ID: the flag's value, else the one Liqo
-// records in the Liqo namespace.
+// clusterID returns the cluster's own ID: the one it records (see
+// recordedID), which the flag, when given, must equal (else a
+// *clusterid.ConflictError, before anything is written); else the flag's.
 func (c *cluster) clusterID(ctx context.Context) (string, error) {
-	if c.flags.clusterID != "" {
+	flag := "--" + c.flags.prefix + "cluster-id"
+	recorded, where, err := c.recordedID(ctx)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("reading the ID of the %s cluster: %w", c.role, err)
+	case recorded != "" && c.flags.clusterID != "" && recorded != c.flags.clusterID:
+		return "", fmt.Errorf("%s of the %s cluster: %w", flag, c.role,
+			&clusterid.ConflictError{Asked: c.flags.clusterID, Recorded: recorded, Where: where})
+	case recorded != "":
+		return recorded, nil
+	case c.flags.clusterID != "":
 		return c.flags.clusterID, nil
 	}
-	flag := "--" + c.flags.prefix + "cluster-id"
-	cm, err := c.client.CoreV1().ConfigMaps(c.namespace).Get(ctx, clusterIDConfigMap, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return "", usagef("cannot tell the ID of the %s cluster: it has no ConfigMap %s/%s; pass %s",
-			c.role, c.namespace, clusterIDConfigMap, flag)
+	return "", usagef("cannot tell the ID of the %s cluster: it has no ConfigMap labelled %s=%s in %s; pass %s",
+		c.role, clusterid.RecordLabel, clusterid.RecordLabelValue, c.namespace, flag)
+}
+
+// recordedID returns the ID the cluster records, as liqoctl reads it: the
+// ConfigMap labelled clusterid.RecordLabel in the Liqo namespace (or, for a
+// client that may get but not list ConfigMaps there, the one named
+// clusterid.RecordName); "" when there is none. where names the record.
+func (c *cluster) recordedID(ctx context.Context) (id, where string, err error) {
+	where = fmt.Sprintf("the ConfigMap labelled %s=%s in %s", clusterid.RecordLabel, clusterid.RecordLabelValue, c.namespace)
+	id, err = kube.RecordedClusterID(ctx, c.client, c.namespace)
+	if !apierrors.IsForbidden(err) {
+		return id, where, err
 	}
-	if err != nil {
-		return "", fmt.Errorf("reading the ID of the %s cluster from ConfigMap %s/%s: %w", c.role, c.namespace, clusterIDConfigMap, err)
+	where = fmt.Sprintf("ConfigMap %s/%s", c.namespace, clusterid.RecordName)
+	cm, err := c.client.CoreV1().ConfigMaps(c.namespace).Get(ctx, clusterid.RecordName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", where, nil
+	case err != nil:
+		return "", where, fmt.Errorf("reading %s: %w", where, err)
+	case cm.Labels[clusterid.RecordLabel] != clusterid.RecordLabelValue:
+		return "", where, nil
 	}
-	id := cm.Data[clusterIDKey]
-	if id == "" {
-		return "", usagef("cannot tell the ID of the %s cluster: ConfigMap %s/%s has no %s; pass %s",
-			c.role, c.namespace, clusterIDConfigMap, clusterIDKey, flag)
-	}
+	id = cm.Data[clusterid.RecordKey]
 	if err := clusterid.Validate(id); err != nil {
-		return "", fmt.Errorf("ConfigMap %s/%s of the %s cluster: %w", c.namespace, clusterIDConfigMap, c.role, err)
+		return "", where, fmt.Errorf("%s, key %s: %w", where, clusterid.RecordKey, err)
 	}
-	return id, nil
+	return id, where, nil
 }
 
 // endpoint returns how consumers reach this cluster's API server: the

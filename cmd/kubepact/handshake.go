@@ -40,32 +40,11 @@ type pair struct {
 // apiServerURL or else at the server of its kubeconfig. With installCRDs it
 // installs the CRDs on both clusters, otherwise it checks that they are there.
 func (p *pairFlags) connect(ctx context.Context, e *env, apiServerURL string, installCRDs bool, popts *kubepact.ProviderOptions, copts *kubepact.ConsumerOptions) (*pair, error) {
-	if err := p.consumer.check(consumerRole); err != nil {
-		return nil, err
-	}
-	if err := p.provider.check(providerRole); err != nil {
-		return nil, err
-	}
-	cons, err := p.consumer.connect(consumerRole)
+	c, err := p.connectClusters(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	prov, err := p.provider.connect(providerRole)
-	if err != nil {
-		return nil, err
-	}
-	consumerID, err := cons.clusterID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	e.consumerID = consumerID
-	providerID, err := prov.clusterID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if consumerID == providerID {
-		return nil, usagef("the consumer and the provider have the same cluster ID %q", consumerID)
-	}
+	cons, prov, consumerID, providerID := c.consumer, c.provider, c.consumerID, c.providerID
 	if err := cons.ensureCRDs(ctx, installCRDs, authv1beta1.IdentityResource); err != nil {
 		return nil, err
 	}
@@ -105,6 +84,7 @@ func authenticateCommand(f *flags) runFunc {
 	strict := f.Bool("strict", false, "give the identity a fresh TLS key instead of the cluster key (only kubepact providers accept it)")
 	replace := replaceEndpointFlag(f)
 	tf := addTokenFlags(f)
+	local := localFlag(f)
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -113,6 +93,12 @@ func authenticateCommand(f *flags) runFunc {
 		defer cancel()
 		if tf.used() {
 			return authenticateWithToken(ctx, e, tf, pf.consumer, pf.provider, alg, *installCRDs, *replace)
+		}
+		if !*local {
+			if *apiServerURL != "" || *replace || f.Changed("nonce-ttl") || f.Changed("policy") {
+				return usagef("--api-server-url, --replace-endpoint, --nonce-ttl and --policy are the in-process flow's: pass --local, or set them on the provider's controller")
+			}
+			return authenticateDeclarative(ctx, e, pf, declarativeOptions{proxyURL: *proxyURL, installCRDs: *installCRDs, strict: *strict, alg: alg})
 		}
 		onStep := printSteps(e.stderr)
 		p, err := pf.connect(ctx, e, *apiServerURL, *installCRDs,
@@ -134,6 +120,7 @@ func unauthenticateCommand(f *flags) runFunc {
 	pf := addPairFlags(f)
 	force := f.Bool("force", false, "provider gone for good: remove, on the consumer only, its slices, identities, kubeconfig Secrets and keys, without contacting the provider (needs --remote-cluster-id)")
 	revoke := f.Bool("revoke", false, "revoke rather than unpeer: the provider records the consumer's certificates as revoked and refuses it until they expire or it is readmitted (use when its key may have leaked)")
+	local := localFlag(f)
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -146,6 +133,18 @@ func unauthenticateCommand(f *flags) runFunc {
 		}
 		ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
 		defer cancel()
+		if !*local {
+			return unauthenticateDeclarative(ctx, e, pf, *revoke)
+		}
+		c, err := pf.connectClusters(ctx, e)
+		if err != nil {
+			return err
+		}
+		if peered, err := c.peered(ctx); err != nil {
+			return err
+		} else if !peered {
+			return c.notPeered()
+		}
 		onStep := printSteps(e.stderr)
 		p, err := pf.connect(ctx, e, "", false, &kubepact.ProviderOptions{OnStep: onStep}, &kubepact.ConsumerOptions{OnStep: onStep})
 		if err != nil {
@@ -175,4 +174,10 @@ func printAuthenticated(w io.Writer, done *kubepact.Authenticated) {
 	cfg := done.Kubeconfig
 	fmt.Fprintf(w, "Kubeconfig Secret %s/%s\n  server:    %s\n  user:      %s\n  namespace: %s\n",
 		done.Secret.Namespace, done.Secret.Name, cfg.Server(), cfg.User(), cfg.Namespace())
+}
+
+// localFlag registers --local.
+func localFlag(f *flags) *bool {
+	return f.Bool("local", false, "do every step in this process, the provider's too (verification, CSR, approval, RBAC binding), with both clusters' admin kubeconfigs: "+
+		"for clusters where no controller runs (by default the clusters' controllers do their steps)")
 }

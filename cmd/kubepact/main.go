@@ -7,40 +7,103 @@
 //
 //	kubepact COMMAND [RESOURCE] [flags] [FILE]
 //
-// The commands, by who runs them:
+// Installed on the PATH as kubectl-kubepact, it is also the kubectl plugin
+// "kubectl kubepact".
 //
-//	authenticate       both clusters reachable: the local cluster (--kubeconfig) consumes the remote one (--remote-kubeconfig)
-//	unauthenticate     both clusters reachable: remove what authenticate created
-//	install roles      provider: install the ClusterRoles consumers are bound to, once, where neither Liqo nor config/ did
-//	create nonce       provider: issue the nonce a consumer must sign
-//	get nonce          provider: print a consumer's current nonce
-//	generate tenant    consumer: sign a nonce and print the Tenant
-//	verify tenant      anyone, offline: check a Tenant against a nonce
-//	apply tenant       provider: store a consumer's Tenant
-//	generate identity  provider: accept a Tenant, print the Identity
-//	apply identity     consumer: check and store a provider's Identity, write the kubeconfig Secret
-//	generate key       anyone, offline: write a new cluster key file
-//	serve              provider: run the shared-token authentication server (Liqo v0.4-v0.10 API)
-//	get token          provider: print the shared token, creating it when missing (--rotate)
+// The commands, by who runs them (a test keeps this list equal to the
+// command tree):
+//
+//	authenticate                     both clusters reachable: the local cluster (--kubeconfig) consumes the remote one (--remote-kubeconfig), through their controllers
+//	unauthenticate                   both clusters reachable: remove what authenticate created
+//	status                           anyone: the cluster's peers, their role, condition, certificate expiry and last error
+//	version                          anyone: the CLI's version and its controller's
+//	install roles                    provider: install the ClusterRoles consumers are bound to, once, where neither Liqo nor config/ did
+//	create nonce                     provider: issue the nonce a consumer must sign
+//	get nonce                        provider: print a consumer's current nonce
+//	get tenant                       provider: print Tenants
+//	get identity                     consumer: print Identities
+//	get kubeconfig                   consumer: print or write the kubeconfig of a peering
+//	get resourceslice                consumer: print ResourceSlices, their conditions and Identities
+//	get token                        provider: print the shared token, creating it when missing (--rotate)
+//	generate tenant                  consumer: sign a nonce and print the Tenant
+//	generate identity                provider: accept a Tenant, print the Identity
+//	generate key                     anyone, offline: write a new cluster key file
+//	verify tenant                    anyone, offline: check a Tenant against a nonce
+//	apply tenant                     provider: store a consumer's Tenant
+//	apply identity                   consumer: check and store a provider's Identity, write the kubeconfig Secret
+//	apply serviceaccount-identity    consumer: store the kubeconfig Secret of a ServiceAccount identity
+//	create serviceaccount-identity   provider: issue a ServiceAccount identity with an expiring token
+//	revoke serviceaccount-identity   provider: delete a consumer's ServiceAccount identity
+//	refresh serviceaccount-identity  consumer: replace a ServiceAccount identity's token before it expires
+//	create resourceslice             consumer: ask the provider for a ResourceSlice and its identity
+//	delete resourceslice             consumer: delete a ResourceSlice, its identity and its copy on the provider
+//	cordon tenant                    provider: accept no new ResourceSlice of a consumer
+//	uncordon tenant                  provider: make a cordoned Tenant Active again
+//	drain tenant                     provider: delete a consumer's bindings and ResourceSlices, revoking its certificates
+//	readmit tenant                   provider: let a drained or forgotten consumer be bound again
+//	serve                            provider: run the shared-token authentication server (Liqo v0.4-v0.10 API)
+//	completion bash                  anyone: print the bash completion script
+//	completion zsh                   anyone: print the zsh completion script
+//	completion fish                  anyone: print the fish completion script
+//	completion powershell            anyone: print the PowerShell completion script
+//	help                             anyone: help about any command
 //
 // With --token, --auth-url and --auth-ca, authenticate instead reaches the
 // provider's authentication server with the shared token (no --remote-kubeconfig;
 // --remote-cluster-id names the provider).
 //
-// Every command that talks to a cluster takes --kubeconfig (default $KUBECONFIG
-// or ~/.kube/config) and --context, -n/--namespace (the Liqo namespace, which
-// holds the cluster key Secret "authentication-keys" and the ConfigMap
-// "liqo-clusterid-configmap"; default "liqo"), --cluster-id (default: the
-// ConfigMap's CLUSTER_ID) and --timeout. authenticate and unauthenticate add
-// --remote-kubeconfig, --remote-context, --remote-namespace and
-// --remote-cluster-id for the provider. Commands that print an object take
-// -o yaml|json; what they print can be applied with kubectl apply -f on the
-// other cluster. Run "kubepact COMMAND [RESOURCE] -h" for every flag.
+// Every command that talks to a cluster takes kubectl's connection flags
+// (--kubeconfig, default $KUBECONFIG or ~/.kube/config, --context, --as,
+// --server, ...: k8s.io/cli-runtime's ConfigFlags), -n/--namespace (the
+// Liqo namespace, which holds the cluster key Secret "authentication-keys"
+// and the cluster ID ConfigMap; default "liqo"), --cluster-id and
+// --timeout. authenticate and unauthenticate take the same flags for the
+// provider with a remote- prefix, as liqoctl names them
+// (--remote-kubeconfig, --remote-context, --remote-namespace,
+// --remote-cluster-id, ...). A command's own flag of the same name wins:
+// authenticate's --token is the shared token, create
+// serviceaccount-identity's --as what it writes. Commands that print an
+// object take -o yaml|json|name|jsonpath=...|go-template=... (cli-runtime's
+// printers); get commands print a table by default. What generate prints
+// can be applied with kubectl apply -f on the other cluster. Run "kubepact
+// COMMAND [RESOURCE] --help" for every flag and an example.
+//
+// # Cluster IDs
+//
+// Each cluster's ID is read from the cluster, where Liqo and liqoctl keep
+// it: the ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in
+// the Liqo namespace, key CLUSTER_ID (kubepact-controller records its ID
+// there too). --cluster-id and --remote-cluster-id are needed only for a
+// cluster without one; one that disagrees with the record is refused
+// (clusterid.ErrConflict) before anything is written.
 //
 // # Online: both clusters reachable from one place
 //
 //	kubepact authenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
+//	kubepact get kubeconfig --kubeconfig consumer.kubeconfig --remote-cluster-id PROVIDER_ID > provider.kubeconfig
 //	kubepact unauthenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig
+//
+// authenticate first looks for the controllers that answer the handshake on
+// both clusters (kubepact-controller or Liqo's controller manager: a ready
+// Deployment, or a held Lease) and refuses to write anything without them.
+// Then it does what liqoctl v1.2 does, in its order: the tenant namespaces
+// on both clusters; the nonce request on the provider, waiting for its
+// controller to issue the nonce; the signed-nonce request on the consumer,
+// waiting for its controller to sign; the Tenant, built with the consumer's
+// cluster key, applied on the provider, waiting for its controller to
+// accept it; the Identity from the Tenant's status applied on the consumer,
+// waiting for its controller to write the kubeconfig Secret. It never
+// creates a CertificateSigningRequest, approves one or binds a role on the
+// provider: the provider's controller does. A controller that refuses an
+// object for good (a Warning Event such as ConsumerRevoked or
+// InvalidSignature) ends the wait at once with its reason; otherwise
+// --timeout does. unauthenticate deletes the
+// consumer's Identity and the provider's Tenant and waits for the
+// controllers to clean up; like the in-process flow, it refuses while the
+// consumer holds ResourceSlices of the provider (kubepact.ErrInUse). With --local, both commands instead do every
+// step in this process with both clusters' admin kubeconfigs, for clusters
+// where no controller runs. unauthenticate of two clusters with no peering
+// changes nothing and fails saying so.
 //
 // # Offline: files moved by hand between the two clusters' operators
 //
@@ -90,7 +153,10 @@
 // Results go to standard output; progress lines (" INFO  <step>", as liqoctl
 // prints them) and errors go to standard error, so the output of create nonce
 // and of the generate commands can be redirected or captured. Keys,
-// kubeconfigs and Secrets are never printed. Errors start with "kubepact: ",
+// kubeconfigs and Secrets are never printed, but where asked for: get
+// kubeconfig prints a peering's kubeconfig (or writes it to --output-file),
+// get token the shared token, get nonce -o the nonce Secret, and get
+// identity --show-secrets an AWS secret access key. Errors start with "kubepact: ",
 // name the step of the handshake that failed, and say what to do next.
 //
 // Exit status: 0 on success, 1 on failure, 2 on a usage error.

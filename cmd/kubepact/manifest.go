@@ -8,7 +8,12 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/kubepact/kubepact/kube"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/identity"
@@ -54,44 +59,133 @@ func identityManifest(id *authv1beta1.Identity) manifest {
 	}
 }
 
-// outputFormat is the value of -o/--output.
-type outputFormat string
+// output is the value of -o/--output: a cli-runtime printer format (yaml,
+// json, name, jsonpath=..., go-template=...), or "" for a table.
+type output struct {
+	format string
+	flags  *genericclioptions.PrintFlags
+}
 
-func (o *outputFormat) String() string { return string(*o) }
+func newOutput(format string) *output {
+	o := &output{flags: genericclioptions.NewPrintFlags("")}
+	o.flags.OutputFormat = &o.format
+	o.format = format
+	return o
+}
 
-func (o *outputFormat) Set(s string) error {
-	if s != "yaml" && s != "json" {
-		return fmt.Errorf("%q is not an output format: want yaml or json", s)
+func (o *output) String() string { return o.format }
+
+func (o *output) Type() string { return "string" }
+
+// Set takes a format a printer of cli-runtime prints.
+func (o *output) Set(s string) error {
+	o.format = s
+	if _, err := o.printer(); err != nil {
+		return err
 	}
-	*o = outputFormat(s)
 	return nil
 }
 
-// outputFlag registers -o/--output, yaml by default.
-func outputFlag(f *flags) *outputFormat {
-	o := outputFormat("yaml")
-	f.Var(&o, "output", "output format: yaml or json")
-	f.alias("o", "output")
-	return &o
+// printer returns the printer of the format.
+func (o *output) printer() (printers.ResourcePrinter, error) {
+	p, err := o.flags.ToPrinter()
+	if genericclioptions.IsNoCompatiblePrinterError(err) {
+		return nil, fmt.Errorf("%q is not an output format: want one of %s", o.format, strings.Join(o.flags.AllowedFormats(), ", "))
+	}
+	return p, err
 }
 
-// print writes m in format o.
-func (o outputFormat) print(w io.Writer, m manifest) error {
-	var (
-		b   []byte
-		err error
-	)
-	if o == "json" {
-		b, err = json.MarshalIndent(m, "", "  ")
-		b = append(b, '\n')
-	} else {
-		b, err = yaml.Marshal(m)
-	}
+// outputFlag registers -o/--output, yaml by default: what the command
+// prints is meant for kubectl apply -f.
+func outputFlag(f *flags) *output {
+	o := newOutput("yaml")
+	f.Var(o, "output", "output format: yaml, json, name, jsonpath=TEMPLATE, go-template=TEMPLATE")
+	f.alias("o", "output")
+	return o
+}
+
+// tableOutputFlag registers -o/--output, a table by default.
+func tableOutputFlag(f *flags) *output {
+	o := newOutput("")
+	f.Var(o, "output", "output format: yaml, json, name, jsonpath=TEMPLATE, go-template=TEMPLATE (default a table)")
+	f.alias("o", "output")
+	return o
+}
+
+// print writes m in the output's format.
+func (o *output) print(w io.Writer, m manifest) error {
+	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encoding %s %s: %w", m.Kind, m.Metadata.Name, err)
 	}
-	_, err = w.Write(b)
-	return err
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		return fmt.Errorf("encoding %s %s: %w", m.Kind, m.Metadata.Name, err)
+	}
+	return o.printObjects(w, []runtime.Object{u}, false)
+}
+
+// printObjects writes objs, typed objects of kube.NewScheme, in the
+// output's format: one object alone, else (or with list) a List. Managed
+// fields are left out, as kubectl leaves them.
+func (o *output) printObjects(w io.Writer, objs []runtime.Object, list bool) error {
+	p, err := o.printer()
+	if err != nil {
+		return err
+	}
+	scheme, err := kube.NewScheme()
+	if err != nil {
+		return err
+	}
+	items := make([]unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			gvks, _, err := scheme.ObjectKinds(obj)
+			if err != nil {
+				return err
+			}
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				return err
+			}
+			u = &unstructured.Unstructured{Object: m}
+			u.SetGroupVersionKind(gvks[0])
+		}
+		u = u.DeepCopy()
+		u.SetManagedFields(nil)
+		if ts, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "creationTimestamp"); ok && ts == nil {
+			unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		}
+		items = append(items, *u)
+	}
+	if len(items) == 1 && !list {
+		return p.PrintObj(&items[0], w)
+	}
+	l := &unstructured.UnstructuredList{Items: items}
+	l.SetAPIVersion("v1")
+	l.SetKind("List")
+	if _, ok := p.(*printers.NamePrinter); ok || strings.HasPrefix(o.format, "name") {
+		for i := range items {
+			if err := p.PrintObj(&items[i], w); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return p.PrintObj(l, w)
+}
+
+// printTable writes a table of columns and rows, as kubectl get does.
+func printTable(w io.Writer, columns []string, rows [][]any) error {
+	t := &metav1.Table{}
+	for _, c := range columns {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string"})
+	}
+	for _, r := range rows {
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: r})
+	}
+	return printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(t, w)
 }
 
 // readInput returns the content of the file path, or of stdin for "-".
@@ -167,6 +261,8 @@ func (a *algorithmFlag) String() string {
 	return a.alg.String()
 }
 
+func (a *algorithmFlag) Type() string { return "string" }
+
 func (a *algorithmFlag) Set(s string) error {
 	alg, ok := algorithms[strings.ToLower(s)]
 	if !ok {
@@ -180,6 +276,8 @@ func (a *algorithmFlag) Set(s string) error {
 type policyFlag struct{ policy tenant.Policy }
 
 func (p *policyFlag) String() string { return strings.ToLower(p.policy.String()) }
+
+func (p *policyFlag) Type() string { return "string" }
 
 func (p *policyFlag) Set(s string) error {
 	switch strings.ToLower(s) {

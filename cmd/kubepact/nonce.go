@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
@@ -89,6 +92,9 @@ func createNonceCommand(f *flags) runFunc {
 func getNonceCommand(f *flags) runFunc {
 	pf := addProviderFlags(f, "the nonce is for (required)")
 	ttl := nonceTTLFlag(f)
+	out := newOutput("")
+	f.Var(out, "output", "print the nonce Secret in this format: yaml, json, name, jsonpath=TEMPLATE, go-template=TEMPLATE (default the nonce alone)")
+	f.alias("o", "output")
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -101,6 +107,15 @@ func getNonceCommand(f *flags) runFunc {
 		cl, err := pf.cluster.connect(providerRole)
 		if err != nil {
 			return err
+		}
+		if out.format != "" {
+			// The Secret as stored, whatever the state of its nonce.
+			ns := clusterid.TenantNamespace(pf.consumerID)
+			s, err := cl.client.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("reading Secret %s/%s: %w", ns, nonce.SecretName, err)
+			}
+			return out.printObjects(e.stdout, []runtime.Object{s}, false)
 		}
 		entry, err := kube.NewNonceStore(cl.client).Get(ctx, pf.consumerID)
 		create := fmt.Sprintf("kubepact create nonce --remote-cluster-id %s", pf.consumerID)

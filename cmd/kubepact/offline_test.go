@@ -275,7 +275,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"verify", "tenant", "--nonce", n}, "missing the Tenant file"},
 		{[]string{"verify", "tenant", "--nonce", n, "a.yaml", "b.yaml"}, `unexpected argument "b.yaml"`},
 		{[]string{"verify", "tenant", "--nonce", "c2hvcnQ=", "t.yaml"}, "--nonce: malformed nonce: 8 characters, want 88"},
-		{[]string{"verify", "tenant", "--bogus", "t.yaml"}, "flag provided but not defined: -bogus"},
+		{[]string{"verify", "tenant", "--bogus", "t.yaml"}, "unknown flag: --bogus"},
 		{[]string{"verify", "tenant", "--nonce", n, "--policy", "lax", "t.yaml"}, `"lax" is not a policy`},
 		{[]string{"verify", "tenant", "--nonce", n, "--cluster-id", "UPPER", "t.yaml"}, "--cluster-id: invalid cluster ID"},
 		{append(offline, "-o", "xml"), `"xml" is not an output format`},
@@ -288,7 +288,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"generate", "key"}, "--out is required"},
 		{[]string{"generate", "key", "--out", "k.pem", "--algorithm", "dsa"}, `"dsa" is not a key algorithm`},
 		{[]string{"generate", "identity"}, "--remote-cluster-id is required"},
-		{[]string{"authenticate"}, "--remote-kubeconfig is required"},
+		{[]string{"authenticate"}, "--remote-kubeconfig or --remote-context is required"},
 		{[]string{"unauthenticate", "--cluster-id", "x_y", "--remote-kubeconfig", "p"}, "--cluster-id: invalid cluster ID"},
 		{[]string{"create", "nonce"}, "--remote-cluster-id is required"},
 		{[]string{"get", "nonce", "--remote-cluster-id", "-bad-"}, "--remote-cluster-id: invalid cluster ID"},
@@ -331,7 +331,7 @@ func TestFlagsAndArgumentsInAnyOrder(t *testing.T) {
 	_, out := offlineTenantFile(t, n)
 	path := writeFile(t, t.TempDir(), "tenant.yaml", out)
 	cli(t, "", "verify", "tenant", path, "--nonce", n.Text()).ok(t)
-	cli(t, "", "verify", "tenant", "-nonce", n.Text(), "--", path).ok(t)
+	cli(t, "", "verify", "tenant", "--nonce", n.Text(), "--", path).ok(t)
 }
 
 func TestRequireCRDs(t *testing.T) {

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact"
@@ -19,6 +19,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/resourceslice"
 )
 
@@ -65,6 +66,8 @@ func (r *resourcesFlag) String() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+func (r *resourcesFlag) Type() string { return "string" }
 
 func (r *resourcesFlag) Set(s string) error {
 	if r.list == nil {
@@ -127,6 +130,7 @@ func createResourceSliceCommand(f *flags) runFunc {
 
 func getResourceSliceCommand(f *flags) runFunc {
 	sf := addSliceFlags(f)
+	out := tableOutputFlag(f)
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 1 {
 			return usagef("unexpected argument %q", args[1])
@@ -141,6 +145,13 @@ func getResourceSliceCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
+		if out.format != "" {
+			objs := make([]runtime.Object, len(slices))
+			for i := range slices {
+				objs[i] = &slices[i]
+			}
+			return out.printObjects(e.stdout, objs, len(args) == 0)
+		}
 		ids, err := kube.NewIdentityStore(cl.typed).List(ctx, ns)
 		if err != nil {
 			return err
@@ -151,20 +162,19 @@ func getResourceSliceCommand(f *flags) runFunc {
 				secrets[id.Name] = id.Status.KubeconfigSecretRef.Name
 			}
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 0, 3, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tAUTHENTICATION\tRESOURCES\tIDENTITY\tKUBECONFIG SECRET\tMESSAGE")
+		var rows [][]any
 		for _, s := range slices {
 			name := identity.ResourceSliceName(s.Name)
 			secret, idName := secrets[name], name
 			if secret == "" {
 				secret, idName = "-", "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name,
+			rows = append(rows, []any{s.Name,
 				conditionStatus(&s, authv1beta1.ResourceSliceConditionTypeAuthentication),
 				conditionStatus(&s, authv1beta1.ResourceSliceConditionTypeResources),
-				idName, secret, conditionMessage(&s))
+				idName, secret, conditionMessage(&s)})
 		}
-		return tw.Flush()
+		return printTable(e.stdout, []string{"NAME", "AUTHENTICATION", "RESOURCES", "IDENTITY", "KUBECONFIG SECRET", "MESSAGE"}, rows)
 	}
 }
 
@@ -252,6 +262,11 @@ func forceUnauthenticate(ctx context.Context, e *env, pf *pairFlags) error {
 		return err
 	}
 	e.consumerID = id
+	if holds, err := holdsPeer(ctx, cl, pf.provider.clusterID); err != nil {
+		return err
+	} else if !holds {
+		return fmt.Errorf("%w: consumer %s holds no Identity, ResourceSlice or signed nonce of provider %s: nothing was changed", errNotPeered, id, pf.provider.clusterID)
+	}
 	c, err := cl.consumer(id, nil, &kubepact.ConsumerOptions{OnStep: printSteps(e.stderr)})
 	if err != nil {
 		return err
@@ -272,4 +287,27 @@ func list(names []string) string {
 		return "-"
 	}
 	return strings.Join(names, ", ")
+}
+
+// holdsPeer reports whether the consumer cluster holds anything of a
+// provider in its tenant namespace: an Identity, a ResourceSlice or the
+// signed nonce.
+func holdsPeer(ctx context.Context, cl *cluster, providerID string) (bool, error) {
+	ns := clusterid.TenantNamespace(providerID)
+	ids, err := kube.NewIdentityStore(cl.typed).List(ctx, ns)
+	if err != nil || len(ids) > 0 {
+		return len(ids) > 0, err
+	}
+	held, err := kube.NewSliceStore(cl.typed).List(ctx, ns)
+	if err != nil || len(held) > 0 {
+		return len(held) > 0, err
+	}
+	_, err = cl.client.CoreV1().Secrets(ns).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("reading Secret %s/%s: %w", ns, nonce.SignedSecretName, err)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/identity"
@@ -43,6 +45,16 @@ func TestResourceSliceCommands(t *testing.T) {
 	r = cli(t, "", append([]string{"get", "resourceslice"}, onConsumer...)...).ok(t)
 	assert.Contains(t, r.stdout, "NAME")
 	assert.Regexp(t, `slice-a\s+Pending\s+Pending\s+-\s+-`, r.stdout)
+	r = cli(t, "", append([]string{"get", "resourceslice", "slice-a", "-o", "json"}, onConsumer...)...).ok(t)
+	var got authv1beta1.ResourceSlice
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	assert.Equal(t, authv1beta1.ResourceSliceKind, got.Kind)
+	assert.Equal(t, "2", got.Spec.Resources.Cpu().String())
+	r = cli(t, "", append([]string{"get", "resourceslice", "-o", "yaml"}, onConsumer...)...).ok(t)
+	var list authv1beta1.ResourceSliceList
+	require.NoError(t, yaml.Unmarshal([]byte(r.stdout), &list))
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "slice-a", list.Items[0].Name)
 
 	cli(t, "", append([]string{"create", "resourceslice", "slice-c"}, onConsumer...)...).ok(t)
 	r = cli(t, "", append([]string{"delete", "resourceslice", "slice-c"}, onConsumer...)...).ok(t)

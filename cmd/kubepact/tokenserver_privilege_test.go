@@ -73,7 +73,7 @@ func TestTokenServerServiceAccount(t *testing.T) {
 
 		// Without --cluster-id, it reads Liqo's cluster ID ConfigMap: RBAC
 		// lets it (here there is none).
-		_, err = sa.CoreV1().ConfigMaps("liqo").Get(ctx, clusterIDConfigMap, metav1.GetOptions{})
+		_, err = sa.CoreV1().ConfigMaps("liqo").Get(ctx, clusterid.RecordName, metav1.GetOptions{})
 		require.True(t, apierrors.IsNotFound(err), "reading the cluster ID: %v", err)
 	})
 

@@ -1,0 +1,638 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// The controllers the CLI leaves the handshake to, and how it finds them.
+const (
+	// kubepactLease is the Lease kubepact-controller's replicas elect
+	// their leader with (its LeaderElectionID).
+	kubepactLease = "kubepact-controller.kubepact.io"
+	// kubepactApp is the app.kubernetes.io/name of kubepact-controller's
+	// Deployment (config/controller).
+	kubepactApp = "kubepact-controller"
+	// liqoLease is the Lease of Liqo's controller manager.
+	liqoLease = "66cf253f.ctrlmgr.liqo.io"
+	// liqoDeployment is the Deployment of Liqo's controller manager, in
+	// the Liqo namespace.
+	liqoDeployment = "liqo-controller-manager"
+	appNameLabel   = "app.kubernetes.io/name"
+	versionLabel   = "app.kubernetes.io/version"
+)
+
+var (
+	// errNoController reports a cluster where no controller answers the
+	// handshake's objects: nothing was written.
+	errNoController = errors.New("no controller answers the handshake")
+	// errNotPeered reports an unauthenticate of clusters with no peering
+	// between them: nothing was changed.
+	errNotPeered = errors.New("not peered")
+	// errNonceMismatch reports a consumer that already holds a signed
+	// nonce for the provider, other than the one the provider issued.
+	errNonceMismatch = errors.New("the consumer holds a signed nonce for another nonce")
+)
+
+// controllerInfo is a running controller.
+type controllerInfo struct {
+	liqo    bool   // Liqo's controller manager, else kubepact-controller
+	where   string // "Deployment kubepact-system/kubepact-controller"
+	version string // app.kubernetes.io/version, "unknown" when not labelled
+}
+
+// findController finds the controller that answers the handshake on a
+// cluster: a ready Deployment of kubepact-controller (in any namespace) or
+// of Liqo's controller manager (in liqoNamespace), else a Lease one of them
+// holds and renews. errNoController when there is none. With anyState, a
+// Deployment counts even when none of its replicas is ready (to tell its
+// version).
+func findController(ctx context.Context, client kubernetes.Interface, liqoNamespace string, anyState bool) (*controllerInfo, error) {
+	deps, err := client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: appNameLabel + "=" + kubepactApp})
+	if err != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("looking for kubepact-controller's Deployment: %w", err)
+	}
+	if err == nil {
+		for _, d := range deps.Items {
+			if anyState || d.Status.ReadyReplicas > 0 {
+				return &controllerInfo{where: "Deployment " + d.Namespace + "/" + d.Name, version: labelOr(d.Labels, versionLabel, "unknown")}, nil
+			}
+		}
+	}
+	d, err := client.AppsV1().Deployments(liqoNamespace).Get(ctx, liqoDeployment, metav1.GetOptions{})
+	switch {
+	case err == nil && (anyState || d.Status.ReadyReplicas > 0):
+		return &controllerInfo{liqo: true, where: "Deployment " + d.Namespace + "/" + d.Name, version: deploymentVersion(d)}, nil
+	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("looking for Liqo's controller manager: %w", err)
+	}
+	for _, l := range []struct {
+		name string
+		liqo bool
+	}{{kubepactLease, false}, {liqoLease, true}} {
+		leases, err := client.CoordinationV1().Leases(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", l.name).String(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("looking for the Lease %s: %w", l.name, err)
+		}
+		for _, lease := range leases.Items {
+			if held(&lease, time.Now()) {
+				return &controllerInfo{liqo: l.liqo, where: "Lease " + lease.Namespace + "/" + lease.Name, version: "unknown"}, nil
+			}
+		}
+	}
+	return nil, errNoController
+}
+
+// held reports whether a Lease has a holder that renewed it within its
+// duration (twice over, for clock skew).
+func held(l *coordinationv1.Lease, now time.Time) bool {
+	s := l.Spec
+	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil {
+		return false
+	}
+	d := 15 * time.Second
+	if s.LeaseDurationSeconds != nil {
+		d = time.Duration(*s.LeaseDurationSeconds) * time.Second
+	}
+	return now.Sub(s.RenewTime.Time) < 2*d
+}
+
+func deploymentVersion(d *appsv1.Deployment) string {
+	if v := labelOr(d.Labels, versionLabel, ""); v != "" {
+		return v
+	}
+	return labelOr(d.Spec.Template.Labels, versionLabel, "unknown")
+}
+
+func labelOr(labels map[string]string, key, def string) string {
+	if v := labels[key]; v != "" {
+		return v
+	}
+	return def
+}
+
+// clusters are a consumer and a provider, connected, with their IDs read
+// and checked.
+type clusters struct {
+	consumer, provider     *cluster
+	consumerID, providerID string
+}
+
+// connectClusters connects both clusters and reads their IDs, checking the
+// flags against what the clusters record. It writes nothing.
+func (p *pairFlags) connectClusters(ctx context.Context, e *env) (*clusters, error) {
+	if err := p.consumer.check(consumerRole); err != nil {
+		return nil, err
+	}
+	if err := p.provider.check(providerRole); err != nil {
+		return nil, err
+	}
+	cons, err := p.consumer.connect(consumerRole)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := p.provider.connect(providerRole)
+	if err != nil {
+		return nil, err
+	}
+	consumerID, err := cons.clusterID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.consumerID = consumerID
+	providerID, err := prov.clusterID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if consumerID == providerID {
+		return nil, usagef("the consumer and the provider have the same cluster ID %q", consumerID)
+	}
+	return &clusters{consumer: cons, provider: prov, consumerID: consumerID, providerID: providerID}, nil
+}
+
+// controllers finds the controllers of both clusters, or fails with
+// errNoController naming the cluster without one.
+func (c *clusters) controllers(ctx context.Context, e *env) (consumerCtl, providerCtl *controllerInfo, err error) {
+	if providerCtl, err = findController(ctx, c.provider.client, c.provider.namespace, false); err != nil {
+		return nil, nil, fmt.Errorf("provider cluster: %w: run kubepact-controller or Liqo there, or pass --local to do the provider's steps from here with its admin kubeconfig", err)
+	}
+	if consumerCtl, err = findController(ctx, c.consumer.client, c.consumer.namespace, false); err != nil {
+		return nil, nil, fmt.Errorf("consumer cluster: %w: run kubepact-controller or Liqo there, or pass --local", err)
+	}
+	fmt.Fprintf(e.stderr, " INFO  Provider controller: %s\n INFO  Consumer controller: %s\n", providerCtl.where, consumerCtl.where)
+	return consumerCtl, providerCtl, nil
+}
+
+// peered reports whether the consumer holds an Identity of the provider or
+// the provider a Tenant of the consumer.
+func (c *clusters) peered(ctx context.Context) (bool, error) {
+	var id authv1beta1.Identity
+	err := c.consumer.typed.Get(ctx, objectKey(clusterid.TenantNamespace(c.providerID), identity.ControlPlaneName(c.providerID)), &id)
+	switch {
+	case err == nil:
+		return true, nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("reading the consumer's Identity: %w", err)
+	}
+	var t authv1beta1.Tenant
+	err = c.provider.typed.Get(ctx, objectKey(clusterid.TenantNamespace(c.consumerID), c.consumerID), &t)
+	switch {
+	case err == nil:
+		return true, nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("reading the provider's Tenant: %w", err)
+	}
+	return false, nil
+}
+
+// notPeered is the error of an unauthenticate that found no peering.
+func (c *clusters) notPeered() error {
+	return fmt.Errorf("%w: consumer %s holds no Identity of provider %s, and the provider no Tenant of it: nothing was changed",
+		errNotPeered, c.consumerID, c.providerID)
+}
+
+// declarativeOptions tune authenticateDeclarative.
+type declarativeOptions struct {
+	proxyURL    string
+	installCRDs bool
+	strict      bool
+	alg         algorithmFlag
+}
+
+// authenticateDeclarative runs the handshake as liqoctl does, leaving every
+// step of the provider to its controller: it writes the nonce request on
+// the provider and the signed-nonce request on the consumer, waiting for
+// each controller to answer, then applies the Tenant on the provider and
+// the Identity it gets back on the consumer. It never creates a CSR,
+// approves one, or binds a role on the provider.
+func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o declarativeOptions) error {
+	c, err := pf.connectClusters(ctx, e)
+	if err != nil {
+		return err
+	}
+	if _, _, err := c.controllers(ctx, e); err != nil {
+		return err
+	}
+	if err := c.consumer.ensureCRDs(ctx, o.installCRDs, authv1beta1.IdentityResource); err != nil {
+		return err
+	}
+	if err := c.provider.ensureCRDs(ctx, o.installCRDs, authv1beta1.TenantResource); err != nil {
+		return err
+	}
+	info := func(format string, a ...any) { fmt.Fprintf(e.stderr, " INFO  "+format+"\n", a...) }
+
+	// 1. The tenant namespaces, on both clusters.
+	if err := kube.NewNamespaces(c.consumer.client).Ensure(ctx, tenant.Namespace(c.providerID)); err != nil {
+		return fmt.Errorf("consumer cluster: %w", err)
+	}
+	info("Tenant namespace %s ensured on the consumer", clusterid.TenantNamespace(c.providerID))
+	if err := kube.NewNamespaces(c.provider.client).Ensure(ctx, tenant.Namespace(c.consumerID)); err != nil {
+		return fmt.Errorf("provider cluster: %w", err)
+	}
+	info("Tenant namespace %s ensured on the provider", clusterid.TenantNamespace(c.consumerID))
+
+	// 2. The nonce, filled by the provider's controller.
+	n, err := ensureNonce(ctx, c)
+	if err != nil {
+		return err
+	}
+	info("Nonce issued by the provider")
+
+	// 3. The signed nonce, signed by the consumer's controller.
+	if err := ensureSignedNonce(ctx, c, n); err != nil {
+		return err
+	}
+	info("Nonce signed by the consumer")
+
+	// 4. The Tenant, built with the consumer's cluster key, applied on
+	// the provider; its controller verifies, signs and binds.
+	cons, err := c.consumer.consumer(c.consumerID, nil, &kubepact.ConsumerOptions{KeyAlgorithm: o.alg.alg, Strict: o.strict})
+	if err != nil {
+		return err
+	}
+	t, err := cons.Tenant(ctx, c.providerID, n, &kubepact.TenantOptions{ProxyURL: o.proxyURL})
+	if err != nil {
+		return err
+	}
+	want, err := cleanTenant(t)
+	if err != nil {
+		return err
+	}
+	store := kube.NewTenantStore(c.provider.typed)
+	// Keep the finalizers of a stored Tenant: the provider's controller
+	// applies them under the same field manager.
+	cur, err := store.Get(ctx, want.Namespace, want.Name)
+	switch {
+	case err == nil:
+		want.Finalizers = cur.Finalizers
+	case !errors.Is(err, tenant.ErrNotFound):
+		return fmt.Errorf("provider cluster: %w", err)
+	}
+	if _, err := store.Apply(ctx, want); err != nil {
+		return fmt.Errorf("provider cluster: %w", err)
+	}
+	info("Tenant %s/%s applied on the provider", want.Namespace, want.Name)
+	accepted, err := waitTenant(ctx, c.provider, want.Namespace, want.Name)
+	if err != nil {
+		return err
+	}
+	info("Tenant accepted by the provider's controller")
+
+	// 5. The Identity, applied on the consumer; its controller writes the
+	// kubeconfig Secret.
+	id, err := identity.Build(c.providerID, *accepted.Status.AuthParams, &identity.BuildOptions{TenantNamespace: accepted.Status.TenantNamespace})
+	if err != nil {
+		return err
+	}
+	if _, err := kube.NewIdentityStore(c.consumer.typed).Apply(ctx, id); err != nil {
+		return fmt.Errorf("consumer cluster: %w", err)
+	}
+	info("Identity %s/%s applied on the consumer", id.Namespace, id.Name)
+	applied, err := waitIdentity(ctx, c.consumer, id.Namespace, id.Name)
+	if err != nil {
+		return err
+	}
+	info("Kubeconfig Secret written by the consumer's controller")
+	fmt.Fprintf(e.stdout, "Kubeconfig Secret %s/%s\n  server:    %s\n  user:      %s\n  namespace: %s\n",
+		applied.Namespace, applied.Status.KubeconfigSecretRef.Name, applied.Spec.AuthParams.APIServer, c.consumerID, accepted.Status.TenantNamespace)
+	return nil
+}
+
+// ensureNonce writes the nonce request (the Secret liqo-nonce without data)
+// on the provider, unless there is one, and waits for its nonce.
+func ensureNonce(ctx context.Context, c *clusters) (nonce.Nonce, error) {
+	req := nonce.Secret(c.consumerID, nonce.Entry{})
+	req.Data, req.Annotations = nil, nil
+	secrets := c.provider.client.CoreV1().Secrets(req.Namespace)
+	if _, err := secrets.Create(ctx, req, metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nonce.Nonce{}, fmt.Errorf("provider cluster: creating Secret %s/%s: %w", req.Namespace, req.Name, err)
+	}
+	var n nonce.Nonce
+	err := waitSecret(ctx, c.provider, req.Namespace, req.Name, "the provider's controller to issue the nonce", func(s *corev1.Secret) (bool, error) {
+		if len(s.Data[nonce.SecretKey]) == 0 {
+			return false, nil
+		}
+		entry, err := nonce.FromSecret(s)
+		n = entry.Nonce
+		return err == nil, err
+	})
+	return n, err
+}
+
+// ensureSignedNonce writes the signed-nonce request (the Secret
+// liqo-signed-nonce with the nonce) on the consumer and waits for its
+// signature. A request already there must hold the same nonce.
+func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce) error {
+	req := nonce.SignedSecret(c.providerID, n, nil)
+	delete(req.Data, nonce.SignedSecretKey)
+	secrets := c.consumer.client.CoreV1().Secrets(req.Namespace)
+	_, err := secrets.Create(ctx, req, metav1.CreateOptions{FieldManager: kube.FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		cur, err := secrets.Get(ctx, req.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("consumer cluster: reading Secret %s/%s: %w", req.Namespace, req.Name, err)
+		}
+		if string(cur.Data[nonce.SecretKey]) != n.Text() {
+			return fmt.Errorf("%w: Secret %s/%s on the consumer; delete it to answer the provider's nonce", errNonceMismatch, req.Namespace, req.Name)
+		}
+	} else if err != nil {
+		return fmt.Errorf("consumer cluster: creating Secret %s/%s: %w", req.Namespace, req.Name, err)
+	}
+	return waitSecret(ctx, c.consumer, req.Namespace, req.Name, "the consumer's controller to sign the nonce", func(s *corev1.Secret) (bool, error) {
+		return len(s.Data[nonce.SignedSecretKey]) > 0, nil
+	})
+}
+
+var (
+	secretsResource    = corev1.SchemeGroupVersion.WithResource("secrets")
+	tenantsResource    = authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource)
+	identitiesResource = authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.IdentityResource)
+)
+
+func waitSecret(ctx context.Context, cl *cluster, namespace, name, what string, cond func(*corev1.Secret) (bool, error)) error {
+	return waitFor(ctx, cl, secretsResource, namespace, name, what, func(u *unstructured.Unstructured) (bool, error) {
+		var s corev1.Secret
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
+			return false, err
+		}
+		return cond(&s)
+	})
+}
+
+// waitTenant waits for the provider's controller to fill a Tenant's status.
+func waitTenant(ctx context.Context, cl *cluster, namespace, name string) (*authv1beta1.Tenant, error) {
+	var t authv1beta1.Tenant
+	err := waitFor(ctx, cl, tenantsResource, namespace, name, "the provider's controller to accept the Tenant", func(u *unstructured.Unstructured) (bool, error) {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &t); err != nil {
+			return false, err
+		}
+		return t.Status.AuthParams != nil && len(t.Status.AuthParams.SignedCRT) > 0, nil
+	})
+	return &t, err
+}
+
+// waitIdentity waits for the consumer's controller to write an Identity's
+// kubeconfig Secret.
+func waitIdentity(ctx context.Context, cl *cluster, namespace, name string) (*authv1beta1.Identity, error) {
+	var id authv1beta1.Identity
+	err := waitFor(ctx, cl, identitiesResource, namespace, name, "the consumer's controller to write the kubeconfig Secret", func(u *unstructured.Unstructured) (bool, error) {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &id); err != nil {
+			return false, err
+		}
+		return id.Status.KubeconfigSecretRef != nil, nil
+	})
+	return &id, err
+}
+
+// refusals are the reasons of the Warning Events with which kubepact's
+// controllers refuse an object for good (controllers.Reason*): waiting for
+// it is pointless until it changes.
+var refusals = map[string]bool{
+	controllers.ReasonInvalidNonceSecret: true,
+	controllers.ReasonInvalidTenant:      true, controllers.ReasonNonceNotFound: true, controllers.ReasonNonceRedeemed: true,
+	controllers.ReasonNonceExpired: true, controllers.ReasonInvalidSignature: true, controllers.ReasonTranscriptRejected: true,
+	controllers.ReasonCSRRejected: true, controllers.ReasonPrivilegedUser: true, controllers.ReasonIdentityHeld: true,
+	controllers.ReasonCSRDenied: true, controllers.ReasonTenantDrained: true, controllers.ReasonConsumerRevoked: true,
+	controllers.ReasonInvalidSignedNonceSecret: true, controllers.ReasonNotTenantNamespace: true,
+	controllers.ReasonMalformedNonce: true, controllers.ReasonSignedNonceMismatch: true,
+	controllers.ReasonInvalidIdentity: true, controllers.ReasonIdentityRejected: true,
+}
+
+// errRefused reports an object a controller refused for good.
+var errRefused = errors.New("refused by the controller")
+
+// RefusedError says which controller refused which object, and why: the
+// reason and note of its Warning Event (which carry no secret). It wraps
+// errRefused.
+type RefusedError struct {
+	Role, Kind, Namespace, Name, Reason, Note string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%s %s/%s %v of the %s cluster: %s: %s", e.Kind, e.Namespace, e.Name, errRefused, e.Role, e.Reason, e.Note)
+}
+
+func (e *RefusedError) Unwrap() error { return errRefused }
+
+// watchRefusals returns a context that ends, with a *RefusedError as its
+// cause, when a controller records a refusal of the object kind
+// namespace/name from now on.
+func watchRefusals(ctx context.Context, cl *cluster, kind, namespace, name string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	events := cl.client.EventsV1().Events(namespace)
+	list, err := events.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		// No Events to read: wait for the object alone.
+		return ctx, func() { cancel(nil) }
+	}
+	go func() {
+		w, err := events.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			return
+		}
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			e, ok := ev.Object.(*eventsv1.Event)
+			if !ok || ev.Type == watch.Deleted || e.Type != corev1.EventTypeWarning || !refusals[e.Reason] ||
+				e.Regarding.Kind != kind || e.Regarding.Name != name {
+				continue
+			}
+			cancel(&RefusedError{Role: cl.role, Kind: kind, Namespace: namespace, Name: name, Reason: e.Reason, Note: e.Note})
+			return
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// waitFor watches the object namespace/name of resource until cond holds.
+// When ctx ends first, the error names what it waited for and the last
+// Warning Event about the object, which tells why a controller refused.
+func waitFor(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name, what string,
+	cond func(*unstructured.Unstructured) (bool, error)) error {
+	ctx, stop := watchRefusals(ctx, cl, kindOf(resource), namespace, name)
+	defer stop()
+	ri := cl.dynamic.Resource(resource).Namespace(namespace)
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return ri.Watch(ctx, o)
+		},
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok || ev.Type == watch.Deleted {
+			return false, nil
+		}
+		return cond(u)
+	})
+	if err == nil {
+		return nil
+	}
+	var refused *RefusedError
+	if errors.As(context.Cause(ctx), &refused) {
+		return refused
+	}
+	if ctx.Err() != nil || errors.Is(err, watchtools.ErrWatchClosed) {
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		last, _ := lastWarning(bg, cl, namespace, kindOf(resource), name)
+		return fmt.Errorf("%s cluster: waiting for %s (%s/%s): %w; last warning: %s", cl.role, what, namespace, name, context.DeadlineExceeded, last)
+	}
+	return fmt.Errorf("%s cluster: waiting for %s (%s/%s): %w", cl.role, what, namespace, name, err)
+}
+
+func kindOf(r schema.GroupVersionResource) string {
+	switch r {
+	case tenantsResource:
+		return authv1beta1.TenantKind
+	case identitiesResource:
+		return authv1beta1.IdentityKind
+	}
+	return "Secret"
+}
+
+// waitGone waits for the object namespace/name of resource to be deleted,
+// watching from the version it read, so that no deletion is missed.
+func waitGone(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name, what string) error {
+	ri := cl.dynamic.Resource(resource).Namespace(namespace)
+	for {
+		u, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s cluster: waiting for %s: %w", cl.role, what, err)
+		}
+		w, err := ri.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+			ResourceVersion: u.GetResourceVersion(),
+		})
+		if err != nil {
+			return fmt.Errorf("%s cluster: waiting for %s: %w", cl.role, what, err)
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Deleted {
+				w.Stop()
+				return nil
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s cluster: waiting for %s: %w", cl.role, what, ctx.Err())
+		}
+	}
+}
+
+// unauthenticateDeclarative removes a peering as liqoctl does: it deletes
+// the consumer's ControlPlane Identity (whose controller deletes the
+// kubeconfig Secret) and the provider's Tenant (whose controller unbinds it,
+// or, with revoke, records its certificates as revoked).
+func unauthenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, revoke bool) error {
+	c, err := pf.connectClusters(ctx, e)
+	if err != nil {
+		return err
+	}
+	peered, err := c.peered(ctx)
+	if err != nil {
+		return err
+	}
+	if !peered {
+		return c.notPeered()
+	}
+	if _, _, err := c.controllers(ctx, e); err != nil {
+		return err
+	}
+	idNS, idName := clusterid.TenantNamespace(c.providerID), identity.ControlPlaneName(c.providerID)
+	// As in-process: the ControlPlane identity outlives the slices, which
+	// the consumer's controller replicates through it.
+	held, err := kube.NewSliceStore(c.consumer.typed).List(ctx, idNS)
+	if err != nil {
+		return fmt.Errorf("consumer cluster: %w", err)
+	}
+	if len(held) > 0 {
+		return fmt.Errorf("%w: ResourceSlice %s/%s still exists on the consumer", kubepact.ErrInUse, idNS, held[0].Name)
+	}
+	info := func(format string, a ...any) { fmt.Fprintf(e.stderr, " INFO  "+format+"\n", a...) }
+
+	if err := kube.NewIdentityStore(c.consumer.typed).Delete(ctx, idNS, idName); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("consumer cluster: %w", err)
+	}
+	if err := waitGone(ctx, c.consumer, secretsResource, idNS, kubeconfig.SecretName(idName), "the consumer's controller to delete the kubeconfig Secret"); err != nil {
+		return err
+	}
+	info("Identity %s/%s and its kubeconfig Secret deleted on the consumer", idNS, idName)
+
+	if revoke {
+		// The provider deletes the nonce of a revoked consumer: the next
+		// handshake signs a new one.
+		err := c.consumer.client.CoreV1().Secrets(idNS).Delete(ctx, nonce.SignedSecretName, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("consumer cluster: deleting Secret %s/%s: %w", idNS, nonce.SignedSecretName, err)
+		}
+	}
+	tNS := clusterid.TenantNamespace(c.consumerID)
+	tenants := c.provider.dynamic.Resource(tenantsResource).Namespace(tNS)
+	if revoke {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{lifecycle.RevokeAnnotation: "true"}}})
+		if err != nil {
+			return err
+		}
+		if _, err := tenants.Patch(ctx, c.consumerID, "application/merge-patch+json", patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("provider cluster: annotating Tenant %s/%s: %w", tNS, c.consumerID, err)
+		}
+	}
+	if err := tenants.Delete(ctx, c.consumerID, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("provider cluster: deleting Tenant %s/%s: %w", tNS, c.consumerID, err)
+	}
+	if err := waitGone(ctx, c.provider, tenantsResource, tNS, c.consumerID, "the provider's controller to remove the Tenant"); err != nil {
+		return err
+	}
+	info("Tenant %s/%s removed by the provider's controller", tNS, c.consumerID)
+	if revoke {
+		fmt.Fprintf(e.stdout, "Consumer %s is no longer authenticated on provider %s, and its certificates are recorded as revoked\n", c.consumerID, c.providerID)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "Consumer %s is no longer authenticated on provider %s\n", c.consumerID, c.providerID)
+	return nil
+}
+
+func objectKey(namespace, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: namespace, Name: name}
+}
