@@ -236,6 +236,17 @@ func hasLabel(key string) predicate.Predicate {
 	})
 }
 
+// labelTrue admits objects whose label key is "true", as Liqo selects them:
+// its CRD replicator's copies keep liqo.io/replication, set to "false",
+// beside liqo.io/replicated "true". Where two clusters peer both ways, one
+// tenant namespace holds both a cluster's own objects and its peer's
+// copies, and each reconciler must see only its side's.
+func labelTrue(key string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[key] == "true"
+	})
+}
+
 // deleting admits an update that marks an object for deletion.
 func deleting() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {

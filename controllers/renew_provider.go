@@ -71,7 +71,7 @@ func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named(RenewControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		For(&authv1beta1.Renew{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&authv1beta1.Renew{}, builder.WithPredicates(labelTrue(renewal.ReplicatedLabel), predicate.GenerationChangedPredicate{})).
 		// A re-signed Tenant status goes to the consumer's Renew.
 		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return renewOf(o.GetNamespace())

@@ -90,7 +90,7 @@ func addReplicator[T client.Object](mgr manager.Manager, k replicatedKind[T], co
 	r := &replicator[T]{kind: k, consumerID: consumerID, resync: resync, client: mgr.GetClient(), remotes: remotes,
 		events: mgr.GetEventRecorder(ReplicatorControllerName)}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(k.name).
-		For(k.new(), builder.WithPredicates(hasLabel(resourceslice.ReplicationLabel))).
+		For(k.new(), builder.WithPredicates(labelTrue(resourceslice.ReplicationLabel))).
 		Complete(r); err != nil {
 		return fmt.Errorf("controllers: %s: %w", k.name, err)
 	}

@@ -27,7 +27,7 @@ import (
 func setupSliceConsumer(mgr manager.Manager, c *kubepact.Consumer, cfg ConsumerConfig) error {
 	r := &sliceConsumerReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(ConsumerSliceControllerName)}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(ConsumerSliceControllerName).
-		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(hasLabel(resourceslice.ReplicationLabel))).
+		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(labelTrue(resourceslice.ReplicationLabel))).
 		Complete(r); err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, 
 	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, clock: realClock(clk), events: mgr.GetEventRecorder(SliceControllerName)}
 	b := ctrl.NewControllerManagedBy(mgr).Named(SliceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(hasLabel(resourceslice.ReplicatedLabel),
+		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(labelTrue(resourceslice.ReplicatedLabel),
 			predicate.Or(predicate.GenerationChangedPredicate{}, deleting()))).
 		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.slicesOf(func(o client.Object) string { return o.GetName() })))
 	if watchCSRs {
@@ -91,7 +91,7 @@ func (r *sliceProviderReconciler) slicesOf(consumer func(client.Object) string) 
 			return nil
 		}
 		var list authv1beta1.ResourceSliceList
-		if err := r.client.List(ctx, &list, client.InNamespace(clusterid.TenantNamespace(id)), client.HasLabels{resourceslice.ReplicatedLabel}); err != nil {
+		if err := r.client.List(ctx, &list, client.InNamespace(clusterid.TenantNamespace(id)), client.MatchingLabels{resourceslice.ReplicatedLabel: "true"}); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, len(list.Items))
