@@ -93,10 +93,10 @@ func TestLiqoConsumerReauthenticates(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// After a revocation the provider starts over: a new nonce, which the Liqo
-// consumer refuses until its liqo-signed-nonce is deleted by hand, and
-// nothing is bound before the administrator readmits the consumer.
-func TestLiqoConsumerAfterRevocation(t *testing.T) {
+// After a drain the provider refuses the consumer until the administrator
+// readmits it; it keeps the nonce, as after an unpeering, so that the Liqo
+// consumer then comes back with the nonce it signed, with no step by hand.
+func TestLiqoConsumerAfterDrain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p := newPair(t)
@@ -107,13 +107,38 @@ func TestLiqoConsumerAfterRevocation(t *testing.T) {
 	require.NoError(t, p.provider.Drain(ctx, consumerID))
 	require.NoError(t, p.provider.Forget(ctx, consumerID))
 	_, n, err := liqo.authenticate(ctx, p.provider)
+	var revoked *lifecycle.RevokedError
+	require.ErrorAs(t, err, &revoked)
+	require.Equal(t, lifecycle.ReasonDrained, revoked.Reason)
+	require.True(t, first.Equal(n), "the nonce is kept")
+
+	require.NoError(t, p.provider.Readmit(ctx, consumerID))
+	_, n, err = liqo.authenticate(ctx, p.provider)
+	require.NoError(t, err)
+	require.True(t, first.Equal(n))
+}
+
+// After a revocation asked for a suspected key the provider starts over: a
+// new nonce, which the Liqo consumer refuses until its liqo-signed-nonce is
+// deleted (as kubepact unauthenticate --revoke does on its side, with a new
+// key), and nothing is bound before the administrator readmits it.
+func TestLiqoConsumerAfterRevocation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPair(t)
+	liqo := &liqoConsumer{key: testkeys.Generate(t, keys.Ed25519)}
+	_, first, err := liqo.authenticate(ctx, p.provider)
+	require.NoError(t, err)
+
+	require.NoError(t, p.provider.Revoke(ctx, consumerID))
+	_, n, err := liqo.authenticate(ctx, p.provider)
 	require.ErrorIs(t, err, errDifferentNonce)
 	require.False(t, first.Equal(n))
 	liqo.signedNonce = nil
 	_, _, err = liqo.authenticate(ctx, p.provider)
 	var revoked *lifecycle.RevokedError
 	require.ErrorAs(t, err, &revoked)
-	require.Equal(t, lifecycle.ReasonDrained, revoked.Reason)
+	require.Equal(t, lifecycle.ReasonRevoked, revoked.Reason)
 
 	require.NoError(t, p.provider.Readmit(ctx, consumerID))
 	_, _, err = liqo.authenticate(ctx, p.provider)

@@ -489,7 +489,11 @@ func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 // record an administrator wrote) stays: Accept keeps refusing until it
 // ends or Readmit. A deletion is a revocation instead (see Revoke) when
 // the stored Tenant is Drained, or carries lifecycle.RevokeAnnotation
-// "true", which a consumer whose key may have leaked sets before deleting
+// "true". A drained Tenant's nonce is kept as an unpeered one is: the
+// drain's record refuses the consumer until the administrator readmits it,
+// and then a Liqo consumer comes back with the nonce it already signed,
+// with no step by hand. The annotation is what a consumer whose key may
+// have leaked sets before deleting
 // its Tenant. The tenant namespace stays. Forgetting an unknown consumer
 // succeeds.
 func (p *Provider) Forget(ctx context.Context, consumerID string) error {
@@ -535,8 +539,13 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 		if err := p.revoke(ctx, consumerID, reason); err != nil {
 			return err
 		}
-	} else if err := p.keepNonce(ctx, consumerID, stored); err != nil {
-		return stepError(StepForgetTenant, err)
+	}
+	// Only a suspected key starts over with a new nonce.
+	keepNonce := reason != lifecycle.ReasonRevoked
+	if keepNonce {
+		if err := p.keepNonce(ctx, consumerID, stored); err != nil {
+			return stepError(StepForgetTenant, err)
+		}
 	}
 	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
 		return stepError(StepForgetTenant, err)
@@ -550,6 +559,8 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 		if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID}); err != nil {
 			return stepError(StepForgetTenant, err)
 		}
+	}
+	if !keepNonce {
 		if _, err := p.ports.Nonces.Consume(ctx, consumerID); err != nil && !errors.Is(err, nonce.ErrNotFound) {
 			return stepError(StepForgetTenant, err)
 		}

@@ -294,13 +294,34 @@ func TestRenewRefusedOnTheProvider(t *testing.T) {
 		{renewal.Name(providerID), authv1beta1.RenewSpec{ConsumerClusterID: "cl-someone-else", IdentityType: authv1beta1.ControlPlaneIdentityType}},
 		{"controlplane-cl-elsewhere", authv1beta1.RenewSpec{ConsumerClusterID: consumerID, IdentityType: authv1beta1.ControlPlaneIdentityType}},
 	} {
-		rn := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: ns}, Spec: tt.spec}
+		// As a CRD replicator writes its copies: the provider's Renews.
+		rn := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: ns, Labels: map[string]string{
+			renewal.ReplicatedLabel: "true", renewal.OriginIDLabel: consumerID, clusterid.Label: consumerID,
+		}}, Spec: tt.spec}
 		require.NoError(t, providerEnv.client.Create(ctx, rn))
 		waitEvent(ctx, t, providerEnv, ns, tt.name, "Warning", controllers.ReasonInvalidRenew)
 		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(rn), rn))
 		require.Nil(t, rn.Status.AuthParams)
 		require.NoError(t, providerEnv.client.Delete(ctx, rn))
 	}
+	// The consumer's own Renew in the same namespace, where this cluster
+	// also consumes that peer (liqo.io/replication, no liqo.io/replicated),
+	// is not the provider's: no Event, no status.
+	own := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Name: renewal.Name(consumerID), Namespace: ns, Labels: map[string]string{
+		renewal.ReplicationLabel: "true", renewal.RemoteIDLabel: consumerID,
+	}}, Spec: authv1beta1.RenewSpec{ConsumerClusterID: providerID, IdentityType: authv1beta1.ControlPlaneIdentityType}}
+	require.NoError(t, providerEnv.client.Create(ctx, own))
+	// A Renew the provider does take, created after it, is answered (with
+	// an Event) first: then the consumer's own was passed over.
+	mark := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Name: "controlplane-cl-marker", Namespace: ns, Labels: map[string]string{
+		renewal.ReplicatedLabel: "true", renewal.OriginIDLabel: consumerID, clusterid.Label: consumerID,
+	}}, Spec: authv1beta1.RenewSpec{ConsumerClusterID: consumerID, IdentityType: authv1beta1.ControlPlaneIdentityType}}
+	require.NoError(t, providerEnv.client.Create(ctx, mark))
+	waitEvent(ctx, t, providerEnv, ns, mark.Name, "Warning", controllers.ReasonInvalidRenew)
+	time.Sleep(2 * time.Second)
+	require.False(t, hasEvent(ctx, t, providerEnv, ns, own.Name, controllers.ReasonInvalidRenew), "no Event on the consumer's own Renew")
+	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(own), own))
+	require.Nil(t, own.Status.AuthParams)
 }
 
 // The same through the Kubernetes CSR API, with the shortest lifetime it
