@@ -93,7 +93,8 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 	clusters, err := testcluster.StartAll(ctx, "crds")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = testcluster.StopAll(clusters) })
-	client, err := dynamic.NewForConfig(clusters[0].AdminConfig())
+	cfg := clusters[0].AdminConfig()
+	client, err := dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
 	api := client.Resource(crdsResource)
 
@@ -122,7 +123,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 	}
 
 	t.Run("narrowed Tenant CRD without spec.publicKey", func(t *testing.T) {
-		err := kube.InstallCRDs(ctx, client)
+		err := kube.InstallCRDs(ctx, cfg)
 		require.ErrorIs(t, err, kube.ErrCRDIncompatible)
 		var missing *kube.CRDFieldMissingError
 		require.ErrorAs(t, err, &missing)
@@ -138,7 +139,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 		_, err = api.Update(ctx, narrowed, metav1.UpdateOptions{})
 		require.NoError(t, err)
 
-		err = kube.InstallCRDs(ctx, client)
+		err = kube.InstallCRDs(ctx, cfg)
 		require.ErrorIs(t, err, kube.ErrCRDIncompatible)
 		var missing *kube.CRDFieldMissingError
 		require.ErrorAs(t, err, &missing)
@@ -155,7 +156,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 		tenants, err := api.Update(ctx, full, metav1.UpdateOptions{})
 		require.NoError(t, err)
 
-		require.NoError(t, kube.InstallCRDs(ctx, client))
+		require.NoError(t, kube.InstallCRDs(ctx, cfg))
 		unchanged(t)
 		got, err := api.Get(ctx, tenants.GetName(), metav1.GetOptions{})
 		require.NoError(t, err)
@@ -170,7 +171,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 				got.Object["spec"].(map[string]any)["names"].(map[string]any)["shortNames"], name)
 		}
 
-		require.NoError(t, kube.InstallCRDs(ctx, client), "idempotent")
+		require.NoError(t, kube.InstallCRDs(ctx, cfg), "idempotent")
 		unchanged(t)
 	})
 }

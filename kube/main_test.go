@@ -46,7 +46,7 @@ func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {
 	if e.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	if err := kube.InstallCRDs(ctx, e.dynamic); err != nil {
+	if err := kube.InstallCRDs(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if e.typed, err = kube.NewClient(cfg, nil); err != nil {
