@@ -97,8 +97,10 @@ type Cluster struct {
 // ResourceSlice, Renew), so that a missing one fails here and not in the
 // middle of a handshake: it returns a *CRDNotServedError (errors.Is
 // ErrCRDNotServed) naming them. cfg itself is not changed. Other errors are
-// a nil cfg, one that cannot make a client, a refused opts.Reviewer, and
-// the discovery request's own; none quotes cfg's credentials.
+// ErrNoServer for a nil cfg, ErrRootCAsNotPEM for a refused opts.Reviewer,
+// client-go's for a cfg that cannot make a client, and the discovery
+// request's own (an unreachable server, say); none quotes cfg's
+// credentials.
 //
 // Rate limits: one handshake makes about 26 requests to the provider's API
 // server when its certificate is signed through the CSR API (21 with a
@@ -114,7 +116,7 @@ func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
 		o = *opts
 	}
 	if cfg == nil {
-		return nil, errors.New("connect: nil rest config")
+		return nil, fmt.Errorf("connect: %w: nil rest config", ErrNoServer)
 	}
 	if o.QPS <= 0 && cfg.QPS == 0 && cfg.RateLimiter == nil {
 		o.QPS = DefaultQPS

@@ -58,7 +58,7 @@ func (e *CRDFieldMissingError) Is(target error) bool { return target == ErrCRDIn
 // Connect checks that a cluster serves the CRDs, with a *CRDNotServedError.
 func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 	if cfg == nil {
-		return errors.New("installing CRDs: nil rest config")
+		return fmt.Errorf("installing CRDs: %w: nil rest config", ErrNoServer)
 	}
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {

@@ -137,7 +137,7 @@ func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.Co
 // turns rate limiting off, as in client-go.
 func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface, client.Client, error) {
 	if cfg == nil {
-		return nil, nil, errors.New("nil rest config")
+		return nil, nil, fmt.Errorf("%w: nil rest config", ErrNoServer)
 	}
 	cfg = rest.CopyConfig(cfg)
 	if qps > 0 || burst > 0 {
