@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,20 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 	require.NoError(t, err)
 	api := client.Resource(crdsResource)
 
+	// Connect refuses the cluster up front, naming every CRD it lacks,
+	// and does so again, naming fewer, once some are there.
+	requireNotServed := func(t *testing.T, want ...string) {
+		t.Helper()
+		_, err := kube.Connect(cfg, nil)
+		require.ErrorIs(t, err, kube.ErrCRDNotServed)
+		var notServed *kube.CRDNotServedError
+		require.ErrorAs(t, err, &notServed)
+		require.Equal(t, want, notServed.CRDs)
+		require.Equal(t, strings.TrimPrefix(clusters[0].Host(), "https://"), notServed.Server)
+	}
+	requireNotServed(t, "identities.authentication.liqo.io", "renews.authentication.liqo.io",
+		"resourceslices.authentication.liqo.io", "tenants.authentication.liqo.io")
+
 	_, err = api.Create(ctx, liqoResourceSliceCRD(t), metav1.CreateOptions{})
 	require.NoError(t, err)
 	// The API server writes the CRD's status until it is established; take
@@ -110,6 +125,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 	time.Sleep(time.Second) // let any trailing status write land before the reference copy
 	liqo, err = api.Get(ctx, "resourceslices.authentication.liqo.io", metav1.GetOptions{})
 	require.NoError(t, err)
+	requireNotServed(t, "identities.authentication.liqo.io", "renews.authentication.liqo.io", "tenants.authentication.liqo.io")
 	_, err = api.Create(ctx, without(t, "tenants.authentication.liqo.io", "spec", "publicKey"), metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -173,5 +189,10 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 
 		require.NoError(t, kube.InstallCRDs(ctx, cfg), "idempotent")
 		unchanged(t)
+
+		// InstallCRDs returns once the CRDs are served: Connect accepts
+		// the cluster at once.
+		_, err = kube.Connect(cfg, nil)
+		require.NoError(t, err)
 	})
 }
