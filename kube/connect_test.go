@@ -185,4 +185,3 @@ func TestConnectRateLimits(t *testing.T) {
 		require.Less(t, time.Since(start), 4*time.Second)
 	})
 }
-
