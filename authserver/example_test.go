@@ -13,8 +13,9 @@ import (
 
 // A provider serves its token authentication on loopback; a consumer that
 // was given the token, the URL and the server's CA authenticates. On real
-// clusters the ports come from package kube (kube.NewProviderPorts,
-// kube.NewTokenStore, kube.NewConsumerPorts, kube.NewSecrets).
+// clusters the ports come from package kube (kube.Connect's
+// Cluster.ProviderPorts and ConsumerPorts, kube.NewTokenStore and
+// kube.NewSecrets over Cluster.Clientset).
 func ExampleAuthenticate() {
 	ctx := context.Background()
 

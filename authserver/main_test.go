@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubepact/kubepact/authserver"
@@ -38,11 +37,7 @@ func newRealCluster(ctx context.Context, c *testcluster.Cluster) (*realCluster, 
 	if r.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return r, kube.InstallCRDs(ctx, dyn)
+	return r, kube.InstallCRDs(ctx, cfg)
 }
 
 // serve runs s over TLS on a loopback port until the test ends and returns

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -65,11 +64,7 @@ func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {
 	if e.core, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := kube.InstallCRDs(ctx, dyn); err != nil {
+	if err := kube.InstallCRDs(ctx, cfg); err != nil {
 		return nil, err
 	}
 	scheme, err := controllers.NewScheme()

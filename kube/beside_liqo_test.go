@@ -228,8 +228,8 @@ func TestBesideLiqo(t *testing.T) {
 	_, err = prov.client.RbacV1().ClusterRoles().Create(ctx, liqoRole, metav1.CreateOptions{FieldManager: helmManager})
 	require.NoError(t, err)
 
-	require.NoError(t, kube.InstallCRDs(ctx, prov.dynamic))
-	require.NoError(t, kube.InstallCRDs(ctx, cons.dynamic))
+	require.NoError(t, kube.InstallCRDs(ctx, prov.cluster.AdminConfig()))
+	require.NoError(t, kube.InstallCRDs(ctx, cons.cluster.AdminConfig()))
 	prov.requireCRDsIntact(t)
 	cons.requireCRDsIntact(t)
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
@@ -51,7 +52,18 @@ func (e *CRDFieldMissingError) Is(target error) bool { return target == ErrCRDIn
 // exists, such as one installed by Liqo: it checks instead that the CRD
 // serves v1beta1 with every field of kubepact's schema, and otherwise returns
 // a *CRDFieldMissingError, which matches ErrCRDIncompatible.
-func InstallCRDs(ctx context.Context, client dynamic.Interface) error {
+//
+// cfg needs create, get, list and watch on
+// customresourcedefinitions.apiextensions.k8s.io; cfg itself is not changed.
+// Connect checks that a cluster serves the CRDs, with a *CRDNotServedError.
+func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
+	if cfg == nil {
+		return fmt.Errorf("installing CRDs: %w: nil rest config", ErrNoServer)
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
 	api := client.Resource(crdResource)
 	var names []string
 	for _, manifest := range crd.Manifests() {
@@ -199,4 +211,23 @@ func waitEstablished(ctx context.Context, api dynamic.NamespaceableResourceInter
 		return false, nil
 	})
 	return err
+}
+
+// crdNames returns the names of the CRDs of crd.Manifests, such as
+// "tenants.authentication.liqo.io", sorted.
+func crdNames() ([]string, error) {
+	var names []string
+	for _, manifest := range crd.Manifests() {
+		var m struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(manifest, &m); err != nil {
+			return nil, fmt.Errorf("decoding CRD manifest: %w", err)
+		}
+		names = append(names, m.Metadata.Name)
+	}
+	sort.Strings(names)
+	return names, nil
 }

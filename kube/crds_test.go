@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,9 +94,24 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 	clusters, err := testcluster.StartAll(ctx, "crds")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = testcluster.StopAll(clusters) })
-	client, err := dynamic.NewForConfig(clusters[0].AdminConfig())
+	cfg := clusters[0].AdminConfig()
+	client, err := dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
 	api := client.Resource(crdsResource)
+
+	// Connect refuses the cluster up front, naming every CRD it lacks,
+	// and does so again, naming fewer, once some are there.
+	requireNotServed := func(t *testing.T, want ...string) {
+		t.Helper()
+		_, err := kube.Connect(cfg, nil)
+		require.ErrorIs(t, err, kube.ErrCRDNotServed)
+		var notServed *kube.CRDNotServedError
+		require.ErrorAs(t, err, &notServed)
+		require.Equal(t, want, notServed.CRDs)
+		require.Equal(t, strings.TrimPrefix(clusters[0].Host(), "https://"), notServed.Server)
+	}
+	requireNotServed(t, "identities.authentication.liqo.io", "renews.authentication.liqo.io",
+		"resourceslices.authentication.liqo.io", "tenants.authentication.liqo.io")
 
 	_, err = api.Create(ctx, liqoResourceSliceCRD(t), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -109,6 +125,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 	time.Sleep(time.Second) // let any trailing status write land before the reference copy
 	liqo, err = api.Get(ctx, "resourceslices.authentication.liqo.io", metav1.GetOptions{})
 	require.NoError(t, err)
+	requireNotServed(t, "identities.authentication.liqo.io", "renews.authentication.liqo.io", "tenants.authentication.liqo.io")
 	_, err = api.Create(ctx, without(t, "tenants.authentication.liqo.io", "spec", "publicKey"), metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -122,7 +139,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 	}
 
 	t.Run("narrowed Tenant CRD without spec.publicKey", func(t *testing.T) {
-		err := kube.InstallCRDs(ctx, client)
+		err := kube.InstallCRDs(ctx, cfg)
 		require.ErrorIs(t, err, kube.ErrCRDIncompatible)
 		var missing *kube.CRDFieldMissingError
 		require.ErrorAs(t, err, &missing)
@@ -138,7 +155,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 		_, err = api.Update(ctx, narrowed, metav1.UpdateOptions{})
 		require.NoError(t, err)
 
-		err = kube.InstallCRDs(ctx, client)
+		err = kube.InstallCRDs(ctx, cfg)
 		require.ErrorIs(t, err, kube.ErrCRDIncompatible)
 		var missing *kube.CRDFieldMissingError
 		require.ErrorAs(t, err, &missing)
@@ -155,7 +172,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 		tenants, err := api.Update(ctx, full, metav1.UpdateOptions{})
 		require.NoError(t, err)
 
-		require.NoError(t, kube.InstallCRDs(ctx, client))
+		require.NoError(t, kube.InstallCRDs(ctx, cfg))
 		unchanged(t)
 		got, err := api.Get(ctx, tenants.GetName(), metav1.GetOptions{})
 		require.NoError(t, err)
@@ -170,7 +187,12 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 				got.Object["spec"].(map[string]any)["names"].(map[string]any)["shortNames"], name)
 		}
 
-		require.NoError(t, kube.InstallCRDs(ctx, client), "idempotent")
+		require.NoError(t, kube.InstallCRDs(ctx, cfg), "idempotent")
 		unchanged(t)
+
+		// InstallCRDs returns once the CRDs are served: Connect accepts
+		// the cluster at once.
+		_, err = kube.Connect(cfg, nil)
+		require.NoError(t, err)
 	})
 }

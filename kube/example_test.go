@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -11,33 +12,28 @@ import (
 	"github.com/kubepact/kubepact/kube"
 )
 
-// The consumer cluster obtains an identity on the provider cluster, both
-// reached through kubeconfig files and both serving the
-// authentication.liqo.io CRDs (Liqo's, or kube.InstallCRDs). The provider's
-// rate limits fit a few handshakes a second; see NewProviderPorts.
+// The consumer cluster obtains an identity on the provider cluster. Both are
+// reached through the kubeconfig files PROVIDER_KUBECONFIG and
+// CONSUMER_KUBECONFIG name (the package's TestMain points them at its two
+// test clusters), and both serve the authentication.liqo.io CRDs (Liqo's,
+// or kube.InstallCRDs). The provider must have the peer ClusterRoles
+// (rbac.Install). The README's "On real clusters" shows this function as a
+// main function.
 func Example_realClusters() {
-	ctx := context.Background()
-	providerCfg, err := clientcmd.BuildConfigFromFlags("", "provider.kubeconfig")
-	check(err)
-	consumerCfg, err := clientcmd.BuildConfigFromFlags("", "consumer.kubeconfig")
-	check(err)
-	endpoint, err := kube.EndpointFromConfig(providerCfg)
-	check(err)
-	providerPorts, err := kube.NewProviderPorts(providerCfg, &kube.ProviderPortsOptions{QPS: 50, Burst: 300})
-	check(err)
-	consumerPorts, err := kube.NewConsumerPorts(consumerCfg, nil)
-	check(err)
-	provider, err := kubepact.NewProvider("cl-provider", endpoint, providerPorts, nil)
-	check(err)
-	consumer, err := kubepact.NewConsumer("cl-consumer", consumerPorts, nil)
-	check(err)
-	done, err := kubepact.Authenticate(ctx, consumer, provider, nil)
-	check(err)
-	fmt.Println(done.Kubeconfig.User(), "on", done.Kubeconfig.Server(), "in", done.Kubeconfig.Namespace())
+	providerCfg := must(clientcmd.BuildConfigFromFlags("", os.Getenv("PROVIDER_KUBECONFIG")))
+	consumerCfg := must(clientcmd.BuildConfigFromFlags("", os.Getenv("CONSUMER_KUBECONFIG")))
+	providerCluster := must(kube.Connect(providerCfg, nil)) // checks the CRDs
+	consumerCluster := must(kube.Connect(consumerCfg, nil))
+	provider := must(providerCluster.Provider("cl-provider", nil))
+	consumer := must(consumerCluster.Consumer("cl-consumer", nil))
+	done := must(kubepact.Authenticate(context.Background(), consumer, provider, nil))
+	fmt.Println(done.Kubeconfig.User(), "in", done.Kubeconfig.Namespace())
+	// Output: cl-consumer in liqo-tenant-cl-consumer
 }
 
-func check(err error) {
+func must[T any](v T, err error) T {
 	if err != nil {
 		log.Fatal(err)
 	}
+	return v
 }

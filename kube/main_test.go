@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +40,15 @@ func TestMain(m *testing.M) {
 
 func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {
 	e := &env{cluster: c, requests: &atomic.Int64{}}
+	// Example_realClusters reads the clusters' kubeconfig files as a
+	// program would, from PROVIDER_KUBECONFIG and CONSUMER_KUBECONFIG.
+	kubeconfig := filepath.Join(c.Dir(), "example.kubeconfig")
+	if err := os.WriteFile(kubeconfig, c.AdminKubeconfig(), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Setenv(strings.ToUpper(c.Name())+"_KUBECONFIG", kubeconfig); err != nil {
+		return nil, err
+	}
 	cfg := countingConfig(c.AdminConfig(), e.requests)
 	var err error
 	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
@@ -46,7 +57,7 @@ func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {
 	if e.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	if err := kube.InstallCRDs(ctx, e.dynamic); err != nil {
+	if err := kube.InstallCRDs(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if e.typed, err = kube.NewClient(cfg, nil); err != nil {

@@ -50,8 +50,12 @@ type IdentityReviewer struct {
 	timeout time.Duration
 }
 
+// ErrRootCAsNotPEM reports IdentityReviewerOptions.RootCAs that hold no PEM
+// certificate.
+var ErrRootCAsNotPEM = errors.New("RootCAs holds no PEM certificate")
+
 // NewIdentityReviewer returns an IdentityReviewer. It fails when
-// opts.RootCAs is set but holds no PEM certificate, or when the system
+// opts.RootCAs is set but holds no PEM certificate (ErrRootCAsNotPEM), or when the system
 // roots cannot be read to add it to them.
 func NewIdentityReviewer(opts *IdentityReviewerOptions) (*IdentityReviewer, error) {
 	r := &IdentityReviewer{timeout: 30 * time.Second}
@@ -67,7 +71,7 @@ func NewIdentityReviewer(opts *IdentityReviewerOptions) (*IdentityReviewer, erro
 			return nil, fmt.Errorf("identity reviewer: reading the system roots: %w", err)
 		}
 		if !roots.AppendCertsFromPEM(opts.RootCAs) {
-			return nil, errors.New("identity reviewer: RootCAs holds no PEM certificate")
+			return nil, fmt.Errorf("identity reviewer: %w", ErrRootCAsNotPEM)
 		}
 		r.roots = roots
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/keys"
 )
 
 // Errors of EndpointFromConfig. None quotes the config's credentials.
@@ -49,9 +48,11 @@ type ProviderPortsOptions struct {
 	Burst int
 }
 
-// NewProviderPorts returns every port of a kubepact.Provider over the API
+// NewProviderPorts returns the ports of a kubepact.Provider over the API
 // server of cfg: Namespaces, NonceStore, TenantStore, CSRSigner with
-// Approver (or opts.Signer), CertificateCache and RBAC. It builds one
+// Approver (or opts.Signer), CertificateCache, RBAC (also as ClusterRBAC),
+// SliceStore and the lifecycle ports; it leaves SlicePolicy and
+// StorageClasses, which are policy, nil. It builds one
 // clientset, one controller-runtime client (NewClient), one HTTP client and one client-side rate
 // limiter, shared by all the ports; cfg itself is not changed. It fails only
 // when cfg cannot make a client.
@@ -76,19 +77,7 @@ func NewProviderPorts(cfg *rest.Config, opts *ProviderPortsOptions) (kubepact.Pr
 	if err != nil {
 		return kubepact.ProviderPorts{}, fmt.Errorf("provider ports: %w", err)
 	}
-	signer := o.Signer
-	if signer == nil {
-		signer = NewCSRSigner(client, NewApprover(client))
-	}
-	return kubepact.ProviderPorts{
-		Namespaces:   NewNamespaces(client),
-		Nonces:       NewNonceStore(client),
-		Tenants:      NewTenantStore(typed),
-		Signer:       signer,
-		Certificates: NewCertificateCache(client),
-		RBAC:         NewRBAC(client),
-		Lifecycle:    NewLifecyclePorts(client, typed),
-	}, nil
+	return providerPorts(client, typed, o.Signer), nil
 }
 
 // ConsumerPortsOptions tunes NewConsumerPorts. The zero value, like a nil
@@ -117,7 +106,7 @@ type ConsumerPortsOptions struct {
 
 // NewConsumerPorts returns every port of a kubepact.Consumer over the API
 // server of cfg: Namespaces, KeyStore and Keyring in opts.KeyNamespace,
-// IdentityStore, SecretWriter, and an IdentityReviewer as Reviewer (unless
+// IdentityStore, SecretWriter, SliceStore, and an IdentityReviewer as Reviewer (unless
 // opts.Offline), so that Authenticate and Apply ask the provider who the new
 // kubeconfig authenticates as before writing it. The Keyring makes the ports
 // fit a Strict consumer as well as a Compatible one. The ports share one
@@ -129,26 +118,13 @@ func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.Co
 	if opts != nil {
 		o = *opts
 	}
-	if o.KeyNamespace == "" {
-		o.KeyNamespace = keys.DefaultNamespace
-	}
 	client, typed, err := newClients(cfg, o.QPS, o.Burst)
 	if err != nil {
 		return kubepact.ConsumerPorts{}, fmt.Errorf("consumer ports: %w", err)
 	}
-	ports := kubepact.ConsumerPorts{
-		Namespaces:   NewNamespaces(client),
-		Keys:         NewKeyStore(client, o.KeyNamespace),
-		Identities:   NewIdentityStore(typed),
-		Secrets:      NewSecretWriter(client),
-		IdentityKeys: NewKeyring(client, o.KeyNamespace),
-	}
-	if !o.Offline {
-		r, err := NewIdentityReviewer(o.Reviewer)
-		if err != nil {
-			return kubepact.ConsumerPorts{}, fmt.Errorf("consumer ports: %w", err)
-		}
-		ports.Reviewer = r
+	ports, err := consumerPorts(client, typed, o.KeyNamespace, o.Offline, o.Reviewer)
+	if err != nil {
+		return kubepact.ConsumerPorts{}, fmt.Errorf("consumer ports: %w", err)
 	}
 	return ports, nil
 }
@@ -161,7 +137,7 @@ func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.Co
 // turns rate limiting off, as in client-go.
 func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface, client.Client, error) {
 	if cfg == nil {
-		return nil, nil, errors.New("nil rest config")
+		return nil, nil, fmt.Errorf("%w: nil rest config", ErrNoServer)
 	}
 	cfg = rest.CopyConfig(cfg)
 	if qps > 0 || burst > 0 {

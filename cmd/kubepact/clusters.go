@@ -244,7 +244,7 @@ func (c *cluster) endpoint(serverURL string) (kubepact.Endpoint, error) {
 // and otherwise checks that the cluster serves the given resources.
 func (c *cluster) ensureCRDs(ctx context.Context, install bool, resources ...string) error {
 	if install {
-		if err := kube.InstallCRDs(ctx, c.dynamic); err != nil {
+		if err := kube.InstallCRDs(ctx, c.config); err != nil {
 			return fmt.Errorf("installing the CRDs on the %s cluster: %w", c.role, err)
 		}
 		return nil

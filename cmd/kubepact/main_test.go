@@ -64,7 +64,7 @@ func newTestEnv(ctx context.Context, c *testcluster.Cluster, kubeconfigPath stri
 	if e.typed, err = kube.NewClient(c.AdminConfig(), nil); err != nil {
 		return e, err
 	}
-	return e, kube.InstallCRDs(ctx, e.dynamic)
+	return e, kube.InstallCRDs(ctx, c.AdminConfig())
 }
 
 // result is what one run of the CLI did.

@@ -1,0 +1,275 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubepact/kubepact"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+)
+
+// Rate limits of Connect's clients when neither ConnectOptions nor the
+// rest.Config sets them: kubectl's, which fit about two handshakes a second
+// and ten at once on a provider (see Connect).
+const (
+	DefaultQPS   float32 = 50
+	DefaultBurst int     = 300
+)
+
+// ErrCRDNotServed reports that a cluster does not serve an
+// authentication.liqo.io resource kubepact reads or writes. The error is a
+// *CRDNotServedError naming them.
+var ErrCRDNotServed = errors.New("authentication.liqo.io CustomResourceDefinitions are not served")
+
+// CRDNotServedError names the CustomResourceDefinitions of
+// authentication.liqo.io/v1beta1 that a cluster does not serve: install
+// Liqo, or call InstallCRDs.
+type CRDNotServedError struct {
+	// Server is the host (and port) of the API server asked.
+	Server string
+	// CRDs are the names of the CRDs missing, sorted, for example
+	// "tenants.authentication.liqo.io".
+	CRDs []string
+}
+
+func (e *CRDNotServedError) Error() string {
+	return fmt.Sprintf("%s does not serve authentication.liqo.io/v1beta1 %s: install Liqo, or kubepact's CRDs (kube.InstallCRDs)",
+		e.Server, strings.Join(e.CRDs, ", "))
+}
+
+// Is makes errors.Is(err, ErrCRDNotServed) true.
+func (e *CRDNotServedError) Is(target error) bool { return target == ErrCRDNotServed }
+
+// ConnectOptions tunes Connect. The zero value, like a nil pointer, takes
+// the Endpoint from cfg (EndpointFromConfig), keeps cfg's rate limits or
+// else uses DefaultQPS and DefaultBurst, signs through the CSR API, keeps
+// keys in keys.DefaultNamespace and confirms Identities online.
+type ConnectOptions struct {
+	// Endpoint, when set, is how consumers reach this cluster's API server
+	// (a load balancer's URL, say), instead of cfg's Host and CA.
+	Endpoint *kubepact.Endpoint
+	// QPS and Burst, when positive, replace cfg's QPS and Burst (and any
+	// RateLimiter of cfg). Zero keeps cfg's own, and DefaultQPS and
+	// DefaultBurst where cfg leaves them zero.
+	QPS   float32
+	Burst int
+	// Signer, when set, signs consumers' certificates instead of the CSR
+	// API, as ProviderPortsOptions.Signer.
+	Signer csr.Signer
+	// KeyNamespace, Offline and Reviewer configure the consumer's ports, as
+	// in ConsumerPortsOptions.
+	KeyNamespace string
+	Offline      bool
+	Reviewer     *IdentityReviewerOptions
+}
+
+// Cluster is one Kubernetes cluster connected with Connect: the ports of a
+// provider and of a consumer over one clientset, one controller-runtime
+// client, one HTTP client and one rate limiter, and the Endpoint consumers
+// reach it at. It is safe for concurrent use, and one Cluster may be both a
+// provider and a consumer.
+type Cluster struct {
+	client   kubernetes.Interface
+	typed    client.Client
+	endpoint kubepact.Endpoint
+	// endpointErr is why cfg gives no Endpoint: it fails Provider only,
+	// since a consumer needs none.
+	endpointErr error
+	provider    kubepact.ProviderPorts
+	consumer    kubepact.ConsumerPorts
+}
+
+// Connect builds every port of kubepact over the API server of cfg and
+// checks, with one discovery request, that the server serves the
+// authentication.liqo.io CRDs kubepact uses (Tenant, Identity,
+// ResourceSlice, Renew), so that a missing one fails here and not in the
+// middle of a handshake: it returns a *CRDNotServedError (errors.Is
+// ErrCRDNotServed) naming them. cfg itself is not changed. Other errors are
+// ErrNoServer for a nil cfg, ErrRootCAsNotPEM for a refused opts.Reviewer,
+// client-go's for a cfg that cannot make a client, and the discovery
+// request's own (an unreachable server, say); none quotes cfg's
+// credentials.
+//
+// Rate limits: one handshake makes about 26 requests to the provider's API
+// server when its certificate is signed through the CSR API (21 with a
+// local signer) and 8 to 12 to the consumer's. Every request takes a token
+// of the Cluster's limiter, so a provider serving many consumers needs
+// about 26 QPS per handshake a second and a burst of 26 per concurrent
+// handshake: DefaultQPS (50) and DefaultBurst (300) fit two handshakes a
+// second and ten at once; client-go's own defaults (5 and 10) would make a
+// lone handshake wait about 3 seconds for tokens.
+func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
+	var o ConnectOptions
+	if opts != nil {
+		o = *opts
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("connect: %w: nil rest config", ErrNoServer)
+	}
+	if o.QPS <= 0 && cfg.QPS == 0 && cfg.RateLimiter == nil {
+		o.QPS = DefaultQPS
+	}
+	if o.Burst <= 0 && cfg.Burst <= 0 && cfg.RateLimiter == nil {
+		o.Burst = DefaultBurst
+	}
+	cs, typed, err := newClients(cfg, o.QPS, o.Burst)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	c := &Cluster{client: cs, typed: typed}
+	if err := requireCRDs(cs.Discovery(), serverHost(cfg)); err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if o.Endpoint != nil {
+		c.endpoint = kubepact.Endpoint{Server: o.Endpoint.Server, CA: append([]byte(nil), o.Endpoint.CA...)}
+	} else {
+		c.endpoint, c.endpointErr = EndpointFromConfig(cfg)
+	}
+	c.provider = providerPorts(cs, typed, o.Signer)
+	if c.consumer, err = consumerPorts(cs, typed, o.KeyNamespace, o.Offline, o.Reviewer); err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return c, nil
+}
+
+// Endpoint returns how consumers reach this cluster's API server:
+// ConnectOptions.Endpoint, else what EndpointFromConfig read from the
+// rest.Config, else its error (ErrNoServer, ErrNotHTTPS, ErrNoCA or a
+// *fs.PathError).
+func (c *Cluster) Endpoint() (kubepact.Endpoint, error) {
+	if c.endpointErr != nil {
+		return kubepact.Endpoint{}, c.endpointErr
+	}
+	return kubepact.Endpoint{Server: c.endpoint.Server, CA: append([]byte(nil), c.endpoint.CA...)}, nil
+}
+
+// ProviderPorts returns the ports of a kubepact.Provider over this cluster,
+// as NewProviderPorts does: all but SlicePolicy and StorageClasses, which
+// are policy (set them on a copy to offer StorageClasses with
+// NewStorageClasses). Each call returns the same ports.
+func (c *Cluster) ProviderPorts() kubepact.ProviderPorts { return c.provider }
+
+// ConsumerPorts returns every port of a kubepact.Consumer over this
+// cluster, as NewConsumerPorts does. Each call returns the same ports.
+func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts { return c.consumer }
+
+// Provider returns the kubepact.Provider of this cluster, whose ID is
+// clusterID, reached by consumers at Endpoint. It returns Endpoint's error
+// when the cluster has no Endpoint, and kubepact.NewProvider's.
+func (c *Cluster) Provider(clusterID string, opts *kubepact.ProviderOptions) (*kubepact.Provider, error) {
+	endpoint, err := c.Endpoint()
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", clusterID, err)
+	}
+	return kubepact.NewProvider(clusterID, endpoint, c.provider, opts)
+}
+
+// Consumer returns the kubepact.Consumer of this cluster, whose ID is
+// clusterID. It returns kubepact.NewConsumer's errors.
+func (c *Cluster) Consumer(clusterID string, opts *kubepact.ConsumerOptions) (*kubepact.Consumer, error) {
+	return kubepact.NewConsumer(clusterID, c.consumer, opts)
+}
+
+// Clientset returns the Cluster's clientset, for the ports Connect does not
+// build (NewRBAC for rbac.Install, NewTokenStore, saidentity's); it shares
+// the Cluster's rate limiter.
+func (c *Cluster) Clientset() kubernetes.Interface { return c.client }
+
+// Client returns the Cluster's controller-runtime client (NewClient), which
+// shares the Cluster's rate limiter.
+func (c *Cluster) Client() client.Client { return c.typed }
+
+// providerPorts returns the ports of a provider over one clientset and one
+// controller-runtime client; a nil signer signs through the CSR API.
+func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Signer) kubepact.ProviderPorts {
+	if signer == nil {
+		signer = NewCSRSigner(cs, NewApprover(cs))
+	}
+	rbac := NewRBAC(cs)
+	return kubepact.ProviderPorts{
+		Namespaces:   NewNamespaces(cs),
+		Nonces:       NewNonceStore(cs),
+		Tenants:      NewTenantStore(typed),
+		Signer:       signer,
+		Certificates: NewCertificateCache(cs),
+		RBAC:         rbac,
+		ClusterRBAC:  rbac,
+		Slices:       NewSliceStore(typed),
+		Lifecycle:    NewLifecyclePorts(cs, typed),
+	}
+}
+
+// consumerPorts returns the ports of a consumer over one clientset and one
+// controller-runtime client, keeping keys in keyNamespace (empty:
+// keys.DefaultNamespace), with an IdentityReviewer unless offline.
+func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace string, offline bool, reviewer *IdentityReviewerOptions) (kubepact.ConsumerPorts, error) {
+	if keyNamespace == "" {
+		keyNamespace = keys.DefaultNamespace
+	}
+	ports := kubepact.ConsumerPorts{
+		Namespaces:   NewNamespaces(cs),
+		Keys:         NewKeyStore(cs, keyNamespace),
+		Identities:   NewIdentityStore(typed),
+		Secrets:      NewSecretWriter(cs),
+		IdentityKeys: NewKeyring(cs, keyNamespace),
+		Slices:       NewSliceStore(typed),
+	}
+	if !offline {
+		r, err := NewIdentityReviewer(reviewer)
+		if err != nil {
+			return kubepact.ConsumerPorts{}, err
+		}
+		ports.Reviewer = r
+	}
+	return ports, nil
+}
+
+// requireCRDs asks d, in one request, which resources of
+// authentication.liqo.io/v1beta1 the server serves, and returns a
+// *CRDNotServedError naming the CRDs of crd.Manifests it does not.
+func requireCRDs(d discovery.DiscoveryInterface, server string) error {
+	gv := authv1beta1.SchemeGroupVersion.String()
+	list, err := d.ServerResourcesForGroupVersion(gv)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("discovering %s: %w", gv, err)
+	}
+	want, err := crdNames()
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, name := range want {
+		plural, _, _ := strings.Cut(name, ".")
+		if list == nil || !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == plural }) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return &CRDNotServedError{Server: server, CRDs: missing}
+	}
+	return nil
+}
+
+// serverHost returns the host and port of cfg's API server, without any
+// user info a password could hide in, or "the API server" when cfg.Host is
+// not a URL.
+func serverHost(cfg *rest.Config) string {
+	u, _, err := rest.DefaultServerURL(cfg.Host, "", schema.GroupVersion{}, true)
+	if err != nil || u.Host == "" {
+		return "the API server"
+	}
+	return u.Host
+}

@@ -1,0 +1,78 @@
+package kube_test
+
+import (
+	"bytes"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestREADMERealClusters holds the Go snippet of the README's "On real
+// clusters" to Example_realClusters, which go test runs against real
+// clusters: the snippet is gofmt'd, its main function is the Example's
+// body and its must the Example's, and it takes at most 20 lines, blank
+// lines and comments excluded.
+func TestREADMERealClusters(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## On real clusters\n")
+	require.True(t, ok, "README has an \"On real clusters\" section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, snippet, ok := strings.Cut(section, "```go\n")
+	require.True(t, ok, "the section has a Go snippet")
+	snippet, _, ok = strings.Cut(snippet, "```\n")
+	require.True(t, ok)
+
+	formatted, err := format.Source([]byte(snippet))
+	require.NoError(t, err)
+	require.Equal(t, snippet, string(formatted), "the snippet is gofmt'd")
+	lines := 0
+	for line := range strings.SplitSeq(snippet, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "//") {
+			lines++
+		}
+	}
+	t.Logf("README snippet: %d lines", lines)
+	require.LessOrEqual(t, lines, 20)
+
+	readmeFuncs := funcs(t, "README.md", "package main\n"+snippet)
+	example, err := os.ReadFile("example_test.go")
+	require.NoError(t, err)
+	exampleFuncs := funcs(t, "example_test.go", string(example))
+	require.Contains(t, readmeFuncs, "main")
+	require.Contains(t, exampleFuncs, "Example_realClusters")
+	require.Equal(t, exampleFuncs["Example_realClusters"], readmeFuncs["main"])
+	require.Equal(t, exampleFuncs["must"], readmeFuncs["must"])
+	require.Len(t, readmeFuncs, 2, "the snippet declares only main and must")
+}
+
+// funcs returns the functions of a Go source, by name, as their signature
+// (without the name) and statements print, one a line, without comments.
+func funcs(t *testing.T, name, src string) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, src, 0) // comments dropped
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok {
+			continue
+		}
+		var b bytes.Buffer
+		require.NoError(t, format.Node(&b, fset, fn.Type))
+		for _, stmt := range fn.Body.List {
+			b.WriteString("\n")
+			require.NoError(t, format.Node(&b, fset, stmt))
+		}
+		out[fn.Name.Name] = b.String()
+	}
+	return out
+}
