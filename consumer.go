@@ -208,6 +208,40 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	}
 	c.step(ctx, Step{Name: StepConsumerNamespace})
 	c.step(ctx, Step{Name: StepNonceRetrieved})
+	t, err := c.buildTenant(ctx, providerID, n, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ports.Secrets.Write(ctx, nonce.SignedSecret(providerID, n, t.Spec.Signature)); err != nil {
+		return nil, stepError(StepNonceSigned, err)
+	}
+	c.step(ctx, Step{Name: StepNonceSigned})
+	c.step(ctx, Step{Name: StepTenantGenerated})
+	return t, nil
+}
+
+// BuildTenant returns the Tenant answering the nonce n of provider
+// providerID, as Tenant does, but writes nothing besides the keys it needs:
+// it ensures the cluster key and, for a Strict consumer, the identity key of
+// providerID's ControlPlane identity, neither the tenant namespace nor the
+// signed-nonce Secret. A consumer's controller calls it to hand the Tenant
+// to a tool that may not read the keys (controllers.TenantKey).
+//
+// The Tenant carries only what a provider may see: the cluster's public key,
+// the signature over n, the CSR and the transcript, which binds it to
+// providerID and expires after ConsumerOptions.TranscriptLifetime. Errors
+// are *StepError values, as Tenant's.
+func (c *Consumer) BuildTenant(ctx context.Context, providerID string, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, err
+	}
+	if n.IsZero() {
+		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+	}
+	return c.buildTenant(ctx, providerID, n, opts)
+}
+
+func (c *Consumer) buildTenant(ctx context.Context, providerID string, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
 	key, err := c.clusterKey(ctx, true)
 	if err != nil {
 		return nil, stepError(StepNonceSigned, err)
@@ -231,11 +265,6 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	if err != nil {
 		return nil, stepError(StepTenantGenerated, err)
 	}
-	if err := c.ports.Secrets.Write(ctx, nonce.SignedSecret(providerID, n, t.Spec.Signature)); err != nil {
-		return nil, stepError(StepNonceSigned, err)
-	}
-	c.step(ctx, Step{Name: StepNonceSigned})
-	c.step(ctx, Step{Name: StepTenantGenerated})
 	return t, nil
 }
 

@@ -166,3 +166,36 @@ func ExampleStepError() {
 	// failed step: Tenant correctly applied on provider cluster
 	// kubepact: step "Tenant correctly applied on provider cluster" failed: tenant "cl-consumer" rejected: spec.signature: nonce signature: signature does not verify
 }
+
+// A consumer's controller builds the Tenant for a tool that may not read
+// the cluster key: BuildTenant writes neither the tenant namespace nor the
+// signed-nonce Secret, and the Tenant is accepted as Tenant's is.
+func ExampleConsumer_BuildTenant() {
+	ctx := context.Background()
+	provider, consumer := newExampleClusters()
+
+	n, err := provider.IssueNonce(ctx, consumer.ClusterID())
+	if err != nil {
+		panic(err)
+	}
+	t, err := consumer.BuildTenant(ctx, provider.ClusterID(), n, nil)
+	if err != nil {
+		panic(err)
+	}
+	v, err := tenant.Verify(t, n, &tenant.VerifyOptions{ProviderID: provider.ClusterID(), Policy: tenant.Strict})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("transcript:", v.Transcript)
+	id, err := provider.Accept(ctx, t)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("identity:", id.Name)
+	_, err = consumer.BuildTenant(ctx, provider.ClusterID(), nonce.Nonce{}, nil)
+	fmt.Println("zero nonce refused:", errors.Is(err, nonce.ErrMalformed))
+	// Output:
+	// transcript: true
+	// identity: controlplane-cl-provider
+	// zero nonce refused: true
+}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -122,7 +123,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	}
 
 	sr := &signedNonceReconciler{client: mgr.GetClient(), namespaces: cs.CoreV1().Namespaces(), keys: ports.Keys, alg: cfg.KeyAlgorithm,
-		events: mgr.GetEventRecorder(SignedNonceControllerName)}
+		consumer: c, events: mgr.GetEventRecorder(SignedNonceControllerName)}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(SignedNonceControllerName).
 		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SignedSecretLabel))).
 		Complete(sr); err != nil {
@@ -141,16 +142,50 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	return setupRenewConsumer(mgr, c, kube.NewRenewStore(uncached), cfg.Clock)
 }
 
+// The keys kubepact adds to a liqo-signed-nonce Secret, beside Liqo's own
+// (nonce.SecretKey, nonce.SignedSecretKey), which keep their meaning: a Liqo
+// tool reading the Secret ignores these.
+const (
+	// TenantKey holds the Tenant the consumer sends to answer data.nonce,
+	// as YAML in Liqo's wire format (tenant.Decode reads it): the cluster's
+	// public key, the signature over the nonce, the CSR and kubepact's
+	// transcript (made for the provider the Secret's namespace is for, and
+	// expiring after tenant.DefaultTranscriptLifetime). The signed-nonce
+	// reconciler writes it with the signature, and again whenever it is
+	// removed: a tool removes it to ask for a fresh one.
+	//
+	// It sits on the Secret rather than on an object of its own because it
+	// answers that Secret's nonce: it is written in the same apply as the
+	// signature, held to the Secret as read, so it can never answer another
+	// nonce than the one beside it; a tool that creates the Secret and
+	// waits for its signature (kubepact authenticate, liqoctl) reads it
+	// with the same rights; and the signed-nonce admission policy already
+	// limits who may ask for it (config/signed-nonce-policy). Nothing in it
+	// is secret: the keys stay in the key namespace, so a tool that applies
+	// it on the provider needs no access to them.
+	TenantKey = "tenant.yaml"
+	// TenantProxyURLKey, when set by whoever writes the request, is the
+	// http(s) proxy the consumer reaches the provider through, written into
+	// the Tenant's spec.proxyURL (and its transcript). It is data of a
+	// Secret, not an annotation, because a proxy URL may carry a password.
+	TenantProxyURLKey = "proxyURL"
+)
+
 // signedNonceReconciler signs the nonce of a liqo-signed-nonce Secret with
 // the cluster key (SPEC §7, step 2), only in a tenant namespace made for a
-// known peer (tenant.CheckNamespace).
+// known peer (tenant.CheckNamespace), and writes beside the signature the
+// Tenant that answers the nonce (TenantKey), so that the tool that applies
+// it on the provider never reads the cluster key.
 type signedNonceReconciler struct {
 	client client.Client
 	// namespaces reads the Secret's namespace uncached, as it is now.
 	namespaces corev1client.NamespaceInterface
 	keys       keys.Store
 	alg        keys.Algorithm
-	events     events.EventRecorder
+	// consumer builds the Tenant, with the consumer's policy (Strict or
+	// not) and its keys.
+	consumer *kubepact.Consumer
+	events   events.EventRecorder
 }
 
 func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -193,7 +228,8 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "reading the cluster key: %v", err)
 		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
 	}
-	if held := s.Data[nonce.SignedSecretKey]; len(held) > 0 {
+	held := s.Data[nonce.SignedSecretKey]
+	if len(held) > 0 {
 		// Never overwritten: kubepact signed this nonce already, or the
 		// Secret holds a signature for another nonce or key.
 		if err := nonce.Verify(key.Public(), n, held); err != nil {
@@ -201,22 +237,40 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 				"%s is not this cluster's signature over %s; it is kept: delete the Secret to sign a new nonce", nonce.SignedSecretKey, nonce.SecretKey)
 			return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSignedNonceMismatch, err, false)
 		}
-		return reconcile.Result{}, nil
+		if len(s.Data[TenantKey]) > 0 {
+			return reconcile.Result{}, nil
+		}
 	}
-	sig, err := nonce.Sign(rand.Reader, key, n)
+	// The Tenant's signature is the one the Secret holds, or becomes it:
+	// one signature over the nonce, whoever reads it.
+	t, err := r.consumer.BuildTenant(ctx, id, n, &kubepact.TenantOptions{ProxyURL: string(s.Data[TenantProxyURLKey])})
+	if errors.Is(err, tenant.ErrInvalidProxyURL) {
+		// The error never quotes the URL, which may hold a password.
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidProxyURL, "SignNonce", "%s: %v: nothing signed", TenantProxyURLKey, err)
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonInvalidProxyURL, err, false)
+	}
 	if err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "%v", err)
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "building the Tenant: %v", err)
 		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
 	}
-	// kubepact applies data.signedNonce alone, held to the Secret as read:
-	// if data.nonce changed since, the apply conflicts and the next
-	// reconcile judges the new nonce.
-	ac := corev1ac.Secret(s.Name, s.Namespace).WithResourceVersion(s.ResourceVersion).
-		WithData(map[string][]byte{nonce.SignedSecretKey: sig})
-	if err := r.client.Apply(ctx, ac, client.FieldOwner(kube.FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("writing %s of Secret %s/%s: %w", nonce.SignedSecretKey, s.Namespace, s.Name, err)
+	if len(held) > 0 {
+		t.Spec.Signature = held
 	}
-	r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceSigned, "SignNonce", "Nonce is signed")
+	doc, err := yaml.Marshal(t)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("encoding the Tenant of Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	// kubepact applies data.signedNonce and the Tenant alone, held to the
+	// Secret as read: if data.nonce or the request changed since, the
+	// apply conflicts and the next reconcile judges the new one.
+	ac := corev1ac.Secret(s.Name, s.Namespace).WithResourceVersion(s.ResourceVersion).
+		WithData(map[string][]byte{nonce.SignedSecretKey: t.Spec.Signature, TenantKey: doc})
+	if err := r.client.Apply(ctx, ac, client.FieldOwner(kube.FieldManager)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("writing %s and %s of Secret %s/%s: %w", nonce.SignedSecretKey, TenantKey, s.Namespace, s.Name, err)
+	}
+	if len(held) == 0 {
+		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceSigned, "SignNonce", "Nonce is signed")
+	}
 	return reconcile.Result{}, nil
 }
 

@@ -28,7 +28,13 @@
 //     missing), only if it is "liqo-signed-nonce" in the tenant namespace of
 //     its label's cluster ID, and that namespace carries the tenant
 //     namespace's labels for that cluster ID (tenant.CheckNamespace), as
-//     kubepact, Liqo and liqoctl create it. Event NonceSigned.
+//     kubepact, Liqo and liqoctl create it. Event NonceSigned. With the
+//     signature, and again whenever it is removed, it writes the Tenant
+//     answering the nonce (TenantKey, with the proxy URL of
+//     TenantProxyURLKey; Consumer.BuildTenant, so with ConsumerConfig.Strict
+//     the CSR is for a fresh identity key), so that kubepact authenticate
+//     applies it on the provider without reading the cluster key. A
+//     malformed proxy URL gets nothing signed: Event InvalidProxyURL.
 //  3. Provider, Tenant reconciler: a Tenant named after its spec.clusterID
 //     in that cluster's tenant namespace is verified, its CSR signed, its
 //     RBAC bound and its status filled (Provider.Accept, which adds the
@@ -76,14 +82,15 @@
 // for deletion, and at the manager's resync period; Secrets on every
 // change. kubepact writes with server-side apply as the field manager
 // "kubepact" and owns only what it applies: the signed-nonce reconciler
-// applies data.signedNonce alone, held to the Secret's resourceVersion.
+// applies data.signedNonce and data["tenant.yaml"] alone, held to the
+// Secret's resourceVersion.
 //
 // Failures become Events on the object. A refusal is a Warning recorded
 // once, and the object is not retried until it changes: InvalidTenant,
 // NonceNotFound, NonceRedeemed, NonceExpired, InvalidSignature,
 // TranscriptRejected, CSRRejected, PrivilegedUser, CSRDenied,
 // InvalidNonceSecret, InvalidSignedNonceSecret, NotTenantNamespace, MalformedNonce,
-// SignedNonceMismatch, InvalidIdentity, IdentityRejected. API, network and
+// SignedNonceMismatch, InvalidProxyURL, InvalidIdentity, IdentityRejected. API, network and
 // signing errors are Warnings too (IssueNonceFailed, AcceptFailed,
 // SigningFailed, RemoveFailed, SigningNonceFailed, ApplyFailed) and are
 // retried with the controller's backoff. Every failure is also logged once,
@@ -196,7 +203,8 @@
 //     authenticated user).
 //   - signed-nonce reconciler (consumer): secrets: get, list, watch, patch
 //     (signed-nonce Secrets in tenant namespaces) and get, create in
-//     ConsumerConfig.KeyNamespace (the cluster key); namespaces: get (the
+//     ConsumerConfig.KeyNamespace (the cluster key and, with Strict, the
+//     identity keys its Tenants ask certificates for); namespaces: get (the
 //     tenant namespace's labels), create (the key namespace, when missing).
 //   - Identity reconciler (consumer): authentication.liqo.io identities:
 //     get, list, watch, patch; identities/status: patch; secrets: get, list,

@@ -101,8 +101,11 @@ const (
 	// ReasonSignedNonceMismatch: data.signedNonce is not this cluster's
 	// signature over data.nonce; kubepact never overwrites it.
 	ReasonSignedNonceMismatch = "SignedNonceMismatch"
-	// ReasonSigningNonceFailed: reading the cluster key or writing the
-	// signature failed; it is retried.
+	// ReasonInvalidProxyURL: data.proxyURL (TenantProxyURLKey) is not an
+	// absolute http or https URL; nothing is signed.
+	ReasonInvalidProxyURL = "InvalidProxyURL"
+	// ReasonSigningNonceFailed: reading the cluster key, building the
+	// Tenant or writing the signature failed; it is retried.
 	ReasonSigningNonceFailed = "SigningNonceFailed"
 
 	// ReasonIdentityApplied: the Identity's kubeconfig Secret was written

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -33,6 +34,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
@@ -218,11 +220,28 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	}, 30*time.Second, 50*time.Millisecond, "the consumer's controller signs the stale nonce")
 	require.NoError(t, consumer.client.CoreV1().Secrets(stale.Namespace).Delete(ctx, stale.Name, metav1.DeleteOptions{}))
 
-	// Through the controllers: the CLI never signs, approves or binds on the provider.
-	rec := &recorder{role: providerRole}
+	// --strict, but the consumer's controller gives identities no key of
+	// their own: refused, nothing applied on the provider.
+	_, err = cliErr(t, nil, args("authenticate", "--strict")...)
+	require.ErrorIs(t, err, errNotStrict)
+	err = provider.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(consumerID), Name: consumerID}, &authv1beta1.Tenant{})
+	require.True(t, apierrors.IsNotFound(err), "no Tenant applied: %v", err)
+	// --key-algorithm is the consumer's controller's: refused before writing.
+	r, err = cliErr(t, nil, args("authenticate", "--key-algorithm", "ecdsa-p256")...)
+	var usage *usageError
+	require.ErrorAs(t, err, &usage)
+	assert.Equal(t, exitUsage, r.code)
+
+	// Through the controllers: the CLI never signs, approves or binds on
+	// the provider, and never reads the consumer's keys: the consumer's
+	// controller builds the Tenant.
+	rec, consumerRec := &recorder{role: providerRole}, &recorder{role: consumerRole}
+	both := func(role string, rt http.RoundTripper) http.RoundTripper { return rec.wrap(role, consumerRec.wrap(role, rt)) }
 	start := time.Now()
-	r, err = cliErr(t, &env{wrapTransport: rec.wrap}, append(args("authenticate"), "--remote-cluster-id", providerID)...)
+	r, err = cliErr(t, &env{wrapTransport: both}, append(args("authenticate"), "--remote-cluster-id", providerID)...)
 	require.NoError(t, err, r.stderr)
+	assert.Contains(t, r.stderr, " INFO  Tenant built by the consumer's controller\n")
+	requireKeysUntouched(t, consumerRec.requests(), ns)
 	t.Logf("authenticate through the controllers: %s, %d requests to the provider: %q", time.Since(start).Round(time.Millisecond), len(rec.requests()), rec.requests())
 	tenantNS := clusterid.TenantNamespace(consumerID)
 	assert.Equal(t, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n"+
@@ -342,11 +361,14 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 		kubeconfig.SecretName(identity.ControlPlaneName(providerID)), metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the kubeconfig Secret is gone: %v", err)
 
-	// Peering again works (the provider kept the nonce, as Liqo does);
-	// revoked, the consumer is refused by the provider's controller, and
-	// the CLI says why at once rather than at its timeout.
-	_, err = cliErr(t, nil, args("authenticate")...)
-	require.NoError(t, err)
+	// Peering again works (the provider kept the nonce, as Liqo does), as
+	// a user who may not read the consumer's key Secret at all; revoked,
+	// the consumer is refused by the provider's controller, and the CLI
+	// says why at once rather than at its timeout.
+	peerer := allowPeeringWithoutKeys(t, ctx, providerID, ns)
+	r, err = cliErr(t, nil, append(args("authenticate"), "--as", peerer)...)
+	require.NoError(t, err, r.stderr)
+	assert.Contains(t, r.stderr, " INFO  Tenant built by the consumer's controller\n")
 	r, err = cliErr(t, nil, args("unauthenticate", "--revoke")...)
 	require.NoError(t, err, r.stderr)
 	assert.Contains(t, r.stdout, "recorded as revoked")
@@ -393,4 +415,80 @@ func requireReviewed(t *testing.T, ctx context.Context, data []byte, consumerID 
 	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, consumerID, review.Status.UserInfo.Username)
+}
+
+// requireKeysUntouched checks that none of the requests the CLI sent to the
+// consumer touched a Secret of the key namespace keyNS, where the cluster
+// key (authentication-keys) and the identity keys live.
+func requireKeysUntouched(t *testing.T, reqs []string, keyNS string) {
+	t.Helper()
+	require.NotEmpty(t, reqs)
+	for _, req := range reqs {
+		assert.NotContains(t, req, keys.SecretName, "the CLI sent %s", req)
+		assert.NotContains(t, req, "/namespaces/"+keyNS+"/secrets", "the CLI sent %s", req)
+		_, path, _ := strings.Cut(req, " ")
+		assert.NotEqual(t, "/api/v1/secrets", path, "the CLI sent %s", req)
+	}
+}
+
+// allowPeeringWithoutKeys returns a user of the consumer allowed what
+// authenticate through kubepact's controllers needs there, but no Secret
+// outside the tenant namespace of providerID: not the cluster key's, in
+// keyNS, which it is checked to be refused.
+func allowPeeringWithoutKeys(t *testing.T, ctx context.Context, providerID, keyNS string) string {
+	t.Helper()
+	user := "peerer-" + providerID
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	cr := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces", "configmaps", "events"}, Verbs: all},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: all},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{authv1beta1.SchemeGroupVersion.Group}, Resources: []string{"*"}, Verbs: all},
+		},
+	}
+	_, err := consumer.client.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = consumer.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tenantNS := clusterid.TenantNamespace(providerID)
+	_, err = consumer.client.RbacV1().Roles(tenantNS).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: all}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = consumer.client.RbacV1().RoleBindings(tenantNS).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = consumer.client.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{})
+		_ = consumer.client.RbacV1().ClusterRoles().Delete(ctx, user, metav1.DeleteOptions{})
+	})
+
+	// The user may not read the key Secret: the proof that authenticate
+	// does not need it.
+	cfg := rest.CopyConfig(consumer.cluster.AdminConfig())
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	as, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := as.CoreV1().Secrets(tenantNS).List(ctx, metav1.ListOptions{})
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "the user's rights take effect")
+	_, err = as.CoreV1().Secrets(keyNS).Get(ctx, keys.SecretName, metav1.GetOptions{})
+	require.True(t, apierrors.IsForbidden(err), "reading the key Secret: %v", err)
+	_, err = as.CoreV1().Secrets(keyNS).List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "listing the key namespace's Secrets: %v", err)
+	return user
 }

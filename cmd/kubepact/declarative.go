@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,10 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact"
@@ -62,6 +66,14 @@ var (
 	// errNonceMismatch reports a consumer that already holds a signed
 	// nonce for the provider, other than the one the provider issued.
 	errNonceMismatch = errors.New("the consumer holds a signed nonce for another nonce")
+	// errTenantMismatch reports a Tenant built by the consumer's
+	// controller for another consumer or another proxy URL than asked:
+	// nothing was applied on the provider.
+	errTenantMismatch = errors.New("the consumer's controller built a Tenant for another request")
+	// errNotStrict reports --strict with a consumer's kubepact-controller
+	// that gives identities no key of their own (it runs without
+	// --strict): nothing was applied on the provider.
+	errNotStrict = errors.New("the consumer's controller gives identities no key of their own")
 )
 
 // controllerInfo is a running controller.
@@ -229,6 +241,8 @@ type declarativeOptions struct {
 	installCRDs bool
 	strict      bool
 	alg         algorithmFlag
+	// algSet tells a --key-algorithm given from its default.
+	algSet bool
 }
 
 // authenticateDeclarative runs the handshake as liqoctl does, leaving every
@@ -237,13 +251,24 @@ type declarativeOptions struct {
 // each controller to answer, then applies the Tenant on the provider and
 // the Identity it gets back on the consumer. It never creates a CSR,
 // approves one, or binds a role on the provider.
+//
+// Where the consumer runs kubepact-controller, that controller builds the
+// Tenant too, beside the signature (controllers.TenantKey): the CLI reads
+// it from the signed-nonce Secret and never reads the cluster key, so its
+// consumer credentials need no access to the key namespace. With Liqo's
+// controller on the consumer it builds the Tenant as liqoctl does, with the
+// cluster key it reads.
 func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o declarativeOptions) error {
 	c, err := pf.connectClusters(ctx, e)
 	if err != nil {
 		return err
 	}
-	if _, _, err := c.controllers(ctx, e); err != nil {
+	consumerCtl, _, err := c.controllers(ctx, e)
+	if err != nil {
 		return err
+	}
+	if !consumerCtl.liqo && o.algSet {
+		return usagef("--key-algorithm: the consumer's kubepact-controller makes the cluster key (set its --key-algorithm), or pass --local")
 	}
 	if err := c.consumer.ensureCRDs(ctx, o.installCRDs, authv1beta1.IdentityResource); err != nil {
 		return err
@@ -270,22 +295,36 @@ func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o decla
 	}
 	info("Nonce issued by the provider")
 
-	// 3. The signed nonce, signed by the consumer's controller.
-	if err := ensureSignedNonce(ctx, c, n); err != nil {
-		return err
+	// 3. The signed nonce, signed by the consumer's controller; kubepact's
+	// builds the Tenant beside it.
+	var t *authv1beta1.Tenant
+	if consumerCtl.liqo {
+		if _, err := ensureSignedNonce(ctx, c, n, nil); err != nil {
+			return err
+		}
+		info("Nonce signed by the consumer")
+		// 4. The Tenant, built here with the consumer's cluster key, as
+		// liqoctl builds it.
+		cons, err := c.consumer.consumer(c.consumerID, nil, &kubepact.ConsumerOptions{KeyAlgorithm: o.alg.alg, Strict: o.strict})
+		if err != nil {
+			return err
+		}
+		if t, err = cons.Tenant(ctx, c.providerID, n, &kubepact.TenantOptions{ProxyURL: o.proxyURL}); err != nil {
+			return err
+		}
+	} else {
+		s, err := ensureSignedNonce(ctx, c, n, &tenantRequest{proxyURL: o.proxyURL})
+		if err != nil {
+			return err
+		}
+		info("Nonce signed by the consumer")
+		if t, err = controllerTenant(s, n, c.consumerID, c.providerID, o.proxyURL, o.strict, time.Now()); err != nil {
+			return fmt.Errorf("consumer cluster: Secret %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		info("Tenant built by the consumer's controller")
 	}
-	info("Nonce signed by the consumer")
-
-	// 4. The Tenant, built with the consumer's cluster key, applied on
-	// the provider; its controller verifies, signs and binds.
-	cons, err := c.consumer.consumer(c.consumerID, nil, &kubepact.ConsumerOptions{KeyAlgorithm: o.alg.alg, Strict: o.strict})
-	if err != nil {
-		return err
-	}
-	t, err := cons.Tenant(ctx, c.providerID, n, &kubepact.TenantOptions{ProxyURL: o.proxyURL})
-	if err != nil {
-		return err
-	}
+	// 4. The Tenant, applied on the provider; its controller verifies,
+	// signs and binds.
 	want, err := cleanTenant(t)
 	if err != nil {
 		return err
@@ -351,28 +390,103 @@ func ensureNonce(ctx context.Context, c *clusters) (nonce.Nonce, error) {
 	return n, err
 }
 
+// tenantRequest asks the consumer's kubepact-controller for the Tenant
+// answering the nonce, beside its signature (controllers.TenantKey).
+type tenantRequest struct {
+	proxyURL string // controllers.TenantProxyURLKey; empty for none
+}
+
 // ensureSignedNonce writes the signed-nonce request (the Secret
 // liqo-signed-nonce with the nonce) on the consumer and waits for its
-// signature. A request already there must hold the same nonce.
-func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce) error {
+// signature. A request already there must hold the same nonce. With tr,
+// it also asks for a fresh Tenant and waits for it: a Tenant already there
+// is removed, so that the controller builds one with a transcript that has
+// not run down and for this proxy URL. It returns the Secret as answered.
+func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce, tr *tenantRequest) (*corev1.Secret, error) {
 	req := nonce.SignedSecret(c.providerID, n, nil)
 	delete(req.Data, nonce.SignedSecretKey)
+	if tr != nil && tr.proxyURL != "" {
+		req.Data[controllers.TenantProxyURLKey] = []byte(tr.proxyURL)
+	}
 	secrets := c.consumer.client.CoreV1().Secrets(req.Namespace)
 	_, err := secrets.Create(ctx, req, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		cur, err := secrets.Get(ctx, req.Name, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("consumer cluster: reading Secret %s/%s: %w", req.Namespace, req.Name, err)
+			return nil, fmt.Errorf("consumer cluster: reading Secret %s/%s: %w", req.Namespace, req.Name, err)
 		}
 		if string(cur.Data[nonce.SecretKey]) != n.Text() {
-			return fmt.Errorf("%w: Secret %s/%s on the consumer; delete it to answer the provider's nonce", errNonceMismatch, req.Namespace, req.Name)
+			return nil, fmt.Errorf("%w: Secret %s/%s on the consumer; delete it to answer the provider's nonce", errNonceMismatch, req.Namespace, req.Name)
+		}
+		if tr != nil {
+			if err := requestTenant(ctx, secrets, cur, tr); err != nil {
+				return nil, fmt.Errorf("consumer cluster: asking for a Tenant in Secret %s/%s: %w", req.Namespace, req.Name, err)
+			}
 		}
 	} else if err != nil {
-		return fmt.Errorf("consumer cluster: creating Secret %s/%s: %w", req.Namespace, req.Name, err)
+		return nil, fmt.Errorf("consumer cluster: creating Secret %s/%s: %w", req.Namespace, req.Name, err)
 	}
-	return waitSecret(ctx, c.consumer, req.Namespace, req.Name, "the consumer's controller to sign the nonce", func(s *corev1.Secret) (bool, error) {
-		return len(s.Data[nonce.SignedSecretKey]) > 0, nil
+	what := "the consumer's controller to sign the nonce"
+	if tr != nil {
+		what = "the consumer's controller to sign the nonce and build the Tenant"
+	}
+	var answered *corev1.Secret
+	err = waitSecret(ctx, c.consumer, req.Namespace, req.Name, what, func(s *corev1.Secret) (bool, error) {
+		answered = s
+		return len(s.Data[nonce.SignedSecretKey]) > 0 && (tr == nil || len(s.Data[controllers.TenantKey]) > 0), nil
 	})
+	return answered, err
+}
+
+// requestTenant turns the signed-nonce Secret cur into a request for a
+// fresh Tenant: it removes the Tenant it holds and sets the proxy URL.
+// Liqo's keys stay as they are. It is not held to cur's resourceVersion: a
+// write of the controller in between would only fail it, and the Tenant
+// that answers is checked against the nonce anyway (controllerTenant).
+func requestTenant(ctx context.Context, secrets corev1client.SecretInterface, cur *corev1.Secret, tr *tenantRequest) error {
+	var proxy any // null removes it
+	if tr.proxyURL != "" {
+		proxy = []byte(tr.proxyURL)
+	}
+	patch, err := json.Marshal(map[string]any{
+		"data":     map[string]any{controllers.TenantKey: nil, controllers.TenantProxyURLKey: proxy},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = secrets.Patch(ctx, cur.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+	return err
+}
+
+// controllerTenant reads the Tenant that the consumer's kubepact-controller
+// built beside the signature in the signed-nonce Secret s, and checks it
+// before it is applied on the provider: that it answers n for providerID
+// (tenant.Verify, its transcript included, at now), comes from consumerID
+// with proxyURL, and, with strict, asks a certificate for a key other than
+// the cluster key. Its errors wrap tenant.ErrMalformed, a *tenant.FieldError,
+// errTenantMismatch or errNotStrict.
+func controllerTenant(s *corev1.Secret, n nonce.Nonce, consumerID, providerID, proxyURL string, strict bool, now time.Time) (*authv1beta1.Tenant, error) {
+	t, err := tenant.Decode(s.Data[controllers.TenantKey])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", controllers.TenantKey, err)
+	}
+	v, err := tenant.Verify(t, n, &tenant.VerifyOptions{ProviderID: providerID, Policy: tenant.Strict, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", controllers.TenantKey, err)
+	}
+	if v.ClusterID != consumerID {
+		return nil, fmt.Errorf("%w: %s is of consumer %q, not %q", errTenantMismatch, controllers.TenantKey, v.ClusterID, consumerID)
+	}
+	if got := ptr.Deref(v.ProxyURL, ""); got != proxyURL {
+		// Neither URL is quoted: either may hold a password.
+		return nil, fmt.Errorf("%w: %s has another proxy URL than --proxy-url", errTenantMismatch, controllers.TenantKey)
+	}
+	if strict {
+		if pub, ok := v.CSR.PublicKey().(interface{ Equal(crypto.PublicKey) bool }); !ok || pub.Equal(v.PublicKey) {
+			return nil, fmt.Errorf("%w: its CSR is for the cluster key: run kubepact-controller with --strict there, or leave --strict out", errNotStrict)
+		}
+	}
+	return t, nil
 }
 
 var (
@@ -428,6 +542,7 @@ var refusals = map[string]bool{
 	controllers.ReasonInvalidSignedNonceSecret: true, controllers.ReasonNotTenantNamespace: true,
 	controllers.ReasonMalformedNonce: true, controllers.ReasonSignedNonceMismatch: true,
 	controllers.ReasonInvalidIdentity: true, controllers.ReasonIdentityRejected: true,
+	controllers.ReasonInvalidProxyURL: true,
 }
 
 // errRefused reports an object a controller refused for good.

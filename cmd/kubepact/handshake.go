@@ -98,7 +98,7 @@ func authenticateCommand(f *flags) runFunc {
 			if *apiServerURL != "" || *replace || f.Changed("nonce-ttl") || f.Changed("policy") {
 				return usagef("--api-server-url, --replace-endpoint, --nonce-ttl and --policy are the in-process flow's: pass --local, or set them on the provider's controller")
 			}
-			return authenticateDeclarative(ctx, e, pf, declarativeOptions{proxyURL: *proxyURL, installCRDs: *installCRDs, strict: *strict, alg: alg})
+			return authenticateDeclarative(ctx, e, pf, declarativeOptions{proxyURL: *proxyURL, installCRDs: *installCRDs, strict: *strict, alg: alg, algSet: f.Changed("key-algorithm")})
 		}
 		onStep := printSteps(e.stderr)
 		p, err := pf.connect(ctx, e, *apiServerURL, *installCRDs,

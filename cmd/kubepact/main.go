@@ -89,12 +89,21 @@
 // Then it does what liqoctl v1.2 does, in its order: the tenant namespaces
 // on both clusters; the nonce request on the provider, waiting for its
 // controller to issue the nonce; the signed-nonce request on the consumer,
-// waiting for its controller to sign; the Tenant, built with the consumer's
-// cluster key, applied on the provider, waiting for its controller to
-// accept it; the Identity from the Tenant's status applied on the consumer,
-// waiting for its controller to write the kubeconfig Secret. It never
-// creates a CertificateSigningRequest, approves one or binds a role on the
-// provider: the provider's controller does. A controller that refuses an
+// waiting for its controller to sign; the Tenant, applied on the provider,
+// waiting for its controller to accept it; the Identity from the Tenant's
+// status applied on the consumer, waiting for its controller to write the
+// kubeconfig Secret. It never creates a CertificateSigningRequest, approves
+// one or binds a role on the provider: the provider's controller does.
+// Where the consumer runs kubepact-controller, that controller builds the
+// Tenant too, with the consumer's policy (its --strict), and writes it
+// beside the signature (key tenant.yaml of the liqo-signed-nonce Secret,
+// proxy URL from its key proxyURL): authenticate reads it there, checks
+// that it answers the provider's nonce, and never reads the cluster key, so
+// the consumer's credentials need no access to the key namespace. There
+// --key-algorithm is refused (the controller makes the key), and --strict
+// refuses a controller that runs without --strict. With Liqo's controller
+// on the consumer, authenticate builds the Tenant as liqoctl does, reading
+// the cluster key Secret. A controller that refuses an
 // object for good (a Warning Event such as ConsumerRevoked or
 // InvalidSignature) ends the wait at once with its reason; otherwise
 // --timeout does. unauthenticate deletes the
