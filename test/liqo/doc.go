@@ -1,0 +1,2 @@
+// Package liqo tests kubepact against Liqo's own code.
+package liqo
