@@ -63,9 +63,10 @@ type ProviderConfig struct {
 	// default) accepts Liqo consumers, tenant.Strict requires a transcript.
 	Policy tenant.Policy
 	// Signer signs the consumers' CSRs. Nil uses the Kubernetes CSR API
-	// (kube.CSRSigner with NoWait): the Tenant reconciler submits and
-	// approves a CertificateSigningRequest, returns, and is requeued by a
-	// watch on CertificateSigningRequests when it is issued. A signer that
+	// (kube.CSRSigner with NoWait and a Wait of CSRWait): the Tenant
+	// reconciler submits and approves a CertificateSigningRequest, waits
+	// up to CSRWait for it, else returns and is requeued by a watch on
+	// CertificateSigningRequests when it is issued. A signer that
 	// signs at once, such as a *csr.LocalCA, needs no watch. A
 	// *kube.CSRSigner passed here must be made with NoWait, or it blocks a
 	// worker until its certificate is issued; the watch is set up for it.
@@ -117,6 +118,15 @@ type ProviderConfig struct {
 // (BenchmarkTenantsAtOnce).
 const DefaultWorkers = 32
 
+// CSRWait is how long a worker of the default signer waits for the API
+// server's signer to issue a certificate it requested, before it leaves
+// the Tenant to be requeued when the certificate comes (see
+// kube.CSRSignerOptions.Wait). The kube-controller-manager issues one in
+// milliseconds when it keeps up; waiting that long saves the second pass
+// of a handshake (its reads, the nonce and the cache) and serves
+// consumers in the order they came.
+const CSRWait = 5 * time.Second
+
 // SetupProvider adds the provider's reconcilers to mgr: the nonce
 // reconciler (liqo-nonce Secrets), the Tenant reconciler, which also comes
 // back at two thirds of each certificate's lifetime to re-sign it, the
@@ -140,7 +150,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	signer, watchCSRs := cfg.Signer, false
 	switch signer.(type) {
 	case nil:
-		signer = kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Clock: cfg.Clock})
+		signer = kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Wait: CSRWait, Clock: cfg.Clock})
 		watchCSRs = true
 	case *kube.CSRSigner:
 		watchCSRs = true

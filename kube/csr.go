@@ -85,6 +85,7 @@ type CSRSigner struct {
 	approver csr.Approver
 	clock    clock.PassiveClock
 	noWait   bool
+	waitFor  time.Duration
 
 	mu   sync.Mutex
 	user string // the user client authenticates as, once known
@@ -117,6 +118,14 @@ type CSRSignerOptions struct {
 	// signer: they watch CertificateSigningRequests (CSRLabel) and Sign
 	// again when one is issued, denied or failed.
 	NoWait bool
+	// Wait, with NoWait, is how long Sign waits for the object it approved
+	// before returning csr.ErrPending: a certificate issued within it is
+	// returned by the same Sign. A controller's worker then takes a
+	// handshake from its Tenant to its status in one reconcile, at the
+	// cost of being busy for at most Wait; consumers are served in the
+	// order they came, as many at once as there are workers. Zero returns
+	// at once.
+	Wait time.Duration
 	// Clock is the time certificates are judged at; nil means the real
 	// clock.
 	Clock clock.PassiveClock
@@ -127,7 +136,7 @@ type CSRSignerOptions struct {
 func NewCSRSignerWithOptions(client kubernetes.Interface, approver csr.Approver, opts *CSRSignerOptions) *CSRSigner {
 	s := &CSRSigner{client: client, approver: approver, clock: clock.RealClock{}}
 	if opts != nil {
-		s.noWait = opts.NoWait
+		s.noWait, s.waitFor = opts.NoWait, opts.Wait
 		if opts.Clock != nil {
 			s.clock = opts.Clock
 		}
@@ -158,9 +167,12 @@ func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 			}
 		}
 		if s.noWait {
-			return nil, fmt.Errorf("%w: CertificateSigningRequest %s is not issued yet", csr.ErrPending, obj.Name)
+			if cert, err = s.waitBriefly(ctx, obj); errors.Is(err, csr.ErrPending) {
+				return nil, err
+			}
+		} else {
+			cert, err = s.wait(ctx, obj)
 		}
-		cert, err = s.wait(ctx, obj)
 	}
 	// Settled, or waited for: the name has served its purpose, and a later
 	// Sign of the request (a retry, a renewal) lists again.
@@ -406,6 +418,23 @@ func (s *CSRSigner) approve(ctx context.Context, obj *certificatesv1.Certificate
 		return a.ApproveUID(ctx, obj.Name, obj.UID, c)
 	}
 	return s.approver.Approve(ctx, obj.Name, c)
+}
+
+// waitBriefly waits up to s.waitFor for obj, and returns an error wrapping
+// csr.ErrPending when it is not settled by then (or at once, when waitFor is
+// zero). The name of obj stays known, so the next Sign reads it again.
+func (s *CSRSigner) waitBriefly(ctx context.Context, obj *certificatesv1.CertificateSigningRequest) ([]byte, error) {
+	pending := fmt.Errorf("%w: CertificateSigningRequest %s is not issued yet", csr.ErrPending, obj.Name)
+	if s.waitFor <= 0 {
+		return nil, pending
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.waitFor)
+	defer cancel()
+	cert, err := s.wait(wctx, obj)
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		return nil, pending
+	}
+	return cert, err
 }
 
 // wait watches obj, from the resourceVersion it was read at, until it is

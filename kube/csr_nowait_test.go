@@ -136,3 +136,23 @@ func TestCSRSignerForgetsAReplacedObject(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list.Items, 2, "Sign made its own object")
 }
+
+// A CSRSigner with NoWait and a Wait returns the certificate in the same
+// Sign when the API server's signer issues it within the Wait, and
+// csr.ErrPending after the Wait when it does not.
+func TestCSRSignerWaitsBriefly(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	held := kube.NewCSRSignerWithOptions(provider.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true, Wait: 500 * time.Millisecond})
+	start := time.Now()
+	_, err := held.Sign(ctx, csr.Request{CSR: checkedCSR(t, "cl-wait-held"), Lifetime: time.Hour})
+	require.ErrorIs(t, err, csr.ErrPending)
+	require.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond, "Sign waited")
+
+	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true, Wait: 30 * time.Second})
+	cert, err := signer.Sign(ctx, csr.Request{CSR: checkedCSR(t, "cl-wait-issued"), Lifetime: time.Hour})
+	require.NoError(t, err, "issued within the Wait: no second Sign")
+	require.NotEmpty(t, cert)
+}

@@ -44,6 +44,9 @@ type side struct {
 	// client reads and writes with Liqo's own API types.
 	client client.Client
 	procs  []*proc
+	// metricsURL serves the provider controller's metrics, to whom
+	// metricsToken names, if set.
+	metricsURL, metricsToken string
 }
 
 var (
@@ -73,7 +76,14 @@ func run(m *testing.M) int {
 	// The binaries build while the control planes start.
 	built := make(chan error, 1)
 	go func() { built <- build(ctx, filepath.Join(dir, "bin")) }()
-	clusters, err := testcluster.StartAllWith(ctx, testcluster.Options{SigningDuration: certificateLifetime, NoPeerRoles: true}, "liqo", "kubepact")
+	clusters, err := testcluster.StartAllWith(ctx, testcluster.Options{
+		SigningDuration: certificateLifetime,
+		NoPeerRoles:     true,
+		// The CSR signer's client limit: at its default of 20 it would
+		// bound both providers of BenchmarkProviders to about 20
+		// signatures a second.
+		ControllerManagerQPS: 200,
+	}, "liqo", "kubepact")
 	if err != nil {
 		<-built
 		fmt.Fprintln(os.Stderr, err)

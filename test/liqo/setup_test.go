@@ -148,6 +148,7 @@ func startLiqo(ctx context.Context, s *side) error {
 	if err != nil {
 		return err
 	}
+	s.metricsURL = "http://" + metrics + "/metrics"
 	env := []string{"KUBECONFIG=" + s.kubeconfig}
 	manager, err := s.start("liqo-controller-manager", bins.controllerManager, env,
 		"--cluster-id="+liqoClusterID,
@@ -244,6 +245,7 @@ func startKubepact(ctx context.Context, s *side) error {
 				return err
 			}
 			args[i] = "--metrics-bind-address=" + addr
+			s.metricsURL = "https://" + addr + "/metrics"
 		case strings.HasPrefix(a, "--health-probe-bind-address="):
 			if probe, err = freeAddr(); err != nil {
 				return err
@@ -259,6 +261,9 @@ func startKubepact(ctx context.Context, s *side) error {
 		return err
 	}
 	if err := controller.waitReady(ctx, probe); err != nil {
+		return err
+	}
+	if s.metricsToken, err = metricsToken(ctx, s); err != nil {
 		return err
 	}
 	cms, err := s.admin.CoreV1().ConfigMaps(liqoNamespace).List(ctx, metav1.ListOptions{

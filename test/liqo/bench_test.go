@@ -1,0 +1,360 @@
+package liqo
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqoauthv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	liqoconsts "github.com/liqotech/liqo/pkg/consts"
+	"github.com/liqotech/liqo/pkg/liqo-controller-manager/authentication"
+	"github.com/liqotech/liqo/pkg/liqo-controller-manager/authentication/forge"
+	authutils "github.com/liqotech/liqo/pkg/liqo-controller-manager/authentication/utils"
+	tenantnamespace "github.com/liqotech/liqo/pkg/tenantNamespace"
+)
+
+// burst is how many consumers authenticate at once in BenchmarkProviders,
+// and idleRounds how many authenticate one after another on an idle
+// provider.
+const (
+	burst      = 200
+	idleRounds = 10
+)
+
+// providerResult is what BenchmarkProviders measured of one provider.
+type providerResult struct {
+	perSecond        float64       // handshakes a second, burst consumers at once
+	p50, p99         time.Duration // per-consumer latency in the burst
+	idleP50          time.Duration // one handshake on an idle provider
+	requestsPerShake float64       // the provider's API requests per handshake
+}
+
+// BenchmarkProviders measures Liqo's provider (liqo-controller-manager's
+// authentication module) and kubepact-controller with the args it ships,
+// each on its own cluster of this suite, on the same machine and in one
+// run, the kube-controller-manager at 200 QPS for both. Consumers play
+// liqoctl's steps with Liqo's own code: the tenant namespace, the nonce
+// request and a wait for the nonce, the signature and CSR, the Tenant, and
+// a wait for its status.
+//
+// Reported per provider: handshakes/s and the per-consumer p50 and p99
+// with burst consumers at once, the p50 of one handshake on an idle
+// provider, and the provider's API requests per handshake (its client-go
+// rest_client_requests_total over the burst, less its idle rate over the
+// same time). Then kubepact's figures over Liqo's.
+//
+//	(cd test/liqo && go test -run '^$' -bench Providers -benchtime 1x)
+func BenchmarkProviders(b *testing.B) {
+	results := map[string]providerResult{}
+	for _, p := range []struct {
+		name    string
+		side    *side
+		metrics func(context.Context) (float64, error)
+	}{
+		{"liqo", liqoSide, liqoSide.requestCount},
+		{"kubepact", kubepactSide, kubepactSide.requestCount},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			w, err := newWaiter(ctx, p.side)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var r providerResult
+			for i := 0; i < b.N; i++ {
+				if r, err = measure(ctx, p.side, w, p.name, i, p.metrics); err != nil {
+					b.Fatal(err)
+				}
+			}
+			results[p.name] = r
+			b.ReportMetric(r.perSecond, "handshakes/s")
+			b.ReportMetric(float64(r.p50.Milliseconds()), "p50-ms")
+			b.ReportMetric(float64(r.p99.Milliseconds()), "p99-ms")
+			b.ReportMetric(float64(r.idleP50.Milliseconds()), "idle-p50-ms")
+			b.ReportMetric(r.requestsPerShake, "requests/handshake")
+		})
+	}
+	liqo, okL := results["liqo"]
+	kp, okK := results["kubepact"]
+	if !okL || !okK {
+		return
+	}
+	b.Run("kubepact-over-liqo", func(b *testing.B) {
+		b.ReportMetric(kp.perSecond/liqo.perSecond, "throughput-x")
+		b.ReportMetric(float64(kp.p50)/float64(liqo.p50), "p50-x")
+		b.ReportMetric(float64(kp.idleP50)/float64(liqo.idleP50), "idle-p50-x")
+		b.ReportMetric(kp.requestsPerShake/liqo.requestsPerShake, "requests-x")
+	})
+}
+
+// measure runs idleRounds handshakes one after another, then burst at once,
+// against the provider on s.
+func measure(ctx context.Context, s *side, w *waiter, name string, round int, requests func(context.Context) (float64, error)) (providerResult, error) {
+	var r providerResult
+	var idle []time.Duration
+	for i := range idleRounds {
+		d, err := handshake(ctx, s, w, fmt.Sprintf("cl-%s-%d-idle-%d", name, round, i))
+		if err != nil {
+			return r, err
+		}
+		idle = append(idle, d)
+	}
+	r.idleP50 = percentile(idle, 50)
+
+	// The provider's background rate (leases, resyncs), to leave out.
+	before, err := requests(ctx)
+	if err != nil {
+		return r, err
+	}
+	time.Sleep(5 * time.Second)
+	after, err := requests(ctx)
+	if err != nil {
+		return r, err
+	}
+	idleRate := (after - before) / 5
+
+	start := time.Now()
+	latencies := make([]time.Duration, burst)
+	errs := make([]error, burst)
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Go(func() {
+			latencies[i], errs[i] = handshake(ctx, s, w, fmt.Sprintf("cl-%s-%d-burst-%d", name, round, i))
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return r, err
+		}
+	}
+	done, err := requests(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.perSecond = float64(burst) / wall.Seconds()
+	r.p50, r.p99 = percentile(latencies, 50), percentile(latencies, 99)
+	r.requestsPerShake = (done - after - idleRate*wall.Seconds()) / burst
+	return r, nil
+}
+
+// handshake plays liqoctl's provider-side steps for the consumer id, with
+// a fresh Ed25519 cluster key, and returns how long they took.
+func handshake(ctx context.Context, s *side, w *waiter, id string) (time.Duration, error) {
+	start := time.Now()
+	consumer := liqov1beta1.ClusterID(id)
+	ns, err := tenantnamespace.NewManager(s.admin, scheme).CreateNamespace(ctx, consumer)
+	if err != nil {
+		return 0, fmt.Errorf("%s: tenant namespace: %w", id, err)
+	}
+	nonceReady := w.expect(w.nonces, ns.Name)
+	if err := authutils.EnsureNonceSecret(ctx, s.client, consumer, ns.Name); err != nil {
+		return 0, fmt.Errorf("%s: %w", id, err)
+	}
+	var nonce []byte
+	select {
+	case o := <-nonceReady:
+		nonce = o.(*corev1.Secret).Data[liqoconsts.NonceSecretField]
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%s: waiting for the nonce: %w", id, ctx.Err())
+	}
+
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return 0, err
+	}
+	signature, err := authentication.SignNonce(priv, nonce)
+	if err != nil {
+		return 0, err
+	}
+	csr, err := authentication.GenerateCSRForControlPlane(priv, consumer)
+	if err != nil {
+		return 0, err
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return 0, err
+	}
+	tenant := forge.TenantForRemoteCluster(consumer, der, csr, signature, &ns.Name, nil)
+	accepted := w.expect(w.tenants, ns.Name)
+	if err := s.client.Create(ctx, tenant); err != nil {
+		return 0, fmt.Errorf("%s: Tenant: %w", id, err)
+	}
+	select {
+	case <-accepted:
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%s: waiting for the Tenant's status: %w", id, ctx.Err())
+	}
+	return time.Since(start), nil
+}
+
+// waiter tells each consumer when its nonce is filled and its Tenant has
+// a certificate, from one informer per kind, so that waiting costs the
+// provider no request per consumer.
+type waiter struct {
+	mu      sync.Mutex
+	nonces  map[string]chan any // by namespace
+	tenants map[string]chan any
+}
+
+func newWaiter(ctx context.Context, s *side) (*waiter, error) {
+	w := &waiter{nonces: map[string]chan any{}, tenants: map[string]chan any{}}
+	c, err := cache.New(s.cluster.AdminConfig(), cache.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := c.GetInformer(ctx, &corev1.Secret{})
+	if err != nil {
+		return nil, err
+	}
+	tenants, err := c.GetInformer(ctx, &liqoauthv1beta1.Tenant{})
+	if err != nil {
+		return nil, err
+	}
+	notify := func(m map[string]chan any, ready func(any) bool) func(any) {
+		return func(o any) {
+			if !ready(o) {
+				return
+			}
+			ns := o.(client.Object).GetNamespace()
+			w.mu.Lock()
+			ch, ok := m[ns]
+			delete(m, ns)
+			w.mu.Unlock()
+			if ok {
+				ch <- o
+			}
+		}
+	}
+	nonceFilled := func(o any) bool {
+		s, ok := o.(*corev1.Secret)
+		return ok && s.Labels[liqoconsts.NonceSecretLabelKey] == "true" && len(s.Data[liqoconsts.NonceSecretField]) > 0
+	}
+	tenantAccepted := func(o any) bool {
+		t, ok := o.(*liqoauthv1beta1.Tenant)
+		return ok && t.Status.AuthParams != nil && len(t.Status.AuthParams.SignedCRT) > 0
+	}
+	for _, reg := range []struct {
+		inf   cache.Informer
+		on    func(any)
+		label string
+	}{
+		{secrets, notify(w.nonces, nonceFilled), "secrets"},
+		{tenants, notify(w.tenants, tenantAccepted), "tenants"},
+	} {
+		on := reg.on
+		if _, err := reg.inf.AddEventHandler(handlerFuncs{on}); err != nil {
+			return nil, fmt.Errorf("%s: %w", reg.label, err)
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the benchmark's caches did not sync")
+	}
+	return w, nil
+}
+
+// expect returns the channel that receives the first ready object of m's
+// kind in namespace.
+func (w *waiter) expect(m map[string]chan any, namespace string) <-chan any {
+	ch := make(chan any, 1)
+	w.mu.Lock()
+	m[namespace] = ch
+	w.mu.Unlock()
+	return ch
+}
+
+// handlerFuncs calls on for every added or updated object.
+type handlerFuncs struct{ on func(any) }
+
+func (h handlerFuncs) OnAdd(o any, _ bool) { h.on(o) }
+func (h handlerFuncs) OnUpdate(_, o any)   { h.on(o) }
+func (h handlerFuncs) OnDelete(any)        {}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100]
+}
+
+// requestCount returns how many API requests the provider's controller made
+// so far: the sum of client-go's rest_client_requests_total on its metrics
+// endpoint.
+func (s *side) requestCount(ctx context.Context) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.metricsURL, nil)
+	if err != nil {
+		return 0, err
+	}
+	if s.metricsToken != "" {
+		req.Header.Set("Authorization", "Bearer "+s.metricsToken)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the controller's self-signed serving certificate; only counters are read
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %s", s.metricsURL, resp.Status)
+	}
+	var total float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return 0, err
+		}
+		total += v
+	}
+	return total, sc.Err()
+}
+
+// metricsToken returns a token of a ServiceAccount bound to the metrics
+// reader role config/ ships, as a Prometheus of the cluster would have.
+func metricsToken(ctx context.Context, s *side) (string, error) {
+	const ns, name = metav1.NamespaceDefault, "metrics-scraper"
+	if _, err := s.admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	if _, err := s.admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubepact-controller-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+	}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	tr, err := s.admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
+}
