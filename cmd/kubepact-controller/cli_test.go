@@ -105,10 +105,11 @@ func TestCLIAgainstControllers(t *testing.T) {
 				"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
 			ids := []string{"--cluster-id", consumerID, "--remote-cluster-id", providerID}
 
-			// Online.
-			runCLI(t, "", append([]string{"authenticate", "--kubeconfig", consumerKubeconfig, "--remote-kubeconfig", providerKubeconfig, "--policy", policy}, ids...)...)
+			// Online, in the CLI's process (--local), beside the
+			// controllers answering the same objects.
+			runCLI(t, "", append([]string{"authenticate", "--local", "--kubeconfig", consumerKubeconfig, "--remote-kubeconfig", providerKubeconfig, "--policy", policy}, ids...)...)
 			requireKubeconfigWorks(ctx, t, providerID, consumerID)
-			runCLI(t, "", append([]string{"unauthenticate", "--kubeconfig", consumerKubeconfig, "--remote-kubeconfig", providerKubeconfig}, ids...)...)
+			runCLI(t, "", append([]string{"unauthenticate", "--local", "--kubeconfig", consumerKubeconfig, "--remote-kubeconfig", providerKubeconfig}, ids...)...)
 
 			// Offline: files moved by hand. The consumer forgotten above is
 			// readmitted first: its certificate may still be valid.
@@ -127,7 +128,7 @@ func TestCLIAgainstControllers(t *testing.T) {
 			require.NoError(t, err)
 			_, found, _ := unstructured.NestedString(tenant.Object, "status", "tenantNamespace")
 			require.True(t, found, "the Tenant's status")
-			runCLI(t, "", append([]string{"unauthenticate", "--kubeconfig", consumerKubeconfig, "--remote-kubeconfig", providerKubeconfig}, ids...)...)
+			runCLI(t, "", append([]string{"unauthenticate", "--local", "--kubeconfig", consumerKubeconfig, "--remote-kubeconfig", providerKubeconfig}, ids...)...)
 			runCLI(t, "", append([]string{"readmit", "tenant", "--remote-cluster-id", consumerID}, onProvider...)...)
 			p.stop()
 			c.stop()
