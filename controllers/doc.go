@@ -259,12 +259,17 @@
 // answers one provider at a time. controller-runtime never gives one object
 // to two workers at once; the Provider and Consumer the workers share are
 // safe for concurrent use, and a handshake of one consumer is serialised
-// by its nonce. The manager's clients need a rate limit to match: one
-// handshake of a new consumer makes 26 requests with the CSR API (7 of
-// them SubjectAccessReviews, asked at once) and 17 with a local CA, so 40
-// handshakes a second need a QPS near 1,000 (client-go's default is 5;
-// at 100, a provider accepts 5 a second); kubepact-controller's
-// --kube-api-qps and --kube-api-burst set it.
+// by its nonce. With the CSR API, a worker waits up to CSRWait for the
+// certificate it asked for, so a handshake goes from Tenant to status in
+// one reconcile: consumers are served in the order they came, at most
+// Workers at once, and the first of a burst are done first. The manager's
+// clients need a rate limit to match: kubepact-controller makes about 32
+// requests per handshake of a new consumer with the CSR API (7 of them
+// SubjectAccessReviews, asked at once; its own leases and Events
+// included), so 30 handshakes a second need a QPS near 1,000, which is
+// kubepact-controller's default (--kube-api-qps 1000, --kube-api-burst
+// 2000); at 200 a provider accepts about 8 a second, and at client-go's
+// default of 5 fewer than one.
 // With the CSR API, the kube-controller-manager's own client limit
 // (--kube-api-qps, 20 by default) also bounds the provider, to about 20
 // signatures a second. Run one active manager per cluster: enable the

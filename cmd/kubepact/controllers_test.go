@@ -236,7 +236,9 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	// the provider, and never reads the consumer's keys: the consumer's
 	// controller builds the Tenant.
 	rec, consumerRec := &recorder{role: providerRole}, &recorder{role: consumerRole}
-	both := func(role string, rt http.RoundTripper) http.RoundTripper { return rec.wrap(role, consumerRec.wrap(role, rt)) }
+	both := func(role string, rt http.RoundTripper) http.RoundTripper {
+		return rec.wrap(role, consumerRec.wrap(role, rt))
+	}
 	start := time.Now()
 	r, err = cliErr(t, &env{wrapTransport: both}, append(args("authenticate"), "--remote-cluster-id", providerID)...)
 	require.NoError(t, err, r.stderr)

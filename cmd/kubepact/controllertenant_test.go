@@ -67,13 +67,19 @@ func TestControllerTenant(t *testing.T) {
 		{name: "not a Tenant", data: func(*testing.T) []byte { return []byte("kind: Secret\n") }, want: tenant.ErrMalformed},
 		{name: "another nonce", data: func(t *testing.T) []byte { return build(t, tenant.BuildOptions{}, consumerID, newNonce(t)) },
 			want: keys.ErrBadSignature, field: true},
-		{name: "another provider", data: func(t *testing.T) []byte { return build(t, tenant.BuildOptions{ProviderID: "cl-elsewhere"}, consumerID, n) },
+		{name: "another provider", data: func(t *testing.T) []byte {
+			return build(t, tenant.BuildOptions{ProviderID: "cl-elsewhere"}, consumerID, n)
+		},
 			want: tenant.ErrTranscriptMismatch, field: true},
-		{name: "transcript run down", data: func(t *testing.T) []byte { return build(t, tenant.BuildOptions{Expiry: now.Add(-time.Second)}, consumerID, n) },
+		{name: "transcript run down", data: func(t *testing.T) []byte {
+			return build(t, tenant.BuildOptions{Expiry: now.Add(-time.Second)}, consumerID, n)
+		},
 			want: tenant.ErrTranscriptExpired, field: true},
 		{name: "another consumer", data: func(t *testing.T) []byte { return build(t, tenant.BuildOptions{}, "cl-someone-else", n) },
 			want: errTenantMismatch},
-		{name: "another proxy URL", data: func(t *testing.T) []byte { return build(t, tenant.BuildOptions{ProxyURL: "http://other.example.com"}, consumerID, n) },
+		{name: "another proxy URL", data: func(t *testing.T) []byte {
+			return build(t, tenant.BuildOptions{ProxyURL: "http://other.example.com"}, consumerID, n)
+		},
 			want: errTenantMismatch},
 		{name: "strict, CSR for the cluster key", data: func(t *testing.T) []byte { return build(t, tenant.BuildOptions{}, consumerID, n) },
 			strict: true, want: errNotStrict},

@@ -449,7 +449,7 @@ func requestTenant(ctx context.Context, secrets corev1client.SecretInterface, cu
 		proxy = []byte(tr.proxyURL)
 	}
 	patch, err := json.Marshal(map[string]any{
-		"data":     map[string]any{controllers.TenantKey: nil, controllers.TenantProxyURLKey: proxy},
+		"data": map[string]any{controllers.TenantKey: nil, controllers.TenantProxyURLKey: proxy},
 	})
 	if err != nil {
 		return err
