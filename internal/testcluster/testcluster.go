@@ -112,6 +112,10 @@ type Options struct {
 	// NoPeerRoles starts the cluster without the peer ClusterRoles, for a test that installs
 	// them as an operator does (config/, or Liqo's chart).
 	NoPeerRoles bool
+
+	// AuditLog makes the API server write one JSON line per request, at the Metadata level, to
+	// AuditLogPath: who asked what of which resource, to count a component's requests.
+	AuditLog bool
 }
 
 // Cluster is a running control plane. Its methods are safe for concurrent use.
@@ -123,6 +127,7 @@ type Cluster struct {
 	kcmQPS    float32
 	signing   time.Duration
 	noRoles   bool
+	audit     bool
 
 	host       string
 	ca         *authority
@@ -154,7 +159,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster directory: %w", err)
 	}
-	c := &Cluster{name: name, dir: dir, binDir: binDir, logWriter: opts.LogWriter, kcmQPS: opts.ControllerManagerQPS, signing: opts.SigningDuration, noRoles: opts.NoPeerRoles}
+	c := &Cluster{name: name, dir: dir, binDir: binDir, logWriter: opts.LogWriter, kcmQPS: opts.ControllerManagerQPS, signing: opts.SigningDuration, noRoles: opts.NoPeerRoles, audit: opts.AuditLog}
 	if err := c.writePKI(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("test cluster %s: %w", name, err)
@@ -299,13 +304,14 @@ func (c *Cluster) writePKI() error {
 	}
 	c.ca, c.clientCA, c.admin, c.kcm = ca, clientCA, admin, kcm
 	return writeFiles(c.dir, map[string][]byte{
-		"ca.crt":        ca.certPEM,
-		"client-ca.crt": append(append([]byte(nil), ca.certPEM...), clientCA.certPEM...),
-		"ca.key":        ca.keyPEM,
-		"apiserver.crt": serving.certPEM,
-		"apiserver.key": serving.keyPEM,
-		"sa.key":        saKey,
-		"sa.pub":        saPub,
+		"ca.crt":            ca.certPEM,
+		"client-ca.crt":     append(append([]byte(nil), ca.certPEM...), clientCA.certPEM...),
+		"ca.key":            ca.keyPEM,
+		"audit-policy.yaml": []byte(auditPolicy),
+		"apiserver.crt":     serving.certPEM,
+		"apiserver.key":     serving.keyPEM,
+		"sa.key":            saKey,
+		"sa.pub":            saPub,
 	})
 }
 
@@ -415,7 +421,7 @@ func (c *Cluster) etcdArgs() []string {
 }
 
 func (c *Cluster) apiserverArgs(port int) []string {
-	return []string{
+	args := []string{
 		"--etcd-servers=" + c.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -433,6 +439,33 @@ func (c *Cluster) apiserverArgs(port int) []string {
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 	}
+	if c.audit {
+		args = append(args, "--audit-policy-file="+c.path("audit-policy.yaml"), "--audit-log-path="+c.AuditLogPath(),
+			"--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0")
+	}
+	return args
+}
+
+// auditPolicy logs every request once, when its response is complete, without its body.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
+rules:
+- level: Metadata
+`
+
+// AuditLogPath is where the API server of a cluster started with Options.AuditLog writes its
+// audit events, one JSON object per line.
+func (c *Cluster) AuditLogPath() string { return c.path("audit.log") }
+
+// UserKubeconfig returns a kubeconfig for the cluster that authenticates as user in groups, with
+// a client certificate from the cluster's CA: a component of its own, apart from the admin.
+func (c *Cluster) UserKubeconfig(user string, groups ...string) ([]byte, error) {
+	creds, err := c.ca.clientCert(user, groups...)
+	if err != nil {
+		return nil, err
+	}
+	return c.kubeconfig(user, creds)
 }
 
 func (c *Cluster) controllerManagerArgs() []string {

@@ -7,8 +7,12 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +51,9 @@ type providerResult struct {
 	p50, p99         time.Duration // per-consumer latency in the burst
 	idleP50          time.Duration // one handshake on an idle provider
 	requestsPerShake float64       // the provider's API requests per handshake
+	// byKind is what those requests were, per handshake, from the audit log:
+	// verb and resource.
+	byKind map[string]float64
 }
 
 // BenchmarkProviders measures Liqo's provider (liqo-controller-manager's
@@ -93,6 +100,12 @@ func BenchmarkProviders(b *testing.B) {
 			b.ReportMetric(float64(r.p99.Milliseconds()), "p99-ms")
 			b.ReportMetric(float64(r.idleP50.Milliseconds()), "idle-p50-ms")
 			b.ReportMetric(r.requestsPerShake, "requests/handshake")
+			kinds := slices.Sorted(maps.Keys(r.byKind))
+			var line strings.Builder
+			for _, k := range kinds {
+				fmt.Fprintf(&line, " %s=%.2f", k, r.byKind[k])
+			}
+			b.Logf("%s's requests per handshake, by verb and resource (audit log):%s", p.name, line.String())
 		})
 	}
 	liqo, okL := results["liqo"]
@@ -123,6 +136,10 @@ func measure(ctx context.Context, s *side, w *waiter, name string, round int, re
 	r.idleP50 = percentile(idle, 50)
 
 	// The provider's background rate (leases, resyncs), to leave out.
+	idleFrom, err := auditOffset(s)
+	if err != nil {
+		return r, err
+	}
 	before, err := requests(ctx)
 	if err != nil {
 		return r, err
@@ -133,6 +150,10 @@ func measure(ctx context.Context, s *side, w *waiter, name string, round int, re
 		return r, err
 	}
 	idleRate := (after - before) / 5
+	idleKinds, burstFrom, err := auditCounts(s, idleFrom)
+	if err != nil {
+		return r, err
+	}
 
 	start := time.Now()
 	latencies := make([]time.Duration, burst)
@@ -157,6 +178,16 @@ func measure(ctx context.Context, s *side, w *waiter, name string, round int, re
 	r.perSecond = float64(burst) / wall.Seconds()
 	r.p50, r.p99 = percentile(latencies, 50), percentile(latencies, 99)
 	r.requestsPerShake = (done - after - idleRate*wall.Seconds()) / burst
+	burstKinds, _, err := auditCounts(s, burstFrom)
+	if err != nil {
+		return r, err
+	}
+	r.byKind = map[string]float64{}
+	for k, n := range burstKinds {
+		if v := (float64(n) - float64(idleKinds[k])/5*wall.Seconds()) / burst; v >= 0.05 {
+			r.byKind[k] = v
+		}
+	}
 	return r, nil
 }
 
@@ -357,4 +388,67 @@ func metricsToken(ctx context.Context, s *side) (string, error) {
 		return "", err
 	}
 	return tr.Status.Token, nil
+}
+
+// auditOffset returns the size of s's audit log: where the next events
+// start.
+func auditOffset(s *side) (int64, error) {
+	fi, err := os.Stat(s.cluster.AuditLogPath())
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// auditCounts counts the requests of s.auditUser in s's audit log from
+// offset, by verb and resource, and returns where it stopped.
+func auditCounts(s *side, offset int64) (map[string]int, int64, error) {
+	f, err := os.Open(s.cluster.AuditLogPath())
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, 0, err
+	}
+	counts := map[string]int{}
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			break // a partial last line is read next time
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		offset += int64(len(line))
+		var ev struct {
+			Verb             string                     `json:"verb"`
+			User             struct{ Username string }  `json:"user"`
+			ImpersonatedUser *struct{ Username string } `json:"impersonatedUser"`
+			ObjectRef        *struct {
+				Resource    string `json:"resource"`
+				Subresource string `json:"subresource"`
+			} `json:"objectRef"`
+		}
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return nil, 0, err
+		}
+		who := ev.User.Username
+		if ev.ImpersonatedUser != nil {
+			who = ev.ImpersonatedUser.Username
+		}
+		if who != s.auditUser {
+			continue
+		}
+		kind := ev.Verb
+		if ev.ObjectRef != nil {
+			kind += " " + ev.ObjectRef.Resource
+			if ev.ObjectRef.Subresource != "" {
+				kind += "/" + ev.ObjectRef.Subresource
+			}
+		}
+		counts[kind]++
+	}
+	return counts, offset, nil
 }

@@ -49,6 +49,9 @@ type side struct {
 	// metricsURL serves the provider controller's metrics, to whom
 	// metricsToken names, if set.
 	metricsURL, metricsToken string
+	// auditUser is who the provider's controller is in the API server's
+	// audit log (the impersonated user, when it impersonates).
+	auditUser string
 }
 
 var (
@@ -87,6 +90,8 @@ func run(m *testing.M) int {
 		// bound both providers of BenchmarkProviders to about 20
 		// signatures a second.
 		ControllerManagerQPS: 200,
+		// BenchmarkProviders counts each controller's requests by kind.
+		AuditLog: true,
 	}, "liqo", "kubepact")
 	if err != nil {
 		<-built

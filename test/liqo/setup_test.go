@@ -149,7 +149,19 @@ func startLiqo(ctx context.Context, s *side) error {
 		return err
 	}
 	s.metricsURL = "http://" + metrics + "/metrics"
-	env := []string{"KUBECONFIG=" + s.kubeconfig}
+	// Liqo's components authenticate as themselves (with the admin's
+	// groups), so that the API server's audit log tells their requests
+	// apart.
+	s.auditUser = "liqo-controller-manager"
+	managerKubeconfig, err := userKubeconfig(s, s.auditUser)
+	if err != nil {
+		return err
+	}
+	replicatorKubeconfig, err := userKubeconfig(s, "liqo-crd-replicator")
+	if err != nil {
+		return err
+	}
+	env := []string{"KUBECONFIG=" + managerKubeconfig}
 	manager, err := s.start("liqo-controller-manager", bins.controllerManager, env,
 		"--cluster-id="+liqoClusterID,
 		"--liqo-namespace="+liqoNamespace,
@@ -171,7 +183,7 @@ func startLiqo(ctx context.Context, s *side) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.start("crd-replicator", bins.crdReplicator, env,
+	if _, err := s.start("crd-replicator", bins.crdReplicator, []string{"KUBECONFIG=" + replicatorKubeconfig},
 		"--cluster-id="+liqoClusterID, "--metrics-address="+replicatorMetrics); err != nil {
 		return err
 	}
@@ -256,6 +268,7 @@ func startKubepact(ctx context.Context, s *side) error {
 	if probe == "" {
 		return errors.New("the shipped args set no --health-probe-bind-address")
 	}
+	s.auditUser = "system:serviceaccount:kubepact-system:kubepact-controller"
 	controller, err := s.start("kubepact-controller", bins.kubepactController, []string{"KUBECONFIG=" + saKubeconfig}, args...)
 	if err != nil {
 		return err
@@ -276,6 +289,17 @@ func startKubepact(ctx context.Context, s *side) error {
 	}
 	s.id = cms.Items[0].Data[clusterid.RecordKey]
 	return clusterid.Validate(s.id)
+}
+
+// userKubeconfig writes a kubeconfig of s for user, a cluster admin of its
+// own, and returns its path.
+func userKubeconfig(s *side, user string) (string, error) {
+	b, err := s.cluster.UserKubeconfig(user, "system:masters")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(filepath.Dir(s.kubeconfig), s.name+"-"+user+".kubeconfig")
+	return path, os.WriteFile(path, b, 0o600)
 }
 
 // containerArgs returns the args of the container name of Deployment u.
