@@ -30,6 +30,7 @@ import (
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/floor"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -255,7 +256,10 @@ func percentile(sorted []time.Duration, q float64) float64 {
 // reconciler writes the kubeconfig Secret, confirming it on the provider.
 // The nonce is issued and signed, and the Tenant built, beforehand; every
 // iteration is a new pair of cluster IDs with new managers. It reports p50
-// and p99 of that latency, and p50 of the part until the Tenant's status.
+// and p99 of that latency, p50 of the part until the Tenant's status, and,
+// measured on the provider's API server in the same run, the floor of a
+// handshake (package floor: 6 writes and 1 CSR round, one after another)
+// with p50's ratio to it, p50-x-floor.
 //
 //	go test -run '^$' -bench TenantToKubeconfig -benchtime 5x ./controllers/
 func BenchmarkTenantToKubeconfig(b *testing.B) {
@@ -351,6 +355,14 @@ func benchTenantToKubeconfig(b *testing.B, signer csr.Signer) {
 	b.ReportMetric(percentile(total, 0.5), "p50-ms")
 	b.ReportMetric(percentile(total, 0.99), "p99-ms")
 	b.ReportMetric(percentile(status, 0.5), "status-p50-ms")
+	// The floor of a handshake on the provider's API server, in this run:
+	// 6 writes and 1 CSR round, one after another (package floor).
+	cs, err := kubernetes.NewForConfig(providerEnv.cluster.AdminConfig())
+	require.NoError(b, err)
+	f, err := floor.Measure(ctx, cs, metav1.NamespaceDefault, 20)
+	require.NoError(b, err)
+	b.ReportMetric(float64(f.Handshake.Microseconds())/1000, "floor-ms")
+	b.ReportMetric(percentile(total, 0.5)/(float64(f.Handshake.Microseconds())/1000), "p50-x-floor")
 }
 
 // atOnce is how many consumers BenchmarkTenantsAtOnce hands to one provider.

@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/internal/floor"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 )
@@ -15,7 +19,10 @@ import (
 // BenchmarkAuthenticate runs the whole handshake between the two real
 // clusters and reports the median latency and the API requests made on each
 // cluster per handshake. Every iteration is a new pair of cluster IDs whose
-// consumer key already exists, so every handshake really signs a CSR.
+// consumer key already exists, so every handshake really signs a CSR. It
+// then measures the floor on the provider's API server (package floor: 6
+// writes and 1 CSR round, one after another) and reports the median's
+// ratio to it, p50-x-floor.
 //
 //	go test -run '^$' -bench Authenticate -benchtime 20x ./kube/
 func BenchmarkAuthenticate(b *testing.B) {
@@ -48,7 +55,28 @@ func BenchmarkAuthenticate(b *testing.B) {
 	b.StopTimer()
 	slices.Sort(durations)
 	n := float64(b.N)
-	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+	p50 := durations[len(durations)/2]
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(provider.requests.Load()-providerBefore)/n, "provider-requests/op")
 	b.ReportMetric(float64(consumer.requests.Load()-consumerBefore)/n, "consumer-requests/op")
+	reportFloor(ctx, b, provider, p50)
+}
+
+// reportFloor measures, on e's API server and in this run, the floor of a
+// handshake (floor.Writes writes and floor.CSRRounds CSR rounds, one after
+// another), and reports it with p50's ratio to it.
+func reportFloor(ctx context.Context, b *testing.B, e *env, p50 time.Duration) {
+	b.Helper()
+	cs, err := kubernetes.NewForConfig(e.cluster.AdminConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := floor.Measure(ctx, cs, metav1.NamespaceDefault, 20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(f.Write.Microseconds())/1000, "write-ms")
+	b.ReportMetric(float64(f.CSRRound.Microseconds())/1000, "csr-round-ms")
+	b.ReportMetric(float64(f.Handshake.Microseconds())/1000, "floor-ms")
+	b.ReportMetric(float64(p50)/float64(f.Handshake), "p50-x-floor")
 }
