@@ -202,7 +202,9 @@ func forgetClusterID(t *testing.T, s *side, args []string) {
 	case cm.Data[clusterid.RecordKey] == want:
 		return
 	}
-	require.NoError(t, client.IgnoreNotFound(s.typed.Delete(ctx, cm)))
+	if err := s.admin.CoreV1().ConfigMaps("liqo").Delete(ctx, cm.Name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+		require.NoError(t, err)
+	}
 }
 
 // stop stops the replica and waits for it to end.

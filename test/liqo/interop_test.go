@@ -63,7 +63,7 @@ func TestInterop(t *testing.T) {
 		require.NoError(t, err)
 		// The Liqo cluster's objects, copied here by its CRD replicator.
 		copies := map[string]bool{
-			"Renew/" + renewalName(kubepactSide.id):    true,
+			"Renew/" + renewal.Name(kubepactSide.id):   true,
 			"ResourceSlice/" + sliceName(kubepactSide): true,
 		}
 		for _, e := range events.Items {
@@ -105,14 +105,14 @@ func steps(t *testing.T, c, p *side) {
 		requireControlPlane(ctx, t, c, p)
 	})
 
-	sliceName := sliceName(p)
+	requested := sliceName(p)
 	t.Run("resourceslice", func(t *testing.T) {
-		liqoctl(ctx, t, "create", "resourceslice", sliceName, "--kubeconfig", c.kubeconfig,
+		liqoctl(ctx, t, "create", "resourceslice", requested, "--kubeconfig", c.kubeconfig,
 			"--remote-cluster-id", p.id, "--cpu", "2", "--memory", "4Gi", "--pods", "110", "--no-virtual-node")
 		ns := tenantNamespace(ctx, t, c, p.id)
 		var slice liqoauthv1beta1.ResourceSlice
 		require.NoError(t, eventually(ctx, time.Minute, func(ctx context.Context) error {
-			if err := c.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: sliceName}, &slice); err != nil {
+			if err := c.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: requested}, &slice); err != nil {
 				return err
 			}
 			for _, typ := range []liqoauthv1beta1.ResourceSliceConditionType{
@@ -138,7 +138,7 @@ func steps(t *testing.T, c, p *side) {
 		}
 
 		// The slice's own identity, as Liqo's code finds it, works.
-		id, err := getters.GetIdentityFromResourceSlice(ctx, c.client, liqov1beta1.ClusterID(p.id), sliceName)
+		id, err := getters.GetIdentityFromResourceSlice(ctx, c.client, liqov1beta1.ClusterID(p.id), requested)
 		require.NoError(t, err)
 		secret, err := getters.GetKubeconfigSecretFromIdentity(ctx, c.client, id)
 		require.NoError(t, err)
@@ -171,7 +171,7 @@ func steps(t *testing.T, c, p *side) {
 	t.Run("unauthenticate and authenticate again", func(t *testing.T) {
 		// liqoctl unauthenticate refuses while ResourceSlices remain, and
 		// liqoctl has no delete for them: a user runs kubectl delete.
-		slice := &liqoauthv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace(ctx, t, c, p.id), Name: sliceName}}
+		slice := &liqoauthv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace(ctx, t, c, p.id), Name: requested}}
 		require.NoError(t, client.IgnoreNotFound(c.client.Delete(ctx, slice)))
 		require.NoError(t, eventually(ctx, time.Minute, func(ctx context.Context) error {
 			if err := c.client.Get(ctx, client.ObjectKeyFromObject(slice), slice); err == nil {
@@ -229,10 +229,6 @@ func steps(t *testing.T, c, p *side) {
 
 // sliceName is the name of the ResourceSlice the suite asks provider p for.
 func sliceName(p *side) string { return "interop-" + p.name }
-
-// renewalName is the name of a consumer's ControlPlane Renew for the
-// provider providerID, as Liqo and kubepact name it.
-func renewalName(providerID string) string { return renewal.Name(providerID) }
 
 // unauthenticate runs liqoctl unauthenticate and waits until the consumer's
 // ControlPlane kubeconfig is gone (the garbage collector deletes it after
