@@ -203,15 +203,28 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	if n.IsZero() {
 		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
 	}
+	// The Tenant is built, from the keys of their own namespace, while
+	// the tenant namespace is ensured.
+	type built struct {
+		t   *authv1beta1.Tenant
+		err error
+	}
+	building := make(chan built, 1)
+	go func() {
+		t, err := c.buildTenant(ctx, providerID, n, opts)
+		building <- built{t, err}
+	}()
 	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
+		<-building
 		return nil, stepError(StepConsumerNamespace, err)
 	}
 	c.step(ctx, Step{Name: StepConsumerNamespace})
 	c.step(ctx, Step{Name: StepNonceRetrieved})
-	t, err := c.buildTenant(ctx, providerID, n, opts)
-	if err != nil {
-		return nil, err
+	b := <-building
+	if b.err != nil {
+		return nil, b.err
 	}
+	t := b.t
 	if err := c.ports.Secrets.Write(ctx, nonce.SignedSecret(providerID, n, t.Spec.Signature)); err != nil {
 		return nil, stepError(StepNonceSigned, err)
 	}
@@ -388,7 +401,12 @@ func (c *Consumer) Apply(ctx context.Context, providerID string, id *authv1beta1
 	c.step(ctx, Step{Name: StepKubeconfigWritten})
 
 	stored.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret.Name}
-	if stored, err = c.ports.Identities.Apply(ctx, stored); err != nil {
+	if s, ok := c.ports.Identities.(identity.StatusApplier); ok {
+		stored, err = s.ApplyStatus(ctx, stored)
+	} else {
+		stored, err = c.ports.Identities.Apply(ctx, stored)
+	}
+	if err != nil {
 		return nil, stepError(StepIdentityStatus, err)
 	}
 	c.step(ctx, Step{Name: StepIdentityStatus})
@@ -414,6 +432,13 @@ func storedIdentity(providerID string, id *authv1beta1.Identity) *authv1beta1.Id
 // heldIdentity returns the Identity namespace/name the consumer already
 // stores, or nil when there is none.
 func (c *Consumer) heldIdentity(ctx context.Context, namespace, name string) (*authv1beta1.Identity, error) {
+	if g, ok := c.ports.Identities.(identity.Getter); ok {
+		id, err := g.Get(ctx, namespace, name)
+		if errors.Is(err, identity.ErrNotFound) {
+			return nil, nil
+		}
+		return id, err
+	}
 	ids, err := c.ports.Identities.List(ctx, namespace)
 	if err != nil {
 		return nil, err

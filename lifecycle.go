@@ -257,14 +257,7 @@ func (p *Provider) admit(ctx context.Context, t *authv1beta1.Tenant) (*authv1bet
 // of the key it names, over the very certificate it names, is the
 // holder's, which lets a Strict consumer, whose certificate has a key of
 // its own, re-peer with its cluster key.
-func (p *Provider) checkHolder(ctx context.Context, consumerID string, stored *authv1beta1.Tenant, claim ...crypto.PublicKey) error {
-	var cached *csr.CacheEntry
-	switch e, err := p.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID}); {
-	case err == nil:
-		cached = &e
-	case !errors.Is(err, csr.ErrNotFound):
-		return err
-	}
+func (p *Provider) checkHolder(ctx context.Context, consumerID string, stored *authv1beta1.Tenant, cached *csr.CacheEntry, claim ...crypto.PublicKey) error {
 	if stored == nil && cached != nil {
 		held, err := p.unpeeredHolder(ctx, consumerID, cached, claim)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -252,6 +253,12 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
 			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
 	}
+	// Read while the Tenant is admitted, and used where they were read
+	// before: the cached certificate (the holder check, then the
+	// signing) and the peer roles (before signing).
+	cached := p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID})
+	roles := p.checkRoles(ctx, p.tenantRoles()...)
+	defer func() { _, _ = cached(); _ = roles() }() // none outlives Accept
 	current, err := p.admit(ctx, t)
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
@@ -281,7 +288,11 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	// the consumer ID, whatever flow issued it, a second key would be the
 	// same user, and Kubernetes cannot revoke the first certificate.
 	// Checked once the keys are proven, before anything is signed.
-	if err := p.checkHolder(ctx, consumerID, current, pub, v.CSR.PublicKey()); err != nil {
+	entry, err := cached()
+	if err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
+	if err := p.checkHolder(ctx, consumerID, current, entry, pub, v.CSR.PublicKey()); err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
 
@@ -302,39 +313,65 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	// The role the consumer is bound to must be installed before anything
 	// is signed: a certificate bound to a missing role would be an
 	// identity that can do nothing, issued for nothing.
-	if err := p.requireRoles(ctx, p.tenantRoles()...); err != nil {
+	if err := roles(); err != nil {
 		return nil, stepError(StepCertificateIssued, err)
 	}
-	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: consumerID},
-		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, p.opts.Clock.Now())
-	if err != nil {
-		return nil, stepError(StepCertificateIssued, err)
-	}
-	p.step(ctx, Step{Name: StepCertificateIssued})
 
-	// The Tenant is recorded, status aside, before the binding, which it
-	// owns: deleting the Tenant collects the binding. A Tenant read as
-	// recorded already (a retry, or the second call of a handshake whose
-	// certificate was pending) is not written again.
+	r := csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}
+	key := csr.CacheKey{ConsumerID: consumerID}
+	var cert []byte
+	if entry != nil {
+		cert = csr.Cached(*entry, r, p.opts.Clock.Now())
+	}
+	signed := cert == nil
+	if signed {
+		if cert, err = csr.SignChecked(ctx, p.ports.Signer, r, p.opts.Clock.Now()); err != nil {
+			return nil, stepError(StepCertificateIssued, err)
+		}
+	}
+
+	// Once the certificate is issued, and not before, three writes at
+	// once: the certificate cached, the Tenant recorded (status aside),
+	// and, as Liqo's provider does when it accepts a Tenant, group
+	// consumerID bound to the cluster-wide slice role (metrics), not only
+	// with its first ResourceSlice. A Tenant read as recorded already (a
+	// retry, or the second call of a handshake whose certificate was
+	// pending) is not written again. Then the ControlPlane binding, which
+	// the Tenant owns (deleting the Tenant collects it), and last the
+	// status, which hands the certificate out.
 	stored := storedTenant(t)
 	owner := current
+	var (
+		wg                                  sync.WaitGroup
+		cacheErr, recordErr, clusterBindErr error
+	)
+	if signed {
+		wg.Go(func() {
+			if err := p.ports.Certificates.Put(ctx, key, csr.CacheEntry{CSR: r.CSR.PEM(), Certificate: cert}); err != nil {
+				cacheErr = fmt.Errorf("writing certificate cache %s: %w", key.SecretName(), err)
+			}
+		})
+	}
 	if !recorded(current, stored) {
-		if owner, err = p.ports.Tenants.Apply(ctx, stored); err != nil {
-			return nil, stepError(StepRBACBound, err)
-		}
+		wg.Go(func() { owner, recordErr = p.ports.Tenants.Apply(ctx, stored) })
+	}
+	if p.ports.ClusterRBAC != nil {
+		wg.Go(func() {
+			clusterBindErr = p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(consumerID))
+		})
+	}
+	wg.Wait()
+	if cacheErr != nil {
+		return nil, stepError(StepCertificateIssued, cacheErr)
+	}
+	p.step(ctx, Step{Name: StepCertificateIssued})
+	if err := errors.Join(recordErr, clusterBindErr); err != nil {
+		return nil, stepError(StepRBACBound, err)
 	}
 	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
 	binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
 	if err := p.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
 		return nil, stepError(StepRBACBound, err)
-	}
-	// As Liqo's provider does when it accepts a Tenant, group consumerID
-	// gets the cluster-wide slice role (metrics) at once, not only with its
-	// first ResourceSlice.
-	if p.ports.ClusterRBAC != nil {
-		if err := p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(consumerID)); err != nil {
-			return nil, stepError(StepRBACBound, err)
-		}
 	}
 	p.step(ctx, Step{Name: StepRBACBound})
 
@@ -364,6 +401,38 @@ func (p *Provider) tenantRoles() []string {
 		return []string{rbac.ControlPlaneClusterRoleName}
 	}
 	return []string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName}
+}
+
+// readCache starts reading the certificate cached under key and returns
+// the function that waits for it: the entry, nil when nothing is cached.
+func (p *Provider) readCache(ctx context.Context, key csr.CacheKey) func() (*csr.CacheEntry, error) {
+	var (
+		entry *csr.CacheEntry
+		err   error
+		done  = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		e, getErr := p.ports.Certificates.Get(ctx, key)
+		switch {
+		case getErr == nil:
+			entry = &e
+		case !errors.Is(getErr, csr.ErrNotFound):
+			err = fmt.Errorf("reading certificate cache %s: %w", key.SecretName(), getErr)
+		}
+	}()
+	return func() (*csr.CacheEntry, error) {
+		<-done
+		return entry, err
+	}
+}
+
+// checkRoles starts requireRoles and returns the function that waits for
+// its answer.
+func (p *Provider) checkRoles(ctx context.Context, names ...string) func() error {
+	done := make(chan error, 1)
+	go func() { done <- p.requireRoles(ctx, names...) }()
+	return sync.OnceValue(func() error { return <-done })
 }
 
 // requireRoles checks that the peer ClusterRoles names are installed

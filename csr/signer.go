@@ -131,13 +131,48 @@ func Issue(ctx context.Context, s Signer, c Cache, key CacheKey, r Request, now 
 	if r.CSR == nil {
 		return nil, fmt.Errorf("%w: no checked CSR", ErrFailed)
 	}
-	switch e, err := c.Get(ctx, key); {
-	case err == nil && bytes.Equal(e.CSR, r.CSR.pem):
-		if leaf, err := CheckIssued(e.Certificate, r, now); err == nil && fresh(leaf, now) {
-			return e.Certificate, nil
+	e, err := c.Get(ctx, key)
+	switch {
+	case err == nil:
+		if cert := Cached(e, r, now); cert != nil {
+			return cert, nil
 		}
-	case err != nil && !errors.Is(err, ErrNotFound):
+	case !errors.Is(err, ErrNotFound):
 		return nil, fmt.Errorf("reading certificate cache %s: %w", key.SecretName(), err)
+	}
+	cert, err := SignChecked(ctx, s, r, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Put(ctx, key, CacheEntry{CSR: r.CSR.PEM(), Certificate: cert}); err != nil {
+		return nil, fmt.Errorf("writing certificate cache %s: %w", key.SecretName(), err)
+	}
+	return cert, nil
+}
+
+// Cached returns the certificate of e when Issue would return it from the
+// cache for r at now: e was issued for the same CSR, passes CheckIssued and
+// has at least a third of its lifetime left. It returns nil otherwise. It
+// lets a caller that read the entry already (to check who holds the
+// identity, say) issue without reading it again: Cached, then, on nil,
+// SignChecked and Cache.Put, as Issue does.
+func Cached(e CacheEntry, r Request, now time.Time) []byte {
+	if r.CSR == nil || !bytes.Equal(e.CSR, r.CSR.pem) {
+		return nil
+	}
+	if leaf, err := CheckIssued(e.Certificate, r, now); err == nil && fresh(leaf, now) {
+		return e.Certificate
+	}
+	return nil
+}
+
+// SignChecked asks s to sign r and checks what it issued with CheckIssued:
+// a certificate that fails is not returned, and the error wraps
+// ErrBadCertificate. An error of s, ErrPending included, is returned as it
+// is.
+func SignChecked(ctx context.Context, s Signer, r Request, now time.Time) ([]byte, error) {
+	if r.CSR == nil {
+		return nil, fmt.Errorf("%w: no checked CSR", ErrFailed)
 	}
 	cert, err := s.Sign(ctx, r)
 	if err != nil {
@@ -145,9 +180,6 @@ func Issue(ctx context.Context, s Signer, c Cache, key CacheKey, r Request, now 
 	}
 	if _, err := CheckIssued(cert, r, now); err != nil {
 		return nil, fmt.Errorf("certificate issued for %s: %w", r.CSR.Subject().CommonName, err)
-	}
-	if err := c.Put(ctx, key, CacheEntry{CSR: r.CSR.PEM(), Certificate: cert}); err != nil {
-		return nil, fmt.Errorf("writing certificate cache %s: %w", key.SecretName(), err)
 	}
 	return cert, nil
 }

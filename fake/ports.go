@@ -27,7 +27,7 @@ var (
 	_ tenant.Namespaces       = (*Namespaces)(nil)
 	_ nonce.Store             = (*NonceStore)(nil)
 	_ tenant.Store            = (*TenantStore)(nil)
-	_ identity.Store          = (*IdentityStore)(nil)
+	_ identity.StatusApplier  = (*IdentityStore)(nil)
 	_ kubeconfig.SecretWriter = (*SecretWriter)(nil)
 	_ csr.Cache               = (*CertificateCache)(nil)
 	_ rbac.Applier            = (*RBAC)(nil)
@@ -254,6 +254,22 @@ func (s *IdentityStore) Apply(ctx context.Context, id *authv1beta1.Identity) (*a
 			next.Status = *prev.Status.DeepCopy()
 		}
 	}), nil
+}
+
+// ApplyStatus sets the status of the stored Identity id.Namespace/id.Name
+// to id's. It creates nothing: the error wraps identity.ErrNotFound when
+// there is no such Identity.
+func (s *IdentityStore) ApplyStatus(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	stored, ok := s.updateExisting(id.Namespace, id.Name, func(next *authv1beta1.Identity) {
+		next.Status = *id.Status.DeepCopy()
+	})
+	if !ok {
+		return nil, fmt.Errorf("%w: %s/%s", identity.ErrNotFound, id.Namespace, id.Name)
+	}
+	return stored, nil
 }
 
 // Update stores id whole, as another component does with a client-side

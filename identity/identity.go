@@ -61,6 +61,8 @@ import (
 )
 
 var (
+	// ErrNotFound reports an Identity a StatusApplier does not store.
+	ErrNotFound = errors.New("identity not found")
 	// ErrMalformed reports an Identity whose fields do not parse.
 	ErrMalformed = errors.New("malformed identity")
 	// ErrUntrusted reports a certificate that does not chain to the client
@@ -284,4 +286,26 @@ type Store interface {
 	List(ctx context.Context, namespace string) ([]authv1beta1.Identity, error)
 	Apply(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error)
 	Delete(ctx context.Context, namespace, name string) error
+}
+
+// Getter is a Store that also reads one Identity by name: Get returns the
+// Identity namespace/name, or an error wrapping ErrNotFound. On an API
+// server a read by name is served at once, where a consistent list may
+// wait for the server's cache to catch up; a consumer looks up the
+// Identity it already holds for a provider with it.
+type Getter interface {
+	Store
+	Get(ctx context.Context, namespace, name string) (*authv1beta1.Identity, error)
+}
+
+// StatusApplier is a Store that also writes an Identity's status alone:
+// ApplyStatus sets the status of the stored Identity id.Namespace/id.Name
+// to id's (through the status subresource on an API server) and returns
+// what is stored. It creates nothing: an Identity it does not store is an
+// error wrapping ErrNotFound. A consumer points its new Identity at the
+// kubeconfig Secret with it, one write instead of an Apply of the spec
+// again and of the status.
+type StatusApplier interface {
+	Store
+	ApplyStatus(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error)
 }

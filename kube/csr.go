@@ -161,17 +161,8 @@ func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 	}
 	cert, done, err := outcomeOf(obj)
 	if !done {
-		if !hasCondition(obj, certificatesv1.CertificateApproved) {
-			if err := s.approve(ctx, obj, r.CSR); err != nil {
-				return nil, err
-			}
-		}
-		if s.noWait {
-			if cert, err = s.waitBriefly(ctx, obj); errors.Is(err, csr.ErrPending) {
-				return nil, err
-			}
-		} else {
-			cert, err = s.wait(ctx, obj)
+		if cert, err = s.approveAndWait(ctx, obj, r.CSR); errors.Is(err, csr.ErrPending) {
+			return nil, err
 		}
 	}
 	// Settled, or waited for: the name has served its purpose, and a later
@@ -283,9 +274,8 @@ func specMismatch(got, want *certificatesv1.CertificateSigningRequestSpec) strin
 // asks for exactly what want does, and was made by the user s's client
 // authenticates as; ensure ignores any other. It reads the object it last
 // used for the request by name, and lists the objects labelled with the
-// request's digest only when it has none or that one no longer qualifies:
-// a read by name is never held back, as a consistent list may be, until
-// the API server's cache catches up.
+// request's digest, from the API server's watch cache, only when it has
+// none or that one no longer qualifies.
 func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.CertificateSigningRequest, now time.Time) (*certificatesv1.CertificateSigningRequest, error) {
 	api := s.client.CertificatesV1().CertificateSigningRequests()
 	hash := want.Labels[CSRHashLabel]
@@ -296,7 +286,12 @@ func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.Certificate
 		}
 		s.forget(hash)
 	}
-	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: CSRLabel + "=true," + CSRHashLabel + "=" + hash})
+	// Served from the API server's watch cache (resourceVersion "0"): a
+	// consistent list of a cluster-scoped kind waits for that cache to
+	// catch up with etcd, which costs a handshake more than its CSR round.
+	// A list that misses an object created moments ago only costs a
+	// second object; what is re-used is checked all the same.
+	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: CSRLabel + "=true," + CSRHashLabel + "=" + hash, ResourceVersion: "0"})
 	if err != nil {
 		return nil, fmt.Errorf("listing CertificateSigningRequests: %w", err)
 	}
@@ -418,6 +413,37 @@ func (s *CSRSigner) approve(ctx context.Context, obj *certificatesv1.Certificate
 		return a.ApproveUID(ctx, obj.Name, obj.UID, c)
 	}
 	return s.approver.Approve(ctx, obj.Name, c)
+}
+
+// approveAndWait approves obj, unless it is approved already, and waits
+// for its outcome (briefly, with NoWait). The watch starts while the
+// approval is sent, so the certificate is seen as soon as it is issued.
+func (s *CSRSigner) approveAndWait(ctx context.Context, obj *certificatesv1.CertificateSigningRequest, c *csr.Checked) ([]byte, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type outcome struct {
+		cert []byte
+		err  error
+	}
+	waited := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		if s.noWait {
+			o.cert, o.err = s.waitBriefly(wctx, obj)
+		} else {
+			o.cert, o.err = s.wait(wctx, obj)
+		}
+		waited <- o
+	}()
+	if !hasCondition(obj, certificatesv1.CertificateApproved) {
+		if err := s.approve(ctx, obj, c); err != nil {
+			cancel()
+			<-waited
+			return nil, err
+		}
+	}
+	o := <-waited
+	return o.cert, o.err
 }
 
 // waitBriefly waits up to s.waitFor for obj, and returns an error wrapping

@@ -301,10 +301,10 @@ type IdentityStore struct {
 	crd objectStore[authv1beta1.Identity, authv1beta1.IdentityList, *authv1beta1.Identity, *authv1beta1.IdentityList]
 }
 
-var _ identity.Store = (*IdentityStore)(nil)
-
-// errIdentityNotFound is internal: identity.Store has no Get.
-var errIdentityNotFound = errors.New("identity not found")
+var (
+	_ identity.Getter        = (*IdentityStore)(nil)
+	_ identity.StatusApplier = (*IdentityStore)(nil)
+)
 
 // NewIdentityStore returns an IdentityStore using c, a client whose scheme
 // knows the authentication.liqo.io/v1beta1 types (see NewClient), read
@@ -313,7 +313,7 @@ func NewIdentityStore(c client.Client) *IdentityStore {
 	return &IdentityStore{crd: objectStore[authv1beta1.Identity, authv1beta1.IdentityList, *authv1beta1.Identity, *authv1beta1.IdentityList]{
 		client:   c,
 		kind:     authv1beta1.IdentityKind,
-		notFound: errIdentityNotFound,
+		notFound: identity.ErrNotFound,
 		items:    func(l *authv1beta1.IdentityList) []authv1beta1.Identity { return l.Items },
 		status:   func(i *authv1beta1.Identity) any { return &i.Status },
 	}}
@@ -327,6 +327,19 @@ func (s *IdentityStore) List(ctx context.Context, namespace string) ([]authv1bet
 // Apply creates id or brings the stored Identity up to it, status included.
 func (s *IdentityStore) Apply(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error) {
 	return s.crd.apply(ctx, id)
+}
+
+// Get returns the Identity namespace/name, or an error wrapping
+// identity.ErrNotFound.
+func (s *IdentityStore) Get(ctx context.Context, namespace, name string) (*authv1beta1.Identity, error) {
+	return s.crd.get(ctx, namespace, name)
+}
+
+// ApplyStatus applies the status of id alone, through the status
+// subresource. It creates nothing: the error wraps identity.ErrNotFound
+// when there is no such Identity.
+func (s *IdentityStore) ApplyStatus(ctx context.Context, id *authv1beta1.Identity) (*authv1beta1.Identity, error) {
+	return s.crd.applyStatus(ctx, id)
 }
 
 // Delete deletes the Identity namespace/name. kubepact puts no finalizer

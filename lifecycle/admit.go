@@ -97,7 +97,18 @@ func Admit(ctx context.Context, tenants TenantReader, revocations Revocations, c
 	if err := clusterid.Validate(consumerID); err != nil {
 		return nil, err
 	}
+	// Both reads at once: a handshake waits for the slower, not the sum.
+	var (
+		r          Revocation
+		revokedErr error
+		read       = make(chan struct{})
+	)
+	go func() {
+		defer close(read)
+		r, revokedErr = revocations.Get(ctx, consumerID)
+	}()
 	stored, err := tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
+	<-read
 	switch {
 	case err == nil && Condition(stored.Spec.TenantCondition) == authv1beta1.TenantConditionDrained:
 		return nil, fmt.Errorf("Tenant %s/%s: %w: delete it, and readmit the consumer, to bind it again", stored.Namespace, stored.Name, ErrDrained)
@@ -106,12 +117,11 @@ func Admit(ctx context.Context, tenants TenantReader, revocations Revocations, c
 	case err != nil:
 		return nil, err
 	}
-	r, err := revocations.Get(ctx, consumerID)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(revokedErr, ErrNotFound):
 		return stored, nil
-	case err != nil:
-		return nil, err
+	case revokedErr != nil:
+		return nil, revokedErr
 	}
 	return stored, r.Check(now)
 }

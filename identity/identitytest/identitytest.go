@@ -275,6 +275,53 @@ func Run(t *testing.T, h Harness) {
 		require.Len(t, stored, 1)
 		requireIdentity(t, want, &stored[0])
 	})
+	t.Run("GetByName", func(t *testing.T) {
+		h.parallel(t)
+		s, ns := h.New(t), h.namespace(t)
+		g, ok := s.(identity.Getter)
+		if !ok {
+			t.Skip("the Store reads no Identity by name")
+		}
+		want := newIdentity(ns, "controlplane")
+		_, err := s.Apply(t.Context(), want.DeepCopy())
+		require.NoError(t, err)
+		_, err = s.Apply(t.Context(), newIdentity(ns, "resourceslice-a"))
+		require.NoError(t, err)
+		got, err := g.Get(t.Context(), ns, want.Name)
+		require.NoError(t, err)
+		requireIdentity(t, want, got)
+		_, err = g.Get(t.Context(), ns, "missing")
+		require.ErrorIs(t, err, identity.ErrNotFound)
+	})
+	t.Run("ApplyStatusAlone", func(t *testing.T) {
+		h.parallel(t)
+		s, ns := h.New(t), h.namespace(t)
+		sa, ok := s.(identity.StatusApplier)
+		if !ok {
+			t.Skip("the Store applies no status alone")
+		}
+		first := newIdentity(ns, "controlplane")
+		first.Status = authv1beta1.IdentityStatus{}
+		_, err := s.Apply(t.Context(), first.DeepCopy())
+		require.NoError(t, err)
+
+		// Only the status is written: the spec of the argument is not.
+		pointed := first.DeepCopy()
+		changeSpec(pointed)
+		pointed.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: "kubeconfig-controlplane"}
+		want := first.DeepCopy()
+		want.Status = pointed.Status
+		got, err := sa.ApplyStatus(t.Context(), pointed)
+		require.NoError(t, err)
+		requireIdentity(t, want, got)
+		stored := list(t, s, ns)
+		require.Len(t, stored, 1)
+		requireIdentity(t, want, &stored[0])
+
+		_, err = sa.ApplyStatus(t.Context(), newIdentity(ns, "missing"))
+		require.ErrorIs(t, err, identity.ErrNotFound)
+		require.Len(t, list(t, s, ns), 1, "nothing created")
+	})
 	t.Run("ApplyUnchangedIsIdempotent", func(t *testing.T) {
 		h.parallel(t)
 		s, ns := h.New(t), h.namespace(t)
