@@ -330,20 +330,24 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		}
 	}
 
-	// Once the certificate is issued, and not before, three writes at
-	// once: the certificate cached, the Tenant recorded (status aside),
-	// and, as Liqo's provider does when it accepts a Tenant, group
-	// consumerID bound to the cluster-wide slice role (metrics), not only
-	// with its first ResourceSlice. A Tenant read as recorded already (a
-	// retry, or the second call of a handshake whose certificate was
-	// pending) is not written again. Then the ControlPlane binding, which
-	// the Tenant owns (deleting the Tenant collects it), and last the
-	// status, which hands the certificate out.
+	// Once the certificate is issued, and not before, the writes at once:
+	// the certificate cached, the Tenant recorded (status aside), and, as
+	// Liqo's provider does when it accepts a Tenant, group consumerID bound
+	// to the cluster-wide slice role (metrics), not only with its first
+	// ResourceSlice. A Tenant read as recorded already (a retry, or the
+	// second call of a handshake whose certificate was pending) is not
+	// written again. The ControlPlane binding is owned by the Tenant
+	// (deleting the Tenant collects it): it joins them when the Tenant is
+	// stored already (a controller's Tenant, which the consumer created),
+	// else it waits for the Tenant's UID. Last comes the status, which
+	// hands the certificate out.
 	stored := storedTenant(t)
 	owner := current
+	stable := current != nil && current.UID != "" && current.DeletionTimestamp == nil
+	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
 	var (
-		wg                                  sync.WaitGroup
-		cacheErr, recordErr, clusterBindErr error
+		wg                                           sync.WaitGroup
+		cacheErr, recordErr, bindErr, clusterBindErr error
 	)
 	if signed {
 		wg.Go(func() {
@@ -360,18 +364,23 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 			clusterBindErr = p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(consumerID))
 		})
 	}
+	if stable {
+		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(current)}
+		wg.Go(func() { bindErr = p.ports.RBAC.ApplyRoleBinding(ctx, binding) })
+	}
 	wg.Wait()
 	if cacheErr != nil {
 		return nil, stepError(StepCertificateIssued, cacheErr)
 	}
 	p.step(ctx, Step{Name: StepCertificateIssued})
-	if err := errors.Join(recordErr, clusterBindErr); err != nil {
+	if err := errors.Join(recordErr, bindErr, clusterBindErr); err != nil {
 		return nil, stepError(StepRBACBound, err)
 	}
-	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
-	binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
-	if err := p.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
-		return nil, stepError(StepRBACBound, err)
+	if !stable {
+		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
+		if err := p.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
+			return nil, stepError(StepRBACBound, err)
+		}
 	}
 	p.step(ctx, Step{Name: StepRBACBound})
 

@@ -313,3 +313,74 @@ func TestIssueErrors(t *testing.T) {
 		require.Zero(t, c.puts)
 	})
 }
+
+// TestCached checks that Cached answers exactly as Issue does from the
+// cache: the certificate of the same CSR while it is fresh, nil otherwise.
+func TestCached(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
+	req := csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: 3 * time.Hour}
+	cert, err := ca.ca.Sign(t.Context(), req)
+	require.NoError(t, err)
+	entry := csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: cert}
+	other := csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: 3 * time.Hour}
+
+	require.Equal(t, cert, csr.Cached(entry, req, ca.clock.Now()), "fresh, same CSR")
+	tests := []struct {
+		name  string
+		entry csr.CacheEntry
+		r     csr.Request
+		now   time.Time
+	}{
+		{name: "another CSR", entry: entry, r: other, now: ca.clock.Now()},
+		{name: "due for renewal", entry: entry, r: req, now: ca.clock.Now().Add(2*time.Hour + time.Minute)},
+		{name: "expired", entry: entry, r: req, now: ca.clock.Now().Add(4 * time.Hour)},
+		{name: "garbage certificate", entry: csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: []byte("garbage")}, r: req, now: ca.clock.Now()},
+		{name: "empty entry", r: req, now: ca.clock.Now()},
+		{name: "no CSR", entry: entry, now: ca.clock.Now()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Nil(t, csr.Cached(tt.entry, tt.r, tt.now))
+		})
+	}
+}
+
+// TestSignChecked checks that SignChecked returns only a certificate that
+// passes CheckIssued, and the signer's errors as they are.
+func TestSignChecked(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, caLifetime, csr.LocalCAOptions{})
+	req := csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: time.Hour}
+
+	cert, err := csr.SignChecked(t.Context(), ca.ca, req, ca.clock.Now())
+	require.NoError(t, err)
+	require.True(t, keys.Equal(req.CSR.PublicKey(), parseCert(t, cert).PublicKey))
+
+	t.Run("no CSR", func(t *testing.T) {
+		t.Parallel()
+		s := &countingSigner{Signer: ca.ca}
+		_, err := csr.SignChecked(t.Context(), s, csr.Request{}, ca.clock.Now())
+		require.ErrorIs(t, err, csr.ErrFailed)
+		require.Zero(t, s.count())
+	})
+	t.Run("denied", func(t *testing.T) {
+		t.Parallel()
+		_, err := csr.SignChecked(t.Context(), deniedSigner{}, req, ca.clock.Now())
+		var denied *csr.DeniedError
+		require.ErrorAs(t, err, &denied)
+	})
+	t.Run("another key", func(t *testing.T) {
+		t.Parallel()
+		other := csr.Request{CSR: check(t, testkeys.Generate(t, keys.Ed25519), csr.ControlPlaneSubject(consumerID)), Lifetime: time.Hour}
+		swapped := signerFunc(func(ctx context.Context, _ csr.Request) ([]byte, error) { return ca.ca.Sign(ctx, other) })
+		cert, err := csr.SignChecked(t.Context(), swapped, req, ca.clock.Now())
+		require.ErrorIs(t, err, csr.ErrBadCertificate)
+		require.Nil(t, cert)
+	})
+}
+
+type signerFunc func(context.Context, csr.Request) ([]byte, error)
+
+func (f signerFunc) Sign(ctx context.Context, r csr.Request) ([]byte, error) { return f(ctx, r) }
