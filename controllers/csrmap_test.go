@@ -11,6 +11,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubepact/kubepact/clusterid"
@@ -60,6 +61,36 @@ func TestTenantOfCSR(t *testing.T) {
 				Spec:       certificatesv1.CertificateSigningRequestSpec{Request: tc.request},
 			}
 			require.Equal(t, tc.want, tenantOfCSR(context.Background(), obj))
+		})
+	}
+}
+
+// A settled CertificateSigningRequest requeues only when the signer
+// reports it awaited: one whose outcome a Sign waited for and returned was
+// handled by the reconcile that called it, and another pass would only
+// repeat its reads.
+func TestCSRSettledOnlyWhenAwaited(t *testing.T) {
+	t.Parallel()
+	issued := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "liqo-identity-a", Labels: map[string]string{kube.CSRLabel: "true", clusterid.Label: "cl-a"}},
+		Status:     certificatesv1.CertificateSigningRequestStatus{Certificate: []byte("issued")},
+	}
+	pending := issued.DeepCopy()
+	pending.Status = certificatesv1.CertificateSigningRequestStatus{}
+	for _, tc := range []struct {
+		name    string
+		awaited bool
+		want    bool
+	}{
+		{"awaited", true, true},
+		{"returned by a Sign", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := csrSettled(func(name string) bool { return tc.awaited && name == issued.Name })
+			require.Equal(t, tc.want, p.Update(event.UpdateEvent{ObjectOld: pending, ObjectNew: issued}))
+			require.Equal(t, tc.want, p.Create(event.CreateEvent{Object: issued}))
+			require.False(t, p.Update(event.UpdateEvent{ObjectOld: pending, ObjectNew: pending}), "not settled")
 		})
 	}
 }

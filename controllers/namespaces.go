@@ -26,7 +26,8 @@ func checkPodSecurity(level string) error {
 // tenantNamespaces is the Namespaces port of the reconcilers: level, when
 // set, labels the tenant namespaces they create, and only those.
 func tenantNamespaces(cs kubernetes.Interface, level string) *kube.Namespaces {
-	ns := kube.NewNamespaces(cs)
+	// A controller answers objects in tenant namespaces that exist.
+	ns := kube.NewNamespaces(cs).WithReadFirst()
 	if level == "" {
 		return ns
 	}

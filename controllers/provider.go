@@ -147,13 +147,16 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err != nil {
 		return err
 	}
-	signer, watchCSRs := cfg.Signer, false
-	switch signer.(type) {
+	// With kube.CSRSigner, the reconcilers watch CertificateSigningRequests
+	// that settle while no Sign waits for them (settled).
+	signer := cfg.Signer
+	var settled predicate.Predicate
+	switch s := signer.(type) {
 	case nil:
-		signer = kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Wait: CSRWait, Clock: cfg.Clock})
-		watchCSRs = true
+		ks := kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Wait: CSRWait, Clock: cfg.Clock})
+		signer, settled = ks, csrSettled(ks.Awaited)
 	case *kube.CSRSigner:
-		watchCSRs = true
+		settled = csrSettled(s.Awaited)
 	}
 	lifecyclePorts := kube.NewLifecyclePorts(cs, uncached)
 	// The Tenant reconciler watches ResourceSlices, so it finds them in the
@@ -207,17 +210,17 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	b = watchSlices(b)
 	b = watchRevocations(b)
-	if watchCSRs {
+	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
-			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(csrSettled()))
+			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(settled))
 	}
 	if err := b.Complete(tr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", TenantControllerName, err)
 	}
-	if err := setupSliceProvider(mgr, p, workers, watchCSRs, cfg.Clock); err != nil {
+	if err := setupSliceProvider(mgr, p, workers, settled, cfg.Clock); err != nil {
 		return err
 	}
-	return setupRenewProvider(mgr, p, kube.NewRenewStore(uncached), workers, watchCSRs, cfg.Clock)
+	return setupRenewProvider(mgr, p, kube.NewRenewStore(uncached), workers, settled, cfg.Clock)
 }
 
 // clients returns the clients the steps' adapters use, over mgr's
@@ -265,11 +268,13 @@ func deleting() predicate.Predicate {
 }
 
 // csrSettled admits kubepact's CertificateSigningRequests that name their
-// consumer once they are issued, denied or failed.
-func csrSettled() predicate.Predicate {
+// consumer once they are issued, denied or failed, when awaited reports
+// that no Sign returned their outcome: one a Sign waited for was handled
+// by the reconcile that called it.
+func csrSettled(awaited func(name string) bool) predicate.Predicate {
 	settled := func(o client.Object) bool {
 		obj, ok := o.(*certificatesv1.CertificateSigningRequest)
-		if !ok || obj.Labels[kube.CSRLabel] != "true" || consumerOfCSR(obj) == "" {
+		if !ok || obj.Labels[kube.CSRLabel] != "true" || consumerOfCSR(obj) == "" || !awaited(obj.Name) {
 			return false
 		}
 		if len(obj.Status.Certificate) > 0 {
@@ -340,16 +345,15 @@ type emptyNonceStore struct {
 }
 
 func (s emptyNonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
-	e, err := s.Store.Get(ctx, clusterID)
-	if err == nil || !errors.Is(err, nonce.ErrMalformed) {
-		return e, err
-	}
 	ns := clusterid.TenantNamespace(clusterID)
-	sec, gerr := s.client.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
-	if gerr == nil && len(sec.Data[nonce.SecretKey]) == 0 {
+	sec, err := s.client.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return s.Store.Get(ctx, clusterID) // its errors, as the store words them
+	case len(sec.Data[nonce.SecretKey]) == 0:
 		return nonce.Entry{}, fmt.Errorf("%w: Secret %s/%s holds no %s", nonce.ErrNotFound, ns, nonce.SecretName, nonce.SecretKey)
 	}
-	return e, err
+	return nonce.FromSecret(sec)
 }
 
 // nonceReconciler gives a liqo-nonce Secret its nonce (SPEC §7, step 1).

@@ -63,7 +63,7 @@ func requeueAtRenewal(chain []byte, now time.Time) reconcile.Result {
 }
 
 // setupRenewProvider adds the provider's Renew reconciler to mgr.
-func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.RenewStore, workers int, watchCSRs bool, clk clock.PassiveClock) error {
+func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.RenewStore, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
 	rr := &renewProviderReconciler{client: mgr.GetClient(), provider: p, renews: renews, clock: realClock(clk),
 		events: mgr.GetEventRecorder(RenewControllerName)}
 	renewOf := func(namespace string) []reconcile.Request {
@@ -76,14 +76,14 @@ func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.
 		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return renewOf(o.GetNamespace())
 		}))
-	if watchCSRs {
+	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			id := o.GetLabels()[clusterid.Label]
 			if clusterid.Validate(id) != nil {
 				return nil
 			}
 			return renewOf(clusterid.TenantNamespace(id))
-		}), builder.WithPredicates(csrSettled()))
+		}), builder.WithPredicates(settled))
 	}
 	if err := b.Complete(rr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", RenewControllerName, err)

@@ -44,17 +44,17 @@ const (
 // judges the slices replicated into tenant namespaces (label
 // liqo.io/replicated), on a change of their spec, of their consumer's
 // Tenant, or of a CertificateSigningRequest of their consumer.
-func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, watchCSRs bool, clk clock.PassiveClock) error {
+func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
 	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, clock: realClock(clk), events: mgr.GetEventRecorder(SliceControllerName)}
 	b := ctrl.NewControllerManagedBy(mgr).Named(SliceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(labelTrue(resourceslice.ReplicatedLabel),
 			predicate.Or(predicate.GenerationChangedPredicate{}, deleting()))).
 		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.slicesOf(func(o client.Object) string { return o.GetName() })))
-	if watchCSRs {
+	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
 			handler.EnqueueRequestsFromMapFunc(r.slicesOf(func(o client.Object) string { return o.GetLabels()[clusterid.Label] })),
-			builder.WithPredicates(csrSettled()))
+			builder.WithPredicates(settled))
 	}
 	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("controllers: %s: %w", SliceControllerName, err)

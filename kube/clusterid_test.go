@@ -2,13 +2,17 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -173,4 +177,43 @@ func TestNamespacesWithCreateLabels(t *testing.T) {
 	plain, err := c.CoreV1().Namespaces().Get(ctx, "liqo-tenant-cl-plain", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotContains(t, plain.Labels, "pod-security.kubernetes.io/enforce", "none by default")
+}
+
+// WithReadFirst finds an existing namespace with its labels in one read and
+// writes nothing; one that lacks them, or is missing, is handled as
+// without it, its create labels included.
+func TestNamespacesWithReadFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ready := tenant.Namespace("cl-ready")
+	unlabelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-bare", Labels: map[string]string{"keep": "me"}}}
+	c := k8sfake.NewClientset(ready, unlabelled)
+	ns := kube.NewNamespaces(c).WithCreateLabels(map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}).WithReadFirst()
+
+	c.ClearActions()
+	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-ready")))
+	require.Len(t, c.Actions(), 1)
+	require.Equal(t, "get", c.Actions()[0].GetVerb())
+
+	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-bare")))
+	got, err := c.CoreV1().Namespaces().Get(ctx, unlabelled.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "me", got.Labels["keep"])
+	require.Equal(t, "true", got.Labels["liqo.io/tenant-namespace"], "the tenant labels are added")
+	require.NotContains(t, got.Labels, "pod-security.kubernetes.io/enforce", "an existing namespace keeps its pod security")
+
+	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-new")))
+	got, err = c.CoreV1().Namespaces().Get(ctx, "liqo-tenant-cl-new", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "baseline", got.Labels["pod-security.kubernetes.io/enforce"], "created with its create labels")
+
+	failing := k8sfake.NewClientset()
+	failing.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("namespaces"), "x", errors.New("no"))
+	})
+	err = kube.NewNamespaces(failing).WithReadFirst().Ensure(ctx, tenant.Namespace("cl-x"))
+	require.True(t, apierrors.IsForbidden(err), "%v", err)
+	for _, a := range failing.Actions() {
+		require.NotEqual(t, "create", a.GetVerb(), "a read that fails writes nothing")
+	}
 }

@@ -73,14 +73,21 @@ func TestKeyStoreConformance(t *testing.T) {
 }
 
 func TestNamespacesConformance(t *testing.T) {
-	tenanttest.RunNamespaces(t, tenanttest.NamespacesHarness{
-		New: func(*testing.T) (tenant.Namespaces, func(context.Context, string) (*corev1.Namespace, error)) {
-			return kube.NewNamespaces(provider.client), func(ctx context.Context, name string) (*corev1.Namespace, error) {
-				return absent(provider.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}))
-			}
-		},
-		Parallel: true,
-	})
+	for name, ns := range map[string]*kube.Namespaces{
+		"CreateFirst": kube.NewNamespaces(provider.client),
+		"ReadFirst":   kube.NewNamespaces(provider.client).WithReadFirst(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			tenanttest.RunNamespaces(t, tenanttest.NamespacesHarness{
+				New: func(*testing.T) (tenant.Namespaces, func(context.Context, string) (*corev1.Namespace, error)) {
+					return ns, func(ctx context.Context, name string) (*corev1.Namespace, error) {
+						return absent(provider.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}))
+					}
+				},
+				Parallel: true,
+			})
+		})
+	}
 }
 
 func TestTenantStoreConformance(t *testing.T) {

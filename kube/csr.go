@@ -93,6 +93,11 @@ type CSRSigner struct {
 	// created or re-used for it, which the next Sign of the request (the
 	// certificate issued) reads by name, instead of listing.
 	known map[string]string
+	// abandoned are the objects a Sign returned csr.ErrPending for and no
+	// Sign has settled since (Awaited); past maxKnown of them, overflow
+	// makes Awaited answer yes for every object from then on.
+	abandoned map[string]struct{}
+	overflow  bool
 }
 
 // maxKnown bounds CSRSigner.known: past it, the names are forgotten, and
@@ -168,6 +173,7 @@ func (s *CSRSigner) Sign(ctx context.Context, r csr.Request) ([]byte, error) {
 	// Settled, or waited for: the name has served its purpose, and a later
 	// Sign of the request (a retry, a renewal) lists again.
 	s.forget(want.Labels[CSRHashLabel])
+	s.settle(obj.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +431,11 @@ func (s *CSRSigner) approveAndWait(ctx context.Context, obj *certificatesv1.Cert
 		cert []byte
 		err  error
 	}
+	if s.noWait && s.waitFor <= 0 {
+		// Sign returns before the outcome, which may come as soon as the
+		// object is approved.
+		s.abandon(obj.Name)
+	}
 	waited := make(chan outcome, 1)
 	go func() {
 		var o outcome
@@ -448,7 +459,9 @@ func (s *CSRSigner) approveAndWait(ctx context.Context, obj *certificatesv1.Cert
 
 // waitBriefly waits up to s.waitFor for obj, and returns an error wrapping
 // csr.ErrPending when it is not settled by then (or at once, when waitFor is
-// zero). The name of obj stays known, so the next Sign reads it again.
+// zero). The name of obj stays known, so the next Sign reads it again, and
+// obj is Awaited from then on. An outcome that came as the wait ended is
+// read once more, so that none falls between the wait and Awaited.
 func (s *CSRSigner) waitBriefly(ctx context.Context, obj *certificatesv1.CertificateSigningRequest) ([]byte, error) {
 	pending := fmt.Errorf("%w: CertificateSigningRequest %s is not issued yet", csr.ErrPending, obj.Name)
 	if s.waitFor <= 0 {
@@ -457,10 +470,50 @@ func (s *CSRSigner) waitBriefly(ctx context.Context, obj *certificatesv1.Certifi
 	wctx, cancel := context.WithTimeout(ctx, s.waitFor)
 	defer cancel()
 	cert, err := s.wait(wctx, obj)
-	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
-		return nil, pending
+	if err == nil || wctx.Err() == nil || ctx.Err() != nil {
+		return cert, err
 	}
-	return cert, err
+	s.abandon(obj.Name)
+	cur, err := s.client.CertificatesV1().CertificateSigningRequests().Get(ctx, obj.Name, metav1.GetOptions{})
+	if err == nil && cur.UID == obj.UID {
+		if cert, done, outcome := outcomeOf(cur); done {
+			return cert, outcome
+		}
+	}
+	return nil, pending
+}
+
+// Awaited reports whether a Sign returned an error wrapping csr.ErrPending
+// for the object name, and no Sign has returned its outcome since. A
+// controller requeues what an awaited object settles, and need not for one
+// whose outcome a Sign waited for and returned already: that handshake is
+// done.
+func (s *CSRSigner) Awaited(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.abandoned[name]
+	return ok || s.overflow
+}
+
+// abandon records that a Sign returns csr.ErrPending for the object name.
+func (s *CSRSigner) abandon(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.abandoned == nil {
+		s.abandoned = make(map[string]struct{})
+	}
+	if len(s.abandoned) >= maxKnown {
+		s.overflow = true // every object is awaited, rather than one lost
+		return
+	}
+	s.abandoned[name] = struct{}{}
+}
+
+// settle records that a Sign returned the outcome of the object name.
+func (s *CSRSigner) settle(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.abandoned, name)
 }
 
 // wait watches obj, from the resourceVersion it was read at, until it is

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -155,4 +156,43 @@ func TestCSRSignerWaitsBriefly(t *testing.T) {
 	cert, err := signer.Sign(ctx, csr.Request{CSR: checkedCSR(t, "cl-wait-issued"), Lifetime: time.Hour})
 	require.NoError(t, err, "issued within the Wait: no second Sign")
 	require.NotEmpty(t, cert)
+}
+
+// Awaited names the objects a Sign returned csr.ErrPending for, until a
+// Sign returns their outcome; an object whose certificate a Sign waited for
+// and returned is never awaited, so a controller need not requeue it.
+func TestCSRSignerAwaited(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := func(r csr.Request) string {
+		list, err := csrAPI().List(ctx, metav1.ListOptions{LabelSelector: kube.CSRHashLabel + "=" + kubepactObject(r).Labels[kube.CSRHashLabel]})
+		require.NoError(t, err)
+		require.Len(t, list.Items, 1)
+		return list.Items[0].Name
+	}
+
+	for _, wait := range []time.Duration{0, 300 * time.Millisecond} {
+		r := csr.Request{CSR: checkedCSR(t, fmt.Sprintf("cl-awaited-%d", wait.Milliseconds())), Lifetime: time.Hour}
+		held := kube.NewCSRSignerWithOptions(provider.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true, Wait: wait})
+		_, err := held.Sign(ctx, r)
+		require.ErrorIs(t, err, csr.ErrPending)
+		obj := name(r)
+		require.True(t, held.Awaited(obj), "pending after a wait of %v", wait)
+		require.False(t, held.Awaited("liqo-identity-other"))
+
+		// The same signer, approving now, returns the certificate: the
+		// object is no longer awaited.
+		approving := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true})
+		signUntilIssued(ctx, t, approving, r)
+		_, err = held.Sign(ctx, r)
+		require.NoError(t, err)
+		require.False(t, held.Awaited(obj), "settled by a Sign")
+	}
+
+	r := csr.Request{CSR: checkedCSR(t, "cl-awaited-never"), Lifetime: time.Hour}
+	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true, Wait: 30 * time.Second})
+	_, err := signer.Sign(ctx, r)
+	require.NoError(t, err)
+	require.False(t, signer.Awaited(name(r)), "issued within the Wait")
 }
