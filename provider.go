@@ -189,7 +189,11 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 	if err := clusterid.Validate(consumerID); err != nil {
 		return nonce.Nonce{}, err
 	}
+	// The nonce is read while the tenant namespace is ensured: one missing
+	// namespace reads as no nonce.
+	nonces := prefetch(ctx, p.ports.Nonces, consumerID)
 	if err := p.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
+		_, _ = nonces.Get(ctx, consumerID)
 		return nonce.Nonce{}, stepError(StepProviderNamespace, err)
 	}
 	p.step(ctx, Step{Name: StepProviderNamespace})
@@ -200,7 +204,7 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 		}
 		return p.acceptedKey(ctx, consumerID, r.Key)
 	}
-	n, err := nonce.Ensure(ctx, p.ports.Nonces, consumerID, p.opts.Clock.Now(), opts)
+	n, err := nonce.Ensure(ctx, nonces, consumerID, p.opts.Clock.Now(), opts)
 	if err != nil {
 		return nonce.Nonce{}, stepError(StepNonceGenerated, err)
 	}
@@ -410,6 +414,39 @@ func (p *Provider) tenantRoles() []string {
 		return []string{rbac.ControlPlaneClusterRoleName}
 	}
 	return []string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName}
+}
+
+// prefetchedNonces is a nonce.Store whose first Get answers with a read
+// started beforehand (prefetch).
+type prefetchedNonces struct {
+	nonce.Store
+	first sync.Once
+	read  func() (nonce.Entry, error)
+}
+
+// prefetch starts reading the nonce of consumerID from s, and returns s
+// with its first Get answered by that read.
+func prefetch(ctx context.Context, s nonce.Store, consumerID string) *prefetchedNonces {
+	type read struct {
+		e   nonce.Entry
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		e, err := s.Get(ctx, consumerID)
+		done <- read{e, err}
+	}()
+	r := sync.OnceValue(func() read { return <-done })
+	return &prefetchedNonces{Store: s, read: func() (nonce.Entry, error) { v := r(); return v.e, v.err }}
+}
+
+func (s *prefetchedNonces) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
+	first := false
+	s.first.Do(func() { first = true })
+	if first {
+		return s.read()
+	}
+	return s.Store.Get(ctx, clusterID)
 }
 
 // readCache starts reading the certificate cached under key and returns
