@@ -1,6 +1,12 @@
 package kubepact
 
-import "context"
+import (
+	"cmp"
+	"context"
+	"fmt"
+
+	"github.com/kubepact/kubepact/nonce"
+)
 
 // AuthenticateOptions tunes Authenticate. The zero value, like a nil pointer,
 // sends no proxy URL and refuses to change the endpoint of an identity the
@@ -31,11 +37,13 @@ type AuthenticateOptions struct {
 // (identity.Confirm): credentials the provider refuses wrap
 // identity.ErrRejected, and ones it takes for another user
 // identity.ErrWrongUser.
+//
+// Requests that do not depend on each other go at once: the consumer's
+// tenant namespace and cluster key while the provider issues the nonce, and
+// the signed-nonce Secret and the read of the Identity held while the
+// provider accepts the Tenant (StepNonceSigned is reported once the nonce
+// is signed; a failure to record it is returned once Accept is done).
 func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *AuthenticateOptions) (*Authenticated, error) {
-	n, err := p.IssueNonce(ctx, c.ClusterID())
-	if err != nil {
-		return nil, err
-	}
 	var (
 		topts *TenantOptions
 		aopts *ApplyOptions
@@ -44,15 +52,39 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 		topts = &TenantOptions{ProxyURL: opts.ProxyURL}
 		aopts = &ApplyOptions{ReplaceEndpoint: opts.ReplaceEndpoint}
 	}
-	t, err := c.Tenant(ctx, p.ClusterID(), n, topts)
+	providerID := p.ClusterID()
+	// Each side's requests go at once where they do not depend on each
+	// other: the consumer's tenant namespace and cluster key while the
+	// provider issues its nonce; the signed nonce recorded, and the
+	// Identity already held read, while the provider accepts the Tenant.
+	namespaced := c.ensureNamespace(ctx, providerID)
+	keyed := c.loadKey(ctx)
+	n, err := p.IssueNonce(ctx, c.ClusterID())
+	nsErr, keyErr := namespaced(), keyed()
+	if err = cmp.Or(err, nsErr, keyErr); err != nil {
+		return nil, err
+	}
+	if n.IsZero() {
+		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+	}
+	t, err := c.buildTenant(ctx, providerID, n, topts)
 	if err != nil {
 		return nil, err
 	}
+	recording := make(chan error, 1)
+	go func() { recording <- c.recordSignedNonce(ctx, providerID, n, t) }()
+	held := c.readHeld(ctx, providerID)
+	c.step(ctx, Step{Name: StepNonceSigned})
+	c.step(ctx, Step{Name: StepTenantGenerated})
 	id, err := p.Accept(ctx, t)
+	if recErr := <-recording; err == nil {
+		err = recErr
+	}
 	if err != nil {
+		_, _ = held(ctx, "", "")
 		return nil, err
 	}
-	return c.Apply(ctx, p.ClusterID(), id, aopts)
+	return c.apply(ctx, providerID, id, aopts, held)
 }
 
 // Unauthenticate removes the consumer's Identity and kubeconfig Secret for

@@ -205,32 +205,81 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	}
 	// The Tenant is built, from the keys of their own namespace, while
 	// the tenant namespace is ensured.
-	type built struct {
-		t   *authv1beta1.Tenant
-		err error
+	namespaced := c.ensureNamespace(ctx, providerID)
+	t, err := c.buildTenant(ctx, providerID, n, opts)
+	if err := namespaced(); err != nil {
+		return nil, err
 	}
-	building := make(chan built, 1)
-	go func() {
-		t, err := c.buildTenant(ctx, providerID, n, opts)
-		building <- built{t, err}
-	}()
-	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
-		<-building
-		return nil, stepError(StepConsumerNamespace, err)
+	if err != nil {
+		return nil, err
 	}
-	c.step(ctx, Step{Name: StepConsumerNamespace})
-	c.step(ctx, Step{Name: StepNonceRetrieved})
-	b := <-building
-	if b.err != nil {
-		return nil, b.err
-	}
-	t := b.t
-	if err := c.ports.Secrets.Write(ctx, nonce.SignedSecret(providerID, n, t.Spec.Signature)); err != nil {
-		return nil, stepError(StepNonceSigned, err)
+	if err := c.recordSignedNonce(ctx, providerID, n, t); err != nil {
+		return nil, err
 	}
 	c.step(ctx, Step{Name: StepNonceSigned})
 	c.step(ctx, Step{Name: StepTenantGenerated})
 	return t, nil
+}
+
+// ensureNamespace starts ensuring the tenant namespace for providerID and
+// returns the function that waits for it: it reports StepConsumerNamespace
+// and StepNonceRetrieved, or returns the StepError of the first.
+func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func() error {
+	done := make(chan error, 1)
+	go func() { done <- c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) }()
+	return sync.OnceValue(func() error {
+		if err := <-done; err != nil {
+			return stepError(StepConsumerNamespace, err)
+		}
+		c.step(ctx, Step{Name: StepConsumerNamespace})
+		c.step(ctx, Step{Name: StepNonceRetrieved})
+		return nil
+	})
+}
+
+// loadKey starts reading (or making) the cluster key, which the Consumer
+// keeps once read, and returns the function that waits for it and returns
+// the StepError buildTenant would.
+func (c *Consumer) loadKey(ctx context.Context) func() error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.clusterKey(ctx, true)
+		done <- err
+	}()
+	return sync.OnceValue(func() error {
+		if err := <-done; err != nil {
+			return stepError(StepNonceSigned, err)
+		}
+		return nil
+	})
+}
+
+// readHeld starts reading the ControlPlane Identity held for providerID
+// and returns a heldIdentity that answers with that read.
+func (c *Consumer) readHeld(ctx context.Context, providerID string) func(context.Context, string, string) (*authv1beta1.Identity, error) {
+	type read struct {
+		id  *authv1beta1.Identity
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		id, err := c.heldIdentity(ctx, clusterid.TenantNamespace(providerID), identity.ControlPlaneName(providerID))
+		done <- read{id, err}
+	}()
+	r := sync.OnceValue(func() read { return <-done })
+	return func(context.Context, string, string) (*authv1beta1.Identity, error) {
+		v := r()
+		return v.id, v.err
+	}
+}
+
+// recordSignedNonce writes the Secret "liqo-signed-nonce" for providerID,
+// holding n and t's signature, as Liqo consumers do.
+func (c *Consumer) recordSignedNonce(ctx context.Context, providerID string, n nonce.Nonce, t *authv1beta1.Tenant) error {
+	if err := c.ports.Secrets.Write(ctx, nonce.SignedSecret(providerID, n, t.Spec.Signature)); err != nil {
+		return stepError(StepNonceSigned, err)
+	}
+	return nil
 }
 
 // BuildTenant returns the Tenant answering the nonce n of provider
@@ -341,6 +390,12 @@ type ApplyOptions struct {
 // An Identity that fails the checks changes nothing. Applying the same
 // Identity again writes nothing new.
 func (c *Consumer) Apply(ctx context.Context, providerID string, id *authv1beta1.Identity, opts *ApplyOptions) (*Authenticated, error) {
+	return c.apply(ctx, providerID, id, opts, c.heldIdentity)
+}
+
+// apply is Apply, reading the Identity already held with held.
+func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1.Identity, opts *ApplyOptions,
+	held func(ctx context.Context, namespace, name string) (*authv1beta1.Identity, error)) (*Authenticated, error) {
 	if id == nil {
 		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: no identity", identity.ErrMalformed))
 	}
@@ -368,18 +423,18 @@ func (c *Consumer) Apply(ctx context.Context, providerID string, id *authv1beta1
 	}
 
 	want := storedIdentity(providerID, id)
-	held, err := c.heldIdentity(ctx, want.Namespace, want.Name)
+	current, err := held(ctx, want.Namespace, want.Name)
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)
 	}
-	if held != nil {
+	if current != nil {
 		if opts == nil || !opts.ReplaceEndpoint {
-			if err := sameEndpoint(held, want); err != nil {
+			if err := sameEndpoint(current, want); err != nil {
 				return nil, stepError(StepIdentityApplied, err)
 			}
 		}
 		// Ours, not the peer's: lets a store go straight to an update.
-		want.ResourceVersion = held.ResourceVersion
+		want.ResourceVersion = current.ResourceVersion
 	}
 	if c.ports.Reviewer != nil {
 		// Before anything is written: credentials the provider refuses

@@ -31,7 +31,9 @@ import (
 )
 
 const (
-	// CSRGenerateName prefixes the names of the CSR objects kubepact creates.
+	// CSRGenerateName prefixes the names of the CSR objects kubepact
+	// creates: followed by the request's digest (CSRHashLabel) or, when an
+	// object it may not use holds that name, by generated characters.
 	CSRGenerateName = "liqo-identity-"
 	// CSRLabel marks the CSR objects of tenant identities.
 	CSRLabel = "liqo.io/remote-tenant-csr"
@@ -276,12 +278,15 @@ func specMismatch(got, want *certificatesv1.CertificateSigningRequestSpec) strin
 }
 
 // ensure returns kubepact's existing object for want's request, or creates
-// want. An existing object is kubepact's only when it is pending or issued,
-// asks for exactly what want does, and was made by the user s's client
-// authenticates as; ensure ignores any other. It reads the object it last
-// used for the request by name, and lists the objects labelled with the
-// request's digest, from the API server's watch cache, only when it has
-// none or that one no longer qualifies.
+// one: first under the request's own name (CSRGenerateName and the
+// request's digest), else, when that name is taken by an object it may not
+// use (planted, or holding a certificate due for renewal), under a
+// generated name. An existing object is kubepact's only when it is
+// pending or issued, asks for exactly what want does, and was made by the
+// user s's client authenticates as; ensure ignores any other. It reads the
+// object it last used for the request by name, and lists the objects
+// labelled with the request's digest, from the API server's watch cache,
+// only when the request's own name is taken by one it may not use.
 func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.CertificateSigningRequest, now time.Time) (*certificatesv1.CertificateSigningRequest, error) {
 	api := s.client.CertificatesV1().CertificateSigningRequests()
 	hash := want.Labels[CSRHashLabel]
@@ -291,6 +296,29 @@ func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.Certificate
 			return obj, nil
 		}
 		s.forget(hash)
+	}
+	// First the request's own name: created, it is kubepact's, with no
+	// list; found, it is re-used only as a listed one would be.
+	named := want.DeepCopy()
+	named.GenerateName, named.Name = "", CSRGenerateName+hash
+	created, err := api.Create(ctx, named, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		s.learnUser(created.Spec.Username)
+		s.remember(hash, created.Name)
+		return created, nil
+	case !apierrors.IsAlreadyExists(err):
+		return nil, fmt.Errorf("creating CertificateSigningRequest: %w", err)
+	}
+	if obj, err := api.Get(ctx, named.Name, metav1.GetOptions{}); err == nil && reusable(obj, want, now) {
+		user, err := s.username(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if user != "" && obj.Spec.Username == user {
+			s.remember(hash, obj.Name)
+			return obj, nil
+		}
 	}
 	// Served from the API server's watch cache (resourceVersion "0"): a
 	// consistent list of a cluster-scoped kind waits for that cache to
@@ -319,7 +347,7 @@ func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.Certificate
 			}
 		}
 	}
-	created, err := api.Create(ctx, want, metav1.CreateOptions{})
+	created, err = api.Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating CertificateSigningRequest: %w", err)
 	}

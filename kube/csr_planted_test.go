@@ -135,6 +135,13 @@ func TestCSRSignerIgnoresPlantedRequests(t *testing.T) {
 			obj.Spec.Usages = append(obj.Spec.Usages, certificatesv1.UsageServerAuth, certificatesv1.UsageCertSign)
 		}},
 		{"made by another user", true, func(*certificatesv1.CertificateSigningRequest) {}},
+		{"made by another user, at the request's own name", true, func(obj *certificatesv1.CertificateSigningRequest) {
+			obj.GenerateName, obj.Name = "", kube.CSRGenerateName+obj.Labels[kube.CSRHashLabel]
+		}},
+		{"ten-year lifetime, at the request's own name", false, func(obj *certificatesv1.CertificateSigningRequest) {
+			obj.GenerateName, obj.Name = "", kube.CSRGenerateName+obj.Labels[kube.CSRHashLabel]
+			obj.Spec.ExpirationSeconds = &tenYears
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,7 +348,7 @@ func conditionTypes(obj *certificatesv1.CertificateSigningRequest) []certificate
 }
 
 // TestCSRSignerChecksTheCertificate checks that a certificate in an
-// object's status that is not the one asked for, as a rogue signer or
+// object's status, read by name or listed, that is not the one asked for, as a rogue signer or
 // whoever stands between kubepact and the API server could put there, is
 // not returned.
 func TestCSRSignerChecksTheCertificate(t *testing.T) {
@@ -382,7 +389,7 @@ func TestCSRSignerChecksTheCertificate(t *testing.T) {
 			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 				return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 					resp, err := rt.RoundTrip(req)
-					if err != nil || req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/certificatesigningrequests") ||
+					if err != nil || req.Method != http.MethodGet || !strings.Contains(req.URL.Path, "/certificatesigningrequests") ||
 						req.URL.Query().Get("watch") != "" {
 						return resp, err
 					}
@@ -431,13 +438,20 @@ func substituteCertificates(t *testing.T, resp *http.Response, cert []byte) *htt
 	resp.Body.Close()
 	require.NoError(t, err)
 	var list certificatesv1.CertificateSigningRequestList
-	if resp.StatusCode == http.StatusOK && json.Unmarshal(body, &list) == nil {
+	var one certificatesv1.CertificateSigningRequest
+	switch {
+	case resp.StatusCode != http.StatusOK:
+	case json.Unmarshal(body, &list) == nil && list.Kind == "CertificateSigningRequestList":
 		for i := range list.Items {
 			if len(list.Items[i].Status.Certificate) > 0 {
 				list.Items[i].Status.Certificate = cert
 			}
 		}
 		body, err = json.Marshal(&list)
+		require.NoError(t, err)
+	case json.Unmarshal(body, &one) == nil && len(one.Status.Certificate) > 0:
+		one.Status.Certificate = cert
+		body, err = json.Marshal(&one)
 		require.NoError(t, err)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
