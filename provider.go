@@ -262,7 +262,9 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	// signing) and the peer roles (before signing).
 	cached := p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID})
 	roles := p.checkRoles(ctx, p.tenantRoles()...)
-	defer func() { _, _ = cached(); _ = roles() }() // none outlives Accept
+	nonceRead := prefetch(ctx, p.ports.Nonces, consumerID)
+	privileges := func() error { return nil }
+	defer func() { _, _ = cached(); _ = roles(); _, _ = nonceRead.read(); _ = privileges() }() // none outlives Accept
 	current, err := p.admit(ctx, t)
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
@@ -270,6 +272,16 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 
 	t = verifiable(t)
 	digest := tenant.Digest(t)
+	// A Tenant that verifies against the nonce as read lets the privilege
+	// check (below) run beside the redemption: only a consumer whose
+	// signature verified makes the provider ask.
+	checking := false
+	switch pre, err := nonceRead.read(); {
+	case err == nil && p.preverified(t, pre, digest):
+		privileges, checking = p.checkPrivileges(ctx, consumerID), true
+	case err != nil && !errors.Is(err, nonce.ErrNotFound):
+		return nil, stepError(StepTenantApplied, fmt.Errorf("reading nonce of %s: %w", consumerID, err))
+	}
 	e, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, nonce.Redeemer{Tenant: digest, Key: keys.Fingerprint(pub)},
 		p.opts.Clock.Now(), p.nonceOptions())
 	if err != nil {
@@ -307,11 +319,11 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	// trusted for RecheckInterval: the check is a snapshot either way, and
 	// the retry of a handshake whose certificate was pending comes moments
 	// later.
-	if !p.unprivileged.fresh(consumerID, p.opts.Clock.Now()) {
-		if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
-			return nil, stepError(StepCertificateIssued, err)
-		}
-		p.unprivileged.pass(consumerID, p.opts.Clock.Now())
+	if !checking {
+		privileges = p.checkPrivileges(ctx, consumerID)
+	}
+	if err := privileges(); err != nil {
+		return nil, stepError(StepCertificateIssued, err)
 	}
 
 	// The role the consumer is bound to must be installed before anything
@@ -447,6 +459,38 @@ func (s *prefetchedNonces) Get(ctx context.Context, clusterID string) (nonce.Ent
 		return s.read()
 	}
 	return s.Store.Get(ctx, clusterID)
+}
+
+// preverified reports whether t verifies against the nonce entry e as
+// read before its redemption, judged as Accept judges it once redeemed.
+func (p *Provider) preverified(t *authv1beta1.Tenant, e nonce.Entry, digest []byte) bool {
+	if e.Nonce.IsZero() {
+		return false
+	}
+	at := p.opts.Clock.Now()
+	if e.Redemption != nil && bytes.Equal(e.Redemption.By, digest) {
+		at = e.Redemption.At
+	}
+	_, err := tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: at})
+	return err == nil
+}
+
+// checkPrivileges starts rbac.CheckUnprivileged for consumerID, unless it
+// passed within RecheckInterval, and returns the function that waits for
+// its answer.
+func (p *Provider) checkPrivileges(ctx context.Context, consumerID string) func() error {
+	if p.unprivileged.fresh(consumerID, p.opts.Clock.Now()) {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization})
+		if err == nil {
+			p.unprivileged.pass(consumerID, p.opts.Clock.Now())
+		}
+		done <- err
+	}()
+	return sync.OnceValue(func() error { return <-done })
 }
 
 // readCache starts reading the certificate cached under key and returns

@@ -1,6 +1,7 @@
 package kubepact_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
+	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -198,4 +200,24 @@ func TestAcceptWritesTheTenantOnlyWhenItChanges(t *testing.T) {
 	again, err := p.providerCluster.Tenants.Get(ctx, stored.Namespace, stored.Name)
 	require.NoError(t, err)
 	require.Contains(t, again.Finalizers, tenant.Finalizer)
+}
+
+// The privilege questions start beside the nonce's redemption only for a
+// Tenant whose signature verifies against the stored nonce: a Tenant that
+// does not verify makes the provider ask nothing, whether its signature is
+// bad or its nonce is another.
+func TestAcceptAsksNothingForAnUnverifiedTenant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, counting := recheckPair(t, 0)
+	n, err := p.provider.IssueNonce(ctx, consumerID)
+	require.NoError(t, err)
+	tn, err := p.consumer.Tenant(ctx, providerID, n, nil)
+	require.NoError(t, err)
+
+	forged := tn.DeepCopy()
+	forged.Spec.Signature = bytes.Repeat([]byte{1}, len(tn.Spec.Signature))
+	_, err = p.provider.Accept(ctx, forged)
+	require.ErrorIs(t, err, keys.ErrBadSignature)
+	require.Zero(t, counting.asked.Load(), "no question for a bad signature")
 }
