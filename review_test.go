@@ -244,3 +244,35 @@ func TestApplyWrongClientCA(t *testing.T) {
 	require.ErrorIs(t, err, identity.ErrUntrusted)
 	require.Equal(t, before, p.consumerCluster.Identities.Writes()+p.consumerCluster.Secrets.Writes())
 }
+
+// An Identity the consumer already holds, applied again (as its controller
+// does) and refused now by the provider, leaves the kubeconfig Secret and
+// the Identity as they were: the Identity may be re-applied while the
+// provider is asked, since it asks for the credentials already held, but
+// the kubeconfig waits for the answer.
+func TestApplyHeldIdentityRefusedOnline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newK3sPair(t)
+	a, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err)
+
+	ports := p.consumerCluster.ConsumerPorts()
+	ports.Reviewer = rewrite{next: p.consumerCluster.Reviewer, edit: func(_ string, groups []string) (string, []string) { return "cl-other", groups }}
+	c, err := kubepact.NewConsumer(consumerID, ports, &kubepact.ConsumerOptions{Clock: p.clock})
+	require.NoError(t, err)
+	namespace := clusterid.TenantNamespace(providerID)
+	secretName := kubeconfig.SecretName(identity.ControlPlaneName(providerID))
+	secretBefore, _ := p.consumerCluster.Secrets.Get(namespace, secretName)
+	secretWrites := p.consumerCluster.Secrets.Writes()
+
+	_, err = c.Apply(ctx, providerID, a.Identity.DeepCopy(), nil)
+	require.ErrorIs(t, err, identity.ErrWrongUser)
+	require.Equal(t, secretWrites, p.consumerCluster.Secrets.Writes(), "no kubeconfig written")
+	secretAfter, _ := p.consumerCluster.Secrets.Get(namespace, secretName)
+	require.Equal(t, secretBefore, secretAfter)
+	idAfter, ok := p.consumerCluster.Identities.Get(namespace, identity.ControlPlaneName(providerID))
+	require.True(t, ok)
+	require.Equal(t, a.Identity.Spec, idAfter.Spec)
+	require.Equal(t, a.Identity.Status, idAfter.Status)
+}
