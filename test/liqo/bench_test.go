@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,9 +89,13 @@ func BenchmarkProviders(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			c, err := newConsumers(p.side)
+			if err != nil {
+				b.Fatal(err)
+			}
 			var r providerResult
 			for i := 0; i < b.N; i++ {
-				if r, err = measure(ctx, p.side, w, p.name, i, p.metrics); err != nil {
+				if r, err = measure(ctx, p.side, c, w, p.name, i, p.metrics); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -123,11 +128,11 @@ func BenchmarkProviders(b *testing.B) {
 
 // measure runs idleRounds handshakes one after another, then burst at once,
 // against the provider on s.
-func measure(ctx context.Context, s *side, w *waiter, name string, round int, requests func(context.Context) (float64, error)) (providerResult, error) {
+func measure(ctx context.Context, s *side, c *consumers, w *waiter, name string, round int, requests func(context.Context) (float64, error)) (providerResult, error) {
 	var r providerResult
 	var idle []time.Duration
 	for i := range idleRounds {
-		d, err := handshake(ctx, s, w, fmt.Sprintf("cl-%s-%d-idle-%d", name, round, i))
+		d, err := handshake(ctx, c, w, fmt.Sprintf("cl-%s-%d-idle-%d", name, round, i))
 		if err != nil {
 			return r, err
 		}
@@ -161,7 +166,7 @@ func measure(ctx context.Context, s *side, w *waiter, name string, round int, re
 	var wg sync.WaitGroup
 	for i := range burst {
 		wg.Go(func() {
-			latencies[i], errs[i] = handshake(ctx, s, w, fmt.Sprintf("cl-%s-%d-burst-%d", name, round, i))
+			latencies[i], errs[i] = handshake(ctx, c, w, fmt.Sprintf("cl-%s-%d-burst-%d", name, round, i))
 		})
 	}
 	wg.Wait()
@@ -191,9 +196,33 @@ func measure(ctx context.Context, s *side, w *waiter, name string, round int, re
 	return r, nil
 }
 
+// consumers are the clients the benchmark's consumers use on a provider's
+// cluster. Each consumer stands for a liqoctl of its own, with its own
+// client-side rate limit, which a handshake's few requests never reach:
+// the clients have none, so that a limit shared by all the consumers of
+// the burst does not cap what is measured of the provider.
+type consumers struct {
+	admin  kubernetes.Interface
+	client client.Client
+}
+
+func newConsumers(s *side) (*consumers, error) {
+	cfg := s.cluster.AdminConfig()
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil // no client-side limit
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &consumers{admin: admin, client: c}, nil
+}
+
 // handshake plays liqoctl's provider-side steps for the consumer id, with
 // a fresh Ed25519 cluster key, and returns how long they took.
-func handshake(ctx context.Context, s *side, w *waiter, id string) (time.Duration, error) {
+func handshake(ctx context.Context, s *consumers, w *waiter, id string) (time.Duration, error) {
 	start := time.Now()
 	consumer := liqov1beta1.ClusterID(id)
 	ns, err := tenantnamespace.NewManager(s.admin, scheme).CreateNamespace(ctx, consumer)
