@@ -257,9 +257,11 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
 			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
 	}
-	// Read while the Tenant is admitted, and used where they were read
+	// Read while the Tenant is admitted, each used where it was read
 	// before: the cached certificate (the holder check, then the
-	// signing) and the peer roles (before signing).
+	// signing), the peer roles (before signing) and the nonce, which only
+	// lets the privilege check start early (the redemption reads it
+	// again, and decides).
 	cached := p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID})
 	roles := p.checkRoles(ctx, p.tenantRoles()...)
 	nonceRead := prefetch(ctx, p.ports.Nonces, consumerID)

@@ -263,13 +263,13 @@
 // certificate it asked for, so a handshake goes from Tenant to status in
 // one reconcile: consumers are served in the order they came, at most
 // Workers at once, and the first of a burst are done first. The manager's
-// clients need a rate limit to match: kubepact-controller makes about 32
+// clients need a rate limit to match: kubepact-controller makes about 26
 // requests per handshake of a new consumer with the CSR API (7 of them
-// SubjectAccessReviews, asked at once; its own leases and Events
-// included), so 30 handshakes a second need a QPS near 1,000, which is
-// kubepact-controller's default (--kube-api-qps 1000, --kube-api-burst
-// 2000); at 200 a provider accepts about 8 a second, and at client-go's
-// default of 5 fewer than one.
+// SubjectAccessReviews, asked at once; its Events included), so 30
+// handshakes a second need a QPS near 800, and kubepact-controller's
+// default (--kube-api-qps 1000, --kube-api-burst 2000) leaves room for its
+// leases and resyncs; at 200 a provider accepts about 8 a second, and at
+// client-go's default of 5 fewer than one.
 // With the CSR API, the kube-controller-manager's own client limit
 // (--kube-api-qps, 20 by default) also bounds the provider, to about 20
 // signatures a second. Run one active manager per cluster: enable the
