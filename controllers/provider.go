@@ -164,8 +164,10 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	// when it does.
 	lifecyclePorts.Slices = kube.NewTenantSlices(mgr.GetClient())
 	ports := kubepact.ProviderPorts{
-		Namespaces:   tenantNamespaces(cs, cfg.TenantPodSecurity),
-		Nonces:       emptyNonceStore{Store: kube.NewNonceStore(cs), client: cs},
+		Namespaces: tenantNamespaces(cs, cfg.TenantPodSecurity),
+		// The redemption reads the nonce Secret from the manager's cache,
+		// which watches nonce Secrets, and writes on what it read.
+		Nonces:       emptyNonceStore{Store: kube.NewNonceStore(cs).WithRedeemReader(mgr.GetClient()), client: cs},
 		Tenants:      kube.NewTenantStore(uncached),
 		Signer:       signer,
 		Certificates: kube.NewCertificateCache(cs),

@@ -50,6 +50,8 @@ import (
 //     Identity, then the Identity's status, which points at the Secret once
 //     it exists: 3 (the floor counts 2).
 //
+// Run it with:
+//
 //	go test -run '^$' -bench Authenticate -benchtime 20x ./kube/
 func BenchmarkAuthenticate(b *testing.B) {
 	ctx := context.Background()

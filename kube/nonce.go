@@ -3,10 +3,12 @@ package kube
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/nonce"
@@ -14,12 +16,26 @@ import (
 
 // NonceStore is a nonce.Store over the provider's "liqo-nonce" Secrets, one
 // in the tenant namespace of each consumer.
-type NonceStore struct{ client kubernetes.Interface }
+type NonceStore struct {
+	client kubernetes.Interface
+	// redeemFrom, when set, is where MarkRedeemed first reads the Secret
+	// it marks (WithRedeemReader).
+	redeemFrom ctrlclient.Reader
+}
 
 var _ nonce.Store = (*NonceStore)(nil)
 
 // NewNonceStore returns a NonceStore using client.
 func NewNonceStore(client kubernetes.Interface) *NonceStore { return &NonceStore{client: client} }
+
+// WithRedeemReader returns a NonceStore whose MarkRedeemed first reads the
+// nonce Secret from r, such as the cache of a controller that watches
+// nonce Secrets, instead of the API server. The mark it writes carries the
+// resourceVersion read, so a Secret read stale conflicts, and is read again
+// from the API server: what is marked is always the Secret as stored.
+func (s *NonceStore) WithRedeemReader(r ctrlclient.Reader) *NonceStore {
+	return &NonceStore{client: s.client, redeemFrom: r}
+}
 
 // Put stores e as the nonce of clusterID, replacing any earlier one.
 func (s *NonceStore) Put(ctx context.Context, clusterID string, e nonce.Entry) error {
@@ -42,20 +58,28 @@ func (s *NonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, er
 // MarkRedeemed records r on the nonce Secret of clusterID unless it records
 // a redemption already, and returns the entry. The update is conditional on
 // the Secret read, so of concurrent callers exactly one records its
-// redemption and the others read it back.
+// redemption and the others read it back. A Secret read through
+// WithRedeemReader's reader is only used to write on: any other outcome
+// (no Secret, one redeemed already, one that does not parse) is read again
+// from the API server.
 func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce.Redemption) (nonce.Entry, error) {
 	ns := clusterid.TenantNamespace(clusterID)
 	secrets := s.client.CoreV1().Secrets(ns)
-	var out nonce.Entry
-	err := retryOnConflict(ctx, func() error {
+	read := func() (*corev1.Secret, error) {
 		sec, err := secrets.Get(ctx, nonce.SecretName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return notFound(nonce.ErrNotFound, err, "Secret", ns, nonce.SecretName)
+			return nil, notFound(nonce.ErrNotFound, err, "Secret", ns, nonce.SecretName)
 		}
 		if err != nil {
-			return wrap(err, "reading", "Secret", ns, nonce.SecretName)
+			return nil, wrap(err, "reading", "Secret", ns, nonce.SecretName)
 		}
-		e, err := nonce.FromSecret(sec)
+		return sec, nil
+	}
+	var out nonce.Entry
+	first := true
+	err := retryOnConflict(ctx, func() error {
+		sec, e, err := s.readToRedeem(ctx, ns, first, read)
+		first = false
 		if err != nil {
 			return err
 		}
@@ -81,6 +105,26 @@ func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce
 		return nonce.Entry{}, err
 	}
 	return out, nil
+}
+
+// readToRedeem returns the nonce Secret in namespace ns and its entry: on
+// the first attempt, from s.redeemFrom when set and it holds an unredeemed
+// nonce there, else from read (the API server).
+func (s *NonceStore) readToRedeem(ctx context.Context, ns string, first bool, read func() (*corev1.Secret, error)) (*corev1.Secret, nonce.Entry, error) {
+	if first && s.redeemFrom != nil {
+		sec := &corev1.Secret{}
+		if s.redeemFrom.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: nonce.SecretName}, sec) == nil {
+			if e, err := nonce.FromSecret(sec); err == nil && e.Redemption == nil {
+				return sec, e, nil
+			}
+		}
+	}
+	sec, err := read()
+	if err != nil {
+		return nil, nonce.Entry{}, err
+	}
+	e, err := nonce.FromSecret(sec)
+	return sec, e, err
 }
 
 // Consume deletes the nonce Secret of clusterID and returns what it held.
