@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/nonce"
 )
 
@@ -39,7 +40,9 @@ type AuthenticateOptions struct {
 // identity.ErrWrongUser.
 //
 // Requests that do not depend on each other go at once: the consumer's
-// tenant namespace and cluster key while the provider issues the nonce, and
+// tenant namespace and cluster key, and the reads the provider's
+// acceptance starts with (the stored Tenant, the revocation record, the
+// certificate cache, the peer roles), while the provider issues the nonce;
 // the signed-nonce Secret and the read of the Identity held while the
 // provider accepts the Tenant (StepNonceSigned is reported once the nonce
 // is signed; a failure to record it is returned once Accept is done).
@@ -54,11 +57,17 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 	}
 	providerID := p.ClusterID()
 	// Each side's requests go at once where they do not depend on each
-	// other: the consumer's tenant namespace and cluster key while the
-	// provider issues its nonce; the signed nonce recorded, and the
-	// Identity already held read, while the provider accepts the Tenant.
+	// other: the consumer's tenant namespace and cluster key, and the reads
+	// the provider's acceptance starts with, while the provider issues its
+	// nonce; the signed nonce recorded, and the Identity already held read,
+	// while the provider accepts the Tenant.
 	namespaced := c.ensureNamespace(ctx, providerID)
 	keyed := c.loadKey(ctx)
+	var reads *acceptReads
+	if clusterid.Validate(c.ClusterID()) == nil {
+		reads = p.startReads(ctx, c.ClusterID(), false)
+		defer reads.wait()
+	}
 	n, err := p.IssueNonce(ctx, c.ClusterID())
 	nsErr, keyErr := namespaced(), keyed()
 	if err = cmp.Or(err, nsErr, keyErr); err != nil {
@@ -76,7 +85,7 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 	held := c.readHeld(ctx, providerID)
 	c.step(ctx, Step{Name: StepNonceSigned})
 	c.step(ctx, Step{Name: StepTenantGenerated})
-	id, err := p.Accept(ctx, t)
+	id, err := p.accept(ctx, t, reads, &n)
 	if recErr := <-recording; err == nil {
 		err = recErr
 	}

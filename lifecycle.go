@@ -239,13 +239,6 @@ func (p *Provider) Revocation(ctx context.Context, consumerID string) (lifecycle
 	return p.ports.Lifecycle.Revocations.Get(ctx, consumerID)
 }
 
-// admit refuses to bind the consumer of t when its stored Tenant is
-// drained, or a revocation record of it is still in force
-// (lifecycle.Admit). It returns the stored Tenant, nil when there is none.
-func (p *Provider) admit(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Tenant, error) {
-	return lifecycle.Admit(ctx, p.ports.Tenants, p.ports.Lifecycle.Revocations, t.Spec.ClusterID, p.opts.Clock.Now())
-}
-
 // checkHolder refuses a new identity for consumerID while another key
 // holds a live certificate for it, whatever flow issued it
 // (lifecycle.CheckHolder: a *lifecycle.HeldError). claim are the keys the

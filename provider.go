@@ -241,6 +241,14 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // key or not, is the holder's; so is one signed by the key of a Tenant that
 // was unpeered (see Forget), with the nonce it kept.
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
+	return p.accept(ctx, t, nil, nil)
+}
+
+// accept is Accept, with the reads of early when they are for t's consumer
+// (Authenticate starts them while the nonce is issued) and, when issued is
+// set, the nonce the provider issued in the same handshake, against which
+// the Tenant is verified before its redemption instead of a nonce read.
+func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acceptReads, issued *nonce.Nonce) (*authv1beta1.Identity, error) {
 	if p.endpoint.Server == "" {
 		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: %w: accepting Tenants needs it", ErrInvalidConfig, ErrNoEndpoint))
 	}
@@ -257,17 +265,13 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
 			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
 	}
-	// Read while the Tenant is admitted, each used where it was read
-	// before: the cached certificate (the holder check, then the
-	// signing), the peer roles (before signing) and the nonce, which only
-	// lets the privilege check start early (the redemption reads it
-	// again, and decides).
-	cached := p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID})
-	roles := p.checkRoles(ctx, p.tenantRoles()...)
-	nonceRead := prefetch(ctx, p.ports.Nonces, consumerID)
+	reads := early
+	if reads == nil || reads.consumerID != consumerID {
+		reads = p.startReads(ctx, consumerID, issued == nil)
+	}
 	privileges := func() error { return nil }
-	defer func() { _, _ = cached(); _ = roles(); _, _ = nonceRead.read(); _ = privileges() }() // none outlives Accept
-	current, err := p.admit(ctx, t)
+	defer func() { reads.wait(); _ = privileges() }() // none outlives Accept
+	current, err := reads.admitted()
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
@@ -278,7 +282,13 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	// check (below) run beside the redemption: only a consumer whose
 	// signature verified makes the provider ask.
 	checking := false
-	switch pre, err := nonceRead.read(); {
+	pre, err := nonce.Entry{}, error(nil)
+	if issued != nil {
+		pre.Nonce = *issued
+	} else {
+		pre, err = reads.nonce()
+	}
+	switch {
 	case err == nil && p.preverified(t, pre, digest):
 		privileges, checking = p.checkPrivileges(ctx, consumerID), true
 	case err != nil && !errors.Is(err, nonce.ErrNotFound):
@@ -306,7 +316,7 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	// the consumer ID, whatever flow issued it, a second key would be the
 	// same user, and Kubernetes cannot revoke the first certificate.
 	// Checked once the keys are proven, before anything is signed.
-	entry, err := cached()
+	entry, err := reads.cached()
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
@@ -331,7 +341,7 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 	// The role the consumer is bound to must be installed before anything
 	// is signed: a certificate bound to a missing role would be an
 	// identity that can do nothing, issued for nothing.
-	if err := roles(); err != nil {
+	if err := reads.roles(); err != nil {
 		return nil, stepError(StepCertificateIssued, err)
 	}
 
@@ -461,6 +471,58 @@ func (s *prefetchedNonces) Get(ctx context.Context, clusterID string) (nonce.Ent
 		return s.read()
 	}
 	return s.Store.Get(ctx, clusterID)
+}
+
+// acceptReads are the reads Accept makes before it decides anything,
+// started at once (startReads), each waited for where Accept decides on
+// it: the admission (the stored Tenant and the revocation record), the
+// certificate cache (the holder check, then the signing), the peer roles
+// (before signing) and, when read, the nonce, which only lets the
+// privilege check start early (the redemption reads it again, and
+// decides).
+type acceptReads struct {
+	consumerID string
+	admitted   func() (*authv1beta1.Tenant, error)
+	cached     func() (*csr.CacheEntry, error)
+	roles      func() error
+	nonce      func() (nonce.Entry, error) // nil when not read
+}
+
+// startReads starts the reads of Accept for consumerID, the nonce's only
+// with readNonce.
+func (p *Provider) startReads(ctx context.Context, consumerID string, readNonce bool) *acceptReads {
+	type admission struct {
+		t   *authv1beta1.Tenant
+		err error
+	}
+	admitted := make(chan admission, 1)
+	go func() {
+		t, err := lifecycle.Admit(ctx, p.ports.Tenants, p.ports.Lifecycle.Revocations, consumerID, p.opts.Clock.Now())
+		admitted <- admission{t, err}
+	}()
+	r := &acceptReads{
+		consumerID: consumerID,
+		admitted: sync.OnceValues(func() (*authv1beta1.Tenant, error) {
+			a := <-admitted
+			return a.t, a.err
+		}),
+		cached: p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID}),
+		roles:  p.checkRoles(ctx, p.tenantRoles()...),
+	}
+	if readNonce {
+		r.nonce = prefetch(ctx, p.ports.Nonces, consumerID).read
+	}
+	return r
+}
+
+// wait waits for every read of r.
+func (r *acceptReads) wait() {
+	_, _ = r.admitted()
+	_, _ = r.cached()
+	_ = r.roles()
+	if r.nonce != nil {
+		_, _ = r.nonce()
+	}
 }
 
 // preverified reports whether t verifies against the nonce entry e as

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +22,17 @@ type NonceStore struct {
 	// redeemFrom, when set, is where MarkRedeemed first reads the Secret
 	// it marks (WithRedeemReader).
 	redeemFrom ctrlclient.Reader
+
+	// written holds the nonce Secrets as Put last stored them, by cluster
+	// ID, at most maxWritten: without redeemFrom, MarkRedeemed first writes
+	// on the one of its cluster ID, as on a read.
+	mu      sync.Mutex
+	written map[string]*corev1.Secret
 }
+
+// maxWritten bounds NonceStore.written: past it, the Secrets are
+// forgotten, and MarkRedeemed reads them.
+const maxWritten = 1024
 
 var _ nonce.Store = (*NonceStore)(nil)
 
@@ -39,7 +50,35 @@ func (s *NonceStore) WithRedeemReader(r ctrlclient.Reader) *NonceStore {
 
 // Put stores e as the nonce of clusterID, replacing any earlier one.
 func (s *NonceStore) Put(ctx context.Context, clusterID string, e nonce.Entry) error {
-	return applySecret(ctx, s.client, nonce.Secret(clusterID, e))
+	stored, err := applySecretStored(ctx, s.client, nonce.Secret(clusterID, e))
+	s.remember(clusterID, stored)
+	return err
+}
+
+// remember keeps sec, nil to forget, as the nonce Secret of clusterID last
+// written.
+func (s *NonceStore) remember(clusterID string, sec *corev1.Secret) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sec == nil {
+		delete(s.written, clusterID)
+		return
+	}
+	if s.written == nil || len(s.written) >= maxWritten {
+		s.written = make(map[string]*corev1.Secret)
+	}
+	s.written[clusterID] = sec
+}
+
+// lastWritten returns a copy of the nonce Secret of clusterID last
+// written, nil when there is none.
+func (s *NonceStore) lastWritten(clusterID string) *corev1.Secret {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sec := s.written[clusterID]; sec != nil {
+		return sec.DeepCopy()
+	}
+	return nil
 }
 
 // Get returns the nonce of clusterID.
@@ -58,10 +97,11 @@ func (s *NonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, er
 // MarkRedeemed records r on the nonce Secret of clusterID unless it records
 // a redemption already, and returns the entry. The update is conditional on
 // the Secret read, so of concurrent callers exactly one records its
-// redemption and the others read it back. A Secret read through
-// WithRedeemReader's reader is only used to write on: any other outcome
-// (no Secret, one redeemed already, one that does not parse) is read again
-// from the API server.
+// redemption and the others read it back. It first writes on the Secret
+// as WithRedeemReader's reader holds it or, without one, as this store's
+// Put last wrote it, without a read: that copy is only used to write on,
+// and any other outcome (a conflict, no copy, one redeemed already, one
+// that does not parse) is read again from the API server.
 func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce.Redemption) (nonce.Entry, error) {
 	ns := clusterid.TenantNamespace(clusterID)
 	secrets := s.client.CoreV1().Secrets(ns)
@@ -78,7 +118,7 @@ func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce
 	var out nonce.Entry
 	first := true
 	err := retryOnConflict(ctx, func() error {
-		sec, e, err := s.readToRedeem(ctx, ns, first, read)
+		sec, e, err := s.readToRedeem(ctx, clusterID, first, read)
 		first = false
 		if err != nil {
 			return err
@@ -95,9 +135,12 @@ func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce
 		marked := nonce.Secret(clusterID, e)
 		ac := corev1ac.Secret(marked.Name, marked.Namespace).WithResourceVersion(sec.ResourceVersion).
 			WithType(marked.Type).WithLabels(marked.Labels).WithAnnotations(marked.Annotations).WithData(marked.Data)
-		if _, err := secrets.Apply(ctx, ac, applyOptions(true)); err != nil {
+		stored, err := secrets.Apply(ctx, ac, applyOptions(true))
+		if err != nil {
+			s.remember(clusterID, nil)
 			return wrap(err, "marking redeemed", "Secret", ns, nonce.SecretName)
 		}
+		s.remember(clusterID, stored)
 		out = e
 		return nil
 	})
@@ -107,13 +150,24 @@ func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce
 	return out, nil
 }
 
-// readToRedeem returns the nonce Secret in namespace ns and its entry: on
-// the first attempt, from s.redeemFrom when set and it holds an unredeemed
-// nonce there, else from read (the API server).
-func (s *NonceStore) readToRedeem(ctx context.Context, ns string, first bool, read func() (*corev1.Secret, error)) (*corev1.Secret, nonce.Entry, error) {
-	if first && s.redeemFrom != nil {
-		sec := &corev1.Secret{}
-		if s.redeemFrom.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: nonce.SecretName}, sec) == nil {
+// readToRedeem returns the nonce Secret of clusterID and its entry: on
+// the first attempt, the copy of s.redeemFrom when set, else the one Put
+// last wrote, when it holds an unredeemed nonce; else from read (the API
+// server).
+func (s *NonceStore) readToRedeem(ctx context.Context, clusterID string, first bool, read func() (*corev1.Secret, error)) (*corev1.Secret, nonce.Entry, error) {
+	if first {
+		var sec *corev1.Secret
+		switch {
+		case s.redeemFrom != nil:
+			sec = &corev1.Secret{}
+			key := ctrlclient.ObjectKey{Namespace: clusterid.TenantNamespace(clusterID), Name: nonce.SecretName}
+			if s.redeemFrom.Get(ctx, key, sec) != nil {
+				sec = nil
+			}
+		default:
+			sec = s.lastWritten(clusterID)
+		}
+		if sec != nil {
 			if e, err := nonce.FromSecret(sec); err == nil && e.Redemption == nil {
 				return sec, e, nil
 			}
@@ -131,6 +185,7 @@ func (s *NonceStore) readToRedeem(ctx context.Context, ns string, first bool, re
 // The delete is conditional on the Secret read, so of concurrent callers
 // exactly one gets the nonce.
 func (s *NonceStore) Consume(ctx context.Context, clusterID string) (nonce.Entry, error) {
+	s.remember(clusterID, nil)
 	ns := clusterid.TenantNamespace(clusterID)
 	secrets := s.client.CoreV1().Secrets(ns)
 	sec, err := secrets.Get(ctx, nonce.SecretName, metav1.GetOptions{})

@@ -103,3 +103,44 @@ func TestNonceStoreRedeemsWhatIsStored(t *testing.T) {
 	require.Equal(t, stored.Nonce, got.Nonce)
 	require.Equal(t, int64(1), requests.Load(), "one write, no read")
 }
+
+// A NonceStore marks the nonce its own Put wrote without reading it, and
+// the nonce stored, never the one it wrote, when another wrote since.
+func TestNonceStoreRedeemsWhatItWrote(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var requests atomic.Int64
+	counted, err := kubernetes.NewForConfig(countingConfig(provider.cluster.AdminConfig(), &requests))
+	require.NoError(t, err)
+	mark := nonce.Redemption{By: []byte("tenant digest"), Key: "key fingerprint", At: time.Now().Truncate(time.Second)}
+	entry := func() nonce.Entry {
+		n, err := nonce.Generate(nil)
+		require.NoError(t, err)
+		return nonce.Entry{Nonce: n, IssuedAt: time.Now().Truncate(time.Second), TTL: time.Hour}
+	}
+
+	id := "cl-redeem-written"
+	ensureNamespace(t, clusterid.TenantNamespace(id))
+	store := kube.NewNonceStore(counted)
+	written := entry()
+	require.NoError(t, store.Put(ctx, id, written))
+	before := requests.Load()
+	got, err := store.MarkRedeemed(ctx, id, mark)
+	require.NoError(t, err)
+	require.Equal(t, written.Nonce, got.Nonce)
+	require.Equal(t, int64(1), requests.Load()-before, "one write, no read")
+
+	id = "cl-redeem-overwritten"
+	ensureNamespace(t, clusterid.TenantNamespace(id))
+	require.NoError(t, store.Put(ctx, id, entry()))
+	other := entry()
+	require.NoError(t, kube.NewNonceStore(provider.client).Put(ctx, id, other))
+	got, err = store.MarkRedeemed(ctx, id, mark)
+	require.NoError(t, err)
+	require.Equal(t, other.Nonce, got.Nonce, "the nonce stored")
+	stored, err := store.Get(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, other.Nonce, stored.Nonce)
+	require.Equal(t, mark.Key, stored.Redemption.Key)
+}

@@ -45,12 +45,20 @@ func wrap(err error, verb, kind, namespace, name string) error {
 // Secret stays. A Secret of another type is deleted, exactly as read, and
 // applied again: a Secret's type is immutable.
 func applySecret(ctx context.Context, c kubernetes.Interface, want *corev1.Secret) error {
+	_, err := applySecretStored(ctx, c, want)
+	return err
+}
+
+// applySecretStored is applySecret, returning the Secret as stored.
+func applySecretStored(ctx context.Context, c kubernetes.Interface, want *corev1.Secret) (*corev1.Secret, error) {
 	secrets := c.CoreV1().Secrets(want.Namespace)
 	ac := corev1ac.Secret(want.Name, want.Namespace).WithType(want.Type).
 		WithLabels(want.Labels).WithAnnotations(want.Annotations).
 		WithOwnerReferences(ownerReferences(want.OwnerReferences)...).WithData(want.Data)
+	var stored *corev1.Secret
 	err := retryOnConflict(ctx, func() error {
-		_, err := secrets.Apply(ctx, ac, applyOptions(true))
+		var err error
+		stored, err = secrets.Apply(ctx, ac, applyOptions(true))
 		if !apierrors.IsInvalid(err) {
 			return err
 		}
@@ -65,9 +73,9 @@ func applySecret(ctx context.Context, c kubernetes.Interface, want *corev1.Secre
 		return apierrors.NewConflict(corev1.Resource("secrets"), want.Name, errors.New("type changed"))
 	})
 	if err != nil {
-		return wrap(err, "writing", "Secret", want.Namespace, want.Name)
+		return nil, wrap(err, "writing", "Secret", want.Namespace, want.Name)
 	}
-	return nil
+	return stored, nil
 }
 
 func deleteSecret(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
