@@ -25,21 +25,21 @@ import (
 // ratio to it, p50-x-floor.
 //
 // The floor is 6 writes and a CSR round one after another; a handshake
-// makes 11 round trips and the CSR round one after another (each side's
+// makes 9 round trips and the CSR round one after another (each side's
 // other requests go beside them), for these reasons:
 //
 //   - the provider's tenant namespace, created while the nonce is read,
-//     then the nonce written: 2 (the floor counts 1). A consumer's first
-//     handshake finds no namespace.
-//   - Accept's reads at once: the stored Tenant and the revocation record
-//     (a drained or revoked consumer is refused), the certificate cache
-//     (another key holding the consumer ID is refused), the peer roles and
-//     the nonce: 1 (the floor counts none).
-//   - the nonce's redemption, read then written on that read, so that a
-//     nonce is redeemed once: 2. The 7 SubjectAccessReviews (a consumer ID
-//     that names a privileged user is refused) go beside it, once the
-//     Tenant verifies against the nonce as read, and so do the consumer's
-//     signed-nonce Secret and the read of the Identity it holds.
+//     then the nonce written: 2 (the floor's nonce, and the namespace a
+//     consumer's first handshake does not find). The reads Accept starts
+//     with go beside them: the stored Tenant and the revocation record (a
+//     drained or revoked consumer is refused), the certificate cache
+//     (another key holding the consumer ID is refused) and the peer roles.
+//   - the nonce's redemption, written on the nonce Secret as the provider
+//     wrote it, so that a nonce serves one Tenant: 1 (the floor counts
+//     none). The 7 SubjectAccessReviews (a consumer ID that names a
+//     privileged user is refused) go beside it, once the Tenant verifies
+//     against the nonce issued, and so do the consumer's signed-nonce
+//     Secret and the read of the Identity it holds.
 //   - the CSR created, then approved while its watch starts, then issued:
 //     the floor's CSR round.
 //   - the certificate cached, the Tenant recorded and the cluster-wide
@@ -49,6 +49,9 @@ import (
 //   - the consumer's Identity, then its kubeconfig Secret, owned by the
 //     Identity, then the Identity's status, which points at the Secret once
 //     it exists: 3 (the floor counts 2).
+//
+// Each write is a server-side apply, which costs the API server more than
+// the floor's plain creates.
 //
 // Run it with:
 //
