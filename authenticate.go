@@ -80,13 +80,12 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 	if err != nil {
 		return nil, err
 	}
-	recording := make(chan error, 1)
-	go func() { recording <- c.recordSignedNonce(ctx, providerID, n, t) }()
+	recorded := startErr(func() error { return c.recordSignedNonce(ctx, providerID, n, t) })
 	held := c.readHeld(ctx, providerID)
 	c.step(ctx, Step{Name: StepNonceSigned})
 	c.step(ctx, Step{Name: StepTenantGenerated})
 	id, err := p.accept(ctx, t, reads, &n)
-	if recErr := <-recording; err == nil {
+	if recErr := recorded(); err == nil {
 		err = recErr
 	}
 	if err != nil {

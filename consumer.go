@@ -227,10 +227,9 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 // returns the function that waits for it: it reports StepConsumerNamespace
 // and StepNonceRetrieved, or returns the StepError of the first.
 func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func() error {
-	done := make(chan error, 1)
-	go func() { done <- c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) }()
+	wait := startErr(func() error { return c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) })
 	return sync.OnceValue(func() error {
-		if err := <-done; err != nil {
+		if err := wait(); err != nil {
 			return stepError(StepConsumerNamespace, err)
 		}
 		c.step(ctx, Step{Name: StepConsumerNamespace})
@@ -243,13 +242,8 @@ func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func(
 // keeps once read, and returns the function that waits for it and returns
 // the StepError buildTenant would.
 func (c *Consumer) loadKey(ctx context.Context) func() error {
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.clusterKey(ctx, true)
-		done <- err
-	}()
-	return sync.OnceValue(func() error {
-		if err := <-done; err != nil {
+	return startErr(func() error {
+		if _, err := c.clusterKey(ctx, true); err != nil {
 			return stepError(StepNonceSigned, err)
 		}
 		return nil
@@ -259,20 +253,10 @@ func (c *Consumer) loadKey(ctx context.Context) func() error {
 // readHeld starts reading the ControlPlane Identity held for providerID
 // and returns a heldIdentity that answers with that read.
 func (c *Consumer) readHeld(ctx context.Context, providerID string) func(context.Context, string, string) (*authv1beta1.Identity, error) {
-	type read struct {
-		id  *authv1beta1.Identity
-		err error
-	}
-	done := make(chan read, 1)
-	go func() {
-		id, err := c.heldIdentity(ctx, clusterid.TenantNamespace(providerID), identity.ControlPlaneName(providerID))
-		done <- read{id, err}
-	}()
-	r := sync.OnceValue(func() read { return <-done })
-	return func(context.Context, string, string) (*authv1beta1.Identity, error) {
-		v := r()
-		return v.id, v.err
-	}
+	wait := start(func() (*authv1beta1.Identity, error) {
+		return c.heldIdentity(ctx, clusterid.TenantNamespace(providerID), identity.ControlPlaneName(providerID))
+	})
+	return func(context.Context, string, string) (*authv1beta1.Identity, error) { return wait() }
 }
 
 // recordSignedNonce writes the Secret "liqo-signed-nonce" for providerID,
@@ -445,14 +429,11 @@ func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1
 		// controller answering it, or a re-run): applying it again
 		// replaces nothing, so it goes while the provider is asked. The
 		// kubeconfig waits for the answer.
-		applied := make(chan error, 1)
-		go func() {
-			var err error
-			stored, err = c.ports.Identities.Apply(ctx, want)
-			applied <- err
-		}()
+		applied := start(func() (*authv1beta1.Identity, error) { return c.ports.Identities.Apply(ctx, want) })
 		confirmErr := identity.Confirm(ctx, c.ports.Reviewer, cfg, c.id)
-		if err := cmp.Or(confirmErr, <-applied); err != nil {
+		var applyErr error
+		stored, applyErr = applied()
+		if err := cmp.Or(confirmErr, applyErr); err != nil {
 			return nil, stepError(StepIdentityApplied, err)
 		}
 	default:

@@ -451,17 +451,7 @@ type prefetchedNonces struct {
 // prefetch starts reading the nonce of consumerID from s, and returns s
 // with its first Get answered by that read.
 func prefetch(ctx context.Context, s nonce.Store, consumerID string) *prefetchedNonces {
-	type read struct {
-		e   nonce.Entry
-		err error
-	}
-	done := make(chan read, 1)
-	go func() {
-		e, err := s.Get(ctx, consumerID)
-		done <- read{e, err}
-	}()
-	r := sync.OnceValue(func() read { return <-done })
-	return &prefetchedNonces{Store: s, read: func() (nonce.Entry, error) { v := r(); return v.e, v.err }}
+	return &prefetchedNonces{Store: s, read: start(func() (nonce.Entry, error) { return s.Get(ctx, consumerID) })}
 }
 
 func (s *prefetchedNonces) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
@@ -491,23 +481,13 @@ type acceptReads struct {
 // startReads starts the reads of Accept for consumerID, the nonce's only
 // with readNonce.
 func (p *Provider) startReads(ctx context.Context, consumerID string, readNonce bool) *acceptReads {
-	type admission struct {
-		t   *authv1beta1.Tenant
-		err error
-	}
-	admitted := make(chan admission, 1)
-	go func() {
-		t, err := lifecycle.Admit(ctx, p.ports.Tenants, p.ports.Lifecycle.Revocations, consumerID, p.opts.Clock.Now())
-		admitted <- admission{t, err}
-	}()
 	r := &acceptReads{
 		consumerID: consumerID,
-		admitted: sync.OnceValues(func() (*authv1beta1.Tenant, error) {
-			a := <-admitted
-			return a.t, a.err
+		admitted: start(func() (*authv1beta1.Tenant, error) {
+			return lifecycle.Admit(ctx, p.ports.Tenants, p.ports.Lifecycle.Revocations, consumerID, p.opts.Clock.Now())
 		}),
 		cached: p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID}),
-		roles:  p.checkRoles(ctx, p.tenantRoles()...),
+		roles:  startErr(func() error { return p.requireRoles(ctx, p.tenantRoles()...) }),
 	}
 	if readNonce {
 		r.nonce = prefetch(ctx, p.ports.Nonces, consumerID).read
@@ -546,47 +526,28 @@ func (p *Provider) checkPrivileges(ctx context.Context, consumerID string) func(
 	if p.unprivileged.fresh(consumerID, p.opts.Clock.Now()) {
 		return func() error { return nil }
 	}
-	done := make(chan error, 1)
-	go func() {
-		err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization})
-		if err == nil {
-			p.unprivileged.pass(consumerID, p.opts.Clock.Now())
+	return startErr(func() error {
+		if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
+			return err
 		}
-		done <- err
-	}()
-	return sync.OnceValue(func() error { return <-done })
+		p.unprivileged.pass(consumerID, p.opts.Clock.Now())
+		return nil
+	})
 }
 
 // readCache starts reading the certificate cached under key and returns
 // the function that waits for it: the entry, nil when nothing is cached.
 func (p *Provider) readCache(ctx context.Context, key csr.CacheKey) func() (*csr.CacheEntry, error) {
-	var (
-		entry *csr.CacheEntry
-		err   error
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		e, getErr := p.ports.Certificates.Get(ctx, key)
+	return start(func() (*csr.CacheEntry, error) {
+		e, err := p.ports.Certificates.Get(ctx, key)
 		switch {
-		case getErr == nil:
-			entry = &e
-		case !errors.Is(getErr, csr.ErrNotFound):
-			err = fmt.Errorf("reading certificate cache %s: %w", key.SecretName(), getErr)
+		case err == nil:
+			return &e, nil
+		case errors.Is(err, csr.ErrNotFound):
+			return nil, nil
 		}
-	}()
-	return func() (*csr.CacheEntry, error) {
-		<-done
-		return entry, err
-	}
-}
-
-// checkRoles starts requireRoles and returns the function that waits for
-// its answer.
-func (p *Provider) checkRoles(ctx context.Context, names ...string) func() error {
-	done := make(chan error, 1)
-	go func() { done <- p.requireRoles(ctx, names...) }()
-	return sync.OnceValue(func() error { return <-done })
+		return nil, fmt.Errorf("reading certificate cache %s: %w", key.SecretName(), err)
+	})
 }
 
 // requireRoles checks that the peer ClusterRoles names are installed
