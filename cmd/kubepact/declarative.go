@@ -339,11 +339,13 @@ func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o decla
 	case !errors.Is(err, tenant.ErrNotFound):
 		return fmt.Errorf("provider cluster: %w", err)
 	}
+	tctx, stopTenant := watchRefusals(ctx, c.provider, tenantsResource, want.Namespace, want.Name)
+	defer stopTenant()
 	if _, err := store.Apply(ctx, want); err != nil {
 		return fmt.Errorf("provider cluster: %w", err)
 	}
 	info("Tenant %s/%s applied on the provider", want.Namespace, want.Name)
-	accepted, err := waitTenant(ctx, c.provider, want.Namespace, want.Name)
+	accepted, err := waitTenant(tctx, c.provider, want.Namespace, want.Name)
 	if err != nil {
 		return err
 	}
@@ -355,11 +357,13 @@ func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o decla
 	if err != nil {
 		return err
 	}
+	ictx, stopIdentity := watchRefusals(ctx, c.consumer, identitiesResource, id.Namespace, id.Name)
+	defer stopIdentity()
 	if _, err := kube.NewIdentityStore(c.consumer.typed).Apply(ctx, id); err != nil {
 		return fmt.Errorf("consumer cluster: %w", err)
 	}
 	info("Identity %s/%s applied on the consumer", id.Namespace, id.Name)
-	applied, err := waitIdentity(ctx, c.consumer, id.Namespace, id.Name)
+	applied, err := waitIdentity(ictx, c.consumer, id.Namespace, id.Name)
 	if err != nil {
 		return err
 	}
@@ -375,6 +379,8 @@ func ensureNonce(ctx context.Context, c *clusters) (nonce.Nonce, error) {
 	req := nonce.Secret(c.consumerID, nonce.Entry{})
 	req.Data, req.Annotations = nil, nil
 	secrets := c.provider.client.CoreV1().Secrets(req.Namespace)
+	ctx, stop := watchRefusals(ctx, c.provider, secretsResource, req.Namespace, req.Name)
+	defer stop()
 	if _, err := secrets.Create(ctx, req, metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nonce.Nonce{}, fmt.Errorf("provider cluster: creating Secret %s/%s: %w", req.Namespace, req.Name, err)
 	}
@@ -409,6 +415,8 @@ func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce, tr *tena
 		req.Data[controllers.TenantProxyURLKey] = []byte(tr.proxyURL)
 	}
 	secrets := c.consumer.client.CoreV1().Secrets(req.Namespace)
+	ctx, stop := watchRefusals(ctx, c.consumer, secretsResource, req.Namespace, req.Name)
+	defer stop()
 	_, err := secrets.Create(ctx, req, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		cur, err := secrets.Get(ctx, req.Name, metav1.GetOptions{})
@@ -562,9 +570,12 @@ func (e *RefusedError) Error() string {
 func (e *RefusedError) Unwrap() error { return errRefused }
 
 // watchRefusals returns a context that ends, with a *RefusedError as its
-// cause, when a controller records a refusal of the object kind
-// namespace/name from now on.
-func watchRefusals(ctx context.Context, cl *cluster, kind, namespace, name string) (context.Context, context.CancelFunc) {
+// cause, when a controller records a refusal of the object of resource
+// namespace/name from now on. It is started before the write a controller
+// answers, so that no refusal comes before it: a controller may refuse
+// within milliseconds.
+func watchRefusals(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name string) (context.Context, context.CancelFunc) {
+	kind := kindOf(resource)
 	ctx, cancel := context.WithCancelCause(ctx)
 	events := cl.client.EventsV1().Events(namespace)
 	list, err := events.List(ctx, metav1.ListOptions{Limit: 1})
@@ -592,12 +603,12 @@ func watchRefusals(ctx context.Context, cl *cluster, kind, namespace, name strin
 }
 
 // waitFor watches the object namespace/name of resource until cond holds.
-// When ctx ends first, the error names what it waited for and the last
-// Warning Event about the object, which tells why a controller refused.
+// A ctx from watchRefusals ends it with the *RefusedError of a controller.
+// When ctx ends first otherwise, the error names what it waited for and the
+// last Warning Event about the object, which tells why a controller
+// refused.
 func waitFor(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name, what string,
 	cond func(*unstructured.Unstructured) (bool, error)) error {
-	ctx, stop := watchRefusals(ctx, cl, kindOf(resource), namespace, name)
-	defer stop()
 	ri := cl.dynamic.Resource(resource).Namespace(namespace)
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
