@@ -23,9 +23,10 @@ type NonceStore struct {
 	// it marks (WithRedeemReader).
 	redeemFrom ctrlclient.Reader
 
-	// written holds the nonce Secrets as Put last stored them, by cluster
-	// ID, at most maxWritten: without redeemFrom, MarkRedeemed first writes
-	// on the one of its cluster ID, as on a read.
+	// written holds the nonce Secrets as this store last wrote them (Put,
+	// MarkRedeemed), by cluster ID, at most maxWritten: without
+	// redeemFrom, MarkRedeemed first writes on the one of its cluster ID,
+	// as on a read.
 	mu      sync.Mutex
 	written map[string]*corev1.Secret
 }
