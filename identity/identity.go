@@ -61,7 +61,8 @@ import (
 )
 
 var (
-	// ErrNotFound reports an Identity a StatusApplier does not store.
+	// ErrNotFound reports an Identity a Getter or StatusApplier does not
+	// store.
 	ErrNotFound = errors.New("identity not found")
 	// ErrMalformed reports an Identity whose fields do not parse.
 	ErrMalformed = errors.New("malformed identity")
