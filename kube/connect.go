@@ -102,14 +102,14 @@ type Cluster struct {
 // request's own (an unreachable server, say); none quotes cfg's
 // credentials.
 //
-// Rate limits: one handshake makes about 26 requests to the provider's API
-// server when its certificate is signed through the CSR API (21 with a
-// local signer) and 8 to 12 to the consumer's. Every request takes a token
+// Rate limits: one handshake makes about 22 requests to the provider's API
+// server when its certificate is signed through the CSR API (19 with a
+// local signer) and 7 to 9 to the consumer's. Every request takes a token
 // of the Cluster's limiter, so a provider serving many consumers needs
-// about 26 QPS per handshake a second and a burst of 26 per concurrent
+// about 22 QPS per handshake a second and a burst of 22 per concurrent
 // handshake: DefaultQPS (50) and DefaultBurst (300) fit two handshakes a
-// second and ten at once; client-go's own defaults (5 and 10) would make a
-// lone handshake wait about 3 seconds for tokens.
+// second and a dozen at once; client-go's own defaults (5 and 10) would
+// make a lone handshake wait about 2 seconds for tokens.
 func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
 	var o ConnectOptions
 	if opts != nil {

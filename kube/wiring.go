@@ -57,17 +57,17 @@ type ProviderPortsOptions struct {
 // limiter, shared by all the ports; cfg itself is not changed. It fails only
 // when cfg cannot make a client.
 //
-// Rate limits: one handshake makes about 26 requests to the provider's API
+// Rate limits: one handshake makes about 22 requests to the provider's API
 // server when its certificate is signed through the CSR API (among them a
-// watch that waits for the signature; 21 with a local signer), 8 to 12 to
+// watch that waits for the signature; 19 with a local signer), 7 to 9 to
 // the consumer's, and one SelfSubjectReview to the provider with the new
 // kubeconfig, outside these clients. Every request takes a token of the
 // shared limiter, so at client-go's defaults (5 QPS, burst 10) a lone
-// handshake waits about 3 seconds for tokens on the provider and handshakes
-// in a row run one per 5 seconds. A provider that serves many consumers
-// needs about 26 QPS per handshake a second and a burst of 26 per
+// handshake waits about 2 seconds for tokens on the provider and handshakes
+// in a row run one per 4 seconds. A provider that serves many consumers
+// needs about 22 QPS per handshake a second and a burst of 22 per
 // concurrent handshake: kubectl's 50 QPS and burst 300, which the kubepact
-// CLI uses, fit two handshakes a second and ten at once.
+// CLI uses, fit two handshakes a second and a dozen at once.
 func NewProviderPorts(cfg *rest.Config, opts *ProviderPortsOptions) (kubepact.ProviderPorts, error) {
 	var o ProviderPortsOptions
 	if opts != nil {
