@@ -82,7 +82,7 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 	}
 	recorded := startErr(func() error { return c.recordSignedNonce(ctx, providerID, n, t) })
 	held := c.readHeld(ctx, providerID)
-	defer func() { _, _ = held(ctx, "", "") }() // no read outlives Authenticate
+	defer func() { _, _ = held() }() // no read outlives Authenticate
 	c.step(ctx, Step{Name: StepNonceSigned})
 	c.step(ctx, Step{Name: StepTenantGenerated})
 	id, err := p.accept(ctx, t, reads, &n)

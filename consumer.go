@@ -251,12 +251,9 @@ func (c *Consumer) loadKey(ctx context.Context) func() error {
 }
 
 // readHeld starts reading the ControlPlane Identity held for providerID
-// and returns a heldIdentity that answers with that read.
-func (c *Consumer) readHeld(ctx context.Context, providerID string) func(context.Context, string, string) (*authv1beta1.Identity, error) {
-	wait := start(func() (*authv1beta1.Identity, error) {
-		return c.heldIdentity(ctx, clusterid.TenantNamespace(providerID), identity.ControlPlaneName(providerID))
-	})
-	return func(context.Context, string, string) (*authv1beta1.Identity, error) { return wait() }
+// and returns the function that waits for it (see heldIdentity).
+func (c *Consumer) readHeld(ctx context.Context, providerID string) func() (*authv1beta1.Identity, error) {
+	return start(func() (*authv1beta1.Identity, error) { return c.controlPlaneHeld(ctx, providerID) })
 }
 
 // recordSignedNonce writes the Secret "liqo-signed-nonce" for providerID,
@@ -376,12 +373,12 @@ type ApplyOptions struct {
 // An Identity that fails the checks changes nothing. Applying the same
 // Identity again writes nothing new.
 func (c *Consumer) Apply(ctx context.Context, providerID string, id *authv1beta1.Identity, opts *ApplyOptions) (*Authenticated, error) {
-	return c.apply(ctx, providerID, id, opts, c.heldIdentity)
+	return c.apply(ctx, providerID, id, opts, func() (*authv1beta1.Identity, error) { return c.controlPlaneHeld(ctx, providerID) })
 }
 
-// apply is Apply, reading the Identity already held with held.
+// apply is Apply, reading the ControlPlane Identity already held with held.
 func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1.Identity, opts *ApplyOptions,
-	held func(ctx context.Context, namespace, name string) (*authv1beta1.Identity, error)) (*Authenticated, error) {
+	held func() (*authv1beta1.Identity, error)) (*Authenticated, error) {
 	if id == nil {
 		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: no identity", identity.ErrMalformed))
 	}
@@ -409,7 +406,7 @@ func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1
 	}
 
 	want := storedIdentity(providerID, id)
-	current, err := held(ctx, want.Namespace, want.Name)
+	current, err := held()
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)
 	}
@@ -483,6 +480,12 @@ func storedIdentity(providerID string, id *authv1beta1.Identity) *authv1beta1.Id
 		},
 		Spec: *id.Spec.DeepCopy(),
 	}
+}
+
+// controlPlaneHeld returns the ControlPlane Identity the consumer already
+// stores for providerID, or nil when there is none.
+func (c *Consumer) controlPlaneHeld(ctx context.Context, providerID string) (*authv1beta1.Identity, error) {
+	return c.heldIdentity(ctx, clusterid.TenantNamespace(providerID), identity.ControlPlaneName(providerID))
 }
 
 // heldIdentity returns the Identity namespace/name the consumer already

@@ -490,7 +490,7 @@ func (p *Provider) startReads(ctx context.Context, consumerID string, readNonce 
 		roles:  startErr(func() error { return p.requireRoles(ctx, p.tenantRoles()...) }),
 	}
 	if readNonce {
-		r.nonce = prefetch(ctx, p.ports.Nonces, consumerID).read
+		r.nonce = start(func() (nonce.Entry, error) { return p.ports.Nonces.Get(ctx, consumerID) })
 	}
 	return r
 }
