@@ -259,10 +259,16 @@
 // answers one provider at a time. controller-runtime never gives one object
 // to two workers at once; the Provider and Consumer the workers share are
 // safe for concurrent use, and a handshake of one consumer is serialised
-// by its nonce. With the CSR API, a worker waits up to CSRWait for the
+// by its nonce. At most Workers handshakes are in flight, from the nonce
+// issued to the Tenant accepted or refused: a nonce request beyond them
+// waits, in the order it came, for one to settle (or for HandshakeHold, so
+// that a consumer that never sends its Tenant delays the others at most
+// that long). With the CSR API, a worker waits up to CSRWait for the
 // certificate it asked for, so a handshake goes from Tenant to status in
-// one reconcile: consumers are served in the order they came, at most
-// Workers at once, and the first of a burst are done first. The manager's
+// one reconcile. Under a burst, consumers are therefore served in the
+// order they came, and the first are done first instead of all of them
+// getting their nonces at once and their certificates together at the
+// end. The manager's
 // clients need a rate limit to match: kubepact-controller makes about 26
 // requests per handshake of a new consumer with the CSR API (7 of them
 // SubjectAccessReviews, asked at once; its Events included), so 30

@@ -87,9 +87,10 @@ type ProviderConfig struct {
 	// when a Liqo network module runs beside kubepact.
 	TenantPodSecurity string
 	// Workers is how many nonce Secrets, and how many Tenants, are
-	// reconciled at once (controller-runtime's MaxConcurrentReconciles);
-	// zero means DefaultWorkers. An object is never reconciled by two
-	// workers at once.
+	// reconciled at once (controller-runtime's MaxConcurrentReconciles),
+	// and how many handshakes may be in flight, from the nonce issued to
+	// the Tenant settled (see HandshakeHold); zero means DefaultWorkers. An
+	// object is never reconciled by two workers at once.
 	Workers int
 	// Clock is the time certificates are judged and renewed at; nil means
 	// the real clock.
@@ -126,6 +127,12 @@ const DefaultWorkers = 32
 // of a handshake (its reads, the nonce and the cache) and serves
 // consumers in the order they came.
 const CSRWait = 5 * time.Second
+
+// HandshakeHold is how long a handshake keeps its place among the
+// provider's Workers handshakes in flight when its consumer does not
+// finish it: from the nonce issued to a Tenant accepted or refused. A
+// nonce request waits at most as long for a place, then is served anyway.
+const HandshakeHold = 30 * time.Second
 
 // SetupProvider adds the provider's reconcilers to mgr: the nonce
 // reconciler (liqo-nonce Secrets), the Tenant reconciler, which also comes
@@ -198,7 +205,8 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if workers <= 0 {
 		workers = DefaultWorkers
 	}
-	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(NonceControllerName)}
+	inFlight := newGate(workers, HandshakeHold, clock.RealClock{})
+	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(NonceControllerName), gate: inFlight}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(NonceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SecretLabel))).
@@ -206,7 +214,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		return fmt.Errorf("controllers: %s: %w", NonceControllerName, err)
 	}
 
-	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName), clock: realClock(cfg.Clock)}
+	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName), clock: realClock(cfg.Clock), gate: inFlight}
 	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
@@ -363,6 +371,7 @@ type nonceReconciler struct {
 	client   client.Client
 	provider *kubepact.Provider
 	events   events.EventRecorder
+	gate     *gate // entered before a nonce is issued
 }
 
 func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -380,7 +389,11 @@ func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 			nonce.SecretName, clusterid.Label, truncate(id))
 		return reconcile.Result{}, metrics.failed(ctx, NonceControllerName, ReasonInvalidNonceSecret, errInvalidObject, false)
 	}
+	if err := r.gate.enter(ctx, id); err != nil {
+		return reconcile.Result{}, err
+	}
 	if _, err := r.provider.IssueNonce(ctx, id); err != nil {
+		r.gate.leave(id)
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonIssueNonceFailed, "IssueNonce", "issuing the nonce: %v", err)
 		return reconcile.Result{}, metrics.failed(ctx, NonceControllerName, ReasonIssueNonceFailed, err, true)
 	}
@@ -395,6 +408,7 @@ type tenantReconciler struct {
 	provider *kubepact.Provider
 	events   events.EventRecorder
 	clock    clock.PassiveClock
+	gate     *gate // left once a Tenant is accepted or refused
 
 	// conditions are the Tenants' conditions last enforced, by consumer
 	// ID, to count transitions (kubepact_tenant_transitions_total).
@@ -421,17 +435,20 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonInvalidTenant, errInvalidObject, false)
 	}
 	if res, done, err := r.enforce(ctx, &t); done {
+		r.gate.leave(id)
 		return res, err
 	}
 	if lifecycle.FlowOf(&t) != lifecycle.FlowHandshake {
 		// Recorded by another flow (the token server), with no signature
 		// to verify: its condition is enforced, nothing is accepted.
+		r.gate.leave(id)
 		return reconcile.Result{}, nil
 	}
 	filled := t.Status.AuthParams != nil
 	issued, err := r.provider.Accept(ctx, &t)
 	switch {
 	case err == nil:
+		r.gate.leave(id)
 		now := r.clock.Now()
 		if !filled {
 			r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonTenantAccepted, "Accept", "Tenant status is filled")
@@ -451,6 +468,7 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	reason, terminal := reasonOf(err, ReasonAcceptFailed)
 	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%v", err)
 	if terminal {
+		r.gate.leave(id)
 		metrics.handshake(FlowTenant, ResultRefused, reason)
 	} else {
 		metrics.handshake(FlowTenant, ResultFailed, reason)
