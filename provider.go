@@ -265,34 +265,43 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
 			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
 	}
+	peeker, peeks := p.ports.Nonces.(nonce.Peeker)
 	reads := early
 	if reads == nil || reads.consumerID != consumerID {
-		reads = p.startReads(ctx, consumerID, issued == nil)
+		reads = p.startReads(ctx, consumerID, issued == nil && !peeks)
 	}
 	privileges := func() error { return nil }
-	defer func() { reads.wait(); _ = privileges() }() // none outlives Accept
-	current, err := reads.admitted()
-	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
-	}
+	asking, stopAsking := context.WithCancel(ctx)
+	defer func() { stopAsking(); reads.wait(); _ = privileges() }() // none outlives Accept
 
 	t = verifiable(t)
 	digest := tenant.Digest(t)
 	// A Tenant that verifies against the nonce as read lets the privilege
-	// check (below) run beside the redemption: only a consumer whose
-	// signature verified makes the provider ask.
+	// check (below) start at once, beside the admission and the
+	// redemption: only a consumer whose signature verified makes the
+	// provider ask, and a refusal in between stops the questions. The
+	// nonce is the one issued in the same handshake, else the one a
+	// nonce.Peeker has at hand, else the one read. A stale peek fails to
+	// verify, and the check then waits for the redemption.
 	checking := false
 	pre, err := nonce.Entry{}, error(nil)
-	if issued != nil {
+	switch {
+	case issued != nil:
 		pre.Nonce = *issued
-	} else {
+	case peeks:
+		pre, _ = peeker.Peek(ctx, consumerID)
+	default:
 		pre, err = reads.nonce()
 	}
 	switch {
 	case err == nil && p.preverified(t, pre, digest):
-		privileges, checking = p.checkPrivileges(ctx, consumerID), true
+		privileges, checking = p.checkPrivileges(asking, consumerID), true
 	case err != nil && !errors.Is(err, nonce.ErrNotFound):
 		return nil, stepError(StepTenantApplied, fmt.Errorf("reading nonce of %s: %w", consumerID, err))
+	}
+	current, err := reads.admitted()
+	if err != nil {
+		return nil, stepError(StepTenantApplied, err)
 	}
 	e, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, nonce.Redeemer{Tenant: digest, Key: keys.Fingerprint(pub)},
 		p.opts.Clock.Now(), p.nonceOptions())
@@ -332,7 +341,7 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 	// the retry of a handshake whose certificate was pending comes moments
 	// later.
 	if !checking {
-		privileges = p.checkPrivileges(ctx, consumerID)
+		privileges = p.checkPrivileges(asking, consumerID)
 	}
 	if err := privileges(); err != nil {
 		return nil, stepError(StepCertificateIssued, err)

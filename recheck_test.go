@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -220,4 +222,86 @@ func TestAcceptAsksNothingForAnUnverifiedTenant(t *testing.T) {
 	_, err = p.provider.Accept(ctx, forged)
 	require.ErrorIs(t, err, keys.ErrBadSignature)
 	require.Zero(t, counting.asked.Load(), "no question for a bad signature")
+}
+
+// peekingNonces is a nonce.Peeker over a store whose Peek returns what the
+// test sets, as a stale cache might, and which counts its Gets.
+type peekingNonces struct {
+	nonce.Store
+	mu     sync.Mutex
+	peeked *nonce.Entry
+	gets   atomic.Int64
+}
+
+func (s *peekingNonces) Peek(context.Context, string) (nonce.Entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.peeked == nil {
+		return nonce.Entry{}, false
+	}
+	return *s.peeked, true
+}
+
+func (s *peekingNonces) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
+	s.gets.Add(1)
+	return s.Store.Get(ctx, clusterID)
+}
+
+func (s *peekingNonces) set(e *nonce.Entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peeked = e
+}
+
+// With a nonce.Peeker, Accept reads no nonce before the redemption: a
+// Tenant that verifies against the nonce at hand is checked beside it, one
+// that does not (a stale peek) is still accepted against the nonce
+// stored, and a forged one makes the provider ask nothing.
+func TestAcceptWithAPeekedNonce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		peek func(issued nonce.Entry) *nonce.Entry
+	}{
+		{"the nonce issued", func(issued nonce.Entry) *nonce.Entry { return &issued }},
+		{"a stale nonce", func(nonce.Entry) *nonce.Entry {
+			n, err := nonce.Generate(nil)
+			require.NoError(t, err)
+			return &nonce.Entry{Nonce: n, IssuedAt: time.Now()}
+		}},
+		{"none", func(nonce.Entry) *nonce.Entry { return nil }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPair(t)
+			ports := p.providerCluster.ProviderPorts()
+			counting := &countingBinder{Binder: ports.RBAC}
+			peeking := &peekingNonces{Store: ports.Nonces}
+			ports.RBAC, ports.Nonces = counting, peeking
+			var err error
+			p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports, &kubepact.ProviderOptions{Clock: p.clock})
+			require.NoError(t, err)
+			n, err := p.provider.IssueNonce(ctx, consumerID)
+			require.NoError(t, err)
+			issued, err := peeking.Store.Get(ctx, consumerID)
+			require.NoError(t, err)
+			require.Equal(t, n, issued.Nonce)
+			peeking.set(tt.peek(issued))
+			tn, err := p.consumer.Tenant(ctx, providerID, n, nil)
+			require.NoError(t, err)
+
+			forged := tn.DeepCopy()
+			forged.Spec.Signature = bytes.Repeat([]byte{1}, len(tn.Spec.Signature))
+			before := peeking.gets.Load()
+			_, err = p.provider.Accept(ctx, forged)
+			require.ErrorIs(t, err, keys.ErrBadSignature)
+			require.Zero(t, counting.asked.Load(), "no question for a bad signature")
+
+			_, err = p.provider.Accept(ctx, tn)
+			require.NoError(t, err)
+			require.Equal(t, int64(len(rbac.PrivilegeProbes())), counting.asked.Load())
+			require.Equal(t, before, peeking.gets.Load(), "no nonce read by Accept")
+		})
+	}
 }

@@ -354,6 +354,15 @@ type emptyNonceStore struct {
 	client kubernetes.Interface
 }
 
+// Peek is the store's, which reads the manager's cache: a Secret there
+// without data.nonce is no entry.
+func (s emptyNonceStore) Peek(ctx context.Context, clusterID string) (nonce.Entry, bool) {
+	if p, ok := s.Store.(nonce.Peeker); ok {
+		return p.Peek(ctx, clusterID)
+	}
+	return nonce.Entry{}, false
+}
+
 func (s emptyNonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
 	ns := clusterid.TenantNamespace(clusterID)
 	sec, err := s.client.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})

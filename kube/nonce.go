@@ -35,7 +35,7 @@ type NonceStore struct {
 // forgotten, and MarkRedeemed reads them.
 const maxWritten = 1024
 
-var _ nonce.Store = (*NonceStore)(nil)
+var _ nonce.Peeker = (*NonceStore)(nil)
 
 // NewNonceStore returns a NonceStore using client.
 func NewNonceStore(client kubernetes.Interface) *NonceStore { return &NonceStore{client: client} }
@@ -93,6 +93,25 @@ func (s *NonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, er
 		return nonce.Entry{}, wrap(err, "reading", "Secret", ns, nonce.SecretName)
 	}
 	return nonce.FromSecret(sec)
+}
+
+// Peek returns the nonce of clusterID as WithRedeemReader's reader holds
+// it or, without one, as this store last wrote it, with no request to the
+// API server; false when it has none (see nonce.Peeker).
+func (s *NonceStore) Peek(ctx context.Context, clusterID string) (nonce.Entry, bool) {
+	sec := s.lastWritten(clusterID)
+	if s.redeemFrom != nil {
+		sec = &corev1.Secret{}
+		key := ctrlclient.ObjectKey{Namespace: clusterid.TenantNamespace(clusterID), Name: nonce.SecretName}
+		if err := s.redeemFrom.Get(ctx, key, sec); err != nil {
+			return nonce.Entry{}, false
+		}
+	}
+	if sec == nil {
+		return nonce.Entry{}, false
+	}
+	e, err := nonce.FromSecret(sec)
+	return e, err == nil
 }
 
 // MarkRedeemed records r on the nonce Secret of clusterID unless it records

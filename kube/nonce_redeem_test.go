@@ -144,3 +144,41 @@ func TestNonceStoreRedeemsWhatItWrote(t *testing.T) {
 	require.Equal(t, other.Nonce, stored.Nonce)
 	require.Equal(t, mark.Key, stored.Redemption.Key)
 }
+
+// Peek returns the nonce as the store last wrote it or, with a redeem
+// reader, as the reader holds it, and nothing when it has no such copy or
+// the copy holds no nonce (a liqoctl nonce request not yet answered).
+func TestNonceStorePeek(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := "cl-peek-" + shortName(t.Name(), 0)
+	ensureNamespace(t, clusterid.TenantNamespace(id))
+	store := kube.NewNonceStore(provider.client)
+	_, ok := store.Peek(ctx, id)
+	require.False(t, ok, "nothing written, nothing at hand")
+
+	n, err := nonce.Generate(nil)
+	require.NoError(t, err)
+	e := nonce.Entry{Nonce: n, IssuedAt: time.Now().Truncate(time.Second), TTL: time.Hour}
+	require.NoError(t, store.Put(ctx, id, e))
+	got, ok := store.Peek(ctx, id)
+	require.True(t, ok)
+	require.Equal(t, e.Nonce, got.Nonce)
+	_, ok = kube.NewNonceStore(provider.client).Peek(ctx, id)
+	require.False(t, ok, "another store wrote nothing")
+
+	sec, err := provider.client.CoreV1().Secrets(clusterid.TenantNamespace(id)).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+	require.NoError(t, err)
+	cached := store.WithRedeemReader(staticReader{secret: sec})
+	got, ok = cached.Peek(ctx, id)
+	require.True(t, ok)
+	require.Equal(t, e.Nonce, got.Nonce)
+
+	_, ok = store.WithRedeemReader(staticReader{}).Peek(ctx, id)
+	require.False(t, ok, "the reader holds no copy")
+	request := sec.DeepCopy()
+	delete(request.Data, nonce.SecretKey)
+	_, ok = store.WithRedeemReader(staticReader{secret: request}).Peek(ctx, id)
+	require.False(t, ok, "a nonce request not answered yet")
+}

@@ -237,6 +237,17 @@ type Store interface {
 	Consume(ctx context.Context, clusterID string) (Entry, error)
 }
 
+// Peeker is a Store that can also return an entry as it last saw it,
+// without asking where it stores them: a controller's cache, or what it
+// last wrote. Such an entry may be stale, so it only ever serves to guess:
+// a provider verifies a Tenant against it to start work early that the
+// Tenant's redemption, which reads the stored entry, must then confirm.
+// Peek returns false when it has no entry of clusterID at hand.
+type Peeker interface {
+	Store
+	Peek(ctx context.Context, clusterID string) (Entry, bool)
+}
+
 // Options tunes Ensure and Redeem. The zero value, like a nil *Options, uses
 // crypto/rand.Reader and DefaultTTL, and Ensure replaces every redeemed
 // nonce.
