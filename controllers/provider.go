@@ -160,7 +160,17 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	var settled predicate.Predicate
 	switch s := signer.(type) {
 	case nil:
-		ks := kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Wait: CSRWait, Clock: cfg.Clock})
+		// The signer learns of its certificates from the manager's informer
+		// on CertificateSigningRequests, which the reconcilers watch anyway.
+		updates := kube.NewCSRUpdates()
+		inf, err := mgr.GetCache().GetInformer(context.Background(), &certificatesv1.CertificateSigningRequest{})
+		if err != nil {
+			return fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
+		}
+		if _, err := inf.AddEventHandler(updates); err != nil {
+			return fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
+		}
+		ks := kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Wait: CSRWait, Clock: cfg.Clock, Updates: updates})
 		signer, settled = ks, csrSettled(ks.Awaited)
 	case *kube.CSRSigner:
 		settled = csrSettled(s.Awaited)

@@ -88,6 +88,7 @@ type CSRSigner struct {
 	clock    clock.PassiveClock
 	noWait   bool
 	waitFor  time.Duration
+	updates  *CSRUpdates
 
 	mu   sync.Mutex
 	user string // the user client authenticates as, once known
@@ -136,6 +137,13 @@ type CSRSignerOptions struct {
 	// Clock is the time certificates are judged at; nil means the real
 	// clock.
 	Clock clock.PassiveClock
+	// Updates, when set, is where Sign learns that the object it approved
+	// is issued, denied, failed or deleted, instead of a watch of its own:
+	// a controller's informer on CertificateSigningRequests carrying
+	// CSRLabel feeds it. An informer that lags makes Sign wait longer,
+	// never take a stale outcome: it checks the certificate it is handed
+	// as it checks one it watched.
+	Updates *CSRUpdates
 }
 
 // NewCSRSignerWithOptions returns a CSRSigner that approves its requests
@@ -143,7 +151,7 @@ type CSRSignerOptions struct {
 func NewCSRSignerWithOptions(client kubernetes.Interface, approver csr.Approver, opts *CSRSignerOptions) *CSRSigner {
 	s := &CSRSigner{client: client, approver: approver, clock: clock.RealClock{}}
 	if opts != nil {
-		s.noWait, s.waitFor = opts.NoWait, opts.Wait
+		s.noWait, s.waitFor, s.updates = opts.NoWait, opts.Wait, opts.Updates
 		if opts.Clock != nil {
 			s.clock = opts.Clock
 		}
@@ -464,13 +472,20 @@ func (s *CSRSigner) approveAndWait(ctx context.Context, obj *certificatesv1.Cert
 		// object is approved.
 		s.abandon(obj.Name)
 	}
+	var updates <-chan csrUpdate
+	if s.updates != nil {
+		// Before the approval, which the outcome follows.
+		var stop func()
+		updates, stop = s.updates.subscribe(obj.UID)
+		defer stop()
+	}
 	waited := make(chan outcome, 1)
 	go func() {
 		var o outcome
 		if s.noWait {
-			o.cert, o.err = s.waitBriefly(wctx, obj)
+			o.cert, o.err = s.waitBriefly(wctx, obj, updates)
 		} else {
-			o.cert, o.err = s.wait(wctx, obj)
+			o.cert, o.err = s.wait(wctx, obj, updates)
 		}
 		waited <- o
 	}()
@@ -490,14 +505,14 @@ func (s *CSRSigner) approveAndWait(ctx context.Context, obj *certificatesv1.Cert
 // zero). The name of obj stays known, so the next Sign reads it again, and
 // obj is Awaited from then on. An outcome that came as the wait ended is
 // read once more, so that none falls between the wait and Awaited.
-func (s *CSRSigner) waitBriefly(ctx context.Context, obj *certificatesv1.CertificateSigningRequest) ([]byte, error) {
+func (s *CSRSigner) waitBriefly(ctx context.Context, obj *certificatesv1.CertificateSigningRequest, updates <-chan csrUpdate) ([]byte, error) {
 	pending := fmt.Errorf("%w: CertificateSigningRequest %s is not issued yet", csr.ErrPending, obj.Name)
 	if s.waitFor <= 0 {
 		return nil, pending
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.waitFor)
 	defer cancel()
-	cert, err := s.wait(wctx, obj)
+	cert, err := s.wait(wctx, obj, updates)
 	if err == nil || wctx.Err() == nil || ctx.Err() != nil {
 		return cert, err
 	}
@@ -544,9 +559,25 @@ func (s *CSRSigner) settle(name string) {
 	delete(s.abandoned, name)
 }
 
-// wait watches obj, from the resourceVersion it was read at, until it is
-// issued, denied, failed or deleted.
-func (s *CSRSigner) wait(ctx context.Context, obj *certificatesv1.CertificateSigningRequest) ([]byte, error) {
+// wait watches obj, from the resourceVersion it was read at, or takes its
+// updates when they come from CSRUpdates, until it is issued, denied,
+// failed or deleted.
+func (s *CSRSigner) wait(ctx context.Context, obj *certificatesv1.CertificateSigningRequest, updates <-chan csrUpdate) ([]byte, error) {
+	if updates != nil {
+		for {
+			select {
+			case u := <-updates:
+				if u.deleted {
+					return nil, deletedBeforeIssued(obj.Name)
+				}
+				if cert, done, outcome := outcomeOf(u.obj); done {
+					return cert, outcome
+				}
+			case <-ctx.Done():
+				return nil, fmt.Errorf("waiting for CertificateSigningRequest %s to be issued: %w", obj.Name, ctx.Err())
+			}
+		}
+	}
 	api := s.client.CertificatesV1().CertificateSigningRequests()
 	selector := fields.OneTermEqualSelector("metadata.name", obj.Name).String()
 	watcher := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -563,7 +594,7 @@ func (s *CSRSigner) wait(ctx context.Context, obj *certificatesv1.CertificateSig
 			return false, nil
 		}
 		if ev.Type == watch.Deleted {
-			outcome = fmt.Errorf("%w: CertificateSigningRequest %s was deleted before it was issued", csr.ErrFailed, obj.Name)
+			outcome = deletedBeforeIssued(obj.Name)
 			return true, nil
 		}
 		var done bool
@@ -577,6 +608,12 @@ func (s *CSRSigner) wait(ctx context.Context, obj *certificatesv1.CertificateSig
 		return nil, fmt.Errorf("waiting for CertificateSigningRequest %s: %w", obj.Name, err)
 	}
 	return cert, outcome
+}
+
+// deletedBeforeIssued is the outcome of the object name deleted while Sign
+// waited for it.
+func deletedBeforeIssued(name string) error {
+	return fmt.Errorf("%w: CertificateSigningRequest %s was deleted before it was issued", csr.ErrFailed, name)
 }
 
 // renewDue reports whether obj holds a certificate at or past the point a

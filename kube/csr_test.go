@@ -2,6 +2,8 @@ package kube_test
 
 import (
 	"context"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +11,10 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
@@ -89,19 +95,85 @@ func TestCSRSignerOutcomes(t *testing.T) {
 			require.ErrorAs(t, err, &denied)
 		}},
 	}
+	updates := csrUpdates(t)
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			const deadline = 3 * time.Second
-			ctx, cancel := context.WithTimeout(context.Background(), deadline)
-			defer cancel()
-			start := time.Now()
-			_, err := kube.NewCSRSigner(provider.client, tt.approve).Sign(ctx, csr.Request{CSR: checkedCSR(t, "cl-outcome"), Lifetime: time.Hour})
-			require.Error(t, err)
-			tt.check(t, err)
-			require.Less(t, time.Since(start), deadline+time.Second, "Sign must return by the caller's deadline")
-		})
+		for _, mode := range []struct {
+			name string
+			opts *kube.CSRSignerOptions
+		}{{"watched", nil}, {"informed", &kube.CSRSignerOptions{Updates: updates}}} {
+			t.Run(tt.name+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				const deadline = 3 * time.Second
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				defer cancel()
+				start := time.Now()
+				signer := kube.NewCSRSignerWithOptions(provider.client, tt.approve, mode.opts)
+				_, err := signer.Sign(ctx, csr.Request{CSR: checkedCSR(t, "cl-outcome"), Lifetime: time.Hour})
+				require.Error(t, err)
+				tt.check(t, err)
+				require.Less(t, time.Since(start), deadline+time.Second, "Sign must return by the caller's deadline")
+			})
+		}
 	}
+}
+
+// csrUpdates returns a kube.CSRUpdates fed by an informer on the provider's
+// CertificateSigningRequests carrying kube.CSRLabel, as a controller's,
+// running until t ends.
+func csrUpdates(t *testing.T) *kube.CSRUpdates {
+	t.Helper()
+	api := provider.client.CertificatesV1().CertificateSigningRequests()
+	label := func(o *metav1.ListOptions) { o.LabelSelector = kube.CSRLabel }
+	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			label(&o)
+			return api.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			label(&o)
+			return api.Watch(ctx, o)
+		},
+	}, &certificatesv1.CertificateSigningRequest{}, 0, toolscache.Indexers{})
+	updates := kube.NewCSRUpdates()
+	_, err := informer.AddEventHandler(updates)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go informer.RunWithContext(ctx)
+	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced))
+	return updates
+}
+
+// A CSRSigner fed by CSRUpdates opens no watch of its own: its certificate
+// comes from the informer, waiting and briefly waiting alike.
+func TestCSRSignerInformed(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	updates := csrUpdates(t)
+	var watches atomic.Int64
+	cfg := provider.cluster.AdminConfig()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Query().Get("watch") == "true" {
+				watches.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	for _, opts := range []*kube.CSRSignerOptions{
+		{Updates: updates},
+		{Updates: updates, NoWait: true, Wait: 30 * time.Second},
+	} {
+		r := csr.Request{CSR: checkedCSR(t, "cl-informed"), Lifetime: time.Hour}
+		cert, err := kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), opts).Sign(ctx, r)
+		require.NoError(t, err)
+		_, err = csr.CheckIssued(cert, r, time.Now())
+		require.NoError(t, err)
+	}
+	require.Zero(t, watches.Load(), "no watch of the signer's own")
 }
 
 // TestCSRSignerReusesItsRequest checks that signing the same CSR again
