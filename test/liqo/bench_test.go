@@ -53,7 +53,11 @@ type providerResult struct {
 	idleP50   time.Duration // one handshake on an idle provider
 	// idleProviderP50 is the part of it from the nonce request to the
 	// Tenant's status, the tenant namespace aside.
-	idleProviderP50  time.Duration
+	idleProviderP50 time.Duration
+	// idleAnswerP50 is the part of it spent waiting for the provider's two
+	// answers, the nonce and the Tenant's status; the rest is the
+	// consumer's own steps (handshakeSteps).
+	idleAnswerP50    time.Duration
 	requestsPerShake float64 // the provider's API requests per handshake
 	// byKind is what those requests were, per handshake, from the audit log:
 	// verb and resource.
@@ -70,10 +74,12 @@ type providerResult struct {
 //
 // Reported per provider: handshakes/s and the per-consumer p50 and p99
 // with burst consumers at once, the p50 of one handshake on an idle
-// provider, whole and from the nonce request on, and the provider's API
-// requests per handshake (its client-go rest_client_requests_total over
-// the burst, less its idle rate over the same time). Then kubepact's
-// figures over Liqo's.
+// provider, whole, from the nonce request on, and of its waits for the
+// provider's two answers alone (idle-answers: the nonce, then the Tenant's
+// status; the rest is the consumer's own steps, Liqo's code whichever the
+// provider), and the provider's API requests per handshake (its client-go
+// rest_client_requests_total over the burst, less its idle rate over the
+// same time). Then kubepact's figures over Liqo's.
 //
 // kubepact's provider makes requests for checks Liqo's does not make:
 //
@@ -123,6 +129,7 @@ func BenchmarkProviders(b *testing.B) {
 			b.ReportMetric(float64(r.p99.Milliseconds()), "p99-ms")
 			b.ReportMetric(float64(r.idleP50.Milliseconds()), "idle-p50-ms")
 			b.ReportMetric(float64(r.idleProviderP50.Microseconds())/1000, "idle-from-nonce-p50-ms")
+			b.ReportMetric(float64(r.idleAnswerP50.Microseconds())/1000, "idle-answers-p50-ms")
 			b.ReportMetric(r.requestsPerShake, "requests/handshake")
 			kinds := slices.Sorted(maps.Keys(r.byKind))
 			var line strings.Builder
@@ -142,6 +149,7 @@ func BenchmarkProviders(b *testing.B) {
 		b.ReportMetric(float64(kp.p50)/float64(liqo.p50), "p50-x")
 		b.ReportMetric(float64(kp.idleP50)/float64(liqo.idleP50), "idle-p50-x")
 		b.ReportMetric(float64(kp.idleProviderP50)/float64(liqo.idleProviderP50), "idle-from-nonce-p50-x")
+		b.ReportMetric(float64(kp.idleAnswerP50)/float64(liqo.idleAnswerP50), "idle-answers-p50-x")
 		b.ReportMetric(kp.requestsPerShake/liqo.requestsPerShake, "requests-x")
 	})
 }
@@ -150,15 +158,17 @@ func BenchmarkProviders(b *testing.B) {
 // against the provider on s.
 func measure(ctx context.Context, s *side, c *consumers, w *waiter, name string, round int, requests func(context.Context) (float64, error)) (providerResult, error) {
 	var r providerResult
-	var idle, fromNonce []time.Duration
+	var idle, fromNonce, answers []time.Duration
 	for i := range idleRounds {
-		d, n, err := handshake(ctx, c, w, fmt.Sprintf("cl-%s-%d-idle-%d", name, round, i))
+		st, err := handshake(ctx, c, w, fmt.Sprintf("cl-%s-%d-idle-%d", name, round, i))
 		if err != nil {
 			return r, err
 		}
-		idle, fromNonce = append(idle, d), append(fromNonce, n)
+		idle, fromNonce = append(idle, st.total()), append(fromNonce, st.nonce+st.tenant+st.accepted)
+		answers = append(answers, st.nonce+st.accepted)
 	}
 	r.idleP50, r.idleProviderP50 = percentile(idle, 50), percentile(fromNonce, 50)
+	r.idleAnswerP50 = percentile(answers, 50)
 
 	// The provider's background rate (leases, resyncs), to leave out.
 	idleFrom, err := auditOffset(s)
@@ -186,7 +196,9 @@ func measure(ctx context.Context, s *side, c *consumers, w *waiter, name string,
 	var wg sync.WaitGroup
 	for i := range burst {
 		wg.Go(func() {
-			latencies[i], _, errs[i] = handshake(ctx, c, w, fmt.Sprintf("cl-%s-%d-burst-%d", name, round, i))
+			var st handshakeSteps
+			st, errs[i] = handshake(ctx, c, w, fmt.Sprintf("cl-%s-%d-burst-%d", name, round, i))
+			latencies[i] = st.total()
 		})
 	}
 	wg.Wait()
@@ -240,59 +252,81 @@ func newConsumers(s *side) (*consumers, error) {
 	return &consumers{admin: admin, client: c}, nil
 }
 
+// handshakeSteps are how long each part of one consumer's handshake took,
+// as the consumer saw it: its own steps (Liqo's code, the same whichever
+// the provider) and its waits for the provider's answers.
+type handshakeSteps struct {
+	// namespace is the tenant namespace, made by Liqo's tenant-namespace
+	// manager as liqoctl makes it, with a consistent list of namespaces
+	// that may wait for the API server's cache.
+	namespace time.Duration
+	// nonce is from the nonce request to the nonce (the provider's
+	// answer).
+	nonce time.Duration
+	// tenant is the signature, the CSR and the Tenant's creation.
+	tenant time.Duration
+	// accepted is from the Tenant created to its status (the provider's
+	// answer).
+	accepted time.Duration
+}
+
+func (s handshakeSteps) total() time.Duration { return s.namespace + s.nonce + s.tenant + s.accepted }
+
 // handshake plays liqoctl's provider-side steps for the consumer id, with
-// a fresh Ed25519 cluster key, and returns how long they took, and how long
-// from the nonce request on: the tenant namespace comes first, made by
-// Liqo's tenant-namespace manager as liqoctl makes it, with a consistent
-// list of namespaces that may wait for the API server's cache, whichever
-// the provider.
-func handshake(ctx context.Context, s *consumers, w *waiter, id string) (total, fromNonce time.Duration, err error) {
+// a fresh Ed25519 cluster key, and returns how long each took.
+func handshake(ctx context.Context, s *consumers, w *waiter, id string) (st handshakeSteps, err error) {
 	start := time.Now()
 	consumer := liqov1beta1.ClusterID(id)
 	ns, err := tenantnamespace.NewManager(s.admin, scheme).CreateNamespace(ctx, consumer)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: tenant namespace: %w", id, err)
+		return st, fmt.Errorf("%s: tenant namespace: %w", id, err)
 	}
 	requested := time.Now()
+	st.namespace = requested.Sub(start)
 	nonceReady := w.expect(w.nonces, ns.Name)
 	if err := authutils.EnsureNonceSecret(ctx, s.client, consumer, ns.Name); err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", id, err)
+		return st, fmt.Errorf("%s: %w", id, err)
 	}
 	var nonce []byte
 	select {
 	case o := <-nonceReady:
 		nonce = o.(*corev1.Secret).Data[liqoconsts.NonceSecretField]
 	case <-ctx.Done():
-		return 0, 0, fmt.Errorf("%s: waiting for the nonce: %w", id, ctx.Err())
+		return st, fmt.Errorf("%s: waiting for the nonce: %w", id, ctx.Err())
 	}
+	nonced := time.Now()
+	st.nonce = nonced.Sub(requested)
 
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return 0, 0, err
+		return st, err
 	}
 	signature, err := authentication.SignNonce(priv, nonce)
 	if err != nil {
-		return 0, 0, err
+		return st, err
 	}
 	csr, err := authentication.GenerateCSRForControlPlane(priv, consumer)
 	if err != nil {
-		return 0, 0, err
+		return st, err
 	}
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
-		return 0, 0, err
+		return st, err
 	}
 	tenant := forge.TenantForRemoteCluster(consumer, der, csr, signature, &ns.Name, nil)
 	accepted := w.expect(w.tenants, ns.Name)
 	if err := s.client.Create(ctx, tenant); err != nil {
-		return 0, 0, fmt.Errorf("%s: Tenant: %w", id, err)
+		return st, fmt.Errorf("%s: Tenant: %w", id, err)
 	}
+	created := time.Now()
+	st.tenant = created.Sub(nonced)
 	select {
 	case <-accepted:
 	case <-ctx.Done():
-		return 0, 0, fmt.Errorf("%s: waiting for the Tenant's status: %w", id, ctx.Err())
+		return st, fmt.Errorf("%s: waiting for the Tenant's status: %w", id, ctx.Err())
 	}
-	return time.Since(start), time.Since(requested), nil
+	st.accepted = time.Since(created)
+	return st, nil
 }
 
 // waiter tells each consumer when its nonce is filled and its Tenant has
