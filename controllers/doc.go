@@ -268,11 +268,13 @@
 // one reconcile. Under a burst, consumers are therefore served in the
 // order they came, and the first are done first instead of all of them
 // getting their nonces at once and their certificates together at the
-// end. The manager's
-// clients need a rate limit to match: kubepact-controller makes about 26
-// requests per handshake of a new consumer with the CSR API (7 of them
-// SubjectAccessReviews, asked at once; its Events included), so 30
-// handshakes a second need a QPS near 800, and kubepact-controller's
+// end.
+//
+// The manager's clients need a rate limit to match: kubepact-controller
+// makes about 23 requests per handshake of a new consumer with the CSR API
+// (7 of them SubjectAccessReviews, asked at once; its Events included;
+// the nonce and the certificate come from the manager's informers), so 30
+// handshakes a second need a QPS near 700, and kubepact-controller's
 // default (--kube-api-qps 1000, --kube-api-burst 2000) leaves room for its
 // leases and resyncs; at 200 a provider accepts about 8 a second, and at
 // client-go's default of 5 fewer than one.

@@ -111,10 +111,10 @@ type ProviderConfig struct {
 
 // DefaultWorkers is the number of workers of the provider's reconcilers
 // when ProviderConfig.Workers is zero: one Tenant reconcile spends most of
-// its time waiting for the API server and its signer (about 20 requests,
-// in 8 round trips and a CSR round), so many workers keep a provider that
-// many consumers authenticate against at once busy. With 200 Tenants created at once on
-// a 2-core machine, 32 workers accepted 37 to 42 a second with a local CA
+// its time waiting for the API server and its signer (about 18 requests,
+// in 4 round trips and a CSR round), so many workers keep a provider that
+// many consumers authenticate against at once busy. With 200 Tenants
+// created at once on a 2-core machine, 32 workers accepted 37 to 42 a second with a local CA
 // and 31 to 36 with the CSR API, 8 workers 28 to 39 and 24 to 29
 // (BenchmarkTenantsAtOnce).
 const DefaultWorkers = 32

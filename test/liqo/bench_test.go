@@ -87,13 +87,15 @@ type providerResult struct {
 //     holding permissions (an "admin") is refused before it is signed for.
 //   - a read of the revocation record: a drained or revoked consumer is
 //     refused until it is readmitted.
+//   - a read of the stored Tenant from the API server, not a cache: a
+//     Tenant drained a moment ago is refused.
 //   - a read of the certificate cache: another key holding a live
 //     certificate for the consumer ID is refused.
-//   - a read of the nonce that lets the privilege check start beside the
-//     redemption, once the Tenant verifies against it.
 //   - a read of the tenant namespace, whose labels it keeps.
 //
-// These are 11 requests per handshake.
+// These are 11 requests per handshake. The nonce, once issued, and the
+// certificate, once signed, come from the controller's informers, as
+// Liqo's do.
 //
 //	(cd test/liqo && go test -run '^$' -bench Providers -benchtime 1x)
 func BenchmarkProviders(b *testing.B) {
