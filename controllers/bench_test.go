@@ -135,18 +135,22 @@ func benchEnsureNamespace(ctx context.Context, tb testing.TB, cs kubernetes.Inte
 	}
 }
 
+// benchRequestNonce is liqoctl's step 1 for one consumer: its tenant
+// namespace and an empty liqo-nonce Secret on the provider.
+func benchRequestNonce(ctx context.Context, tb testing.TB, pc benchClients, consumerID string) error {
+	benchEnsureNamespace(ctx, tb, pc.core, consumerID)
+	_, err := pc.core.CoreV1().Secrets(clusterid.TenantNamespace(consumerID)).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: consumerID}},
+	}, metav1.CreateOptions{})
+	return err
+}
+
 // benchRequestNonces is liqoctl's step 1 for every consumer at once: the
 // tenant namespaces and empty liqo-nonce Secrets on the provider; then it
 // waits for the nonce reconciler to fill them all.
 func benchRequestNonces(ctx context.Context, tb testing.TB, pc benchClients, consumerIDs []string) map[string]nonce.Nonce {
 	tb.Helper()
-	parallel(tb, consumerIDs, func(id string) error {
-		benchEnsureNamespace(ctx, tb, pc.core, id)
-		_, err := pc.core.CoreV1().Secrets(clusterid.TenantNamespace(id)).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: id}},
-		}, metav1.CreateOptions{})
-		return err
-	})
+	parallel(tb, consumerIDs, func(id string) error { return benchRequestNonce(ctx, tb, pc, id) })
 	want := make(map[string]bool, len(consumerIDs))
 	for _, id := range consumerIDs {
 		want[id] = true

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact/clusterid"
@@ -33,13 +32,6 @@ func TestHandshakesInFlightAreBounded(t *testing.T) {
 	}()
 
 	nonces := benchRequestNonces(ctx, t, pc, []string{a, b})
-	requestNonce := func(id string) {
-		benchEnsureNamespace(ctx, t, pc.core, id)
-		_, err := pc.core.CoreV1().Secrets(clusterid.TenantNamespace(id)).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: id}},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
 	issued := func(id string) func() bool {
 		return func() bool {
 			s, err := pc.core.CoreV1().Secrets(clusterid.TenantNamespace(id)).Get(ctx, nonce.SecretName, metav1.GetOptions{})
@@ -50,7 +42,7 @@ func TestHandshakesInFlightAreBounded(t *testing.T) {
 	key, err := keys.Generate(rand.Reader, keys.Ed25519)
 	require.NoError(t, err)
 
-	requestNonce(c)
+	require.NoError(t, benchRequestNonce(ctx, t, pc, c))
 	require.Never(t, issued(c), 2*time.Second, 100*time.Millisecond, "a third nonce issued while two handshakes are in flight")
 	accepted, err := tenant.Build(a, key, nonces[a], nil)
 	require.NoError(t, err)
@@ -58,7 +50,7 @@ func TestHandshakesInFlightAreBounded(t *testing.T) {
 	require.Eventually(t, issued(c), time.Minute, 50*time.Millisecond, "the third nonce, once the first Tenant is accepted")
 	awaitEvents(ctx, t, pc.core, controllers.ReasonTenantAccepted, map[string]string{clusterid.TenantNamespace(a): a})
 
-	requestNonce(d)
+	require.NoError(t, benchRequestNonce(ctx, t, pc, d))
 	require.Never(t, issued(d), 2*time.Second, 100*time.Millisecond, "a fourth nonce issued while two handshakes are in flight")
 	other, err := nonce.Generate(rand.Reader)
 	require.NoError(t, err)
