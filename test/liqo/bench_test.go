@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,8 +58,10 @@ type providerResult struct {
 	// idleAnswerP50 is the part of it spent waiting for the provider's two
 	// answers, the nonce and the Tenant's status; the rest is the
 	// consumer's own steps (handshakeSteps).
-	idleAnswerP50    time.Duration
-	requestsPerShake float64 // the provider's API requests per handshake
+	idleAnswerP50 time.Duration
+	// idleNonceP50 and idleAcceptP50 are those two waits apart.
+	idleNonceP50, idleAcceptP50 time.Duration
+	requestsPerShake            float64 // the provider's API requests per handshake
 	// byKind is what those requests were, per handshake, from the audit log:
 	// verb and resource.
 	byKind map[string]float64
@@ -74,7 +77,8 @@ type providerResult struct {
 //
 // Reported per provider: handshakes/s and the per-consumer p50 and p99
 // with burst consumers at once, the p50 of one handshake on an idle
-// provider, whole, from the nonce request on, and of its waits for the
+// provider (measured before either burst, the providers taking turns),
+// whole, from the nonce request on, and of its waits for the
 // provider's two answers alone (idle-answers: the nonce, then the Tenant's
 // status; the rest is the consumer's own steps, Liqo's code whichever the
 // provider), and the provider's API requests per handshake (its client-go
@@ -99,32 +103,54 @@ type providerResult struct {
 //
 //	(cd test/liqo && go test -run '^$' -bench Providers -benchtime 1x)
 func BenchmarkProviders(b *testing.B) {
-	results := map[string]providerResult{}
-	for _, p := range []struct {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	run := benchRuns.Add(1)
+	type provider struct {
 		name    string
 		side    *side
 		metrics func(context.Context) (float64, error)
-	}{
-		{"liqo", liqoSide, liqoSide.requestCount},
-		{"kubepact", kubepactSide, kubepactSide.requestCount},
-	} {
+		w       *waiter
+		c       *consumers
+	}
+	providers := []*provider{
+		{name: "liqo", side: liqoSide, metrics: liqoSide.requestCount},
+		{name: "kubepact", side: kubepactSide, metrics: kubepactSide.requestCount},
+	}
+	for _, p := range providers {
+		var err error
+		if p.w, err = newWaiter(ctx, p.side); err != nil {
+			b.Fatal(err)
+		}
+		if p.c, err = newConsumers(p.side); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The idle handshakes come first, the providers taking turns, so that
+	// both meet the same machine: neither runs while the other's cluster
+	// still settles after its burst.
+	idle := map[string][]handshakeSteps{}
+	for i := range idleRounds {
+		for _, p := range providers {
+			st, err := handshake(ctx, p.c, p.w, fmt.Sprintf("cl-%s-%d-idle-%d", p.name, run, i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			idle[p.name] = append(idle[p.name], st)
+		}
+	}
+
+	results := map[string]providerResult{}
+	for _, p := range providers {
 		b.Run(p.name, func(b *testing.B) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			w, err := newWaiter(ctx, p.side)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c, err := newConsumers(p.side)
-			if err != nil {
-				b.Fatal(err)
-			}
 			var r providerResult
+			var err error
 			for i := 0; i < b.N; i++ {
-				if r, err = measure(ctx, p.side, c, w, p.name, i, p.metrics); err != nil {
+				if r, err = measure(ctx, p.side, p.c, p.w, fmt.Sprintf("%s-%d-%d", p.name, run, i), p.metrics); err != nil {
 					b.Fatal(err)
 				}
 			}
+			r.setIdle(idle[p.name])
 			results[p.name] = r
 			b.ReportMetric(r.perSecond, "handshakes/s")
 			b.ReportMetric(float64(r.p50.Milliseconds()), "p50-ms")
@@ -132,6 +158,8 @@ func BenchmarkProviders(b *testing.B) {
 			b.ReportMetric(float64(r.idleP50.Milliseconds()), "idle-p50-ms")
 			b.ReportMetric(float64(r.idleProviderP50.Microseconds())/1000, "idle-from-nonce-p50-ms")
 			b.ReportMetric(float64(r.idleAnswerP50.Microseconds())/1000, "idle-answers-p50-ms")
+			b.ReportMetric(float64(r.idleNonceP50.Microseconds())/1000, "idle-nonce-p50-ms")
+			b.ReportMetric(float64(r.idleAcceptP50.Microseconds())/1000, "idle-accept-p50-ms")
 			b.ReportMetric(r.requestsPerShake, "requests/handshake")
 			kinds := slices.Sorted(maps.Keys(r.byKind))
 			var line strings.Builder
@@ -156,22 +184,27 @@ func BenchmarkProviders(b *testing.B) {
 	})
 }
 
-// measure runs idleRounds handshakes one after another, then burst at once,
-// against the provider on s.
-func measure(ctx context.Context, s *side, c *consumers, w *waiter, name string, round int, requests func(context.Context) (float64, error)) (providerResult, error) {
-	var r providerResult
-	var idle, fromNonce, answers []time.Duration
-	for i := range idleRounds {
-		st, err := handshake(ctx, c, w, fmt.Sprintf("cl-%s-%d-idle-%d", name, round, i))
-		if err != nil {
-			return r, err
-		}
-		idle, fromNonce = append(idle, st.total()), append(fromNonce, st.nonce+st.tenant+st.accepted)
-		answers = append(answers, st.nonce+st.accepted)
-	}
-	r.idleP50, r.idleProviderP50 = percentile(idle, 50), percentile(fromNonce, 50)
-	r.idleAnswerP50 = percentile(answers, 50)
+// benchRuns numbers the runs of BenchmarkProviders in this process, so
+// that each names its consumers anew.
+var benchRuns atomic.Int32
 
+// setIdle sets r's idle figures from the idle handshakes steps.
+func (r *providerResult) setIdle(steps []handshakeSteps) {
+	var whole, fromNonce, answers, nonces, accepts []time.Duration
+	for _, st := range steps {
+		whole = append(whole, st.total())
+		fromNonce = append(fromNonce, st.nonce+st.tenant+st.accepted)
+		answers = append(answers, st.nonce+st.accepted)
+		nonces, accepts = append(nonces, st.nonce), append(accepts, st.accepted)
+	}
+	r.idleP50, r.idleProviderP50, r.idleAnswerP50 = percentile(whole, 50), percentile(fromNonce, 50), percentile(answers, 50)
+	r.idleNonceP50, r.idleAcceptP50 = percentile(nonces, 50), percentile(accepts, 50)
+}
+
+// measure runs burst handshakes at once against the provider on s, its
+// consumers named after label.
+func measure(ctx context.Context, s *side, c *consumers, w *waiter, label string, requests func(context.Context) (float64, error)) (providerResult, error) {
+	var r providerResult
 	// The provider's background rate (leases, resyncs), to leave out.
 	idleFrom, err := auditOffset(s)
 	if err != nil {
@@ -199,7 +232,7 @@ func measure(ctx context.Context, s *side, c *consumers, w *waiter, name string,
 	for i := range burst {
 		wg.Go(func() {
 			var st handshakeSteps
-			st, errs[i] = handshake(ctx, c, w, fmt.Sprintf("cl-%s-%d-burst-%d", name, round, i))
+			st, errs[i] = handshake(ctx, c, w, fmt.Sprintf("cl-%s-burst-%d", label, i))
 			latencies[i] = st.total()
 		})
 	}
