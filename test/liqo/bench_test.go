@@ -70,7 +70,10 @@ type providerResult struct {
 // BenchmarkProviders measures Liqo's provider (liqo-controller-manager's
 // authentication module) and kubepact-controller with the args it ships,
 // each on its own cluster of this suite, on the same machine and in one
-// run, the kube-controller-manager at 200 QPS for both. Consumers play
+// run, the kube-controller-manager at 200 QPS for both. RBAC authorizes
+// both controllers' requests (Liqo's user is bound to cluster-admin, as a
+// chart binds its ServiceAccount; kubepact-controller runs as its own),
+// and each burst starts once the machine is quiet (waitQuiet). Consumers play
 // liqoctl's steps with Liqo's own code: the tenant namespace, the nonce
 // request and a wait for the nonce, the signature and CSR, the Tenant, and
 // a wait for its status.
@@ -129,6 +132,9 @@ func BenchmarkProviders(b *testing.B) {
 	// The idle handshakes come first, the providers taking turns, so that
 	// both meet the same machine: neither runs while the other's cluster
 	// still settles after its burst.
+	if err := waitQuiet(ctx); err != nil {
+		b.Fatal(err)
+	}
 	idle := map[string][]handshakeSteps{}
 	for i := range idleRounds {
 		for _, p := range providers {
@@ -184,6 +190,59 @@ func BenchmarkProviders(b *testing.B) {
 	})
 }
 
+// waitQuiet returns once the machine's CPUs were less than a quarter busy
+// over a second, or after a minute and a half: a burst then starts on a
+// machine that no other cluster of the suite keeps busy, such as the one
+// measured before it, still settling after its own burst.
+func waitQuiet(ctx context.Context) error {
+	deadline := time.Now().Add(90 * time.Second)
+	busy, total, err := cpuTicks()
+	if err != nil {
+		return err
+	}
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		b, t, err := cpuTicks()
+		if err != nil {
+			return err
+		}
+		if t > total && float64(b-busy)/float64(t-total) < 0.25 {
+			return nil
+		}
+		busy, total = b, t
+	}
+	return nil
+}
+
+// cpuTicks returns the ticks the machine's CPUs spent busy, and in all,
+// from /proc/stat.
+func cpuTicks() (busy, total uint64, err error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	for i, f := range fields[1:] {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total, nil
+}
+
 // benchRuns numbers the runs of BenchmarkProviders in this process, so
 // that each names its consumers anew.
 var benchRuns atomic.Int32
@@ -205,6 +264,9 @@ func (r *providerResult) setIdle(steps []handshakeSteps) {
 // consumers named after label.
 func measure(ctx context.Context, s *side, c *consumers, w *waiter, label string, requests func(context.Context) (float64, error)) (providerResult, error) {
 	var r providerResult
+	if err := waitQuiet(ctx); err != nil {
+		return r, err
+	}
 	// The provider's background rate (leases, resyncs), to leave out.
 	idleFrom, err := auditOffset(s)
 	if err != nil {

@@ -149,15 +149,14 @@ func startLiqo(ctx context.Context, s *side) error {
 		return err
 	}
 	s.metricsURL = "http://" + metrics + "/metrics"
-	// Liqo's components authenticate as themselves (with the admin's
-	// groups), so that the API server's audit log tells their requests
-	// apart.
+	// Liqo's components authenticate as themselves, so that the API
+	// server's audit log tells their requests apart.
 	s.auditUser = "liqo-controller-manager"
-	managerKubeconfig, err := userKubeconfig(s, s.auditUser)
+	managerKubeconfig, err := userKubeconfig(ctx, s, s.auditUser)
 	if err != nil {
 		return err
 	}
-	replicatorKubeconfig, err := userKubeconfig(s, "liqo-crd-replicator")
+	replicatorKubeconfig, err := userKubeconfig(ctx, s, "liqo-crd-replicator")
 	if err != nil {
 		return err
 	}
@@ -291,12 +290,22 @@ func startKubepact(ctx context.Context, s *side) error {
 	return clusterid.Validate(s.id)
 }
 
-// userKubeconfig writes a kubeconfig of s for user, a cluster admin of its
-// own, and returns its path.
-func userKubeconfig(s *side, user string) (string, error) {
-	b, err := s.cluster.UserKubeconfig(user, "system:masters")
+// userKubeconfig writes a kubeconfig of s for user, bound to cluster-admin,
+// and returns its path. RBAC authorizes user's requests, as it does those
+// of a ServiceAccount a Helm chart binds, and as it does kubepact-
+// controller's: a member of system:masters would skip authorization.
+func userKubeconfig(ctx context.Context, s *side, user string) (string, error) {
+	b, err := s.cluster.UserKubeconfig(user)
 	if err != nil {
 		return "", err
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := s.admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("binding %s to cluster-admin: %w", user, err)
 	}
 	path := filepath.Join(filepath.Dir(s.kubeconfig), s.name+"-"+user+".kubeconfig")
 	return path, os.WriteFile(path, b, 0o600)
