@@ -137,10 +137,10 @@ type CSRSignerOptions struct {
 	// Clock is the time certificates are judged at; nil means the real
 	// clock.
 	Clock clock.PassiveClock
-	// Updates, when set, is where Sign learns that the object it approved
+	// Updates, when set, is where Sign learns that the object it approves
 	// is issued, denied, failed or deleted, instead of a watch of its own:
 	// a controller's informer on CertificateSigningRequests carrying
-	// CSRLabel feeds it. An informer that lags makes Sign wait longer,
+	// CSRLabel feeds it. (An object found approved already is watched.) An informer that lags makes Sign wait longer,
 	// never take a stale outcome: it checks the certificate it is handed
 	// as it checks one it watched.
 	Updates *CSRUpdates
@@ -473,8 +473,10 @@ func (s *CSRSigner) approveAndWait(ctx context.Context, obj *certificatesv1.Cert
 		s.abandon(obj.Name)
 	}
 	var updates <-chan csrUpdate
-	if s.updates != nil {
-		// Before the approval, which the outcome follows.
+	if s.updates != nil && !hasCondition(obj, certificatesv1.CertificateApproved) {
+		// Before the approval, which the outcome follows. An object
+		// approved already may have settled before this wait started:
+		// its own watch, from the version read, misses nothing.
 		var stop func()
 		updates, stop = s.updates.subscribe(obj.UID)
 		defer stop()
