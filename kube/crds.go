@@ -9,17 +9,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubepact/kubepact/config/crd"
+	"github.com/kubepact/kubepact/internal/objwatch"
 )
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -186,22 +182,7 @@ func missingField(want, have map[string]any, path string) string {
 
 // waitEstablished watches the CRD name until its Established condition is true.
 func waitEstablished(ctx context.Context, api dynamic.NamespaceableResourceInterface, name string) error {
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return api.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return api.Watch(ctx, o)
-		},
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok {
-			return false, nil
-		}
+	return objwatch.Until(ctx, api, name, func(u *unstructured.Unstructured) (bool, error) {
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		for _, c := range conds {
 			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
@@ -210,7 +191,6 @@ func waitEstablished(ctx context.Context, api dynamic.NamespaceableResourceInter
 		}
 		return false, nil
 	})
-	return err
 }
 
 // crdNames returns the names of the CRDs of crd.Manifests, such as

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +31,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/objwatch"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/lifecycle"
@@ -609,25 +609,7 @@ func watchRefusals(ctx context.Context, cl *cluster, resource schema.GroupVersio
 // refused.
 func waitFor(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name, what string,
 	cond func(*unstructured.Unstructured) (bool, error)) error {
-	ri := cl.dynamic.Resource(resource).Namespace(namespace)
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return ri.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return ri.Watch(ctx, o)
-		},
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok || ev.Type == watch.Deleted {
-			return false, nil
-		}
-		return cond(u)
-	})
+	err := objwatch.Until(ctx, cl.dynamic.Resource(resource).Namespace(namespace), name, cond)
 	if err == nil {
 		return nil
 	}
