@@ -114,9 +114,10 @@ type ProviderConfig struct {
 // its time waiting for the API server and its signer (about 18 requests,
 // in 4 round trips and a CSR round), so many workers keep a provider that
 // many consumers authenticate against at once busy. With 200 Tenants
-// created at once on a 2-core machine, 32 workers accepted 37 to 42 a
-// second with a local CA and 31 to 36 with the CSR API, 8 workers 28 to 39
-// and 24 to 29 (BenchmarkTenantsAtOnce).
+// created at once on a 2-core machine, where the API server's CPU is the
+// limit, 32 workers and 8 accepted about the same, 48 a second with a
+// local CA or the CSR API (BenchmarkTenantsAtOnce); the Workers bound on
+// handshakes in flight keeps the first consumers of a burst first.
 const DefaultWorkers = 32
 
 // CSRWait is how long a worker of the default signer waits for the API
