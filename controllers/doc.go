@@ -263,7 +263,9 @@
 // issued to the Tenant accepted or refused: a nonce request beyond them
 // waits, in the order it came, for one to settle (or for HandshakeHold, so
 // that a consumer that never sends its Tenant delays the others at most
-// that long). With the CSR API, a worker waits up to CSRWait for the
+// that long; a client that asks for many nonces and sends no Tenant until
+// it holds them all is therefore served about Workers nonces per
+// HandshakeHold). With the CSR API, a worker waits up to CSRWait for the
 // certificate it asked for, so a handshake goes from Tenant to status in
 // one reconcile. Under a burst, consumers are therefore served in the
 // order they came, and the first are done first instead of all of them
