@@ -430,8 +430,8 @@ func tenantController(tb testing.TB) (reconcile, queue histogram) {
 
 // BenchmarkTenantsAtOnce creates the Tenants of 200 consumers at once on one
 // provider and waits until every one has its status. The nonces (issued by
-// the nonce reconciler), the consumers' keys and the Tenants are made
-// beforehand. Any failed create or Warning Event in the consumers' tenant
+// the library before the manager starts, see benchIssueNonces), the
+// consumers' keys and the Tenants are made beforehand. Any failed create or Warning Event in the consumers' tenant
 // namespaces fails the benchmark. It reports the wall time, the throughput,
 // the provider manager's API requests per handshake, and, from
 // controller-runtime's metrics, the Tenant controller's reconciles per
