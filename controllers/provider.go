@@ -185,7 +185,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		Namespaces: tenantNamespaces(cs, cfg.TenantPodSecurity),
 		// The redemption reads the nonce Secret from the manager's cache,
 		// which watches nonce Secrets, and writes on what it read.
-		Nonces:       emptyNonceStore{Store: kube.NewNonceStore(cs).WithRedeemReader(mgr.GetClient()), client: cs},
+		Nonces:       emptyNonceStore{NonceStore: kube.NewNonceStore(cs).WithRedeemReader(mgr.GetClient()), client: cs},
 		Tenants:      kube.NewTenantStore(uncached),
 		Signer:       signer,
 		Certificates: kube.NewCertificateCache(cs),
@@ -359,27 +359,21 @@ func consumerOfCSR(obj *certificatesv1.CertificateSigningRequest) string {
 
 // emptyNonceStore is a nonce.Store that takes a nonce Secret without
 // data.nonce, as liqoctl creates it, for no nonce: Ensure then issues one
-// into it.
+// into it. Its Peek is kube.NonceStore's, on the manager's cache, where
+// such a Secret is no entry either.
 type emptyNonceStore struct {
-	nonce.Store
+	*kube.NonceStore
 	client kubernetes.Interface
 }
 
-// Peek is the store's, which reads the manager's cache: a Secret there
-// without data.nonce is no entry.
-func (s emptyNonceStore) Peek(ctx context.Context, clusterID string) (nonce.Entry, bool) {
-	if p, ok := s.Store.(nonce.Peeker); ok {
-		return p.Peek(ctx, clusterID)
-	}
-	return nonce.Entry{}, false
-}
+var _ nonce.Peeker = emptyNonceStore{}
 
 func (s emptyNonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
 	ns := clusterid.TenantNamespace(clusterID)
 	sec, err := s.client.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
 	switch {
 	case err != nil:
-		return s.Store.Get(ctx, clusterID) // its errors, as the store words them
+		return s.NonceStore.Get(ctx, clusterID) // its errors, as the store words them
 	case len(sec.Data[nonce.SecretKey]) == 0:
 		return nonce.Entry{}, fmt.Errorf("%w: Secret %s/%s holds no %s", nonce.ErrNotFound, ns, nonce.SecretName, nonce.SecretKey)
 	}

@@ -99,19 +99,27 @@ func (s *NonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, er
 // it or, without one, as this store last wrote it, with no request to the
 // API server; false when it has none (see nonce.Peeker).
 func (s *NonceStore) Peek(ctx context.Context, clusterID string) (nonce.Entry, bool) {
-	sec := s.lastWritten(clusterID)
-	if s.redeemFrom != nil {
-		sec = &corev1.Secret{}
-		key := ctrlclient.ObjectKey{Namespace: clusterid.TenantNamespace(clusterID), Name: nonce.SecretName}
-		if err := s.redeemFrom.Get(ctx, key, sec); err != nil {
-			return nonce.Entry{}, false
-		}
-	}
+	sec := s.atHand(ctx, clusterID)
 	if sec == nil {
 		return nonce.Entry{}, false
 	}
 	e, err := nonce.FromSecret(sec)
 	return e, err == nil
+}
+
+// atHand returns the nonce Secret of clusterID as WithRedeemReader's
+// reader holds it or, without one, as this store last wrote it; nil when
+// there is no such copy.
+func (s *NonceStore) atHand(ctx context.Context, clusterID string) *corev1.Secret {
+	if s.redeemFrom == nil {
+		return s.lastWritten(clusterID)
+	}
+	sec := &corev1.Secret{}
+	key := ctrlclient.ObjectKey{Namespace: clusterid.TenantNamespace(clusterID), Name: nonce.SecretName}
+	if s.redeemFrom.Get(ctx, key, sec) != nil {
+		return nil
+	}
+	return sec
 }
 
 // MarkRedeemed records r on the nonce Secret of clusterID unless it records
@@ -171,23 +179,11 @@ func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce
 }
 
 // readToRedeem returns the nonce Secret of clusterID and its entry: on
-// the first attempt, the copy of s.redeemFrom when set, else the one Put
-// last wrote, when it holds an unredeemed nonce; else from read (the API
-// server).
+// the first attempt, the copy at hand (atHand) when it holds an unredeemed
+// nonce; else from read (the API server).
 func (s *NonceStore) readToRedeem(ctx context.Context, clusterID string, first bool, read func() (*corev1.Secret, error)) (*corev1.Secret, nonce.Entry, error) {
 	if first {
-		var sec *corev1.Secret
-		switch {
-		case s.redeemFrom != nil:
-			sec = &corev1.Secret{}
-			key := ctrlclient.ObjectKey{Namespace: clusterid.TenantNamespace(clusterID), Name: nonce.SecretName}
-			if s.redeemFrom.Get(ctx, key, sec) != nil {
-				sec = nil
-			}
-		default:
-			sec = s.lastWritten(clusterID)
-		}
-		if sec != nil {
+		if sec := s.atHand(ctx, clusterID); sec != nil {
 			if e, err := nonce.FromSecret(sec); err == nil && e.Redemption == nil {
 				return sec, e, nil
 			}
