@@ -103,7 +103,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		keyNS = keys.DefaultNamespace
 	}
 	ports := kubepact.ConsumerPorts{
-		Namespaces:   tenantNamespaces(cs, cfg.TenantPodSecurity),
+		Namespaces:   tenantNamespaces(cs, mgr.GetClient(), cfg.TenantPodSecurity),
 		Keys:         kube.NewKeyStore(cs, keyNS),
 		Identities:   kube.NewIdentityStore(uncached),
 		Secrets:      kube.NewSecretWriter(cs),

@@ -186,7 +186,8 @@
 //
 //   - nonce reconciler (provider): secrets: get, list, watch, create,
 //     patch, delete (nonce Secrets in tenant namespaces); namespaces: get,
-//     create, update (tenant namespaces).
+//     list, watch, create, update (tenant namespaces; list and watch for
+//     the manager's cache of their labels).
 //   - Tenant reconciler (provider): authentication.liqo.io tenants: get,
 //     list, watch, patch, delete; tenants/status: patch; tenants/finalizers:
 //     update (the OwnerReferencesPermissionEnforcement admission plugin);
@@ -204,8 +205,9 @@
 //   - signed-nonce reconciler (consumer): secrets: get, list, watch, patch
 //     (signed-nonce Secrets in tenant namespaces) and get, create in
 //     ConsumerConfig.KeyNamespace (the cluster key and, with Strict, the
-//     identity keys its Tenants ask certificates for); namespaces: get (the
-//     tenant namespace's labels), create (the key namespace, when missing).
+//     identity keys its Tenants ask certificates for); namespaces: get,
+//     list, watch (the tenant namespace's labels, from the manager's cache
+//     first), create (the key namespace, when missing).
 //   - Identity reconciler (consumer): authentication.liqo.io identities:
 //     get, list, watch, patch; identities/status: patch; secrets: get, list,
 //     watch, create, patch, delete (kubeconfig Secrets in tenant
@@ -273,10 +275,11 @@
 // end.
 //
 // The manager's clients need a rate limit to match: kubepact-controller
-// makes about 23 requests per handshake of a new consumer with the CSR API
+// makes about 21 requests per handshake of a new consumer with the CSR API
 // (7 of them SubjectAccessReviews, asked at once; its Events included;
-// the nonce and the certificate come from the manager's informers), so 30
-// handshakes a second need a QPS near 700, and kubepact-controller's
+// the nonce request, its tenant namespace, the nonce and the certificate
+// come from the manager's informers), so 30 handshakes a second need a
+// QPS near 650, and kubepact-controller's
 // default (--kube-api-qps 1000, --kube-api-burst 2000) leaves room for its
 // leases and resyncs; at 200 a provider accepts about 8 a second, and at
 // client-go's default of 5 fewer than one.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/kube"
@@ -25,9 +26,10 @@ func checkPodSecurity(level string) error {
 
 // tenantNamespaces is the Namespaces port of the reconcilers: level, when
 // set, labels the tenant namespaces they create, and only those.
-func tenantNamespaces(cs kubernetes.Interface, level string) *kube.Namespaces {
-	// A controller answers objects in tenant namespaces that exist.
-	ns := kube.NewNamespaces(cs).WithReadFirst()
+func tenantNamespaces(cs kubernetes.Interface, cache client.Reader, level string) *kube.Namespaces {
+	// A controller answers objects in tenant namespaces that exist, and
+	// finds them, labelled, in the manager's cache.
+	ns := kube.NewNamespaces(cs).WithReadFirst().WithReader(cache)
 	if level == "" {
 		return ns
 	}

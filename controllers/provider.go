@@ -129,6 +129,10 @@ const DefaultWorkers = 32
 // consumers in the order they came.
 const CSRWait = 5 * time.Second
 
+// cacheLag is when a reconciler that found the manager's cache behind an
+// object looks at it again.
+const cacheLag = 100 * time.Millisecond
+
 // HandshakeHold is how long a handshake keeps its place among the
 // provider's Workers handshakes in flight when its consumer does not
 // finish it: from the nonce issued to a Tenant accepted or refused. A
@@ -182,10 +186,10 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	// when it does.
 	lifecyclePorts.Slices = kube.NewTenantSlices(mgr.GetClient())
 	ports := kubepact.ProviderPorts{
-		Namespaces: tenantNamespaces(cs, cfg.TenantPodSecurity),
+		Namespaces: tenantNamespaces(cs, mgr.GetClient(), cfg.TenantPodSecurity),
 		// The redemption reads the nonce Secret from the manager's cache,
 		// which watches nonce Secrets, and writes on what it read.
-		Nonces:       emptyNonceStore{NonceStore: kube.NewNonceStore(cs).WithRedeemReader(mgr.GetClient()), client: cs},
+		Nonces:       newEmptyNonceStore(cs, mgr.GetClient()),
 		Tenants:      kube.NewTenantStore(uncached),
 		Signer:       signer,
 		Certificates: kube.NewCertificateCache(cs),
@@ -361,14 +365,49 @@ func consumerOfCSR(obj *certificatesv1.CertificateSigningRequest) string {
 // data.nonce, as liqoctl creates it, for no nonce: Ensure then issues one
 // into it. Its Peek is kube.NonceStore's, on the manager's cache, where
 // such a Secret is no entry either.
+//
+// The nonce reconciler issues a nonce when the cache holds the Secret
+// without one, so Get takes the cache's word for that, with no request,
+// and the Put that follows writes on that copy (kube.NonceStore.PutOver):
+// a copy gone stale, the Secret having changed since, is decided again on
+// the Secret as stored. Any other Get reads the API server.
 type emptyNonceStore struct {
 	*kube.NonceStore
 	client kubernetes.Interface
+	cache  client.Reader
+
+	// emptyAt is, by cluster ID, the resourceVersion of the cached
+	// Secret the last Get found without a nonce.
+	mu      sync.Mutex
+	emptyAt map[string]string
 }
 
-var _ nonce.Peeker = emptyNonceStore{}
+var _ nonce.Peeker = (*emptyNonceStore)(nil)
 
-func (s emptyNonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
+func newEmptyNonceStore(cs kubernetes.Interface, cache client.Reader) *emptyNonceStore {
+	return &emptyNonceStore{NonceStore: kube.NewNonceStore(cs).WithRedeemReader(cache), client: cs, cache: cache, emptyAt: map[string]string{}}
+}
+
+func (s *emptyNonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
+	ns := clusterid.TenantNamespace(clusterID)
+	var cached corev1.Secret
+	empty := s.cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: nonce.SecretName}, &cached) == nil &&
+		len(cached.Data[nonce.SecretKey]) == 0
+	s.mu.Lock()
+	if empty {
+		s.emptyAt[clusterID] = cached.ResourceVersion
+	} else {
+		delete(s.emptyAt, clusterID)
+	}
+	s.mu.Unlock()
+	if empty {
+		return nonce.Entry{}, fmt.Errorf("%w: Secret %s/%s holds no %s", nonce.ErrNotFound, ns, nonce.SecretName, nonce.SecretKey)
+	}
+	return s.read(ctx, clusterID)
+}
+
+// read returns the nonce of clusterID as the API server stores it.
+func (s *emptyNonceStore) read(ctx context.Context, clusterID string) (nonce.Entry, error) {
 	ns := clusterid.TenantNamespace(clusterID)
 	sec, err := s.client.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
 	switch {
@@ -378,6 +417,32 @@ func (s emptyNonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry
 		return nonce.Entry{}, fmt.Errorf("%w: Secret %s/%s holds no %s", nonce.ErrNotFound, ns, nonce.SecretName, nonce.SecretKey)
 	}
 	return nonce.FromSecret(sec)
+}
+
+// Put stores e on the cached Secret the last Get found without a nonce
+// or, when that copy is stale or there is none, on the Secret as stored,
+// provided it still holds no nonce: a nonce stored meanwhile stays, and
+// Put fails with a conflict (apierrors.IsConflict), for the caller to
+// decide again.
+func (s *emptyNonceStore) Put(ctx context.Context, clusterID string, e nonce.Entry) error {
+	s.mu.Lock()
+	rv, cached := s.emptyAt[clusterID]
+	delete(s.emptyAt, clusterID)
+	s.mu.Unlock()
+	if !cached {
+		return s.NonceStore.Put(ctx, clusterID, e)
+	}
+	err := s.NonceStore.PutOver(ctx, clusterID, e, rv)
+	if err == nil {
+		return nil
+	}
+	switch _, rerr := s.read(ctx, clusterID); {
+	case rerr == nil:
+		return apierrors.NewConflict(corev1.Resource("secrets"), nonce.SecretName, errors.New("a nonce was stored since the cached copy was read"))
+	case !errors.Is(rerr, nonce.ErrNotFound):
+		return rerr
+	}
+	return s.NonceStore.Put(ctx, clusterID, e)
 }
 
 // nonceReconciler gives a liqo-nonce Secret its nonce (SPEC §7, step 1).
@@ -408,6 +473,11 @@ func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	if _, err := r.provider.IssueNonce(ctx, id); err != nil {
 		r.gate.leave(id)
+		if apierrors.IsConflict(err) {
+			// The cache was behind the Secret, which holds a nonce: the
+			// Secret's update, once cached, requeues it, and so does this.
+			return reconcile.Result{RequeueAfter: cacheLag}, nil
+		}
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonIssueNonceFailed, "IssueNonce", "issuing the nonce: %v", err)
 		return reconcile.Result{}, metrics.failed(ctx, NonceControllerName, ReasonIssueNonceFailed, err, true)
 	}

@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
@@ -216,4 +218,50 @@ func TestNamespacesWithReadFirst(t *testing.T) {
 	for _, a := range failing.Actions() {
 		require.NotEqual(t, "create", a.GetVerb(), "a read that fails writes nothing")
 	}
+}
+
+// namespaceReader holds namespaces' metadata, as a manager's cache does.
+type namespaceReader struct {
+	client.Reader
+	labels map[string]map[string]string // by namespace name
+}
+
+func (r namespaceReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	l, ok := r.labels[key.Name]
+	if !ok {
+		return apierrors.NewNotFound(corev1.Resource("namespaces"), key.Name)
+	}
+	obj.(*metav1.PartialObjectMetadata).SetName(key.Name)
+	obj.SetLabels(maps.Clone(l))
+	return nil
+}
+
+// WithReader takes a namespace found in its reader with the labels for
+// ensured, with no request; one the reader lacks, or holds without a
+// label, is handled on the API server as without it.
+func TestNamespacesWithReader(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ready := tenant.Namespace("cl-ready")
+	bare := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-bare", Labels: map[string]string{"keep": "me"}}}
+	c := k8sfake.NewClientset(ready, bare)
+	cache := namespaceReader{labels: map[string]map[string]string{ready.Name: ready.Labels, bare.Name: bare.Labels}}
+	ns := kube.NewNamespaces(c).WithCreateLabels(map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}).
+		WithReadFirst().WithReader(cache)
+
+	c.ClearActions()
+	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-ready")))
+	require.Empty(t, c.Actions(), "found labelled in the reader")
+
+	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-bare")))
+	got, err := c.CoreV1().Namespaces().Get(ctx, bare.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "me", got.Labels["keep"])
+	require.Equal(t, "true", got.Labels["liqo.io/tenant-namespace"], "the tenant labels are added")
+	require.NotContains(t, got.Labels, "pod-security.kubernetes.io/enforce", "an existing namespace keeps its pod security")
+
+	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-new")))
+	got, err = c.CoreV1().Namespaces().Get(ctx, "liqo-tenant-cl-new", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "baseline", got.Labels["pod-security.kubernetes.io/enforce"], "created with its create labels")
 }

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -19,6 +20,8 @@ type Namespaces struct {
 	onCreate map[string]string
 	// readFirst reads the namespace before it creates it.
 	readFirst bool
+	// reader, when set, is looked at before anything else (WithReader).
+	reader ctrlclient.Reader
 }
 
 var _ tenant.Namespaces = (*Namespaces)(nil)
@@ -31,7 +34,9 @@ func NewNamespaces(client kubernetes.Interface) *Namespaces { return &Namespaces
 // labels stay theirs, and an admission policy may forbid changing them (as
 // kubepact-controller's does for pod-security.kubernetes.io/*).
 func (n *Namespaces) WithCreateLabels(labels map[string]string) *Namespaces {
-	return &Namespaces{client: n.client, onCreate: maps.Clone(labels), readFirst: n.readFirst}
+	c := *n
+	c.onCreate = maps.Clone(labels)
+	return &c
 }
 
 // WithReadFirst returns a Namespaces whose Ensure reads the namespace
@@ -39,12 +44,32 @@ func (n *Namespaces) WithCreateLabels(labels map[string]string) *Namespaces {
 // controller answering objects in it: one request instead of two when it
 // exists with ns's labels, one more when it does not.
 func (n *Namespaces) WithReadFirst() *Namespaces {
-	return &Namespaces{client: n.client, onCreate: maps.Clone(n.onCreate), readFirst: true}
+	c := *n
+	c.readFirst = true
+	return &c
+}
+
+// WithReader returns a Namespaces whose Ensure first looks for the
+// namespace in r, such as the cache of a controller's manager, reading
+// its metadata only (metav1.PartialObjectMetadata): a namespace found
+// there with ns's labels costs no request. A namespace missing from r,
+// or lacking one of the labels there, is decided on the API server as
+// without r.
+func (n *Namespaces) WithReader(r ctrlclient.Reader) *Namespaces {
+	c := *n
+	c.reader = r
+	return &c
 }
 
 // Ensure creates ns, with the labels of WithCreateLabels, or adds ns's
 // labels to the existing namespace.
 func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
+	if n.reader != nil {
+		cur := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+		if n.reader.Get(ctx, ctrlclient.ObjectKey{Name: ns.Name}, cur) == nil && hasLabels(cur.Labels, ns.Labels, n.onCreate) {
+			return nil
+		}
+	}
 	api := n.client.CoreV1().Namespaces()
 	if n.readFirst {
 		cur, err := api.Get(ctx, ns.Name, metav1.GetOptions{})

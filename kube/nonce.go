@@ -56,6 +56,29 @@ func (s *NonceStore) Put(ctx context.Context, clusterID string, e nonce.Entry) e
 	return err
 }
 
+// PutOver stores e as the nonce of clusterID, as Put does, on the nonce
+// Secret as it was at resourceVersion, such as a copy read from a cache:
+// when the Secret changed since, it fails with an error for which
+// apierrors.IsConflict holds and leaves the Secret as it is. A Secret gone
+// is created again, as Put would.
+func (s *NonceStore) PutOver(ctx context.Context, clusterID string, e nonce.Entry, resourceVersion string) error {
+	stored, err := s.applyAt(ctx, clusterID, e, resourceVersion)
+	if err != nil {
+		return wrap(err, "writing", "Secret", clusterid.TenantNamespace(clusterID), nonce.SecretName)
+	}
+	s.remember(clusterID, stored)
+	return nil
+}
+
+// applyAt applies e as the whole nonce Secret of clusterID that kubepact
+// owns, conditional on the Secret being at resourceVersion.
+func (s *NonceStore) applyAt(ctx context.Context, clusterID string, e nonce.Entry, resourceVersion string) (*corev1.Secret, error) {
+	want := nonce.Secret(clusterID, e)
+	ac := corev1ac.Secret(want.Name, want.Namespace).WithResourceVersion(resourceVersion).
+		WithType(want.Type).WithLabels(want.Labels).WithAnnotations(want.Annotations).WithData(want.Data)
+	return s.client.CoreV1().Secrets(want.Namespace).Apply(ctx, ac, applyOptions(true))
+}
+
 // remember keeps sec, nil to forget, as the nonce Secret of clusterID last
 // written.
 func (s *NonceStore) remember(clusterID string, sec *corev1.Secret) {
@@ -160,10 +183,7 @@ func (s *NonceStore) MarkRedeemed(ctx context.Context, clusterID string, r nonce
 		// conflicts, and the retry reads it. It applies the whole Secret
 		// kubepact owns, so the next Put of a fresh nonce drops the
 		// redemption with the old nonce.
-		marked := nonce.Secret(clusterID, e)
-		ac := corev1ac.Secret(marked.Name, marked.Namespace).WithResourceVersion(sec.ResourceVersion).
-			WithType(marked.Type).WithLabels(marked.Labels).WithAnnotations(marked.Annotations).WithData(marked.Data)
-		stored, err := secrets.Apply(ctx, ac, applyOptions(true))
+		stored, err := s.applyAt(ctx, clusterID, e, sec.ResourceVersion)
 		if err != nil {
 			s.remember(clusterID, nil)
 			return wrap(err, "marking redeemed", "Secret", ns, nonce.SecretName)

@@ -182,3 +182,37 @@ func TestNonceStorePeek(t *testing.T) {
 	_, ok = store.WithRedeemReader(staticReader{secret: request}).Peek(ctx, id)
 	require.False(t, ok, "a nonce request not answered yet")
 }
+
+// PutOver writes on the nonce Secret only as it was at the version given:
+// a Secret changed since is left as it is.
+func TestNonceStorePutOver(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := "cl-over-" + shortName(t.Name(), 0)
+	ns := clusterid.TenantNamespace(id)
+	ensureNamespace(t, ns)
+	store := kube.NewNonceStore(provider.client)
+	secrets := provider.client.CoreV1().Secrets(ns)
+	entry := func() nonce.Entry {
+		n, err := nonce.Generate(nil)
+		require.NoError(t, err)
+		return nonce.Entry{Nonce: n, IssuedAt: time.Now().Truncate(time.Second), TTL: time.Hour}
+	}
+	stored := func() nonce.Entry {
+		e, err := store.Get(ctx, id)
+		require.NoError(t, err)
+		return e
+	}
+
+	require.NoError(t, store.Put(ctx, id, entry()))
+	read, err := secrets.Get(ctx, nonce.SecretName, metav1.GetOptions{})
+	require.NoError(t, err)
+	second := entry()
+	require.NoError(t, store.PutOver(ctx, id, second, read.ResourceVersion))
+	require.Equal(t, second.Nonce, stored().Nonce)
+
+	err = store.PutOver(ctx, id, entry(), read.ResourceVersion)
+	require.True(t, apierrors.IsConflict(err), "%v", err)
+	require.Equal(t, second.Nonce, stored().Nonce, "a stale version writes nothing")
+}

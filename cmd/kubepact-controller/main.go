@@ -46,7 +46,7 @@
 //	--cluster-labels LIST           provider: labels of the virtual node made for a ResourceSlice, key=value,...
 //	--workers N                     provider: nonce Secrets and Tenants reconciled at once, and handshakes in flight (default 32)
 //	--kube-api-qps QPS              client-side request rate to the API server (default 1000: about
-//	                                23 requests a handshake, 30 handshakes a second and room to spare)
+//	                                21 requests a handshake, 30 handshakes a second and room to spare)
 //	--kube-api-burst N              client-side burst (default 2000)
 //	--leader-elect                  elect a leader among replicas (default true)
 //	--leader-election-namespace NS  namespace of the Lease (default: the pod's, else the kubeconfig context's)
@@ -177,7 +177,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long a leader tries to renew before it gives up")
 	fs.IntVar(&o.workers, "workers", controllers.DefaultWorkers, "provider: nonce Secrets and Tenants reconciled at once, and handshakes in flight")
-	fs.Float64Var(&o.qps, "kube-api-qps", 1000, "client-side limit of requests per second to the API server (about 23 per handshake: 1000 is 30 handshakes a second and room to spare)")
+	fs.Float64Var(&o.qps, "kube-api-qps", 1000, "client-side limit of requests per second to the API server (about 21 per handshake: 1000 is 30 handshakes a second and room to spare)")
 	fs.IntVar(&o.burst, "kube-api-burst", 2000, "client-side burst of requests to the API server")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint (HTTPS unless --metrics-secure=false); 0 disables it")
 	o.metrics.bind(fs)

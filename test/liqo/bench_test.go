@@ -98,10 +98,10 @@ type providerResult struct {
 //     Tenant drained a moment ago is refused.
 //   - a read of the certificate cache: another key holding a live
 //     certificate for the consumer ID is refused.
-//   - a read of the tenant namespace, whose labels it keeps.
 //
-// These are 11 requests per handshake. The nonce, once issued, and the
-// certificate, once signed, come from the controller's informers, as
+// These are 10 requests per handshake. The nonce request, the tenant
+// namespace (whose labels it keeps), the nonce once issued and the
+// certificate once signed come from the controller's informers, as
 // Liqo's do.
 //
 //	(cd test/liqo && go test -run '^$' -bench Providers -benchtime 1x)
