@@ -257,7 +257,7 @@
 // # Concurrency
 //
 // The provider's reconcilers run ProviderConfig.Workers workers each
-// (DefaultWorkers, 32, by default); the consumer's run one, as a consumer
+// (DefaultWorkers, 16, by default); the consumer's run one, as a consumer
 // answers one provider at a time. controller-runtime never gives one object
 // to two workers at once; the Provider and Consumer the workers share are
 // safe for concurrent use, and a handshake of one consumer is serialised

@@ -109,16 +109,24 @@ type ProviderConfig struct {
 	SlicePolicy resourceslice.Policy
 }
 
-// DefaultWorkers is the number of workers of the provider's reconcilers
-// when ProviderConfig.Workers is zero: one Tenant reconcile spends most of
-// its time waiting for the API server and its signer (about 18 requests,
-// in 4 round trips and a CSR round), so many workers keep a provider that
-// many consumers authenticate against at once busy. With 200 Tenants
-// created at once on a 2-core machine, where the API server's CPU is the
-// limit, 32 workers and 8 accepted about the same, 48 a second with a
-// local CA or the CSR API (BenchmarkTenantsAtOnce); the Workers bound on
-// handshakes in flight keeps the first consumers of a burst first.
-const DefaultWorkers = 32
+// DefaultWorkers is the number of workers of the provider's reconcilers,
+// and the bound on its handshakes in flight, when ProviderConfig.Workers is
+// zero. A Tenant reconcile spends most of its time waiting for the API
+// server and its signer (about 19 requests, in 4 round trips and a CSR
+// round), so a few workers keep the API server busy. Beyond that, each
+// place in flight adds to every consumer's wait under a burst: by Little's
+// law, Workers over the provider's rate (16 places at 30 handshakes a
+// second are half a second). With 200 consumers at once, on a 2-core
+// machine where the API server's CPU is the limit (BenchmarkProviders in
+// test/liqo), 16 gave 29 to 34 handshakes a second and a median wait of
+// 3.5 to 3.9 s, 32 gave 27 to 33 a second and 3.9 to 4.7 s, and 8 gave 25
+// a second and 5.0 s: too few, places wait on the consumers' own steps
+// between the nonce and the Tenant. The Tenant phase alone, nonces issued
+// beforehand, accepted 38 a second with 16 workers and 35 with 8 with the
+// CSR API, 61 and 53 with a local CA (BenchmarkTenantsAtOnce). Consumers
+// far away hold a place for their round trips too: a provider needs about
+// its target rate times a handshake's time, the consumer's part included.
+const DefaultWorkers = 16
 
 // CSRWait is how long a worker of the default signer waits for the API
 // server's signer to issue a certificate it requested, before it leaves
