@@ -317,7 +317,7 @@ func percentile(sorted []time.Duration, q float64) float64 {
 //   - the new kubeconfig confirmed on the provider, a SelfSubjectReview
 //     over a new TLS connection, so that credentials the provider refuses
 //     are never written: 1 (the floor counts none). The Identity's apply,
-//     which changes nothing, goes beside it.
+//     the same spec as liqoctl's, goes beside it.
 //   - the kubeconfig Secret (the floor's), seen through a watch.
 //
 // Every write is a server-side apply, which costs the API server more than
