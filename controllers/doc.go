@@ -196,7 +196,9 @@
 //     in tenant namespaces; clusterroles: get and bind on
 //     liqo-remote-controlplane, which must be installed (config/roles,
 //     Liqo's chart, or rbac.Install); authorization.k8s.io subjectaccessreviews:
-//     create. With the CSR API also certificates.k8s.io
+//     create; renews: list, watch, delete (the Renews the consumer's
+//     replicator copied into its tenant namespace, deleted with its
+//     Tenant). With the CSR API also certificates.k8s.io
 //     certificatesigningrequests: get, list, watch, create;
 //     certificatesigningrequests/approval: update; signers
 //     kubernetes.io/kube-apiserver-client: approve; and

@@ -35,6 +35,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -583,13 +584,18 @@ func (r *tenantReconciler) gone(consumerID string) {
 }
 
 // remove cleans up after a deleted Tenant that carries kubepact's
-// finalizer: Provider.Forget unpeers the consumer (its binding goes, its
-// nonce and cached certificate stay) or, for a drained Tenant or one
-// annotated lifecycle.RevokeAnnotation, revokes it; then only kubepact's
-// finalizer goes.
+// finalizer: the consumer's replicated Renews go (removeRenewCopies), then
+// Provider.Forget unpeers the consumer (its binding goes, its nonce and
+// cached certificate stay) or, for a drained Tenant or one annotated
+// lifecycle.RevokeAnnotation, revokes it; then only kubepact's finalizer
+// goes.
 func (r *tenantReconciler) remove(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(t, tenant.Finalizer) || t.Namespace != clusterid.TenantNamespace(t.Name) {
 		return reconcile.Result{}, nil
+	}
+	if err := r.removeRenewCopies(ctx, t.Name); err != nil {
+		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonRemoveFailed, "Forget", "deleting the consumer's Renews: %v", err)
+		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonRemoveFailed, err, true)
 	}
 	if err := r.provider.Forget(ctx, t.Name); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -600,12 +606,42 @@ func (r *tenantReconciler) remove(ctx context.Context, t *authv1beta1.Tenant) (r
 		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonRemoveFailed, err, true)
 	}
 	r.gone(t.Name)
-	msg := "Tenant removed: consumer unpeered, binding deleted; the same cluster key may peer again at once"
+	msg := "Tenant removed: consumer unpeered, binding and replicated Renews deleted; the same cluster key may peer again at once"
 	if lifecycle.Condition(t.Spec.TenantCondition) == authv1beta1.TenantConditionDrained || t.Annotations[lifecycle.RevokeAnnotation] == "true" {
-		msg = "Tenant removed: consumer revoked, binding, cached certificate and nonce deleted; refused until its certificates expire or it is readmitted"
+		msg = "Tenant removed: consumer revoked, binding, replicated Renews, cached certificate and nonce deleted; refused until its certificates expire or it is readmitted"
 	}
 	r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantRemoved, "Forget", "%s", msg)
 	return reconcile.Result{}, nil
+}
+
+// removeRenewCopies deletes the Renews the CRD replicator of consumerID
+// copied into its tenant namespace: those labelled as replicated from it
+// (renewal.ReplicatedLabel "true", renewal.OriginIDLabel consumerID) that
+// ask for it (spec.consumerClusterID). Once its Tenant is gone they ask
+// for nothing the provider would sign, and their consumer may no longer
+// reach them: liqoctl unauthenticate deletes the consumer's Identity, and
+// with it its Renew, moments before the Tenant, while the kubeconfig its
+// replicator would delete the copy with goes with the Identity too. The
+// provider's own Renews, in a namespace it shares with a peer it is the
+// consumer of, stay: they are not labelled replicated, and ask for the
+// provider. Deleted before Forget, so a failure is retried while the
+// Tenant still holds its finalizer.
+func (r *tenantReconciler) removeRenewCopies(ctx context.Context, consumerID string) error {
+	var copies authv1beta1.RenewList
+	if err := r.client.List(ctx, &copies, client.InNamespace(clusterid.TenantNamespace(consumerID)),
+		client.MatchingLabels{renewal.ReplicatedLabel: "true", renewal.OriginIDLabel: consumerID}); err != nil {
+		return err
+	}
+	for i := range copies.Items {
+		rn := &copies.Items[i]
+		if rn.Spec.ConsumerClusterID != consumerID {
+			continue
+		}
+		if err := r.client.Delete(ctx, rn, client.Preconditions{UID: &rn.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // errInvalidObject is logged for an object a reconciler refuses before

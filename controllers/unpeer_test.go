@@ -18,6 +18,7 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -114,4 +115,36 @@ func TestConsumerAsksForRevocation(t *testing.T) {
 
 	again := recreate(ctx, t, tn)
 	waitEvent(ctx, t, providerEnv, ns, again.Name, corev1.EventTypeWarning, controllers.ReasonConsumerRevoked)
+}
+
+// liqoctl unauthenticate deletes a kubepact consumer's Identity, and with
+// it its Renew and the kubeconfig its replicator reaches the provider
+// with, moments before its Tenant: the provider deletes the Renew the
+// replicator copied into the tenant namespace, and only that. A Renew of
+// the provider's own there (it is a consumer of its peer too) stays.
+func TestUnauthenticateRemovesRenewCopies(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	ns := clusterid.TenantNamespace(consumerID)
+	startProvider(t, providerID, tenant.Compatible, nil)
+	startConsumer(t, consumerID, keyNS)
+	tn, id := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	copied := client.ObjectKey{Namespace: ns, Name: renewal.Name(providerID)}
+	eventually(t, "the consumer's Renew copied to the provider", func() bool {
+		return providerEnv.client.Get(ctx, copied, &authv1beta1.Renew{}) == nil
+	})
+	own := &authv1beta1.Renew{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: renewal.Name(consumerID), Labels: map[string]string{"liqo.io/replication": "true"}},
+		Spec:       authv1beta1.RenewSpec{ConsumerClusterID: providerID},
+	}
+	require.NoError(t, providerEnv.client.Create(ctx, own))
+
+	require.NoError(t, consumerEnv.client.Delete(ctx, id))
+	deleteTenant(ctx, t, tn)
+	eventually(t, "the copy deleted", func() bool {
+		return apierrors.IsNotFound(providerEnv.client.Get(ctx, copied, &authv1beta1.Renew{}))
+	})
+	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(own), &authv1beta1.Renew{}), "the provider's own Renew stays")
 }
