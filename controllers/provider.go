@@ -119,10 +119,12 @@ type ProviderConfig struct {
 // law, Workers over the provider's rate (16 places at 30 handshakes a
 // second are half a second). With 200 consumers at once, on a 2-core
 // machine where the API server's CPU is the limit (BenchmarkProviders in
-// test/liqo), 16 gave 29 to 34 handshakes a second and a median wait of
-// 3.5 to 3.9 s, 32 gave 27 to 33 a second and 3.9 to 4.7 s, and 8 gave 25
-// a second and 5.0 s: too few, places wait on the consumers' own steps
-// between the nonce and the Tenant. The Tenant phase alone, nonces issued
+// test/liqo, one figure per run), 16 gave a median wait of 0.46 to 0.55
+// times Liqo's (3.5 to 4.5 s) at 25 to 34 handshakes a second over six
+// runs, 32 gave 0.46 to 0.58 times (3.9 to 4.7 s) at 27 to 33 over four,
+// 12 and 24 about as 16, and 8 gave 0.62 times (5.0 s) at 25 a second:
+// too few, places wait on the consumers' own steps between the nonce and
+// the Tenant. The Tenant phase alone, nonces issued
 // beforehand, accepted 38 a second with 16 workers and 35 with 8 with the
 // CSR API, 61 and 53 with a local CA (BenchmarkTenantsAtOnce). Consumers
 // far away hold a place for their round trips too: a provider needs about
