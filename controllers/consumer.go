@@ -102,8 +102,12 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	if keyNS == "" {
 		keyNS = keys.DefaultNamespace
 	}
+	namespaces, err := tenantNamespaces(cs, mgr, cfg.TenantPodSecurity)
+	if err != nil {
+		return err
+	}
 	ports := kubepact.ConsumerPorts{
-		Namespaces:   tenantNamespaces(cs, mgr.GetClient(), cfg.TenantPodSecurity),
+		Namespaces:   namespaces,
 		Keys:         kube.NewKeyStore(cs, keyNS),
 		Identities:   kube.NewIdentityStore(uncached),
 		Secrets:      kube.NewSecretWriter(cs),

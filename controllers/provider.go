@@ -196,8 +196,12 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	// manager's cache: a slice the cache has yet to see requeues its Tenant
 	// when it does.
 	lifecyclePorts.Slices = kube.NewTenantSlices(mgr.GetClient())
+	namespaces, err := tenantNamespaces(cs, mgr, cfg.TenantPodSecurity)
+	if err != nil {
+		return err
+	}
 	ports := kubepact.ProviderPorts{
-		Namespaces: tenantNamespaces(cs, mgr.GetClient(), cfg.TenantPodSecurity),
+		Namespaces: namespaces,
 		// The redemption reads the nonce Secret from the manager's cache,
 		// which watches nonce Secrets, and writes on what it read.
 		Nonces:       newEmptyNonceStore(cs, mgr.GetClient()),
