@@ -124,11 +124,11 @@ type ProviderConfig struct {
 // runs, 32 gave 0.46 to 0.58 times (3.9 to 4.7 s) at 27 to 33 over four,
 // 12 and 24 about as 16, and 8 gave 0.62 times (5.0 s) at 25 a second:
 // too few, places wait on the consumers' own steps between the nonce and
-// the Tenant. The Tenant phase alone, nonces issued
-// beforehand, accepted 38 a second with 16 workers and 35 with 8 with the
-// CSR API, 61 and 53 with a local CA (BenchmarkTenantsAtOnce). Consumers
-// far away hold a place for their round trips too: a provider needs about
-// its target rate times a handshake's time, the consumer's part included.
+// the Tenant. The Tenant phase alone, nonces issued beforehand, accepted
+// 38 a second with 16 workers and 35 with 8 with the CSR API, 61 and 53
+// with a local CA (BenchmarkTenantsAtOnce). Consumers far away hold a
+// place for their round trips too: a provider needs about its target rate
+// times a handshake's time, the consumer's part included.
 const DefaultWorkers = 16
 
 // CSRWait is how long a worker of the default signer waits for the API
