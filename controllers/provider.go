@@ -416,9 +416,14 @@ func (s *emptyNonceStore) Get(ctx context.Context, clusterID string) (nonce.Entr
 	}
 	s.mu.Unlock()
 	if empty {
-		return nonce.Entry{}, fmt.Errorf("%w: Secret %s/%s holds no %s", nonce.ErrNotFound, ns, nonce.SecretName, nonce.SecretKey)
+		return nonce.Entry{}, noNonce(ns)
 	}
 	return s.read(ctx, clusterID)
+}
+
+// noNonce is the error of a nonce Secret in namespace that holds no nonce.
+func noNonce(namespace string) error {
+	return fmt.Errorf("%w: Secret %s/%s holds no %s", nonce.ErrNotFound, namespace, nonce.SecretName, nonce.SecretKey)
 }
 
 // read returns the nonce of clusterID as the API server stores it.
@@ -429,7 +434,7 @@ func (s *emptyNonceStore) read(ctx context.Context, clusterID string) (nonce.Ent
 	case err != nil:
 		return s.NonceStore.Get(ctx, clusterID) // its errors, as the store words them
 	case len(sec.Data[nonce.SecretKey]) == 0:
-		return nonce.Entry{}, fmt.Errorf("%w: Secret %s/%s holds no %s", nonce.ErrNotFound, ns, nonce.SecretName, nonce.SecretKey)
+		return nonce.Entry{}, noNonce(ns)
 	}
 	return nonce.FromSecret(sec)
 }

@@ -140,9 +140,10 @@ type CSRSignerOptions struct {
 	// Updates, when set, is where Sign learns that the object it approves
 	// is issued, denied, failed or deleted, instead of a watch of its own:
 	// a controller's informer on CertificateSigningRequests carrying
-	// CSRLabel feeds it. (An object found approved already is watched.) An informer that lags makes Sign wait longer,
-	// never take a stale outcome: it checks the certificate it is handed
-	// as it checks one it watched.
+	// CSRLabel feeds it. An object found approved already is watched. An
+	// informer that lags makes Sign wait longer, never take a stale
+	// outcome: it checks the certificate it is handed as it checks one it
+	// watched.
 	Updates *CSRUpdates
 }
 
