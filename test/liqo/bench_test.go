@@ -37,6 +37,8 @@ import (
 	"github.com/liqotech/liqo/pkg/liqo-controller-manager/authentication/forge"
 	authutils "github.com/liqotech/liqo/pkg/liqo-controller-manager/authentication/utils"
 	tenantnamespace "github.com/liqotech/liqo/pkg/tenantNamespace"
+
+	"github.com/kubepact/kubepact/internal/floor"
 )
 
 // burst is how many consumers authenticate at once in BenchmarkProviders,
@@ -61,7 +63,10 @@ type providerResult struct {
 	idleAnswerP50 time.Duration
 	// idleNonceP50 and idleAcceptP50 are those two waits apart.
 	idleNonceP50, idleAcceptP50 time.Duration
-	requestsPerShake            float64 // the provider's API requests per handshake
+	// idleOwnP50 is the rest: the consumer's own steps, the tenant
+	// namespace and the Tenant (handshakeSteps.own).
+	idleOwnP50       time.Duration
+	requestsPerShake float64 // the provider's API requests per handshake
 	// byKind is what those requests were, per handshake, from the audit log:
 	// verb and resource.
 	byKind map[string]float64
@@ -80,13 +85,20 @@ type providerResult struct {
 //
 // Reported per provider: handshakes/s and the per-consumer p50 and p99
 // with burst consumers at once, the p50 of one handshake on an idle
-// provider (measured before either burst, the providers taking turns),
-// whole, from the nonce request on, and of its waits for the
-// provider's two answers alone (idle-answers: the nonce, then the Tenant's
-// status; the rest is the consumer's own steps, Liqo's code whichever the
-// provider), and the provider's API requests per handshake (its client-go
+// provider (measured before either burst, the providers taking turns,
+// each once the machine settled after the turn before it), whole, from
+// the nonce request on, and of its waits for the provider's two answers
+// alone (idle-answers: the nonce, then the Tenant's status; the rest is
+// the consumer's own steps, Liqo's code whichever the provider), and the provider's API requests per handshake (its client-go
 // rest_client_requests_total over the burst, less its idle rate over the
-// same time). Then kubepact's figures over Liqo's.
+// same time). Then kubepact's figures over Liqo's, and idle-bound: the
+// least one idle handshake can take against any provider on this machine,
+// over Liqo's idle p50. It is the consumer's own steps (the lesser of the
+// two sides' medians) and the least a provider must do to answer, at the
+// floor of the kubepact side's API server (package floor, measured after
+// the idle handshakes): the nonce written, the CSR round and the status
+// written, with no watch delay, no binding and no check. An idle-p50-x
+// below idle-bound-x cannot be reached here.
 //
 // kubepact's provider makes requests for checks Liqo's does not make:
 //
@@ -131,19 +143,40 @@ func BenchmarkProviders(b *testing.B) {
 	}
 	// The idle handshakes come first, the providers taking turns, so that
 	// both meet the same machine: neither runs while the other's cluster
-	// still settles after its burst.
+	// still settles after its burst. Each waits for the machine to settle
+	// after the handshake before it, so that it does not meet the work a
+	// handshake leaves the other side's controllers (Liqo's provider goes
+	// on writing the consumer's ForeignCluster once the Tenant is
+	// answered); the turns alternate, and the first turn, which meets cold
+	// caches and connections, is not counted.
 	if err := waitQuiet(ctx); err != nil {
 		b.Fatal(err)
 	}
 	idle := map[string][]handshakeSteps{}
-	for i := range idleRounds {
-		for _, p := range providers {
+	for i := range idleRounds + 1 {
+		turn := slices.Clone(providers)
+		if i%2 == 1 {
+			slices.Reverse(turn)
+		}
+		for _, p := range turn {
+			if err := waitCPU(ctx, settleWindow, settleLimit); err != nil {
+				b.Fatal(err)
+			}
 			st, err := handshake(ctx, p.c, p.w, fmt.Sprintf("cl-%s-%d-idle-%d", p.name, run, i))
 			if err != nil {
 				b.Fatal(err)
 			}
-			idle[p.name] = append(idle[p.name], st)
+			if i > 0 {
+				idle[p.name] = append(idle[p.name], st)
+			}
 		}
+	}
+
+	// The floor of the kubepact side's API server, measured on the machine
+	// as quiet as the idle handshakes met it.
+	f, err := floor.Measure(ctx, kubepactSide.admin, metav1.NamespaceDefault, 20)
+	if err != nil {
+		b.Fatal(err)
 	}
 
 	results := map[string]providerResult{}
@@ -187,6 +220,9 @@ func BenchmarkProviders(b *testing.B) {
 		b.ReportMetric(float64(kp.idleProviderP50)/float64(liqo.idleProviderP50), "idle-from-nonce-p50-x")
 		b.ReportMetric(float64(kp.idleAnswerP50)/float64(liqo.idleAnswerP50), "idle-answers-p50-x")
 		b.ReportMetric(kp.requestsPerShake/liqo.requestsPerShake, "requests-x")
+		bound := min(kp.idleOwnP50, liqo.idleOwnP50) + 2*f.Write + f.CSRRound
+		b.ReportMetric(float64(bound.Microseconds())/1000, "idle-bound-ms")
+		b.ReportMetric(float64(bound)/float64(liqo.idleP50), "idle-bound-x")
 	})
 }
 
@@ -194,8 +230,19 @@ func BenchmarkProviders(b *testing.B) {
 // over a second, or after a minute and a half: a burst then starts on a
 // machine that no other cluster of the suite keeps busy, such as the one
 // measured before it, still settling after its own burst.
-func waitQuiet(ctx context.Context) error {
-	deadline := time.Now().Add(90 * time.Second)
+func waitQuiet(ctx context.Context) error { return waitCPU(ctx, time.Second, 90*time.Second) }
+
+// settleWindow and settleLimit are how an idle handshake waits for the
+// machine to settle (waitCPU).
+const (
+	settleWindow = 250 * time.Millisecond
+	settleLimit  = 5 * time.Second
+)
+
+// waitCPU returns once the machine's CPUs were less than a quarter busy
+// over window, or after limit.
+func waitCPU(ctx context.Context, window, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
 	busy, total, err := cpuTicks()
 	if err != nil {
 		return err
@@ -204,7 +251,7 @@ func waitQuiet(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(window):
 		}
 		b, t, err := cpuTicks()
 		if err != nil {
@@ -249,15 +296,17 @@ var benchRuns atomic.Int32
 
 // setIdle sets r's idle figures from the idle handshakes steps.
 func (r *providerResult) setIdle(steps []handshakeSteps) {
-	var whole, fromNonce, answers, nonces, accepts []time.Duration
+	var whole, fromNonce, answers, nonces, accepts, own []time.Duration
 	for _, st := range steps {
 		whole = append(whole, st.total())
+		own = append(own, st.own())
 		fromNonce = append(fromNonce, st.nonce+st.tenant+st.accepted)
 		answers = append(answers, st.nonce+st.accepted)
 		nonces, accepts = append(nonces, st.nonce), append(accepts, st.accepted)
 	}
 	r.idleP50, r.idleProviderP50, r.idleAnswerP50 = percentile(whole, 50), percentile(fromNonce, 50), percentile(answers, 50)
 	r.idleNonceP50, r.idleAcceptP50 = percentile(nonces, 50), percentile(accepts, 50)
+	r.idleOwnP50 = percentile(own, 50)
 }
 
 // measure runs burst handshakes at once against the provider on s, its
@@ -368,6 +417,10 @@ type handshakeSteps struct {
 }
 
 func (s handshakeSteps) total() time.Duration { return s.namespace + s.nonce + s.tenant + s.accepted }
+
+// own is the part of the handshake that is the consumer's own steps, the
+// same whichever the provider: the tenant namespace and the Tenant.
+func (s handshakeSteps) own() time.Duration { return s.namespace + s.tenant }
 
 // handshake plays liqoctl's provider-side steps for the consumer id, with
 // a fresh Ed25519 cluster key, and returns how long each took.
