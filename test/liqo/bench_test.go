@@ -89,7 +89,8 @@ type providerResult struct {
 // each once the machine settled after the turn before it), whole, from
 // the nonce request on, and of its waits for the provider's two answers
 // alone (idle-answers: the nonce, then the Tenant's status; the rest is
-// the consumer's own steps, Liqo's code whichever the provider), and the provider's API requests per handshake (its client-go
+// the consumer's own steps, Liqo's code whichever the provider), and the
+// provider's API requests per handshake (its client-go
 // rest_client_requests_total over the burst, less its idle rate over the
 // same time). Then kubepact's figures over Liqo's, and idle-bound: the
 // least one idle handshake can take against any provider on this machine,
