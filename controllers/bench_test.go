@@ -466,13 +466,13 @@ func tenantController(tb testing.TB) (reconcile, queue histogram) {
 // BenchmarkTenantsAtOnce creates the Tenants of 200 consumers at once on one
 // provider and waits until every one has its status. The nonces (issued by
 // the library before the manager starts, see benchIssueNonces), the
-// consumers' keys and the Tenants are made beforehand. Any failed create or Warning Event in the consumers' tenant
-// namespaces fails the benchmark. It reports the wall time, the throughput,
-// the provider manager's API requests per handshake, and, from
-// controller-runtime's metrics, the Tenant controller's reconciles per
-// handshake, its mean Reconcile time, how many of its workers were busy on
-// average over the wall time, and the mean time a request waited in its
-// queue. The provider's manager runs with AdminConfig's client-side limits
+// consumers' keys and the Tenants are made beforehand. Any failed create or
+// Warning Event in the consumers' tenant namespaces fails the benchmark. It
+// reports the wall time, the throughput, the provider manager's API
+// requests per handshake, and, from controller-runtime's metrics, the
+// Tenant controller's reconciles per handshake, its mean Reconcile time,
+// how many of its workers were busy on average over the wall time, and
+// the mean time a request waited in its queue. The provider's manager runs with AdminConfig's client-side limits
 // (QPS 100, burst 200 for each of its clients: QPS100) and without any
 // (NoClientLimit), to tell the workers' limit from the clients', with
 // controllers.DefaultWorkers workers and, without client limits, with 8.

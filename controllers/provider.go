@@ -440,8 +440,8 @@ func (s *emptyNonceStore) read(ctx context.Context, clusterID string) (nonce.Ent
 }
 
 // Put stores e on the cached Secret the last Get found without a nonce
-// or, when that copy is stale or there is none, on the Secret as stored,
-// provided it still holds no nonce: a nonce stored meanwhile stays, and
+// or, when there is none or that copy is stale (its write conflicts), on
+// the Secret as stored, provided it still holds no nonce: a nonce stored meanwhile stays, and
 // Put fails with a conflict (apierrors.IsConflict), for the caller to
 // decide again.
 func (s *emptyNonceStore) Put(ctx context.Context, clusterID string, e nonce.Entry) error {
@@ -453,8 +453,8 @@ func (s *emptyNonceStore) Put(ctx context.Context, clusterID string, e nonce.Ent
 		return s.NonceStore.Put(ctx, clusterID, e)
 	}
 	err := s.NonceStore.PutOver(ctx, clusterID, e, rv)
-	if err == nil {
-		return nil
+	if !apierrors.IsConflict(err) {
+		return err
 	}
 	switch _, rerr := s.read(ctx, clusterID); {
 	case rerr == nil:
