@@ -41,7 +41,7 @@ func newFaultyPair(t *testing.T, strict bool) *faultyPair {
 		policy = tenant.Strict
 	}
 	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), fake.InterceptProvider(pc.ProviderPorts(), faults),
-		&kubepact.ProviderOptions{Clock: clk, Policy: policy})
+		&kubepact.ProviderOptions{Clock: clk, Policy: policy, SliceNamespaces: offloaded})
 	require.NoError(t, err)
 	p.consumer, err = kubepact.NewConsumer(consumerID, fake.InterceptConsumer(cc.ConsumerPorts(), faults),
 		&kubepact.ConsumerOptions{Clock: clk, Strict: strict})

@@ -43,6 +43,12 @@ type pair struct {
 
 func newPair(t testing.TB) *pair {
 	t.Helper()
+	return newPairWith(t, offloaded)
+}
+
+// newPairWith is newPair with the provider's SliceNamespaces.
+func newPairWith(t testing.TB, sliceNamespaces func(consumerID string) []string) *pair {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	pc, err := fake.NewCluster(providerID, &fake.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
 	require.NoError(t, err)
@@ -50,7 +56,7 @@ func newPair(t testing.TB) *pair {
 	require.NoError(t, err)
 	require.NoError(t, cc.Reach(pc)) // the consumer confirms Identities online
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
-	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk})
+	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk, SliceNamespaces: sliceNamespaces})
 	require.NoError(t, err)
 	p.consumer, err = kubepact.NewConsumer(consumerID, cc.ConsumerPorts(), &kubepact.ConsumerOptions{Clock: clk})
 	require.NoError(t, err)

@@ -95,7 +95,12 @@ type ProviderOptions struct {
 	// DefaultRecheckInterval; a negative value repeats them on every call.
 	RecheckInterval time.Duration
 	// SliceNamespaces returns the namespaces the ResourceSlices of
-	// consumerID may use; nil means the consumer's tenant namespace only.
+	// consumerID may use, where AcceptSlice binds group consumerID to
+	// rbac.VirtualKubeletClusterRole (Secrets, ConfigMaps, pods/exec…):
+	// namespaces offloaded to that consumer, as Liqo's offloading module
+	// binds it. Nil means none: slice identities get only the cluster-wide
+	// binding. A tenant namespace is refused (a *SliceNamespaceError, and
+	// nothing is bound): it holds this cluster's own objects for the peer.
 	SliceNamespaces func(consumerID string) []string
 	// SliceOffer is what AcceptSlice offers a slice whose resources it
 	// accepts: default quantities, the local StorageClass, ingress and
@@ -662,7 +667,10 @@ func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 
 // Forget unpeers consumerID, as Liqo does when a Tenant is deleted (by its
 // consumer, liqoctl unauthenticate or kubepact unauthenticate): it deletes
-// the consumer's ControlPlane RoleBinding and its Tenant, and the next
+// the consumer's ControlPlane RoleBinding, every slice binding of the
+// consumer (in ProviderOptions.SliceNamespaces, in its tenant namespace
+// where earlier versions bound them, and cluster-wide), whatever its
+// slices' labels say, and its Tenant, and the next
 // valid handshake signed by the same cluster key is admitted at once. What
 // that needs is kept:
 //
@@ -741,6 +749,11 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 		}
 	}
 	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
+		return stepError(StepForgetTenant, err)
+	}
+	// Every slice binding goes with the Tenant, whatever the slices' labels
+	// (which the consumer's replicator sets) say.
+	if err := p.unbindSlices(ctx, consumerID); err != nil {
 		return stepError(StepForgetTenant, err)
 	}
 	if p.ports.ClusterRBAC != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
@@ -24,9 +25,12 @@ const (
 
 // AcceptSlice judges the ResourceSlice s, replicated into the tenant
 // namespace of its consumer, and returns the status the provider gives it.
-// s's own status is only read for its conditions, so that
-// lastTransitionTime changes only on a transition and a slice accepted
-// before a cordon stays accepted.
+// s's own status, which its consumer may write, decides nothing: only the
+// lastTransitionTime of its two conditions is kept where the status does
+// not change, and every other field is computed anew. A slice accepted
+// before a cordon stays accepted when the provider holds the certificate
+// it issued to it (its csr.CacheKey entry), which only the provider
+// writes.
 //
 // Authentication is Denied, with a *resourceslice.DeniedError returned
 // beside the status, unless resourceslice.Verify accepts s (namespace,
@@ -62,8 +66,11 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		return nil, stepError(StepSliceVerified, err)
 	}
 	now := p.opts.Clock.Now()
-	status := &authv1beta1.ResourceSliceStatus{Conditions: s.DeepCopy().Status.Conditions}
-	wasAccepted := resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeResources)
+	status := &authv1beta1.ResourceSliceStatus{Conditions: resourceslice.KnownConditions(s.Status.Conditions)}
+	wasAccepted, err := p.sliceHeld(ctx, s)
+	if err != nil {
+		return nil, stepError(StepSliceVerified, err)
+	}
 	deny := func(err error) (*authv1beta1.ResourceSliceStatus, error) {
 		// A slice denied now may have been accepted before: its
 		// certificate goes, and the bindings unless another slice needs
@@ -142,7 +149,15 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		return status, nil
 	}
 
-	if err := p.requireRoles(ctx, rbac.VirtualKubeletClusterRoleName, rbac.VirtualKubeletClusterWideRoleName); err != nil {
+	namespaces, err := p.sliceNamespaces(v.ConsumerID)
+	if err != nil {
+		return nil, stepError(StepSliceBound, err)
+	}
+	roles := []string{rbac.VirtualKubeletClusterWideRoleName}
+	if len(namespaces) > 0 {
+		roles = append(roles, rbac.VirtualKubeletClusterRoleName)
+	}
+	if err := p.requireRoles(ctx, roles...); err != nil {
 		return nil, stepError(StepCertificateIssued, err)
 	}
 	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: v.ConsumerID, Slice: s.Name},
@@ -161,6 +176,29 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		ProxyURL:  t.Spec.ProxyURL,
 	}
 	return status, nil
+}
+
+// sliceHeld reports whether the provider holds credentials it issued to
+// slice s: a certificate cached for it, which only an acceptance of both
+// its conditions writes and every denial deletes. It is what "accepted
+// before a cordon" means. The slice's own status is no record of it: its
+// consumer may write it (resourceslices/status is in the ControlPlane
+// role), and the certificate cache is in a namespace where no identity of a
+// peer holds rights on Secrets.
+func (p *Provider) sliceHeld(ctx context.Context, s *authv1beta1.ResourceSlice) (bool, error) {
+	consumerID, err := resourceslice.ConsumerOf(s.Namespace)
+	if err != nil {
+		return false, nil
+	}
+	_, err = p.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID, Slice: s.Name})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, csr.ErrNotFound):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // grant fills the offer fields of status, the status of slice s whose
@@ -210,23 +248,86 @@ func (p *Provider) sliceConfig(accept bool) error {
 	return nil
 }
 
-// sliceNamespaces returns the namespaces consumerID's slices may use.
-func (p *Provider) sliceNamespaces(consumerID string) []string {
+// ErrSliceNamespace is what ProviderOptions.SliceNamespaces naming a
+// tenant namespace fails with, as a *SliceNamespaceError (which also
+// matches ErrInvalidConfig).
+var ErrSliceNamespace = errors.New("kubepact: a tenant namespace is never granted to ResourceSlice identities")
+
+// SliceNamespaceError names the tenant namespace that
+// ProviderOptions.SliceNamespaces returned for a consumer's slices. A
+// tenant namespace holds this cluster's own objects for that peer (in a
+// two-way peering its kubeconfig Secret, whose key may be the cluster key,
+// its signed nonce and its certificate caches) and the provider's records
+// (nonce, certificate caches, revocation): the Secrets and ConfigMaps
+// rights of rbac.VirtualKubeletClusterRole there would hand them to the
+// peer. Nothing is bound when SliceNamespaces returns one.
+type SliceNamespaceError struct {
+	ConsumerID, Namespace string
+}
+
+func (e *SliceNamespaceError) Error() string {
+	return fmt.Sprintf("kubepact: ProviderOptions.SliceNamespaces of consumer %q names tenant namespace %q: a tenant namespace is never granted to ResourceSlice identities",
+		e.ConsumerID, e.Namespace)
+}
+
+// Unwrap returns ErrSliceNamespace and ErrInvalidConfig.
+func (e *SliceNamespaceError) Unwrap() []error { return []error{ErrSliceNamespace, ErrInvalidConfig} }
+
+// sliceNamespaces returns the namespaces consumerID's slices may use: none
+// unless ProviderOptions.SliceNamespaces names some, and never a tenant
+// namespace (a *SliceNamespaceError).
+func (p *Provider) sliceNamespaces(consumerID string) ([]string, error) {
 	if p.opts.SliceNamespaces == nil {
-		return []string{clusterid.TenantNamespace(consumerID)}
+		return nil, nil
 	}
-	return p.opts.SliceNamespaces(consumerID)
+	namespaces := p.opts.SliceNamespaces(consumerID)
+	for _, ns := range namespaces {
+		if strings.HasPrefix(ns, clusterid.TenantNamespacePrefix) {
+			return nil, &SliceNamespaceError{ConsumerID: consumerID, Namespace: ns}
+		}
+	}
+	return namespaces, nil
 }
 
 // bindSlices binds group consumerID to the slice ClusterRoles, which must
-// be installed (requireRoles).
+// be installed (requireRoles): the namespaced one in each of
+// sliceNamespaces, the cluster-wide one.
 func (p *Provider) bindSlices(ctx context.Context, consumerID string) error {
-	for _, b := range rbac.ResourceSliceRoleBindings(consumerID, rbac.VirtualKubeletClusterRoleName, p.sliceNamespaces(consumerID)) {
+	namespaces, err := p.sliceNamespaces(consumerID)
+	if err != nil {
+		return err
+	}
+	for _, b := range rbac.ResourceSliceRoleBindings(consumerID, rbac.VirtualKubeletClusterRoleName, namespaces) {
 		if err := p.ports.RBAC.ApplyRoleBinding(ctx, b); err != nil {
 			return err
 		}
 	}
 	return p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(consumerID))
+}
+
+// unbindSlices deletes the namespaced slice bindings of consumerID: in each
+// of sliceNamespaces, and in its tenant namespace, where kubepact v0.1.0
+// and earlier bound rbac.VirtualKubeletClusterRole by default. A
+// SliceNamespaces that names a tenant namespace bound nothing (bindSlices
+// refuses it), so nothing more is deleted then.
+func (p *Provider) unbindSlices(ctx context.Context, consumerID string) error {
+	name := rbac.BindingName(rbac.VirtualKubeletClusterRoleName)
+	if err := p.ports.RBAC.DeleteRoleBinding(ctx, clusterid.TenantNamespace(consumerID), name); err != nil {
+		return err
+	}
+	namespaces, err := p.sliceNamespaces(consumerID)
+	switch {
+	case errors.Is(err, ErrSliceNamespace):
+		return nil
+	case err != nil:
+		return err
+	}
+	for _, ns := range namespaces {
+		if err := p.ports.RBAC.DeleteRoleBinding(ctx, ns, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ForgetSlice removes what the provider holds for the slice
@@ -264,10 +365,8 @@ func (p *Provider) release(ctx context.Context, namespace, consumerID, name stri
 			return err
 		}
 	}
-	for _, ns := range p.sliceNamespaces(consumerID) {
-		if err := p.ports.RBAC.DeleteRoleBinding(ctx, ns, rbac.BindingName(rbac.VirtualKubeletClusterRoleName)); err != nil {
-			return err
-		}
+	if err := p.unbindSlices(ctx, consumerID); err != nil {
+		return err
 	}
 	if all {
 		// No accepted Tenant: the cluster-wide binding its acceptance made

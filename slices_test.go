@@ -79,6 +79,14 @@ func sliceRoundTrip(t *testing.T, p *pair, name string) (*authv1beta1.ResourceSl
 	return local, done
 }
 
+// offloadNS is the namespace the test providers offload to consumerID's
+// slices (ProviderOptions.SliceNamespaces: offloaded), as Liqo's
+// offloading module would: a slice identity's namespaced rights are there,
+// never in the tenant namespace.
+const offloadNS = "offloaded-" + consumerID
+
+func offloaded(consumerID string) []string { return []string{"offloaded-" + consumerID} }
+
 // allowed asks the provider's RBAC what the slice identity of name may do.
 func allowed(t *testing.T, p *pair, name, namespace, verb, res string) bool {
 	t.Helper()
@@ -134,24 +142,30 @@ func TestSliceEndToEnd(t *testing.T) {
 			require.Equal(t, !tt.strict, keys.Equal(certA.PublicKey, clusterKey.Public()))
 			require.Equal(t, !tt.strict, keys.Equal(certA.PublicKey, certB.PublicKey))
 
-			// Exactly the slice RBAC: allowed in the tenant namespace, nowhere else.
+			// Exactly the slice RBAC: allowed in the offloaded namespace,
+			// nowhere else, the tenant namespace least of all.
 			tenantNS := clusterid.TenantNamespace(consumerID)
-			require.True(t, allowed(t, p, "slice-a", tenantNS, "create", "configmaps"))
-			require.True(t, allowed(t, p, "slice-a", tenantNS, "get", "pods"))
-			require.False(t, allowed(t, p, "slice-a", tenantNS, "create", "pods"))
+			require.True(t, allowed(t, p, "slice-a", offloadNS, "create", "configmaps"))
+			require.True(t, allowed(t, p, "slice-a", offloadNS, "get", "pods"))
+			require.False(t, allowed(t, p, "slice-a", offloadNS, "create", "pods"))
 			require.False(t, allowed(t, p, "slice-a", "default", "get", "configmaps"))
+			for _, res := range []string{"secrets", "configmaps"} {
+				for _, verb := range rbac.Verbs() {
+					require.False(t, allowed(t, p, "slice-a", tenantNS, verb, res), "%s %s in the tenant namespace", verb, res)
+				}
+			}
 			require.Len(t, p.providerCluster.RBAC.ClusterRoleBindings.Objects(""), 1)
 
 			// Deleting one slice keeps the bindings the other needs.
 			require.NoError(t, p.providerCluster.Slices.Delete(ctx, tenantNS, "slice-a"))
 			require.NoError(t, p.provider.ForgetSlice(ctx, tenantNS, "slice-a"))
-			require.True(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+			require.True(t, allowed(t, p, "slice-b", offloadNS, "create", "configmaps"))
 			_, err = p.providerCluster.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID, Slice: "slice-a"})
 			require.ErrorIs(t, err, csr.ErrNotFound)
 			// The last one takes them.
 			require.NoError(t, p.providerCluster.Slices.Delete(ctx, tenantNS, "slice-b"))
 			require.NoError(t, p.provider.ForgetSlice(ctx, tenantNS, "slice-b"))
-			require.False(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+			require.False(t, allowed(t, p, "slice-b", offloadNS, "create", "configmaps"))
 			require.Len(t, p.providerCluster.RBAC.ClusterRoleBindings.Objects(""), 1, "the accepted Tenant keeps its cluster-wide binding, as Liqo's")
 
 			// The consumer forgets its slices.
@@ -520,20 +534,20 @@ func TestDeniedSliceReleasesBindings(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, cached("slice-a"))
 	require.True(t, cached("slice-b"))
-	require.True(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+	require.True(t, allowed(t, p, "slice-b", offloadNS, "create", "configmaps"))
 
 	// Forgetting slice-b: the only other slice is denied, the bindings go.
 	require.NoError(t, p.provider.ForgetSlice(ctx, tenantNS, "slice-b"))
-	require.False(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+	require.False(t, allowed(t, p, "slice-b", offloadNS, "create", "configmaps"))
 	require.Len(t, p.providerCluster.RBAC.ClusterRoleBindings.Objects(""), 1, "the accepted Tenant keeps its cluster-wide binding")
 
 	// Accepted again, then the Tenant goes: every binding goes with the first denial.
 	b = accept("slice-b")
 	accept("slice-c")
-	require.True(t, allowed(t, p, "slice-b", tenantNS, "create", "configmaps"))
+	require.True(t, allowed(t, p, "slice-b", offloadNS, "create", "configmaps"))
 	require.NoError(t, p.providerCluster.Tenants.Delete(ctx, tenantNS, consumerID))
 	_, err = p.provider.AcceptSlice(ctx, b)
 	require.ErrorIs(t, err, resourceslice.ErrNoTenant)
-	require.False(t, allowed(t, p, "slice-c", tenantNS, "create", "configmaps"), "no Tenant: powerless at once")
+	require.False(t, allowed(t, p, "slice-c", offloadNS, "create", "configmaps"), "no Tenant: powerless at once")
 	require.Empty(t, p.providerCluster.RBAC.ClusterRoleBindings.Objects(""))
 }

@@ -32,7 +32,7 @@ func newModePair(t *testing.T, policy tenant.Policy, strictConsumer bool) *pair 
 	require.NoError(t, err)
 	require.NoError(t, cc.Reach(pc)) // the consumer confirms Identities online
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
-	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk, Policy: policy})
+	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk, Policy: policy, SliceNamespaces: offloaded})
 	require.NoError(t, err)
 	p.consumer, err = kubepact.NewConsumer(consumerID, cc.ConsumerPorts(), &kubepact.ConsumerOptions{
 		Clock: clk, Strict: strictConsumer, TranscriptLifetime: 2 * time.Minute,

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +33,42 @@ func kubeconfigClient(ctx context.Context, t *testing.T, namespace, name string)
 	cs, err := kubernetes.NewForConfig(rc)
 	require.NoError(t, err)
 	return cs
+}
+
+// sliceMetrics reports whether cs, a slice identity's client, may read
+// its consumer's metrics (the cluster-wide slice role, all a slice
+// identity is granted where no namespace is offloaded to it).
+func sliceMetrics(ctx context.Context, t *testing.T, cs kubernetes.Interface) bool {
+	t.Helper()
+	review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: "metrics.liqo.io", Resource: "scrape", Subresource: "metrics", Verb: "get",
+		}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return review.Status.Allowed
+}
+
+// requireNoTenantNamespaceRights checks that cs may neither read nor write
+// a Secret or a ConfigMap in namespace, the tenant namespace, where this
+// cluster keeps its own objects for the peer.
+func requireNoTenantNamespaceRights(ctx context.Context, t *testing.T, cs kubernetes.Interface, namespace string) {
+	t.Helper()
+	for _, res := range []string{"secrets", "configmaps"} {
+		for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
+			review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: namespace, Resource: res, Verb: verb,
+				}},
+			}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.False(t, review.Status.Allowed, "%s %s in %s", verb, res, namespace)
+		}
+	}
+	_, err := cs.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "listing Secrets in %s: %v", namespace, err)
+	_, err = cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "listing ConfigMaps in %s: %v", namespace, err)
 }
 
 // sliceCondition returns the status of the condition typ of the consumer's
@@ -71,9 +109,9 @@ func TestCordonUncordonDrainWithSliceIdentities(t *testing.T) {
 		return sliceCondition(ctx, t, b, authv1beta1.ResourceSliceConditionTypeResources) == authv1beta1.ResourceSliceConditionDenied
 	})
 	require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, sliceCondition(ctx, t, a, authv1beta1.ResourceSliceConditionTypeResources))
-	_, err := sliceA.CoreV1().ConfigMaps(tenantNS).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err, "slice-a still works while cordoned")
-	err = controlPlane.CoreV1().RESTClient().Get().AbsPath("/apis/authentication.liqo.io/v1beta1/namespaces", tenantNS, "resourceslices").Do(ctx).Error()
+	require.True(t, sliceMetrics(ctx, t, sliceA), "slice-a still works while cordoned")
+	requireNoTenantNamespaceRights(ctx, t, sliceA, tenantNS)
+	err := controlPlane.CoreV1().RESTClient().Get().AbsPath("/apis/authentication.liqo.io/v1beta1/namespaces", tenantNS, "resourceslices").Do(ctx).Error()
 	require.NoError(t, err, "the ControlPlane still works while cordoned")
 
 	// Active again: new slices are accepted.
@@ -82,14 +120,21 @@ func TestCordonUncordonDrainWithSliceIdentities(t *testing.T) {
 	c := newSlice(providerID, "slice-c")
 	require.NoError(t, consumerEnv.client.Create(ctx, c))
 	sliceC := waitSliceIdentity(ctx, t, c)
-	_, err = sliceC.CoreV1().ConfigMaps(tenantNS).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err, "slice-c works")
+	require.True(t, sliceMetrics(ctx, t, sliceC), "slice-c works")
 
 	// Drained: every kubeconfig of the consumer is powerless at once.
 	editCondition(ctx, t, tn, authv1beta1.TenantConditionDrained)
 	forbidden := func(err error) bool { return apierrors.IsForbidden(err) }
 	listSlices := func(cs kubernetes.Interface) error {
 		return cs.CoreV1().RESTClient().Get().AbsPath("/apis/authentication.liqo.io/v1beta1/namespaces", tenantNS, "resourceslices").Do(ctx).Error()
+	}
+	readMetrics := func(cs kubernetes.Interface) func(kubernetes.Interface) error {
+		return func(kubernetes.Interface) error {
+			if sliceMetrics(ctx, t, cs) {
+				return nil
+			}
+			return apierrors.NewForbidden(schema.GroupResource{Group: "metrics.liqo.io", Resource: "scrape"}, "metrics", nil)
+		}
 	}
 	listConfigMaps := func(cs kubernetes.Interface) error {
 		_, err := cs.CoreV1().ConfigMaps(tenantNS).List(ctx, metav1.ListOptions{})
@@ -99,7 +144,7 @@ func TestCordonUncordonDrainWithSliceIdentities(t *testing.T) {
 		name    string
 		cs      kubernetes.Interface
 		allowed func(kubernetes.Interface) error // what it could do before
-	}{{"the ControlPlane", controlPlane, listSlices}, {"slice-a", sliceA, listConfigMaps}, {"slice-c", sliceC, listConfigMaps}} {
+	}{{"the ControlPlane", controlPlane, listSlices}, {"slice-a", sliceA, readMetrics(sliceA)}, {"slice-c", sliceC, readMetrics(sliceC)}} {
 		eventually(t, k.name+"'s kubeconfig powerless", func() bool { return forbidden(k.allowed(k.cs)) })
 		_, err := k.cs.CoreV1().ConfigMaps(tenantNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-drain"}}, metav1.CreateOptions{})
 		require.True(t, forbidden(err), "%s creates no ConfigMap: %v", k.name, err)

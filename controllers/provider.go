@@ -231,6 +231,10 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		return fmt.Errorf("controllers: provider %q: %w: the endpoint's CA is required with its server", cfg.ClusterID, kubepact.ErrInvalidConfig)
 	}
 
+	if err := mgr.Add(&tenantNamespaceSliceGrants{client: cs, log: mgr.GetLogger().WithName("tenant-namespace-slice-grants")}); err != nil {
+		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
+	}
+
 	workers := cfg.Workers
 	if workers <= 0 {
 		workers = DefaultWorkers

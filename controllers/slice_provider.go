@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -42,14 +43,14 @@ const (
 
 // setupSliceProvider adds the provider's ResourceSlice reconciler: it
 // judges the slices replicated into tenant namespaces (label
-// liqo.io/replicated), on a change of their spec, of their consumer's
-// Tenant, or of a CertificateSigningRequest of their consumer.
+// liqo.io/replicated), on a change of their spec or their status, of their
+// consumer's Tenant, or of a CertificateSigningRequest of their consumer.
 func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
 	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, clock: realClock(clk), events: mgr.GetEventRecorder(SliceControllerName)}
 	b := ctrl.NewControllerManagedBy(mgr).Named(SliceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(labelTrue(resourceslice.ReplicatedLabel),
-			predicate.Or(predicate.GenerationChangedPredicate{}, deleting()))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, deleting(), sliceStatusChanged()))).
 		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.slicesOf(func(o client.Object) string { return o.GetName() })))
 	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
@@ -60,6 +61,20 @@ func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, 
 		return fmt.Errorf("controllers: %s: %w", SliceControllerName, err)
 	}
 	return nil
+}
+
+// sliceStatusChanged admits an update of a slice's status. The consumer
+// may write it (resourceslices/status is in its ControlPlane role), and a
+// status the provider did not compute (conditions, resources above the
+// slice policy's cap: next to Liqo, what sets the peer's quota) is
+// computed anew at once. The provider's own write comes back too, and
+// AcceptSlice then returns the same status: nothing is written.
+func sliceStatusChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, ok1 := e.ObjectOld.(*authv1beta1.ResourceSlice)
+		cur, ok2 := e.ObjectNew.(*authv1beta1.ResourceSlice)
+		return ok1 && ok2 && !equality.Semantic.DeepEqual(&old.Status, &cur.Status)
+	}}
 }
 
 // sliceProviderReconciler runs Provider.AcceptSlice and writes the status

@@ -131,9 +131,11 @@ func TestResourceSlicesEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, csr.ResourceSliceSubject(consumerID, s.Name).CommonName, review.Status.UserInfo.Username)
 		require.Contains(t, review.Status.UserInfo.Groups, consumerID)
+		require.True(t, sliceMetrics(ctx, t, cs), "the cluster-wide slice role")
+		// No namespace is offloaded to the consumer: no namespaced right,
+		// in the tenant namespace least of all.
+		requireNoTenantNamespaceRights(ctx, t, cs, tenantNS)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "from-" + s.Name}}
-		_, err = cs.CoreV1().ConfigMaps(tenantNS).Create(ctx, cm, metav1.CreateOptions{})
-		require.NoError(t, err, "allowed in its namespace")
 		_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
 		require.True(t, apierrors.IsForbidden(err), "forbidden elsewhere: %v", err)
 		_, err = cs.CoreV1().Pods(tenantNS).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, metav1.CreateOptions{})
@@ -159,21 +161,18 @@ func TestResourceSlicesEndToEnd(t *testing.T) {
 		return apierrors.IsNotFound(err) && secret(ctx, t, consumerEnv, slices[0].Namespace, kubeconfig.SecretName(identity.ResourceSliceName("slice-a"))) == nil
 	})
 	require.Nil(t, secret(ctx, t, providerEnv, tenantNS, csr.CacheKey{ConsumerID: consumerID, Slice: "slice-a"}.SecretName()))
-	_, err = clients["slice-b"].CoreV1().ConfigMaps(tenantNS).Get(ctx, "from-slice-b", metav1.GetOptions{})
-	require.NoError(t, err, "slice-b still works")
+	require.True(t, sliceMetrics(ctx, t, clients["slice-b"]), "slice-b still works")
 
 	require.NoError(t, consumerEnv.client.Delete(ctx, slices[1]))
-	eventually(t, "the slice bindings gone with the last slice", func() bool {
-		_, err := providerEnv.core.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.VirtualKubeletClusterRoleName), metav1.GetOptions{})
+	eventually(t, "slice-b gone on the provider", func() bool {
+		err := providerEnv.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "slice-b"}, &authv1beta1.ResourceSlice{})
 		return apierrors.IsNotFound(err)
 	})
+	_, err = providerEnv.core.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.VirtualKubeletClusterRoleName), metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "never a slice binding in the tenant namespace: %v", err)
 	// The cluster-wide binding is the accepted Tenant's, as on a Liqo provider.
 	_, err = providerEnv.core.RbacV1().ClusterRoleBindings().Get(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID), metav1.GetOptions{})
 	require.NoError(t, err, "the Tenant keeps its cluster-wide binding")
-	eventually(t, "slice-b's credentials powerless", func() bool {
-		_, err := clients["slice-b"].CoreV1().ConfigMaps(tenantNS).Get(ctx, "from-slice-b", metav1.GetOptions{})
-		return apierrors.IsForbidden(err)
-	})
 }
 
 // A slice whose CSR breaks the policy is denied on the provider: nothing is
@@ -221,14 +220,10 @@ func TestTenantDeletedDeniesSlices(t *testing.T) {
 	require.NoError(t, consumerEnv.client.Create(ctx, s))
 	cs := waitSliceIdentity(ctx, t, s)
 	tenantNS := clusterid.TenantNamespace(consumerID)
-	_, err := cs.CoreV1().ConfigMaps(tenantNS).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
+	require.True(t, sliceMetrics(ctx, t, cs))
 
 	require.NoError(t, providerEnv.client.Delete(ctx, tn))
-	eventually(t, "the slice credentials powerless", func() bool {
-		_, err := cs.CoreV1().ConfigMaps(tenantNS).List(ctx, metav1.ListOptions{})
-		return apierrors.IsForbidden(err)
-	})
+	eventually(t, "the slice credentials powerless", func() bool { return !sliceMetrics(ctx, t, cs) })
 	var remote authv1beta1.ResourceSlice
 	eventually(t, "the provider's copy denied", func() bool {
 		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: s.Name}, &remote))

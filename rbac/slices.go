@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"context"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,4 +95,28 @@ func ResourceSliceClusterRoleBinding(consumerID string) *rbacv1.ClusterRoleBindi
 type ClusterBinder interface {
 	ApplyClusterRoleBinding(ctx context.Context, b *rbacv1.ClusterRoleBinding) error
 	DeleteClusterRoleBinding(ctx context.Context, name string) error
+}
+
+// TenantNamespaceSliceBinding reports whether b is a binding that kubepact
+// v0.1.0 and earlier made by default for a consumer's slice
+// identities in its tenant namespace, and names that consumer: the
+// RoleBinding named BindingName(VirtualKubeletClusterRoleName) in
+// namespace liqo-tenant-<consumerID>, to ClusterRole
+// VirtualKubeletClusterRoleName, whose only subject is group consumerID.
+// Such a binding lets the peer's slice identities read and write every
+// Secret and ConfigMap of the tenant namespace, where this cluster keeps
+// its own objects for that peer; a provider deletes it. Liqo never binds
+// that role in a tenant namespace.
+func TenantNamespaceSliceBinding(b *rbacv1.RoleBinding) (consumerID string, ok bool) {
+	id, found := strings.CutPrefix(b.Namespace, clusterid.TenantNamespacePrefix)
+	if !found || clusterid.Validate(id) != nil || b.Name != BindingName(VirtualKubeletClusterRoleName) ||
+		b.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: VirtualKubeletClusterRoleName}) ||
+		len(b.Subjects) != 1 {
+		return "", false
+	}
+	s := b.Subjects[0]
+	if s.Kind != rbacv1.GroupKind || s.APIGroup != rbacv1.GroupName || s.Name != id || s.Namespace != "" {
+		return "", false
+	}
+	return id, true
 }

@@ -322,6 +322,25 @@ func Condition(s *authv1beta1.ResourceSliceStatus, typ authv1beta1.ResourceSlice
 	return nil
 }
 
+// KnownConditions returns a copy of the Authentication and Resources
+// conditions of conditions, the first of each type, sorted by type, and
+// drops every other: what a provider keeps of a status its consumer may
+// have written, so that lastTransitionTime moves only on a transition.
+func KnownConditions(conditions []authv1beta1.ResourceSliceCondition) []authv1beta1.ResourceSliceCondition {
+	var out []authv1beta1.ResourceSliceCondition
+	for _, typ := range []authv1beta1.ResourceSliceConditionType{
+		authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionTypeResources,
+	} {
+		for _, c := range conditions {
+			if c.Type == typ {
+				out = append(out, *c.DeepCopy())
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Accepted reports whether condition typ of s is Accepted.
 func Accepted(s *authv1beta1.ResourceSliceStatus, typ authv1beta1.ResourceSliceConditionType) bool {
 	c := Condition(s, typ)

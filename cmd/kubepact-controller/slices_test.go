@@ -59,7 +59,7 @@ func TestControllerSlices(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond, "the slice's kubeconfig Secret")
 	tenantNS := clusterid.TenantNamespace(consumerID)
 	_, err = provider.admin.RbacV1().RoleBindings(tenantNS).Get(ctx, "liqo-binding-liqo-virtual-kubelet-remote", metav1.GetOptions{})
-	require.NoError(t, err)
+	require.True(t, apierrors.IsNotFound(err), "no slice binding in the tenant namespace: %v", err)
 	sliceCRB := rbac.ResourceSliceClusterRoleBindingName(consumerID)
 	_, err = provider.admin.RbacV1().ClusterRoleBindings().Get(ctx, sliceCRB, metav1.GetOptions{})
 	require.NoError(t, err)
