@@ -188,10 +188,22 @@ func (c *Consumer) tlsKey(ctx context.Context, providerID string, id *authv1beta
 }
 
 // TenantOptions tunes Consumer.Tenant. The zero value, like a nil pointer,
-// sends no proxy URL.
+// sends no proxy URL and asks a certificate for the cluster key, unless
+// the consumer is Strict.
 type TenantOptions struct {
 	// ProxyURL is the http(s) proxy the consumer uses to reach the provider.
 	ProxyURL string
+	// OwnKey asks the certificate for a TLS key of the identity's own, as a
+	// Strict consumer always does, so that the cluster key only signs
+	// handshakes and never lands in a kubeconfig. Only a kubepact provider
+	// accepts such a Tenant (the transcript binds the key to the cluster
+	// key; a Liqo provider requires the CSR to be for the cluster key): set
+	// it only for a provider known to be kubepact. It needs
+	// ConsumerPorts.IdentityKeys (ErrInvalidConfig otherwise). Authenticate
+	// sets it whenever the consumer has them: its provider is kubepact's. A
+	// consumer that holds such a key for the provider's ControlPlane
+	// identity keeps using it without the option.
+	OwnKey bool
 }
 
 // Tenant ensures the consumer's tenant namespace for providerID and its
@@ -296,10 +308,26 @@ func (c *Consumer) buildTenant(ctx context.Context, providerID string, n nonce.N
 		ProviderID: providerID,
 		Expiry:     c.opts.Clock.Now().Add(c.opts.TranscriptLifetime),
 	}
+	ownKey := c.opts.Strict
 	if opts != nil {
 		build.ProxyURL = opts.ProxyURL
+		ownKey = ownKey || opts.OwnKey
 	}
-	if c.opts.Strict {
+	if !ownKey && c.ports.IdentityKeys != nil {
+		// A consumer whose identity with providerID has a key of its own
+		// keeps one: that provider is kubepact's.
+		_, err := c.ports.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
+		switch {
+		case err == nil:
+			ownKey = true
+		case !errors.Is(err, keys.ErrNotFound):
+			return nil, stepError(StepTenantGenerated, err)
+		}
+	}
+	if ownKey && c.ports.IdentityKeys == nil {
+		return nil, stepError(StepTenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", ErrInvalidConfig))
+	}
+	if ownKey {
 		// Stored before the CSR is built: a retry after a crash re-uses it.
 		build.IdentityKey, err = keys.EnsureIn(ctx, c.ports.IdentityKeys, identity.ControlPlaneName(providerID), c.opts.Rand, c.opts.KeyAlgorithm)
 		if err != nil {

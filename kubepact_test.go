@@ -98,9 +98,14 @@ func TestHandshake(t *testing.T) {
 	require.True(t, roots.AppendCertsFromPEM(p.providerCluster.Signer.CA.Certificate()))
 	_, err = cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: p.clock.Now(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	require.NoError(t, err)
+	// The provider is kubepact's: the identity has a key of its own, and
+	// the cluster key stays home.
 	key, err := p.consumerCluster.Keys.Get(ctx)
 	require.NoError(t, err)
-	require.True(t, keys.Equal(key.Public(), cert.PublicKey))
+	require.False(t, keys.Equal(key.Public(), cert.PublicKey), "the cluster key is not in the kubeconfig")
+	own, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
+	require.NoError(t, err)
+	require.True(t, keys.Equal(own.Public(), cert.PublicKey))
 	require.Equal(t, p.clock.Now().Add(kubepact.DefaultCertificateLifetime), cert.NotAfter)
 
 	// Secret: labels, annotation, owner.

@@ -3,6 +3,7 @@ package kubepact_test
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func (p *k3sPair) identity(t *testing.T, ca []byte) *authv1beta1.Identity {
 	tn := ourTenant(t, p.pair)
 	id, err := p.provider.Accept(ctx, tn)
 	require.NoError(t, err)
-	checked, err := csr.Check(tn.Spec.CSR, csr.ControlPlanePolicy(consumerID, mustClusterKey(t, p.pair).Public()))
+	checked, err := csr.Check(tn.Spec.CSR, csr.ControlPlanePolicy(consumerID, mustIdentityKey(t, p.pair).Public()))
 	require.NoError(t, err)
 	id.Spec.AuthParams.SignedCRT, err = p.clientCA.Sign(ctx, csr.Request{CSR: checked})
 	require.NoError(t, err)
@@ -181,7 +182,7 @@ func TestApplyRefusedOnline(t *testing.T) {
 				}
 				id := p.identity(t, ca)
 				// Offline, it passes.
-				_, err = identity.Verify(id, consumerID, mustClusterKey(t, p.pair).Public(), p.clock.Now(), &identity.VerifyOptions{ClientCAs: p.clientCAs(t)})
+				_, err = identity.Verify(id, consumerID, mustIdentityKey(t, p.pair).Public(), p.clock.Now(), &identity.VerifyOptions{ClientCAs: p.clientCAs(t)})
 				require.NoError(t, err)
 
 				namespace := clusterid.TenantNamespace(providerID)
@@ -227,6 +228,19 @@ func TestApplyUnreachableProvider(t *testing.T) {
 func mustClusterKey(t *testing.T, p *pair) *keys.PrivateKey {
 	t.Helper()
 	key, err := p.consumerCluster.Keys.Get(context.Background())
+	require.NoError(t, err)
+	return key
+}
+
+// mustIdentityKey returns the TLS key of the consumer's ControlPlane
+// identity: its own key where it holds one (Authenticate gives it one), else
+// the cluster key.
+func mustIdentityKey(t *testing.T, p *pair) *keys.PrivateKey {
+	t.Helper()
+	key, err := p.consumerCluster.IdentityKeys.Get(context.Background(), identity.ControlPlaneName(providerID))
+	if errors.Is(err, keys.ErrNotFound) {
+		return mustClusterKey(t, p)
+	}
 	require.NoError(t, err)
 	return key
 }

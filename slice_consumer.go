@@ -62,7 +62,7 @@ func (c *Consumer) Slice(ctx context.Context, providerID, name string, opts *Sli
 	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
 		return nil, stepError(StepConsumerNamespace, err)
 	}
-	key, err := c.sliceKey(ctx, name, true)
+	key, err := c.sliceKey(ctx, providerID, name, true)
 	if err != nil {
 		return nil, stepError(StepSliceBuilt, err)
 	}
@@ -99,7 +99,7 @@ func (c *Consumer) CompleteSlice(ctx context.Context, s *authv1beta1.ResourceSli
 		out.Spec.ProviderClusterID, changed = &providerID, true
 	}
 	if len(out.Spec.CSR) == 0 {
-		key, err := c.sliceKey(ctx, s.Name, true)
+		key, err := c.sliceKey(ctx, providerID, s.Name, true)
 		if err != nil {
 			return nil, false, stepError(StepSliceBuilt, err)
 		}
@@ -130,12 +130,25 @@ func (c *Consumer) sliceProvider(s *authv1beta1.ResourceSlice) (string, error) {
 	return providerID, nil
 }
 
-// sliceKey returns the TLS key of slice name's identity: its own key when
-// the consumer holds one (a Strict consumer creates it with create), else
-// the cluster key.
-func (c *Consumer) sliceKey(ctx context.Context, name string, create bool) (*keys.PrivateKey, error) {
+// sliceKey returns the TLS key of slice name's identity with providerID:
+// its own key when the consumer holds one, else the cluster key. With
+// create, a Strict consumer creates it, and so does any consumer whose
+// ControlPlane identity with providerID has a key of its own
+// (TenantOptions.OwnKey): that provider is kubepact's, and it requires a
+// fresh key of such a consumer's slices.
+func (c *Consumer) sliceKey(ctx context.Context, providerID, name string, create bool) (*keys.PrivateKey, error) {
 	if c.ports.IdentityKeys != nil {
-		if c.opts.Strict && create {
+		fresh := c.opts.Strict
+		if create && !fresh {
+			_, err := c.ports.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
+			switch {
+			case err == nil:
+				fresh = true
+			case !errors.Is(err, keys.ErrNotFound):
+				return nil, err
+			}
+		}
+		if fresh && create {
 			// Stored before the CSR is built: a retry re-uses it.
 			return keys.EnsureIn(ctx, c.ports.IdentityKeys, identity.ResourceSliceName(name), c.opts.Rand, c.opts.KeyAlgorithm)
 		}
@@ -205,7 +218,7 @@ func (c *Consumer) ApplySliceIdentity(ctx context.Context, s *authv1beta1.Resour
 			Name: s.Name, UID: s.UID, Controller: &controller, BlockOwnerDeletion: &block,
 		}}
 	}
-	key, err := c.sliceKey(ctx, s.Name, false)
+	key, err := c.sliceKey(ctx, providerID, s.Name, false)
 	if err != nil {
 		return nil, stepError(StepSliceIdentityApplied, err)
 	}

@@ -132,15 +132,17 @@ func TestSliceEndToEnd(t *testing.T) {
 			subject := csr.ResourceSliceSubject(consumerID, "slice-a")
 			require.Equal(t, subject.CommonName, doneA.Kubeconfig.User())
 
-			// Strict consumers hold a fresh key per slice; others use the cluster key.
+			// A consumer whose ControlPlane identity has a key of its own
+			// (every one Authenticate peers with a kubepact provider) holds a
+			// fresh key per slice, strict or not.
 			certA, err := doneA.Kubeconfig.ClientCertificate()
 			require.NoError(t, err)
 			certB, err := doneB.Kubeconfig.ClientCertificate()
 			require.NoError(t, err)
 			clusterKey, err := p.consumerCluster.Keys.Get(ctx)
 			require.NoError(t, err)
-			require.Equal(t, !tt.strict, keys.Equal(certA.PublicKey, clusterKey.Public()))
-			require.Equal(t, !tt.strict, keys.Equal(certA.PublicKey, certB.PublicKey))
+			require.False(t, keys.Equal(certA.PublicKey, clusterKey.Public()))
+			require.False(t, keys.Equal(certA.PublicKey, certB.PublicKey))
 
 			// Exactly the slice RBAC: allowed in the offloaded namespace,
 			// nowhere else, the tenant namespace least of all.
@@ -189,7 +191,6 @@ func TestAcceptSliceRejectsAndBindsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	subject := csr.ResourceSliceSubject(consumerID, "slice-a")
-	other := testkeys.Generate(t, keys.Ed25519)
 	for _, tt := range []struct {
 		name   string
 		mutate func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice)
@@ -227,8 +228,11 @@ func TestAcceptSliceRejectsAndBindsNothing(t *testing.T) {
 		{"two PEM blocks", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Spec.CSR = append(append([]byte{}, s.Spec.CSR...), s.Spec.CSR...)
 		}, csr.ErrMalformed},
-		{"another key than the Tenant's", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
-			s.Spec.CSR = badCSR(t, other, &x509.CertificateRequest{Subject: subject})
+		{"the cluster key, the ControlPlane identity having its own", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
+			s.Spec.CSR = badCSR(t, mustClusterKey(t, p), &x509.CertificateRequest{Subject: subject})
+		}, csr.ErrKeyMismatch},
+		{"the ControlPlane identity's key", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
+			s.Spec.CSR = badCSR(t, mustIdentityKey(t, p), &x509.CertificateRequest{Subject: subject})
 		}, csr.ErrKeyMismatch},
 		{"a slice user that is another consumer's user", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			victim := subject.CommonName // a consumer whose ID is the slice's CN
@@ -379,10 +383,19 @@ func TestApplySliceIdentityRejectsHostileStatus(t *testing.T) {
 			tn, err := p.providerCluster.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
 			require.NoError(t, err)
 			s.Status.AuthParams.SignedCRT = tn.Status.AuthParams.SignedCRT
-		}, identity.ErrSubject},
+		}, identity.ErrKeyMismatch},
 		{"another slice's certificate", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			b, _ := sliceRoundTrip(t, p, "slice-b")
 			s.Status.AuthParams.SignedCRT = b.Status.AuthParams.SignedCRT
+		}, identity.ErrKeyMismatch},
+		{"the slice's key with the ControlPlane subject", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
+			own, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ResourceSliceName(s.Name))
+			require.NoError(t, err)
+			req, err := csr.Check(badCSR(t, own, &x509.CertificateRequest{Subject: csr.ControlPlaneSubject(consumerID)}),
+				csr.Policy{CommonName: consumerID, Organization: csr.ControlPlaneOrganization})
+			require.NoError(t, err)
+			s.Status.AuthParams.SignedCRT, err = p.providerCluster.Signer.Sign(ctx, csr.Request{CSR: req, Lifetime: time.Hour})
+			require.NoError(t, err)
 		}, identity.ErrSubject},
 		{"certificate for another key", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			req, err := csr.Check(badCSR(t, testkeys.Generate(t, keys.Ed25519), &x509.CertificateRequest{Subject: csr.ResourceSliceSubject(consumerID, s.Name)}),
@@ -526,7 +539,7 @@ func TestDeniedSliceReleasesBindings(t *testing.T) {
 	}
 
 	// slice-a's CSR turns bad: its certificate goes, slice-b keeps the bindings.
-	a.Spec.CSR = badCSR(t, testkeys.Generate(t, keys.Ed25519), &x509.CertificateRequest{Subject: csr.ResourceSliceSubject(consumerID, "slice-a")})
+	a.Spec.CSR = badCSR(t, mustClusterKey(t, p), &x509.CertificateRequest{Subject: csr.ResourceSliceSubject(consumerID, "slice-a")})
 	status, err := p.provider.AcceptSlice(ctx, a)
 	require.ErrorIs(t, err, csr.ErrKeyMismatch)
 	a.Status = *status

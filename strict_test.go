@@ -67,19 +67,15 @@ func TestModesEndToEnd(t *testing.T) {
 			clusterKeyPEM, err := keys.MarshalPrivateKey(clusterKey)
 			require.NoError(t, err)
 			secretData := done.Secret.Data[kubeconfig.SecretKey]
-			if tt.strict {
-				// The TLS key is the identity's own; the cluster key never
-				// lands in the kubeconfig Secret.
-				idKey, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
-				require.NoError(t, err)
-				require.True(t, keys.Equal(idKey.Public(), cert.PublicKey))
-				require.False(t, keys.Equal(clusterKey.Public(), cert.PublicKey))
-				require.False(t, bytes.Contains(secretData, clusterKeyPEM), "the cluster key must not be in the kubeconfig")
-				require.False(t, bytes.Contains(secretData, []byte(b64(clusterKeyPEM))), "the cluster key must not be in the kubeconfig")
-			} else {
-				require.True(t, keys.Equal(clusterKey.Public(), cert.PublicKey))
-				require.Zero(t, p.consumerCluster.IdentityKeys.Len())
-			}
+			// The TLS key is the identity's own, strict or not: the provider
+			// is kubepact's (Authenticate); the cluster key never lands in the
+			// kubeconfig Secret.
+			idKey, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
+			require.NoError(t, err)
+			require.True(t, keys.Equal(idKey.Public(), cert.PublicKey))
+			require.False(t, keys.Equal(clusterKey.Public(), cert.PublicKey))
+			require.False(t, bytes.Contains(secretData, clusterKeyPEM), "the cluster key must not be in the kubeconfig")
+			require.False(t, bytes.Contains(secretData, []byte(b64(clusterKeyPEM))), "the cluster key must not be in the kubeconfig")
 
 			require.NoError(t, kubepact.Unauthenticate(ctx, p.consumer, p.provider))
 			require.Zero(t, p.consumerCluster.IdentityKeys.Len(), "forgetting an identity removes its key")
