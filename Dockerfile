@@ -10,7 +10,7 @@ ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 # The version the binary reports and the image's label: VERSION's content
 # (a test checks they agree).
-ARG VERSION=v0.1.0
+ARG VERSION=v0.2.0
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
@@ -20,7 +20,7 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
 	-o /out/kubepact-controller ./cmd/kubepact-controller
 
 FROM scratch
-ARG VERSION=v0.1.0
+ARG VERSION=v0.2.0
 LABEL org.opencontainers.image.version=$VERSION \
 	org.opencontainers.image.source=https://github.com/kubepact/kubepact \
 	org.opencontainers.image.licenses=Apache-2.0

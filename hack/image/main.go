@@ -63,7 +63,7 @@ type Spec struct {
 	Binary  []byte // the static linux binary
 	Version string // org.opencontainers.image.version
 	Arch    string // GOARCH the binary was built for
-	Ref     string // the image's name and tag, e.g. ghcr.io/kubepact/kubepact-controller:v0.1.0
+	Ref     string // the image's name and tag, e.g. ghcr.io/kubepact/kubepact-controller:v0.2.0
 }
 
 // Index returns a one-image OCI index for s: the image, with its platform
