@@ -381,8 +381,10 @@ func (p *Provider) release(ctx context.Context, namespace, consumerID, name stri
 }
 
 // othersNeedBindings reports whether a slice in namespace other than name
-// may need the consumer's slice bindings: one not being deleted whose
-// conditions are not Denied (accepted, or not judged yet).
+// needs the consumer's slice bindings: one not being deleted that holds
+// credentials the provider issued (sliceHeld). The slices' status, which
+// their consumer may write, decides nothing. A slice not judged yet binds
+// them again when it is accepted.
 func (p *Provider) othersNeedBindings(ctx context.Context, namespace, name string) (bool, error) {
 	others, err := p.ports.Slices.List(ctx, namespace)
 	if err != nil {
@@ -392,12 +394,9 @@ func (p *Provider) othersNeedBindings(ctx context.Context, namespace, name strin
 		if o.Name == name || o.DeletionTimestamp != nil {
 			continue
 		}
-		denied := false
-		for _, c := range o.Status.Conditions {
-			denied = denied || c.Status == authv1beta1.ResourceSliceConditionDenied
-		}
-		if !denied {
-			return true, nil
+		held, err := p.sliceHeld(ctx, &o)
+		if err != nil || held {
+			return held, err
 		}
 	}
 	return false, nil
