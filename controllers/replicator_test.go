@@ -94,6 +94,9 @@ func TestHostileSliceStatus(t *testing.T) {
 	waitSliceIdentity(ctx, t, s)
 	secretName := kubeconfig.SecretName(identity.ResourceSliceName(s.Name))
 	before := secret(ctx, t, consumerEnv, s.Namespace, secretName)
+	// The provider turns hostile: kubepact's reconciler, which would compute
+	// the status anew at once, stops, and the junk below is its own.
+	peers.stopProvider()
 
 	var orig authv1beta1.ResourceSlice
 	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(consumerID), Name: s.Name}, &orig))
