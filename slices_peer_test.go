@@ -156,3 +156,26 @@ func TestSliceStatusWrittenByTheConsumerDecidesNothing(t *testing.T) {
 	require.NotNil(t, status.AuthParams)
 	require.NotEqual(t, "Quota", string(status.Conditions[len(status.Conditions)-1].Type))
 }
+
+// A consumer whose identity had a key of its own (Authenticate against a
+// kubepact provider) unpeers, then peers again offline with a Tenant the
+// provider stores before it accepts it (kubepact apply tenant, then
+// generate identity): the nonce's unpeering mark makes its cluster key the
+// holder of the certificate still cached, and the new Tenant is accepted.
+func TestOfflineReauthenticationAfterOwnKeyUnpeering(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPair(t)
+	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err)
+	require.NoError(t, kubepact.Unauthenticate(ctx, p.consumer, p.provider))
+
+	n, err := p.provider.IssueNonce(ctx, consumerID)
+	require.NoError(t, err)
+	tn, err := p.consumer.Tenant(ctx, providerID, n, nil)
+	require.NoError(t, err)
+	stored, err := p.providerCluster.Tenants.Update(ctx, tn.DeepCopy())
+	require.NoError(t, err)
+	_, err = p.provider.Accept(ctx, stored)
+	require.NoError(t, err)
+}
