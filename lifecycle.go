@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -14,6 +15,7 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/saidentity"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -53,8 +55,8 @@ func (p *Provider) Uncordon(ctx context.Context, consumerID string) error {
 
 // Drain sets the condition of consumerID's Tenant to Drained, from any
 // condition, and enforces it (see Enforce): every certificate issued to the
-// consumer is recorded as revoked, and its bindings and ResourceSlices are
-// deleted. Draining a drained Tenant again resumes a drain that failed
+// consumer is recorded as revoked, and its bindings, those of its
+// ServiceAccount identity included, and its ResourceSlices are deleted. Draining a drained Tenant again resumes a drain that failed
 // halfway. A drained Tenant is never bound again; Accept refuses it with
 // lifecycle.ErrDrained. An unknown consumer returns an error wrapping
 // tenant.ErrNotFound.
@@ -98,9 +100,11 @@ func (p *Provider) setCondition(ctx context.Context, consumerID string, to authv
 // edit that the Tenant reconciler sees): Active removes
 // lifecycle.CordonAnnotation from the ResourceSlices in t's tenant
 // namespace; Cordoned adds it; Drained records every certificate issued to
-// the consumer as revoked (see Readmit), then deletes the consumer's
-// ControlPlane RoleBinding, every binding lifecycle.ConsumerBinding finds
-// for it, and its ResourceSlices and NamespaceMaps. Each is idempotent, so
+// the consumer as revoked (see Readmit) and deletes the bindings of its
+// ServiceAccount identity (saidentity.IdentityBinding), then deletes the
+// consumer's ControlPlane RoleBinding, every binding
+// lifecycle.ConsumerBinding finds for it, and its ResourceSlices and
+// NamespaceMaps. Each is idempotent, so
 // Enforce resumes after a failure halfway. Bindings labelled for the
 // consumer that are not its own are left alone.
 func (p *Provider) Enforce(ctx context.Context, t *authv1beta1.Tenant) error {
@@ -140,17 +144,8 @@ func (p *Provider) drain(ctx context.Context, t *authv1beta1.Tenant) error {
 	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
 		return stepError(StepTenantDrained, err)
 	}
-	bindings, err := p.ports.Lifecycle.Bindings.ListBindings(ctx, consumerID)
-	if err != nil {
+	if err := p.deleteBindings(ctx, consumerID, lifecycle.ConsumerBinding); err != nil {
 		return stepError(StepTenantDrained, err)
-	}
-	for _, b := range bindings {
-		if !lifecycle.ConsumerBinding(b, consumerID) {
-			continue
-		}
-		if err := p.ports.Lifecycle.Bindings.DeleteBinding(ctx, b); err != nil {
-			return stepError(StepTenantDrained, err)
-		}
 	}
 	if err := p.ports.Lifecycle.Slices.DeleteAll(ctx, namespace); err != nil {
 		return stepError(StepTenantDrained, err)
@@ -159,11 +154,58 @@ func (p *Provider) drain(ctx context.Context, t *authv1beta1.Tenant) error {
 	return nil
 }
 
-// revoke records until when the certificates issued to consumerID may be
-// valid (lifecycle.Until), when the provider holds one it issued: its
-// Tenant has a certificate in its status, or one is cached. A record
-// already there is only ever extended.
+// deleteBindings deletes the bindings labelled for consumerID that match
+// says are the consumer's: RoleBindings first, then ClusterRoleBindings, so
+// that a failure on a cluster-wide binding leaves no namespaced grant
+// behind it.
+func (p *Provider) deleteBindings(ctx context.Context, consumerID string, match func(lifecycle.Binding, string) bool) error {
+	bindings, err := p.ports.Lifecycle.Bindings.ListBindings(ctx, consumerID)
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(bindings, func(a, b lifecycle.Binding) int {
+		switch {
+		case a.Namespace != "" && b.Namespace == "":
+			return -1
+		case a.Namespace == "" && b.Namespace != "":
+			return 1
+		}
+		return 0
+	})
+	for _, b := range bindings {
+		if !match(b, consumerID) {
+			continue
+		}
+		if err := p.ports.Lifecycle.Bindings.DeleteBinding(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// revoke takes back what the provider issued to consumerID, on a drain or
+// a revocation: it records until when the certificates issued to it may be
+// valid (recordRevocation), and deletes the bindings of its ServiceAccount
+// identity (saidentity.IdentityBinding). A record stops no ServiceAccount
+// token: the consumer refreshes its token with a TokenRequest it sends to
+// the API server itself, which only those bindings allow, and which no
+// lifecycle check of the provider sees. Without them its tokens may do
+// nothing, and its Refresher fails with saidentity.ErrRevoked.
 func (p *Provider) revoke(ctx context.Context, consumerID, reason string) error {
+	if err := p.recordRevocation(ctx, consumerID, reason); err != nil {
+		return err
+	}
+	if err := p.deleteBindings(ctx, consumerID, saidentity.IdentityBinding); err != nil {
+		return stepError(StepRevoked, err)
+	}
+	return nil
+}
+
+// recordRevocation records until when the certificates issued to
+// consumerID may be valid (lifecycle.Until), when the provider holds one it
+// issued: its Tenant has a certificate in its status, or one is cached. A
+// record already there is only ever extended.
+func (p *Provider) recordRevocation(ctx context.Context, consumerID, reason string) error {
 	namespace := clusterid.TenantNamespace(consumerID)
 	var known []time.Time
 	issued := false
@@ -245,13 +287,14 @@ func (p *Provider) Revocation(ctx context.Context, consumerID string) (lifecycle
 // handshake proved it holds: the Tenant's key, by the nonce signature, and
 // its CSR's, by the CSR's self-signature.
 //
-// After an unpeering there is no stored Tenant to say which cluster key
-// holds the cached certificate; the nonce's mark does (see Forget): a claim
-// of the key it names, over the very certificate it names, is the
-// holder's, which lets a Strict consumer, whose certificate has a key of
-// its own, re-peer with its cluster key.
+// After an unpeering there is no accepted Tenant to say which cluster key
+// holds the cached certificate (none, or one stored by kubepact apply
+// tenant that Accept has yet to fill); the nonce's mark does (see Forget):
+// a claim of the key it names, over the very certificate it names, is the
+// holder's, which lets a consumer whose certificate has a key of its own
+// (TenantOptions.OwnKey, a Strict consumer) re-peer with its cluster key.
 func (p *Provider) checkHolder(ctx context.Context, consumerID string, stored *authv1beta1.Tenant, cached *csr.CacheEntry, claim ...crypto.PublicKey) error {
-	if stored == nil && cached != nil {
+	if cached != nil && (stored == nil || stored.Status.AuthParams == nil) {
 		held, err := p.unpeeredHolder(ctx, consumerID, cached, claim)
 		if err != nil {
 			return err

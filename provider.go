@@ -704,7 +704,9 @@ func (p *Provider) Forget(ctx context.Context, consumerID string) error {
 // Revoke deletes what the provider holds for consumerID, as Forget does,
 // but as a revocation: when a certificate was issued to the consumer, it
 // first records until when it may be valid (lifecycle.Revocation, see
-// Readmit), and it deletes the cached certificate and the nonce, so that
+// Readmit) and deletes the bindings of its ServiceAccount identity
+// (saidentity.IdentityBinding), whose refresh is then refused, and it
+// deletes the cached certificate and the nonce, so that
 // nothing of the old peering is kept. Accept binds the consumer again only
 // once every certificate issued to it expired, or the administrator
 // readmits it; a new key then gets a fresh nonce. kubepact unauthenticate

@@ -43,15 +43,25 @@ var ErrNotAuthenticated = errors.New("no identity held for the provider")
 // status.authParams, which the Tenant's reconciler re-signs at two thirds of
 // the certificate's lifetime. With spec.csr and spec.publicKey, as a Strict
 // kubepact consumer sends them, the CSR must pass the exact ControlPlane
-// policy of that consumer for that key (csr.ControlPlanePolicy); a
-// certificate already issued for it, in r's status or the Tenant's, is
-// returned while it is valid, since the consumer renews by changing its
-// key. A new key is refused before half the lifetime of the certificate
-// the consumer holds (*renewal.TooEarlyError); otherwise the consumer's user
-// name must hold no privilege of its own
-// (rbac.CheckUnprivileged), and the CSR is signed and the certificate
-// checked (csr.CheckIssued). A Signer's errors, csr.ErrPending included, are
-// returned as they are. Renew writes nothing but what the Signer does.
+// policy of that consumer for that key (csr.ControlPlanePolicy). The
+// certificate the Renew last gave, recorded under renewal.RecordKey, is
+// given again while it is valid and for that key, since the consumer renews
+// by changing its key; else the Tenant's, if it is for that key. A new key
+// is refused before half the lifetime of the certificate the consumer holds
+// (*renewal.TooEarlyError); otherwise the consumer's user name must hold no
+// privilege of its own (rbac.CheckUnprivileged), and the CSR is signed and
+// the certificate checked (csr.CheckIssued). A Signer's errors,
+// csr.ErrPending included, are returned as they are. Every certificate
+// given that the record does not hold yet is recorded before it is
+// returned: Renew writes nothing else but what the Signer does.
+//
+// The certificate the consumer holds is decided from the provider's own
+// records only: the record, a Secret in the tenant namespace that no
+// identity of the consumer may read or write, or else the Tenant's status,
+// which only the provider writes. r's status is the consumer's to write
+// (Liqo's ControlPlane role grants renews/status) and is never read: junk,
+// nothing, an old or a foreign certificate there cannot make the provider
+// sign for key after key.
 func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta1.AuthParams, error) {
 	consumerID, err := renewal.Check(r, p.id)
 	if err != nil {
@@ -85,25 +95,44 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 	}
 	req := csr.Request{CSR: checked, Lifetime: p.opts.CertificateLifetime}
 	now := p.opts.Clock.Now()
-	var given []byte
-	if r.Status.AuthParams != nil {
-		given = r.Status.AuthParams.SignedCRT
+	record := renewal.RecordKey(consumerID)
+	var renewed []byte
+	switch e, err := p.ports.Certificates.Get(ctx, record); {
+	case err == nil:
+		renewed = e.Certificate
+	case !errors.Is(err, csr.ErrNotFound):
+		return nil, stepError(StepCertificateRenewed, fmt.Errorf("reading certificate record %s/%s: %w", record.Namespace(), record.SecretName(), err))
 	}
-	for _, held := range [][]byte{given, params.SignedCRT} {
+	// Recorded before it leaves: a consumer given a certificate holds it,
+	// whatever it writes in the Renew's status afterwards.
+	keep := func(cert []byte) error {
+		if err := p.ports.Certificates.Put(ctx, record, csr.CacheEntry{CSR: checked.PEM(), Certificate: cert}); err != nil {
+			return stepError(StepCertificateRenewed, fmt.Errorf("writing certificate record %s/%s: %w", record.Namespace(), record.SecretName(), err))
+		}
+		return nil
+	}
+	for i, held := range [][]byte{renewed, params.SignedCRT} {
 		if len(held) == 0 {
 			continue
 		}
 		if _, err := csr.CheckIssued(held, req, now); err == nil {
+			if i > 0 {
+				// The Tenant's: given from now on, also once the Tenant's
+				// reconciler re-signs it, until the consumer asks for a
+				// new key.
+				if err := keep(held); err != nil {
+					return nil, err
+				}
+			}
 			params.SignedCRT = bytes.Clone(held)
 			return params, nil
 		}
 	}
 	// A new key: not before half the lifetime of the certificate the
-	// consumer holds, the last one given through this Renew or else the
-	// Tenant's.
-	holds := given
-	if len(holds) == 0 {
-		holds = params.SignedCRT
+	// consumer holds, the last one the Renew gave or else the Tenant's.
+	holds := params.SignedCRT
+	if cert, err := csr.ParseCertificate(renewed); err == nil && cert.Subject.CommonName == consumerID {
+		holds = renewed
 	}
 	if cert, err := csr.ParseCertificate(holds); err == nil && now.Before(cert.NotAfter) && now.Before(renewal.EarliestNewKey(cert)) {
 		return nil, stepError(StepCertificateRenewed, &renewal.TooEarlyError{Until: renewal.EarliestNewKey(cert)})
@@ -117,6 +146,9 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 	}
 	if _, err := csr.CheckIssued(cert, req, now); err != nil {
 		return nil, stepError(StepCertificateRenewed, fmt.Errorf("certificate issued for %s: %w", consumerID, err))
+	}
+	if err := keep(cert); err != nil {
+		return nil, err
 	}
 	params.SignedCRT = cert
 	p.step(ctx, Step{Name: StepCertificateRenewed})

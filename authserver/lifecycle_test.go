@@ -295,8 +295,9 @@ func TestNoSilentSharing(t *testing.T) {
 		if _, err := kubepact.Authenticate(ctx, holder.c, f.provider, nil); err != nil {
 			t.Fatal(err)
 		}
-		// A Liqo-like consumer's TLS key is its cluster key.
-		key, err := holder.cluster.Keys.Get(ctx)
+		// The holder's TLS key: its identity's own (Authenticate against a
+		// kubepact provider gives it one).
+		key, err := holder.cluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(f.provider.ClusterID()))
 		if err != nil {
 			t.Fatal(err)
 		}

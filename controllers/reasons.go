@@ -90,10 +90,12 @@ const (
 	// that is not the liqo-signed-nonce Secret in the tenant namespace of the
 	// cluster ID it is labelled with; nothing is signed.
 	ReasonInvalidSignedNonceSecret = "InvalidSignedNonceSecret"
-	// ReasonNotTenantNamespace: a liqo-signed-nonce Secret in a namespace
-	// that has the tenant namespace's name but not its labels
-	// (liqo.io/tenant-namespace: "true", liqo.io/remote-cluster-id: the
-	// Secret's cluster ID), so no peer was set up there; nothing is signed.
+	// ReasonNotTenantNamespace: a namespace that has a tenant namespace's
+	// name but not its labels (liqo.io/tenant-namespace: "true",
+	// liqo.io/remote-cluster-id: the peer's ID), so no peer was set up
+	// there and someone else may hold rights in it: a liqo-signed-nonce
+	// Secret there gets nothing signed, and a handshake that would adopt it
+	// stops (tenant.ErrNotTenantNamespace).
 	ReasonNotTenantNamespace = "NotTenantNamespace"
 	// ReasonMalformedNonce: data.nonce is not a nonce (88 characters of
 	// standard base64 encoding 64 bytes); nothing is signed.
@@ -169,6 +171,8 @@ func reasonOf(err error, fallback string) (string, bool) {
 		return ReasonIdentityHeld, true
 	case errors.Is(err, kubepact.ErrNoEndpoint):
 		return ReasonAPIServerURLUnknown, true
+	case errors.Is(err, tenant.ErrNotTenantNamespace):
+		return ReasonNotTenantNamespace, true
 	case errors.Is(err, rbac.ErrMissingRole):
 		return ReasonPeerRoleMissing, false
 	case errors.As(err, &denied):

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -14,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
@@ -44,7 +46,11 @@ type Namespaces struct {
 	writeMu sync.Mutex
 }
 
-// Ensure creates ns or merges its labels into the stored namespace.
+// Ensure creates ns or merges its labels into the stored namespace. As
+// kube.Namespaces does, it refuses a stored tenant namespace
+// ("liqo-tenant-<ID>") that lacks the tenant namespace labels for <ID>
+// (tenant.CheckNamespace): the error wraps the *tenant.NamespaceError
+// naming it, and nothing changes.
 func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -53,6 +59,11 @@ func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 	defer n.writeMu.Unlock()
 	want := ns.DeepCopy()
 	if prev, ok := n.get("", ns.Name); ok {
+		if remoteID, tenantNS := strings.CutPrefix(ns.Name, clusterid.TenantNamespacePrefix); tenantNS {
+			if err := tenant.CheckNamespace(prev, remoteID); err != nil {
+				return fmt.Errorf("ensuring Namespace %s: %w", ns.Name, err)
+			}
+		}
 		want = prev
 		if want.Labels == nil {
 			want.Labels = map[string]string{}

@@ -158,7 +158,7 @@ func TestEndpointFromClusterInfo(t *testing.T) {
 func TestNamespacesWithCreateLabels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	existing := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-old", Labels: map[string]string{"keep": "me"}}}
+	existing := liqoNamespace("cl-old")
 	c := k8sfake.NewClientset(existing)
 	ns := kube.NewNamespaces(c).WithCreateLabels(map[string]string{"pod-security.kubernetes.io/enforce": "privileged"})
 
@@ -168,12 +168,12 @@ func TestNamespacesWithCreateLabels(t *testing.T) {
 	require.Equal(t, "privileged", got.Labels["pod-security.kubernetes.io/enforce"])
 	require.Equal(t, "true", got.Labels["liqo.io/tenant-namespace"])
 
-	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-old")))
+	require.NoError(t, ns.Ensure(ctx, withLabel(tenant.Namespace("cl-old"), "example.com/added", "yes")))
 	got, err = c.CoreV1().Namespaces().Get(ctx, "liqo-tenant-cl-old", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotContains(t, got.Labels, "pod-security.kubernetes.io/enforce", "an existing namespace keeps its pod security")
 	require.Equal(t, "me", got.Labels["keep"])
-	require.Equal(t, "true", got.Labels["liqo.io/tenant-namespace"], "the tenant labels are added")
+	require.Equal(t, "yes", got.Labels["example.com/added"], "the labels asked for are added")
 
 	require.NoError(t, kube.NewNamespaces(c).Ensure(ctx, tenant.Namespace("cl-plain")))
 	plain, err := c.CoreV1().Namespaces().Get(ctx, "liqo-tenant-cl-plain", metav1.GetOptions{})
@@ -188,7 +188,7 @@ func TestNamespacesWithReadFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ready := tenant.Namespace("cl-ready")
-	unlabelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-bare", Labels: map[string]string{"keep": "me"}}}
+	unlabelled := liqoNamespace("cl-bare")
 	c := k8sfake.NewClientset(ready, unlabelled)
 	ns := kube.NewNamespaces(c).WithCreateLabels(map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}).WithReadFirst()
 
@@ -197,11 +197,11 @@ func TestNamespacesWithReadFirst(t *testing.T) {
 	require.Len(t, c.Actions(), 1)
 	require.Equal(t, "get", c.Actions()[0].GetVerb())
 
-	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-bare")))
+	require.NoError(t, ns.Ensure(ctx, withLabel(tenant.Namespace("cl-bare"), "example.com/added", "yes")))
 	got, err := c.CoreV1().Namespaces().Get(ctx, unlabelled.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "me", got.Labels["keep"])
-	require.Equal(t, "true", got.Labels["liqo.io/tenant-namespace"], "the tenant labels are added")
+	require.Equal(t, "yes", got.Labels["example.com/added"], "the labels asked for are added")
 	require.NotContains(t, got.Labels, "pod-security.kubernetes.io/enforce", "an existing namespace keeps its pod security")
 
 	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-new")))
@@ -218,6 +218,18 @@ func TestNamespacesWithReadFirst(t *testing.T) {
 	for _, a := range failing.Actions() {
 		require.NotEqual(t, "create", a.GetVerb(), "a read that fails writes nothing")
 	}
+}
+
+// liqoNamespace is the tenant namespace for remoteID as Liqo makes it,
+// with a label of someone else's.
+func liqoNamespace(remoteID string) *corev1.Namespace {
+	return withLabel(tenant.Namespace(remoteID), "keep", "me")
+}
+
+// withLabel returns ns with label key=value added.
+func withLabel(ns *corev1.Namespace, key, value string) *corev1.Namespace {
+	ns.Labels[key] = value
+	return ns
 }
 
 // namespaceReader holds namespaces' metadata, as a manager's cache does.
@@ -243,7 +255,7 @@ func TestNamespacesWithReader(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ready := tenant.Namespace("cl-ready")
-	bare := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-bare", Labels: map[string]string{"keep": "me"}}}
+	bare := liqoNamespace("cl-bare")
 	c := k8sfake.NewClientset(ready, bare)
 	cache := namespaceReader{labels: map[string]map[string]string{ready.Name: ready.Labels, bare.Name: bare.Labels}}
 	ns := kube.NewNamespaces(c).WithCreateLabels(map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}).
@@ -253,11 +265,11 @@ func TestNamespacesWithReader(t *testing.T) {
 	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-ready")))
 	require.Empty(t, c.Actions(), "found labelled in the reader")
 
-	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-bare")))
+	require.NoError(t, ns.Ensure(ctx, withLabel(tenant.Namespace("cl-bare"), "example.com/added", "yes")))
 	got, err := c.CoreV1().Namespaces().Get(ctx, bare.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "me", got.Labels["keep"])
-	require.Equal(t, "true", got.Labels["liqo.io/tenant-namespace"], "the tenant labels are added")
+	require.Equal(t, "yes", got.Labels["example.com/added"], "the labels asked for are added")
 	require.NotContains(t, got.Labels, "pod-security.kubernetes.io/enforce", "an existing namespace keeps its pod security")
 
 	require.NoError(t, ns.Ensure(ctx, tenant.Namespace("cl-new")))

@@ -36,14 +36,11 @@ import (
 // on the real provider cluster. The same suites run against the fakes in
 // package fake.
 
-// ensureNamespace creates namespace name on the provider cluster.
+// ensureNamespace creates namespace name on the provider cluster (see
+// ensureNamespaceTB).
 func ensureNamespace(t *testing.T, name string) {
 	t.Helper()
-	_, err := provider.client.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureNamespaceTB(t, name)
 }
 
 // absent turns a not-found error into (nil, nil), as the suites' getters expect.

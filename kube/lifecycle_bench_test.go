@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 // BenchmarkDrain measures a drain on the real provider: a consumer that
@@ -51,10 +53,16 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
+// ensureNamespaceTB creates namespace name on the provider cluster; a
+// tenant namespace (liqo-tenant-<ID>) gets the labels kubepact and Liqo
+// give one, as Namespaces.Ensure refuses to take one without them.
 func ensureNamespaceTB(tb testing.TB, name string) {
 	tb.Helper()
-	_, err := provider.client.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if id, ok := strings.CutPrefix(name, clusterid.TenantNamespacePrefix); ok {
+		ns = tenant.Namespace(id)
+	}
+	_, err := provider.client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		tb.Fatal(err)
 	}

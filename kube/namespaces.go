@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -62,11 +64,20 @@ func (n *Namespaces) WithReader(r ctrlclient.Reader) *Namespaces {
 }
 
 // Ensure creates ns, with the labels of WithCreateLabels, or adds ns's
-// labels to the existing namespace.
+// labels to the existing namespace, provided it is already what ns claims
+// to be. A tenant namespace ("liqo-tenant-<ID>") that exists without the
+// labels Liqo and kubepact give one (liqo.io/tenant-namespace: "true" and
+// liqo.io/remote-cluster-id: <ID>, see tenant.CheckNamespace) was made by
+// someone else, who may hold rights in it that would reach what kubepact
+// keeps there: Ensure refuses it with an error wrapping the
+// *tenant.NamespaceError that names it and the label it lacks
+// (tenant.ErrNotTenantNamespace), and changes nothing. Only a namespace
+// creator who can also set those labels gets past this; an admission
+// policy stops that one (config/signed-nonce-policy).
 func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 	if n.reader != nil {
 		cur := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
-		if n.reader.Get(ctx, ctrlclient.ObjectKey{Name: ns.Name}, cur) == nil && hasLabels(cur.Labels, ns.Labels, n.onCreate) {
+		if n.reader.Get(ctx, ctrlclient.ObjectKey{Name: ns.Name}, cur) == nil && adoptable(ns.Name, cur.Labels) == nil && hasLabels(cur.Labels, ns.Labels, n.onCreate) {
 			return nil
 		}
 	}
@@ -74,9 +85,14 @@ func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 	if n.readFirst {
 		cur, err := api.Get(ctx, ns.Name, metav1.GetOptions{})
 		switch {
-		case err == nil && hasLabels(cur.Labels, ns.Labels, n.onCreate):
-			return nil
-		case err != nil && !apierrors.IsNotFound(err):
+		case err == nil:
+			if err := adoptable(ns.Name, cur.Labels); err != nil {
+				return wrap(err, "ensuring", "Namespace", "", ns.Name)
+			}
+			if hasLabels(cur.Labels, ns.Labels, n.onCreate) {
+				return nil
+			}
+		case !apierrors.IsNotFound(err):
 			return wrap(err, "ensuring", "Namespace", "", ns.Name)
 		}
 	}
@@ -111,6 +127,9 @@ func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 		if err != nil {
 			return err
 		}
+		if err := adoptable(ns.Name, cur.Labels); err != nil {
+			return err
+		}
 		merged := maps.Clone(cur.Labels)
 		if merged == nil {
 			merged = map[string]string{}
@@ -125,6 +144,8 @@ func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 		}
 		next := cur.DeepCopy()
 		next.Labels = merged
+		// The update carries cur's resourceVersion: labels taken away
+		// since the check make it conflict, and the check runs again.
 		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
 		return err
 	})
@@ -132,6 +153,20 @@ func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
 		return wrap(err, "ensuring", "Namespace", "", ns.Name)
 	}
 	return nil
+}
+
+// adoptable returns nil when an existing namespace called name with labels
+// may be taken for the namespace Ensure was asked for: it is no tenant
+// namespace, or it carries the labels of the tenant namespace of the
+// cluster its name is for. Otherwise it returns tenant.CheckNamespace's
+// *tenant.NamespaceError (or, for a name that holds no valid cluster ID,
+// an error wrapping clusterid.ErrInvalid).
+func adoptable(name string, labels map[string]string) error {
+	remoteID, ok := strings.CutPrefix(name, clusterid.TenantNamespacePrefix)
+	if !ok {
+		return nil
+	}
+	return tenant.CheckNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, remoteID)
 }
 
 // hasLabels reports whether have holds every label of want but those of

@@ -51,8 +51,14 @@
 //
 // A binding is deleted on drain only when it is one kubepact or Liqo made
 // for that consumer: labelled for it, managed by Liqo, granting to nobody
-// but the consumer's user and group. A binding someone else labelled is
-// left alone, so the label cannot make kubepact delete another's grant.
+// but the consumer's user and group (ConsumerBinding). A binding someone
+// else labelled is left alone, so the label cannot make kubepact delete
+// another's grant. A drain and a revocation also delete the bindings of the
+// consumer's ServiceAccount identity (saidentity.IdentityBinding: labelled
+// for it, granting to nobody but its ServiceAccount): its tokens are
+// refreshed with TokenRequests sent to the API server, which no gate of the
+// provider sees, so only removing what allows them stops a drained or
+// revoked consumer from refreshing.
 //
 // # Errors
 //

@@ -27,7 +27,9 @@
 //
 // Provider.Renew refuses a new key before EarliestNewKey with a
 // *TooEarlyError, so a consumer cannot make its provider sign for key after
-// key: at most two certificates per lifetime.
+// key: at most two certificates per lifetime. What the consumer holds is
+// read from the provider's own records (RecordKey, and the Tenant's
+// status), never from the Renew's status, which the consumer may write.
 //
 // Check wraps ErrForeign for a Renew that is not the ControlPlane Renew of
 // the consumer whose tenant namespace holds it, ErrUnsupported for an
@@ -100,6 +102,24 @@ func (e *TooEarlyError) Unwrap() error { return ErrTooEarly }
 func EarliestNewKey(cert *x509.Certificate) time.Time {
 	return cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore) / 2)
 }
+
+// RecordKey is where a provider records the last certificate it gave
+// through the Renew of consumerID (one it issued for the Renew's key, or
+// the Tenant's), in its csr.Cache: Secret "liqo-remote-certificate--renew"
+// in the consumer's tenant namespace. It is the certificate the consumer
+// holds, from which EarliestNewKey is counted. No ResourceSlice can share
+// the key (a slice's name never starts with "-"), and no identity a
+// consumer holds may read or write Secrets in its tenant namespace on the
+// provider, so the record is the provider's alone; the Renew's status,
+// which the consumer's ControlPlane identity may write, is never taken for
+// it.
+func RecordKey(consumerID string) csr.CacheKey {
+	return csr.CacheKey{ConsumerID: consumerID, Slice: recordSlice}
+}
+
+// recordSlice is the CacheKey.Slice of RecordKey: not a valid object name,
+// so never a ResourceSlice's.
+const recordSlice = "-renew"
 
 // Labels of a Renew, as Liqo's CRD replicator reads and writes them.
 const (

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -94,6 +95,27 @@ func labels(consumerID string) map[string]string {
 // made it for that consumer.
 func Owned(obj metav1.Object, consumerID string) bool {
 	return obj.GetLabels()[IdentityLabel] == consumerID
+}
+
+// IdentityBinding reports whether b is a binding Issue made for
+// consumerID's identity, which a drain or a revocation of the consumer
+// deletes (the provider's Drain and Revoke): it carries IdentityLabel with
+// value consumerID, and it has at least one subject, every one of them the
+// identity's ServiceAccount. A binding that also grants to anyone else is
+// not the identity's, whoever labelled it. Without these bindings the
+// identity's tokens may do nothing, refreshing them included: a consumer's
+// Refresher then fails with ErrRevoked.
+func IdentityBinding(b lifecycle.Binding, consumerID string) bool {
+	if clusterid.Validate(consumerID) != nil || b.Labels[IdentityLabel] != consumerID || len(b.Subjects) == 0 {
+		return false
+	}
+	ns, name := clusterid.TenantNamespace(consumerID), Name(consumerID)
+	for _, s := range b.Subjects {
+		if s.Kind != rbacv1.ServiceAccountKind || s.APIGroup != "" || s.Namespace != ns || s.Name != name {
+			return false
+		}
+	}
+	return true
 }
 
 // ServiceAccount returns consumerID's ServiceAccount. It carries no

@@ -64,6 +64,14 @@
 //     Drained, or whose revocation record is in force, gets no identity.
 //     The port is optional, so that callers without the Tenant CRD keep
 //     working; without it Issue sees no lifecycle record. The CLI sets it.
+//   - A consumer refreshes its token with TokenRequests it sends to the API
+//     server itself, which no gate of the provider sees. So a drain or a
+//     revocation of the consumer on the provider (Provider.Drain,
+//     Provider.Revoke) deletes the identity's RoleBinding and
+//     ClusterRoleBinding (IdentityBinding): from then on its tokens may do
+//     nothing, and a Refresher fails with ErrRevoked. The ServiceAccount
+//     stays, and its tokens authenticate, powerless, until they expire;
+//     Revoke deletes it too.
 //   - Tokens are secret: Token prints only whose it is and when it expires,
 //     kubeconfigs print redacted, and no error quotes a token.
 //

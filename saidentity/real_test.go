@@ -24,6 +24,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/saidentity"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 // jwtClaims decodes the payload of a JWT, as any holder of the token can.
@@ -258,8 +259,11 @@ func TestRevokeRealCluster(t *testing.T) {
 func TestIssueRejectionsRealCluster(t *testing.T) {
 	t.Parallel()
 	admin := provider.client
-	createNS := func(t *testing.T, ns string) {
-		if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// createNS makes the tenant namespace of id as kubepact or Liqo make
+	// it, labelled, so that Issue takes it and meets what was planted
+	// there.
+	createNS := func(t *testing.T, id string) {
+		if _, err := admin.CoreV1().Namespaces().Create(t.Context(), tenant.Namespace(id), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
@@ -286,22 +290,28 @@ func TestIssueRejectionsRealCluster(t *testing.T) {
 			plantRoleBinding(t, "kube-system", "planted-"+id, "view-secrets-"+id, []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:serviceaccounts:" + clusterid.TenantNamespace(id)}})
 		}},
 		{name: "hostile RoleBinding of our name grants edit", check: isPrivileged, plant: func(t *testing.T, id string) {
-			createNS(t, clusterid.TenantNamespace(id))
+			createNS(t, id)
 			plantRoleBinding(t, clusterid.TenantNamespace(id), saidentity.Name(id), "edit", saSubject(id))
 		}},
 		{name: "hostile RoleBinding grants Secrets in the tenant namespace", check: isPrivileged, plant: func(t *testing.T, id string) {
-			createNS(t, clusterid.TenantNamespace(id))
+			createNS(t, id)
 			plantRoleBinding(t, clusterid.TenantNamespace(id), "planted", "view-secrets-"+id, saSubject(id))
 		}},
 		{name: "hostile ServiceAccount", foreign: true, check: isForeign("ServiceAccount"), plant: func(t *testing.T, id string) {
-			createNS(t, clusterid.TenantNamespace(id))
+			createNS(t, id)
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: saidentity.Name(id), Labels: map[string]string{clusterid.Label: id}}}
 			if _, err := admin.CoreV1().ServiceAccounts(clusterid.TenantNamespace(id)).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}},
+		{name: "tenant namespace someone else made", check: isSquatted, plant: func(t *testing.T, id string) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterid.TenantNamespace(id)}}
+			if _, err := admin.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{name: "hostile ClusterRole of our name", check: isForeign("ClusterRole"), plant: func(t *testing.T, id string) {
-			createNS(t, clusterid.TenantNamespace(id))
+			createNS(t, id)
 			plantClusterRole(t, saidentity.ClusterName(id))
 		}},
 	}
@@ -340,6 +350,13 @@ func TestIssueRejectionsRealCluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// isSquatted reports a tenant namespace refused for lacking the tenant
+// namespace labels.
+func isSquatted(err error) bool {
+	var nerr *tenant.NamespaceError
+	return errors.As(err, &nerr) && nerr.Label == tenant.NamespaceLabel && errors.Is(err, tenant.ErrNotTenantNamespace)
 }
 
 func isPrivileged(err error) bool {

@@ -15,9 +15,14 @@ var ErrNotFound = errors.New("tenant not found")
 // Namespaces creates and removes tenant namespaces.
 //
 // Ensure creates ns, or brings the labels of an existing namespace of the
-// same name up to ns's; it succeeds when nothing needs to change. Delete
-// removes the namespace and succeeds when there is none. Implementations are
-// safe for concurrent use.
+// same name up to ns's; it succeeds when nothing needs to change. An
+// existing tenant namespace (liqo-tenant-<ID>) is adopted only when it
+// already carries the tenant namespace's labels for <ID>
+// (NamespaceLabel "true" and clusterid.Label <ID>): one someone else
+// created without them, who may hold rights in it, is refused with an
+// error wrapping a *NamespaceError (ErrNotTenantNamespace), and nothing is
+// changed. Delete removes the namespace and succeeds when there is none.
+// Implementations are safe for concurrent use.
 type Namespaces interface {
 	Ensure(ctx context.Context, ns *corev1.Namespace) error
 	Delete(ctx context.Context, name string) error
