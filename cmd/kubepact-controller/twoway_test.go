@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// peer is one cluster of a two-way peering: the package's cluster and the
+// ID its kubepact-controller runs with, as provider of the other cluster
+// and as its consumer.
+type peer struct {
+	*side
+	id string
+}
+
+// twoWayWait bounds each wait of a two-way peering: a handshake step, a
+// slice's kubeconfig.
+const twoWayWait = time.Minute
+
+// waitFor polls cond every 100ms until it holds, and fails t with what
+// when it does not within twoWayWait.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, twoWayWait, 100*time.Millisecond, "%s, within %s", what, twoWayWait)
+}
+
+// deploymentArgs returns the controller container's args of the
+// kubepact-controller Deployment that the kustomization in dir renders.
+func deploymentArgs(ctx context.Context, t *testing.T, dir string) []string {
+	t.Helper()
+	objects, err := kustomize(ctx, dir)
+	require.NoError(t, err)
+	for _, u := range objects {
+		if u.GetKind() != "Deployment" || u.GetName() != "kubepact-controller" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		require.NoError(t, err)
+		for _, c := range containers {
+			c := c.(map[string]any)
+			if c["name"] != "controller" {
+				continue
+			}
+			var args []string
+			for _, a := range c["args"].([]any) {
+				args = append(args, a.(string))
+			}
+			return args
+		}
+	}
+	t.Fatalf("%s has no kubepact-controller Deployment with a controller container", dir)
+	return nil
+}
+
+// clusterArgs are what the package's clusters need beyond a Deployment's
+// args: p's ID (they carry controllers of several IDs, one test at a time)
+// and the API server consumers reach, which a pod would learn from
+// kube-public/cluster-info.
+func clusterArgs(t *testing.T, p peer) []string {
+	t.Helper()
+	return []string{"--cluster-id=" + p.id,
+		"--api-server-url=" + p.cluster.Host(), "--api-server-ca-file=" + writeFile(t, p.cluster.CA())}
+}
+
+// startCurrent runs this build's kubepact-controller on p, in the test's
+// process, as the ServiceAccount config/ makes, with the args of the
+// Deployment config/ ships: listen ports off, the lease in the
+// Deployment's namespace (a pod's own), and clusterArgs.
+func startCurrent(ctx context.Context, t *testing.T, p peer) *replica {
+	t.Helper()
+	var args []string
+	for _, a := range deploymentArgs(ctx, t, filepath.Join("..", "..", "config")) {
+		switch {
+		case strings.HasPrefix(a, "--metrics-bind-address="):
+			a = "--metrics-bind-address=0"
+		case strings.HasPrefix(a, "--health-probe-bind-address="):
+			a = "--health-probe-bind-address=0"
+		}
+		args = append(args, a)
+	}
+	args = append(args, "--leader-election-namespace=kubepact-system")
+	return start(t, p.side, append(args, clusterArgs(t, p)...)...)
+}
+
+// peerBothWays makes a consumer of b and b a consumer of a, each through
+// the declarative handshake answered by the controllers running on them.
+func peerBothWays(ctx context.Context, t *testing.T, a, b peer) {
+	t.Helper()
+	handshakeBetween(ctx, t, a, b)
+	handshakeBetween(ctx, t, b, a)
+}
+
+// handshakeBetween writes the objects liqoctl authenticate writes (SPEC
+// §7) for consumer c of provider p, and waits for the controllers' answers:
+// the nonce, its signature, the Tenant's status, the Identity's kubeconfig
+// Secret, which then works on p.
+func handshakeBetween(ctx context.Context, t *testing.T, p, c peer) {
+	t.Helper()
+	pns, cns := clusterid.TenantNamespace(c.id), clusterid.TenantNamespace(p.id)
+	for _, x := range []struct {
+		s  *side
+		ns *corev1.Namespace
+	}{{p.side, tenant.Namespace(c.id)}, {c.side, tenant.Namespace(p.id)}} {
+		_, err := x.s.admin.CoreV1().Namespaces().Create(ctx, x.ns, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+	_, err := p.admin.CoreV1().Secrets(pns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: c.id},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var n nonce.Nonce
+	waitFor(t, p.id+"'s nonce for "+c.id, func() bool {
+		s, err := p.admin.CoreV1().Secrets(pns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+		if err != nil || len(s.Data[nonce.SecretKey]) == 0 {
+			return false
+		}
+		n, err = nonce.Parse(string(s.Data[nonce.SecretKey]))
+		require.NoError(t, err)
+		return true
+	})
+	_, err = c.admin.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: p.id}},
+		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text())},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var sig []byte
+	waitFor(t, c.id+"'s signature of "+p.id+"'s nonce", func() bool {
+		s, err := c.admin.CoreV1().Secrets(cns).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
+		sig = s.Data[nonce.SignedSecretKey]
+		return err == nil && len(sig) > 0
+	})
+	key, err := kube.NewKeyStore(c.admin, keys.DefaultNamespace).Get(ctx)
+	require.NoError(t, err)
+	tn, err := tenant.Build(c.id, key, n, nil)
+	require.NoError(t, err)
+	tn.Spec.Signature = sig
+	tenants := kube.NewTenantStore(p.typed)
+	_, err = tenants.Apply(ctx, tn)
+	require.NoError(t, err)
+	waitFor(t, "the status of "+c.id+"'s Tenant on "+p.id, func() bool {
+		tn, err = tenants.Get(ctx, pns, c.id)
+		return err == nil && tn.Status.AuthParams != nil
+	})
+	id, err := identity.Build(p.id, *tn.Status.AuthParams, &identity.BuildOptions{TenantNamespace: tn.Status.TenantNamespace})
+	require.NoError(t, err)
+	_, err = kube.NewIdentityStore(c.typed).Apply(ctx, id)
+	require.NoError(t, err)
+	waitFor(t, c.id+"'s kubeconfig Secret for "+p.id, func() bool {
+		_, err := c.admin.CoreV1().Secrets(cns).Get(ctx, kubeconfig.SecretName(id.Name), metav1.GetOptions{})
+		return err == nil
+	})
+	requireControlPlaneWorks(ctx, t, p, c)
+}
+
+// heldKubeconfig returns the kubeconfig that consumer c keeps for provider
+// p in Secret name of its tenant namespace for p: a credential a peer
+// really holds.
+func heldKubeconfig(ctx context.Context, t *testing.T, p, c peer, name string) *kubeconfig.Config {
+	t.Helper()
+	s, err := c.admin.CoreV1().Secrets(clusterid.TenantNamespace(p.id)).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err, "%s's Secret %s", c.id, name)
+	cfg, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
+	require.NoError(t, err, "%s's Secret %s", c.id, name)
+	return cfg
+}
+
+// controlPlaneKubeconfig is c's ControlPlane kubeconfig for p.
+func controlPlaneKubeconfig(ctx context.Context, t *testing.T, p, c peer) *kubeconfig.Config {
+	t.Helper()
+	return heldKubeconfig(ctx, t, p, c, kubeconfig.SecretName(identity.ControlPlaneName(p.id)))
+}
+
+// sliceKubeconfig is the kubeconfig of c's ResourceSlice slice on p.
+func sliceKubeconfig(ctx context.Context, t *testing.T, p, c peer, slice string) *kubeconfig.Config {
+	t.Helper()
+	return heldKubeconfig(ctx, t, p, c, kubeconfig.SecretName(identity.ResourceSliceName(slice)))
+}
+
+// restConfigOf returns cfg's client configuration with a rate limit that
+// lets a test ask many questions quickly.
+func restConfigOf(t *testing.T, cfg *kubeconfig.Config) *rest.Config {
+	t.Helper()
+	rc, err := cfg.RESTConfig()
+	require.NoError(t, err)
+	rc.QPS, rc.Burst = 500, 1000
+	return rc
+}
+
+// requireControlPlaneWorks checks that c's ControlPlane kubeconfig for p
+// authenticates on p as c and lists the ResourceSlices of c's tenant
+// namespace there, as the replicator does.
+func requireControlPlaneWorks(ctx context.Context, t *testing.T, p, c peer) {
+	t.Helper()
+	cfg := controlPlaneKubeconfig(ctx, t, p, c)
+	require.Equal(t, c.id, cfg.User())
+	dyn, err := dynamic.NewForConfig(restConfigOf(t, cfg))
+	require.NoError(t, err)
+	_, err = dyn.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).
+		Namespace(clusterid.TenantNamespace(c.id)).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err, "%s's ControlPlane kubeconfig works on %s", c.id, p.id)
+}
+
+// makeSlice creates ResourceSlice name on consumer c for provider p, as
+// Liqo's consumer does, and waits for the slice's kubeconfig Secret on c:
+// the consumer's controller replicated it, p's accepted it and issued its
+// certificate.
+func makeSlice(ctx context.Context, t *testing.T, p, c peer, name string) {
+	t.Helper()
+	ns := clusterid.TenantNamespace(p.id)
+	s := &authv1beta1.ResourceSlice{
+		TypeMeta:   metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.ResourceSliceKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: resourceslice.ConsumerLabels(p.id)},
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
+	require.NoError(t, err)
+	_, err = c.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).
+		Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	secret := kubeconfig.SecretName(identity.ResourceSliceName(name))
+	waitFor(t, c.id+"'s kubeconfig Secret of ResourceSlice "+name+" on "+p.id, func() bool {
+		_, err := c.admin.CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
+		return err == nil
+	})
+}
