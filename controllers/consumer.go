@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,9 +127,18 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	if err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
 	}
+	publisher := &publicKeyPublisher{record: kube.NewPublicKeyRecord(cs, keyNS)}
+	// The record is published as soon as this replica leads, and again
+	// before each Tenant is built.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		publisher.publishAtStart(ctx, ports.Keys, cfg.KeyAlgorithm, mgr.GetLogger().WithValues("controller", SignedNonceControllerName))
+		return nil
+	})); err != nil {
+		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
+	}
 
 	sr := &signedNonceReconciler{client: mgr.GetClient(), namespaces: cs.CoreV1().Namespaces(), keys: ports.Keys, alg: cfg.KeyAlgorithm,
-		consumer: c, events: mgr.GetEventRecorder(SignedNonceControllerName)}
+		consumer: c, publisher: publisher, events: mgr.GetEventRecorder(SignedNonceControllerName)}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(SignedNonceControllerName).
 		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SignedSecretLabel))).
 		Complete(sr); err != nil {
@@ -173,6 +184,21 @@ const (
 	// the Tenant's spec.proxyURL (and its transcript). It is data of a
 	// Secret, not an annotation, because a proxy URL may carry a password.
 	TenantProxyURLKey = "proxyURL"
+	// TenantOwnKeyKey, set to TenantOwnKey by whoever writes the request,
+	// asks for a Tenant whose CSR is for a fresh key of the ControlPlane
+	// identity's own, as a Strict consumer makes (kubepact.ConsumerOptions.Strict),
+	// whatever this controller's own setting: the cluster key then only
+	// signs the nonce and never lands in a kubeconfig. The key is stored in
+	// the keyring (kubepact-key-controlplane-<provider ID> in the key
+	// namespace) before the CSR is built, and the Identity reconciler
+	// applies the certificate issued for it. Only a kubepact provider
+	// accepts such a Tenant (a Liqo provider requires the CSR to be for the
+	// cluster key), so kubepact authenticate asks for it only when it finds
+	// kubepact-controller on the provider. Any other value is refused
+	// (ReasonInvalidSignedNonceSecret) and nothing is signed.
+	TenantOwnKeyKey = "ownKey"
+	// TenantOwnKey is the one value of TenantOwnKeyKey.
+	TenantOwnKey = "true"
 )
 
 // signedNonceReconciler signs the nonce of a liqo-signed-nonce Secret with
@@ -187,9 +213,14 @@ type signedNonceReconciler struct {
 	keys       keys.Store
 	alg        keys.Algorithm
 	// consumer builds the Tenant, with the consumer's policy (Strict or
-	// not) and its keys.
+	// not) and its keys; a request with TenantOwnKeyKey asks for a key of
+	// the identity's own (kubepact.TenantOptions.OwnKey), which the
+	// keyring keeps, so the Identity answering it is applied with it.
 	consumer *kubepact.Consumer
-	events   events.EventRecorder
+	// publisher publishes the cluster's public key whenever a Secret is
+	// answered.
+	publisher *publicKeyPublisher
+	events    events.EventRecorder
 }
 
 func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -227,27 +258,45 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonMalformedNonce, "SignNonce", "%s: %v: nothing signed", nonce.SecretKey, err)
 		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonMalformedNonce, err, false)
 	}
+	ownKey := false
+	switch v, ok := s.Data[TenantOwnKeyKey]; {
+	case ok && string(v) == TenantOwnKey:
+		ownKey = true
+	case ok:
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidSignedNonceSecret, "SignNonce",
+			"%s may only be %q: nothing signed", TenantOwnKeyKey, TenantOwnKey)
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonInvalidSignedNonceSecret, errInvalidObject, false)
+	}
 	key, err := keys.Ensure(ctx, r.keys, rand.Reader, r.alg)
 	if err != nil {
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "reading the cluster key: %v", err)
 		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
 	}
 	held := s.Data[nonce.SignedSecretKey]
+	var mismatch error
 	if len(held) > 0 {
-		// Never overwritten: kubepact signed this nonce already, or the
-		// Secret holds a signature for another nonce or key.
-		if err := nonce.Verify(key.Public(), n, held); err != nil {
-			r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSignedNonceMismatch, "SignNonce",
-				"%s is not this cluster's signature over %s; it is kept: delete the Secret to sign a new nonce", nonce.SignedSecretKey, nonce.SecretKey)
-			return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSignedNonceMismatch, err, false)
+		mismatch = nonce.Verify(key.Public(), n, held)
+		if mismatch == nil && len(s.Data[TenantKey]) > 0 {
+			return reconcile.Result{}, nil // signed and built already
 		}
-		if len(s.Data[TenantKey]) > 0 {
-			return reconcile.Result{}, nil
-		}
+	}
+	// Published before the Tenant is written, or the Secret refused: a
+	// tool that reads the Secret finds the key to check what it holds
+	// with.
+	if err := r.publisher.publish(ctx, key.Public()); err != nil {
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "publishing the cluster's public key: %v", err)
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
+	}
+	if mismatch != nil {
+		// Never overwritten: the Secret holds a signature for another
+		// nonce or key.
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSignedNonceMismatch, "SignNonce",
+			"%s is not this cluster's signature over %s; it is kept: delete the Secret to sign a new nonce", nonce.SignedSecretKey, nonce.SecretKey)
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSignedNonceMismatch, mismatch, false)
 	}
 	// The Tenant's signature is the one the Secret holds, or becomes it:
 	// one signature over the nonce, whoever reads it.
-	t, err := r.consumer.BuildTenant(ctx, id, n, &kubepact.TenantOptions{ProxyURL: string(s.Data[TenantProxyURLKey])})
+	t, err := r.consumer.BuildTenant(ctx, id, n, &kubepact.TenantOptions{ProxyURL: string(s.Data[TenantProxyURLKey]), OwnKey: ownKey})
 	if errors.Is(err, tenant.ErrInvalidProxyURL) {
 		// The error never quotes the URL, which may hold a password.
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidProxyURL, "SignNonce", "%s: %v: nothing signed", TenantProxyURLKey, err)
@@ -276,6 +325,40 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceSigned, "SignNonce", "Nonce is signed")
 	}
 	return reconcile.Result{}, nil
+}
+
+// publicKeyPublisher publishes the cluster's public key in the record
+// kubepact authenticate checks the Tenants it is handed with
+// (kube.PublicKeyRecord). It publishes when the controller starts leading
+// and whenever a signed-nonce Secret is answered, not once per process: a
+// record deleted meanwhile (its namespace recreated) is back before the
+// next Tenant is read, and an apply that changes nothing writes nothing.
+type publicKeyPublisher struct {
+	record *kube.PublicKeyRecord
+}
+
+// publish publishes pub.
+func (p *publicKeyPublisher) publish(ctx context.Context, pub crypto.PublicKey) error {
+	return p.record.Publish(ctx, pub)
+}
+
+// publishAtStart ensures the cluster key, making it as the signed-nonce
+// reconciler would when there is none, and publishes its public half, so
+// that the record is there before the first nonce is signed: a tool that
+// reads a signed-nonce Secret someone else answered still finds the key to
+// check it with. A failure is logged; the next Tenant built publishes the
+// key again.
+func (p *publicKeyPublisher) publishAtStart(ctx context.Context, s keys.Store, alg keys.Algorithm, log logr.Logger) {
+	key, err := keys.Ensure(ctx, s, rand.Reader, alg)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error(err, "reading the cluster key to publish its public half", "reason", ReasonSigningNonceFailed)
+		}
+		return
+	}
+	if err := p.publish(ctx, key.Public()); err != nil && ctx.Err() == nil {
+		log.Error(err, "publishing the cluster's public key", "reason", ReasonSigningNonceFailed)
+	}
 }
 
 // identityReconciler applies ControlPlane Identities (SPEC §7, step 4).

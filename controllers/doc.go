@@ -31,10 +31,15 @@
 //     kubepact, Liqo and liqoctl create it. Event NonceSigned. With the
 //     signature, and again whenever it is removed, it writes the Tenant
 //     answering the nonce (TenantKey, with the proxy URL of
-//     TenantProxyURLKey; Consumer.BuildTenant, so with ConsumerConfig.Strict
-//     the CSR is for a fresh identity key), so that kubepact authenticate
-//     applies it on the provider without reading the cluster key. A
-//     malformed proxy URL gets nothing signed: Event InvalidProxyURL.
+//     TenantProxyURLKey; Consumer.BuildTenant, so with ConsumerConfig.Strict,
+//     or TenantOwnKeyKey in the request, the CSR is for a fresh identity
+//     key), so that kubepact authenticate applies it on the provider
+//     without reading the cluster key. A malformed proxy URL gets nothing
+//     signed: Event InvalidProxyURL. The cluster key is made, and its
+//     public half published (kube.PublicKeyRecord, which kubepact
+//     authenticate checks the Tenant against: whoever may write Secrets in
+//     the tenant namespace may write the Tenant there too), when the
+//     manager starts leading.
 //  3. Provider, Tenant reconciler: a Tenant named after its spec.clusterID
 //     in that cluster's tenant namespace is verified, its CSR signed, its
 //     RBAC bound and its status filled (Provider.Accept, which adds the
@@ -57,7 +62,11 @@
 //     reconciler's.
 //
 // After the handshake, the ResourceSlice reconcilers (provider and
-// consumer) and the replicator turn slices into identities of their own;
+// consumer) and the replicator turn slices into identities of their own,
+// granted the cluster-wide slice role only, never a tenant namespace (the
+// provider deletes, when it starts leading, the tenant-namespace slice
+// bindings kubepact v0.1.0 made); the provider computes a slice's status
+// anew on every change of it, the status its consumer may write included;
 // the Tenant and ResourceSlice reconcilers come back at two thirds of each
 // certificate's lifetime to re-sign it, and the Renew reconcilers carry
 // renewed certificates to the consumer; the Tenant reconciler enforces
@@ -206,10 +215,15 @@
 //     authenticated user).
 //   - signed-nonce reconciler (consumer): secrets: get, list, watch, patch
 //     (signed-nonce Secrets in tenant namespaces) and get, create in
-//     ConsumerConfig.KeyNamespace (the cluster key and, with Strict, the
-//     identity keys its Tenants ask certificates for); namespaces: get,
-//     list, watch (the tenant namespace's labels, from the manager's cache
-//     first), create (the key namespace, when missing).
+//     ConsumerConfig.KeyNamespace (the cluster key and, with Strict or a
+//     request's TenantOwnKeyKey, the identity keys its Tenants ask
+//     certificates for); configmaps: create, patch of
+//     kube.PublicKeyRecordName in ConsumerConfig.KeyNamespace (the cluster's
+//     public key, published with server-side apply when the manager starts
+//     leading, the cluster key made then if missing, and before each
+//     answer); namespaces: get, list, watch (the tenant namespace's labels,
+//     from the manager's cache first), create (the key namespace, when
+//     missing).
 //   - Identity reconciler (consumer): authentication.liqo.io identities:
 //     get, list, watch, patch; identities/status: patch; secrets: get, list,
 //     watch, create, patch, delete (kubeconfig Secrets in tenant
@@ -218,9 +232,11 @@
 //     kubeconfig, on the provider.
 //   - ResourceSlice reconciler (provider): resourceslices: get, list,
 //     watch, patch; resourceslices/status: update; secrets: get, create,
-//     patch, delete (liqo-remote-certificate-<slice>); rolebindings and
-//     clusterrolebindings: get, create, patch, delete; clusterroles: get
-//     and bind on liqo-virtual-kubelet-remote and
+//     patch, delete (liqo-remote-certificate-<slice>); clusterrolebindings:
+//     get, create, patch, delete (the cluster-wide slice binding);
+//     rolebindings: list, delete (when it starts leading, the slice
+//     bindings kubepact v0.1.0 made in tenant namespaces: it makes none);
+//     clusterroles: get and bind on
 //     liqo-virtual-kubelet-remote-clusterwide; subjectaccessreviews:
 //     create; storage.k8s.io storageclasses: list (offered in the status
 //     of accepted slices; not with ProviderConfig.DisableStorage); with the
@@ -236,8 +252,10 @@
 //     ConsumerConfig.ReplicationResync (no watch on the provider), so a
 //     status the provider writes reaches the consumer within that bound.
 //   - Renew reconciler (provider): authentication.liqo.io renews: get,
-//     list, watch; renews/status: patch; tenants: list, watch; what the
-//     Tenant reconciler needs to sign.
+//     list, watch; renews/status: patch; tenants: list, watch; secrets:
+//     get, create, patch (liqo-remote-certificate--renew, the record of the
+//     certificate each Renew gave); what the Tenant reconciler needs to
+//     sign.
 //   - renewal reconciler (consumer): authentication.liqo.io renews: get,
 //     list, watch, create, patch; identities: get, list, watch, and what
 //     the Identity reconciler needs; secrets: create, delete in

@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,9 +40,23 @@ func applySignedNoncePolicy(ctx context.Context, t *testing.T, e *env) {
 		APIVersion string   `json:"apiVersion"`
 		Kind       string   `json:"kind"`
 		Resources  []string `json:"resources"`
+		Labels     []struct {
+			Pairs            map[string]string `json:"pairs"`
+			IncludeSelectors bool              `json:"includeSelectors"`
+		} `json:"labels"`
 	}
 	require.NoError(t, yaml.UnmarshalStrict(b, &k))
 	require.Equal(t, "Kustomization", k.Kind)
+	labels := map[string]string{}
+	for _, l := range k.Labels {
+		maps.Copy(labels, l.Pairs)
+	}
+	label := func(m *metav1.ObjectMeta) {
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		maps.Copy(m.Labels, labels)
+	}
 	api := e.core.AdmissionregistrationV1()
 	var kinds []string
 	for _, r := range k.Resources {
@@ -55,6 +70,7 @@ func applySignedNoncePolicy(ctx context.Context, t *testing.T, e *env) {
 		case "ValidatingAdmissionPolicy":
 			var p admissionv1.ValidatingAdmissionPolicy
 			require.NoError(t, yaml.UnmarshalStrict(b, &p), r)
+			label(&p.ObjectMeta)
 			_, err := api.ValidatingAdmissionPolicies().Create(ctx, &p, metav1.CreateOptions{})
 			require.NoError(t, err, r)
 			t.Cleanup(func() {
@@ -63,6 +79,7 @@ func applySignedNoncePolicy(ctx context.Context, t *testing.T, e *env) {
 		case "ValidatingAdmissionPolicyBinding":
 			var p admissionv1.ValidatingAdmissionPolicyBinding
 			require.NoError(t, yaml.UnmarshalStrict(b, &p), r)
+			label(&p.ObjectMeta)
 			_, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, &p, metav1.CreateOptions{})
 			require.NoError(t, err, r)
 			t.Cleanup(func() {
@@ -98,7 +115,8 @@ func signedNonceSecret(providerID string, n nonce.Nonce) *corev1.Secret {
 // server: a user whose RBAC lets it create Secrets in a tenant namespace,
 // and namespaces, may neither create nor update liqo-signed-nonce there, nor
 // set the tenant-namespace labels of a namespace liqo-tenant-*; a peering
-// admin, kubepact's controller and system:masters may. Everything else the
+// admin, kubepact's controller, Liqo's controller manager and system:masters
+// may. Everything else the
 // user's RBAC grants still works.
 func TestSignedNoncePolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -115,6 +133,8 @@ func TestSignedNoncePolicy(t *testing.T) {
 		mallory    = "mallory"
 		alice      = "alice"
 		controller = "system:serviceaccount:kubepact-system:kubepact-controller"
+		// Liqo's controller manager, as Liqo's chart runs it.
+		liqoManager = "system:serviceaccount:liqo:liqo-controller-manager"
 	)
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "secret-writer"},
@@ -126,6 +146,7 @@ func TestSignedNoncePolicy(t *testing.T) {
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: mallory},
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: alice},
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controller},
+		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: liqoManager},
 	}
 	_, err = consumerEnv.core.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "secret-writer"},
@@ -156,6 +177,7 @@ func TestSignedNoncePolicy(t *testing.T) {
 	allowed := map[string]kubernetes.Interface{
 		"peering admin":       as(t, consumerEnv, alice, "kubepact:peering-admins"),
 		"controller":          as(t, consumerEnv, controller, "system:serviceaccounts", "system:serviceaccounts:kubepact-system"),
+		"Liqo's manager":      as(t, consumerEnv, liqoManager, "system:serviceaccounts", "system:serviceaccounts:liqo"),
 		"system:masters user": consumerEnv.core,
 	}
 

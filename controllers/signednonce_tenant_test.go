@@ -149,3 +149,80 @@ func requireNoPrivateKeyIn(ctx context.Context, t *testing.T, ns string) {
 		assert.NotContains(t, ev.Note, "PRIVATE KEY")
 	}
 }
+
+// A request with controllers.TenantOwnKeyKey gets, from a consumer that is
+// not Strict, the Tenant a Strict one builds: its CSR is for a fresh key of
+// the ControlPlane identity, kept in the keyring, and the cluster key only
+// signs. The cluster's public key is published (kube.PublicKeyRecord)
+// before the signature is written. Any other value of the key gets nothing
+// signed.
+func TestSignedNonceOwnKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startManager(t, consumerEnv, func(mgr manager.Manager) error {
+		return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID, KeyNamespace: keyNS})
+	})
+	ns := clusterid.TenantNamespace(providerID)
+	ensureNamespace(ctx, t, consumerEnv, providerID)
+	n, err := nonce.Generate(nil)
+	require.NoError(t, err)
+	_, err = consumerEnv.core.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: providerID}},
+		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), controllers.TenantOwnKeyKey: []byte(controllers.TenantOwnKey)},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	s := waitTenantKey(ctx, t, ns)
+	got, err := tenant.Decode(s.Data[controllers.TenantKey])
+	require.NoError(t, err)
+	v, err := tenant.Verify(got, n, &tenant.VerifyOptions{ProviderID: providerID, Policy: tenant.Strict})
+	require.NoError(t, err)
+	clusterKey, err := kube.NewKeyStore(consumerEnv.core, keyNS).Get(ctx)
+	require.NoError(t, err)
+	assert.True(t, keys.Equal(clusterKey.Public(), v.PublicKey), "the cluster key signs")
+	idKey, err := kube.NewKeyring(consumerEnv.core, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
+	require.NoError(t, err, "the identity's key is kept in the keyring")
+	assert.True(t, keys.Equal(idKey.Public(), v.CSR.PublicKey()), "the CSR is for the identity's own key")
+	assert.False(t, keys.Equal(clusterKey.Public(), v.CSR.PublicKey()), "not for the cluster key")
+
+	published, err := kube.NewPublicKeyRecord(consumerEnv.core, keyNS).Get(ctx)
+	require.NoError(t, err, "the cluster's public key is published")
+	assert.True(t, keys.Equal(clusterKey.Public(), published))
+
+	// Another value: nothing signed, nothing built.
+	badID := providerID + "-bad"
+	badNS := clusterid.TenantNamespace(badID)
+	ensureNamespace(ctx, t, consumerEnv, badID)
+	_, err = consumerEnv.core.CoreV1().Secrets(badNS).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: badID}},
+		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), controllers.TenantOwnKeyKey: []byte("yes")},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitEvent(ctx, t, consumerEnv, badNS, nonce.SignedSecretName, corev1.EventTypeWarning, controllers.ReasonInvalidSignedNonceSecret)
+	bad := secret(ctx, t, consumerEnv, badNS, nonce.SignedSecretName)
+	assert.Empty(t, bad.Data[nonce.SignedSecretKey], "nothing signed")
+	assert.Empty(t, bad.Data[controllers.TenantKey], "nothing built")
+}
+
+// A cluster key made before the controller started is published as soon
+// as it runs, before any nonce is signed.
+func TestPublicKeyPublishedAtStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	key, err := keys.Ensure(ctx, kube.NewKeyStore(consumerEnv.core, keyNS), nil, keys.Ed25519)
+	require.NoError(t, err)
+	record := kube.NewPublicKeyRecord(consumerEnv.core, keyNS)
+	_, err = record.Get(ctx)
+	require.ErrorIs(t, err, keys.ErrNotFound, "no record before the controller runs")
+	startManager(t, consumerEnv, func(mgr manager.Manager) error {
+		return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID, KeyNamespace: keyNS})
+	})
+	eventually(t, "the published key", func() bool {
+		got, err := record.Get(ctx)
+		return err == nil && keys.Equal(key.Public(), got)
+	})
+}

@@ -2,10 +2,13 @@ package kube
 
 import (
 	"context"
+	"crypto"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubepact/kubepact/keys"
@@ -55,4 +58,86 @@ func (s *KeyStore) Create(ctx context.Context, k *keys.PrivateKey) error {
 		return wrap(err, "creating", "Secret", s.namespace, keys.SecretName)
 	}
 	return nil
+}
+
+// The record in which a consumer's kubepact-controller publishes the
+// cluster's public key, beside the key Secret, for tools that must know
+// the cluster key without reading it (kubepact authenticate checks with it
+// the Tenant the controller hands over). Only the public half is in it:
+// it is a ConfigMap, readable by whoever may read ConfigMaps in the key
+// namespace.
+//
+// Trust in it rests on who may write it, which the API server enforces:
+// the admission policy kubepact-cluster-public-key of config/controller
+// lets only kubepact-controller's ServiceAccount create, update or delete
+// a ConfigMap of this name in the key namespace, whatever RBAC grants.
+const (
+	// PublicKeyRecordName is the name of the ConfigMap.
+	PublicKeyRecordName = "kubepact-cluster-public-key"
+	// PublicKeyRecordKey is its data key: the cluster's public key as PKIX
+	// PEM ("PUBLIC KEY"), as keys.MarshalPublicKey encodes it.
+	PublicKeyRecordKey = "publicKey"
+)
+
+// PublicKeyRecord reads and writes the ConfigMap PublicKeyRecordName in
+// one namespace, the key namespace.
+type PublicKeyRecord struct {
+	client    kubernetes.Interface
+	namespace string
+}
+
+// NewPublicKeyRecord returns the PublicKeyRecord of namespace, the
+// namespace of the cluster key Secret (keys.DefaultNamespace for Liqo).
+func NewPublicKeyRecord(client kubernetes.Interface, namespace string) *PublicKeyRecord {
+	return &PublicKeyRecord{client: client, namespace: namespace}
+}
+
+// PublicKeyRecordConfigMap returns the record of pub in namespace, as
+// Publish applies it. It holds no secret.
+func PublicKeyRecordConfigMap(namespace string, pub crypto.PublicKey) (*corev1ac.ConfigMapApplyConfiguration, error) {
+	pemBytes, err := keys.MarshalPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	return corev1ac.ConfigMap(PublicKeyRecordName, namespace).
+		WithData(map[string]string{PublicKeyRecordKey: string(pemBytes)}), nil
+}
+
+// Publish writes pub into the record with server-side apply as
+// FieldManager, taking over the data key from any other manager: the
+// record follows the cluster key. Labels and annotations others set stay.
+// The namespace must exist (it holds the key).
+func (r *PublicKeyRecord) Publish(ctx context.Context, pub crypto.PublicKey) error {
+	ac, err := PublicKeyRecordConfigMap(r.namespace, pub)
+	if err != nil {
+		return err
+	}
+	if _, err := r.client.CoreV1().ConfigMaps(r.namespace).Apply(ctx, ac, applyOptions(true)); err != nil {
+		return wrap(err, "applying", "ConfigMap", r.namespace, PublicKeyRecordName)
+	}
+	return nil
+}
+
+// Get returns the public key the record holds. A missing record is an
+// error wrapping keys.ErrNotFound; a record without a valid key one
+// wrapping keys.ErrMalformed (or what keys.ParsePublicKey returns). API
+// errors are wrapped, so apierrors.IsForbidden tells a client that may not
+// read it.
+func (r *PublicKeyRecord) Get(ctx context.Context) (crypto.PublicKey, error) {
+	cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(ctx, PublicKeyRecordName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, notFound(keys.ErrNotFound, err, "ConfigMap", r.namespace, PublicKeyRecordName)
+	}
+	if err != nil {
+		return nil, wrap(err, "reading", "ConfigMap", r.namespace, PublicKeyRecordName)
+	}
+	raw, ok := cm.Data[PublicKeyRecordKey]
+	if !ok {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w: no %s", r.namespace, PublicKeyRecordName, keys.ErrMalformed, PublicKeyRecordKey)
+	}
+	pub, err := keys.ParsePublicKey([]byte(raw))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", r.namespace, PublicKeyRecordName, PublicKeyRecordKey, err)
+	}
+	return pub, nil
 }

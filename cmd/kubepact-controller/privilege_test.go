@@ -16,10 +16,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/internal/attack"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -117,6 +122,23 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 			refused(t, err)
 		})
 	}
+	// A thief with the controller's token cannot hand a peer's slice
+	// identities the tenant namespace (its Secrets: this cluster's own
+	// kubeconfig for that peer in a two-way peering), even for that very
+	// consumer's group, the binding v0.1.0 made: RBAC does not let it bind
+	// liqo-virtual-kubelet-remote and the admission policy refuses it; it
+	// may still delete such a binding (the controller does, at start).
+	t.Run("BindSliceRoleInTenantNamespace", func(t *testing.T) {
+		group := rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: consumerID}
+		legacy := rbac.ResourceSliceRoleBindings(consumerID, rbac.VirtualKubeletClusterRoleName, []string{tenantNS})[0]
+		_, err := sa.RbacV1().RoleBindings(tenantNS).Create(ctx, legacy, metav1.CreateOptions{})
+		refused(t, err)
+		_, err = sa.RbacV1().RoleBindings(tenantNS).Create(ctx, rb(tenantNS, rbac.VirtualKubeletClusterRoleName, group), metav1.CreateOptions{})
+		refused(t, err)
+		_, err = admin.RbacV1().RoleBindings(tenantNS).Create(ctx, legacy, metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.NoError(t, sa.RbacV1().RoleBindings(tenantNS).Delete(ctx, legacy.Name, metav1.DeleteOptions{}), "the sweep of v0.1.0's binding")
+	})
 	t.Run("WriteSecretOutsideTenantNamespaces", func(t *testing.T) {
 		for _, ns := range []string{metav1.NamespaceSystem, metav1.NamespaceDefault} {
 			_, err := sa.CoreV1().Secrets(ns).Create(ctx, secret(ns, "attack"), metav1.CreateOptions{})
@@ -163,22 +185,138 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 	})
 }
 
+// TestPublicKeyRecordWriters: the record of the cluster's public key
+// (kube.PublicKeyRecordName in the key namespace), which kubepact
+// authenticate trusts to check Tenants with, is written by the controller's
+// ServiceAccount alone. A user whom RBAC grants every verb on ConfigMaps
+// there, and an admin, are refused by the admission policy
+// kubepact-cluster-public-key; the ServiceAccount, playing a thief of its
+// token, may write a ConfigMap of that name nowhere but there.
+func TestPublicKeyRecordWriters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := provider.admin
+	sa, err := kubernetes.NewForConfig(provider.sa)
+	require.NoError(t, err)
+	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: keys.DefaultNamespace}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+
+	// A user with every verb on ConfigMaps in the key namespace.
+	const user = "configmap-writer"
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	_, err = admin.RbacV1().Roles(keys.DefaultNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().RoleBindings(keys.DefaultNamespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = admin.RbacV1().RoleBindings(keys.DefaultNamespace).Delete(ctx, user, metav1.DeleteOptions{})
+		_ = admin.RbacV1().Roles(keys.DefaultNamespace).Delete(ctx, user, metav1.DeleteOptions{})
+	})
+	cfg := rest.CopyConfig(provider.cluster.AdminConfig())
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	writer, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+
+	key, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	record := func(ns string) *corev1.ConfigMap {
+		pemBytes, err := keys.MarshalPublicKey(key.Public())
+		require.NoError(t, err)
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.PublicKeyRecordName, Namespace: ns},
+			Data: map[string]string{kube.PublicKeyRecordKey: string(pemBytes)}}
+	}
+	configMaps := func(c kubernetes.Interface) corev1client.ConfigMapInterface {
+		return c.CoreV1().ConfigMaps(keys.DefaultNamespace)
+	}
+	_ = configMaps(admin).Delete(ctx, kube.PublicKeyRecordName, metav1.DeleteOptions{}) // a left-over, before the policy
+	t.Cleanup(func() {
+		_ = configMaps(admin).Delete(context.Background(), kube.PublicKeyRecordName, metav1.DeleteOptions{})
+	})
+
+	// RBAC lets the user write any other ConfigMap there; the policy is in
+	// force once it refuses the record.
+	_, err = configMaps(writer).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "allowed"}}, metav1.CreateOptions{})
+	require.NoError(t, err, "RBAC grants the user ConfigMaps in the key namespace")
+	require.Eventually(t, func() bool {
+		_, err := configMaps(writer).Create(ctx, record(keys.DefaultNamespace), metav1.CreateOptions{})
+		if err == nil {
+			_ = configMaps(admin).Delete(ctx, kube.PublicKeyRecordName, metav1.DeleteOptions{})
+		}
+		return apierrors.IsForbidden(err)
+	}, time.Minute, 200*time.Millisecond, "the admission policy refuses the record to a ConfigMap writer")
+	_, err = configMaps(admin).Create(ctx, record(keys.DefaultNamespace), metav1.CreateOptions{})
+	attack.Refused(t, err)
+
+	// The controller's ServiceAccount publishes it, as the consumer's
+	// reconciler does.
+	other, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	recordStore := kube.NewPublicKeyRecord(sa, keys.DefaultNamespace)
+	require.NoError(t, recordStore.Publish(ctx, key.Public()))
+	require.NoError(t, recordStore.Publish(ctx, other.Public()), "the record follows the cluster key")
+	got, err := kube.NewPublicKeyRecord(writer, keys.DefaultNamespace).Get(ctx)
+	require.NoError(t, err, "anyone who may read ConfigMaps there reads it")
+	require.True(t, keys.Equal(other.Public(), got))
+
+	// Nobody else changes or deletes it, in any way.
+	t.Run("Writer", func(t *testing.T) {
+		for _, c := range []kubernetes.Interface{writer, admin} {
+			cur, err := configMaps(c).Get(ctx, kube.PublicKeyRecordName, metav1.GetOptions{})
+			require.NoError(t, err)
+			cur.Data = record(keys.DefaultNamespace).Data
+			_, err = configMaps(c).Update(ctx, cur, metav1.UpdateOptions{})
+			attack.Refused(t, err)
+			_, err = configMaps(c).Patch(ctx, kube.PublicKeyRecordName, types.MergePatchType,
+				[]byte(`{"data":{"publicKey":"forged"}}`), metav1.PatchOptions{})
+			attack.Refused(t, err)
+			err = configMaps(c).Delete(ctx, kube.PublicKeyRecordName, metav1.DeleteOptions{})
+			attack.Refused(t, err)
+			err = configMaps(c).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+			attack.Refused(t, err)
+		}
+		got, err := kube.NewPublicKeyRecord(admin, keys.DefaultNamespace).Get(ctx)
+		require.NoError(t, err)
+		require.True(t, keys.Equal(other.Public(), got), "the record is the controller's")
+	})
+	// The ServiceAccount's new right, as a thief of its token would try
+	// it: a record of that name anywhere else than the key namespace.
+	t.Run("ServiceAccountElsewhere", func(t *testing.T) {
+		for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic} {
+			_, err := sa.CoreV1().ConfigMaps(ns).Create(ctx, record(ns), metav1.CreateOptions{})
+			attack.Refused(t, err)
+		}
+	})
+	// Its own record, it may delete (an uninstall).
+	require.NoError(t, configMaps(sa).Delete(ctx, kube.PublicKeyRecordName, metav1.DeleteOptions{}))
+}
+
 // TestPolicyFollowsServiceAccount renders config/ with the namespace set in
 // config/controller or in config/ itself: the admission policy's match
 // condition and the bindings' subjects name the ServiceAccount where it
 // then lives.
 func TestPolicyFollowsServiceAccount(t *testing.T) {
-	for _, file := range []string{"controller/kustomization.yaml", "kustomization.yaml"} {
-		t.Run(file, func(t *testing.T) {
+	for _, tt := range []struct{ file, render string }{
+		{"controller/kustomization.yaml", "."},
+		{"kustomization.yaml", "."},
+		// config/controller alone, as installed beside Liqo.
+		{"controller/kustomization.yaml", "controller"},
+	} {
+		t.Run(tt.file+"/"+tt.render, func(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "config"))))
-			path := filepath.Join(dir, file)
+			path := filepath.Join(dir, tt.file)
 			b, err := os.ReadFile(path)
 			require.NoError(t, err)
 			b = regexp.MustCompile(`(?m)^namespace: .*\n`).ReplaceAll(b, nil)
 			b = regexp.MustCompile(`(?m)^resources:`).ReplaceAll(b, []byte("namespace: team-a\nresources:"))
 			require.NoError(t, os.WriteFile(path, b, 0o644))
-			objects, err := kustomize(t.Context(), dir)
+			objects, err := kustomize(t.Context(), filepath.Join(dir, tt.render))
 			require.NoError(t, err)
 			var policies, subjects int
 			for _, u := range objects {
@@ -186,9 +324,24 @@ func TestPolicyFollowsServiceAccount(t *testing.T) {
 				case "ValidatingAdmissionPolicy":
 					conds, _, err := unstructured.NestedSlice(u.Object, "spec", "matchConditions")
 					require.NoError(t, err)
-					require.Len(t, conds, 1)
-					require.Equal(t, "request.userInfo.username == 'system:serviceaccount:' + 'team-a' + ':' + 'kubepact-controller'",
-						conds[0].(map[string]any)["expression"])
+					// Each policy names the controller's user in the
+					// match condition controller-service-account: the
+					// controller's own policy matches its requests, the
+					// others let them through.
+					op := "!="
+					if u.GetName() == "kubepact-controller" {
+						op = "=="
+					}
+					var found bool
+					for _, c := range conds {
+						c := c.(map[string]any)
+						if c["name"] == "controller-service-account" {
+							require.Equal(t, "request.userInfo.username "+op+" 'system:serviceaccount:' + 'team-a' + ':' + 'kubepact-controller'",
+								c["expression"], "policy %s", u.GetName())
+							found = true
+						}
+					}
+					require.True(t, found, "policy %s names the controller's user", u.GetName())
 					policies++
 				case "ClusterRoleBinding", "RoleBinding":
 					if !strings.HasPrefix(u.GetName(), "kubepact-controller") {
@@ -200,7 +353,13 @@ func TestPolicyFollowsServiceAccount(t *testing.T) {
 					subjects++
 				}
 			}
-			require.Equal(t, 1, policies)
+			// The controller's and the public key record's, and from
+			// config/ the signed-nonce policy.
+			wantPolicies := 3
+			if tt.render == "controller" {
+				wantPolicies = 2
+			}
+			require.Equal(t, wantPolicies, policies)
 			require.Equal(t, 2, subjects)
 		})
 	}

@@ -31,6 +31,13 @@ func advice(err error, consumerID string) string {
 	case errors.Is(err, kubepact.ErrInUse):
 		return "ResourceSlices of this consumer still hold identities on the provider: " +
 			"delete those ResourceSlices (their Identities go with them), then run unauthenticate again"
+	case errors.Is(err, tenant.ErrNotTenantNamespace):
+		return "a namespace of that name exists but was not made for this peer (it lacks the tenant namespace labels), " +
+			"and whoever made it may hold rights in it: find who created it (the audit log; kubectl get rolebindings,roles -n NAMESPACE), " +
+			"delete it, or, if an administrator made it for this peer, label it liqo.io/tenant-namespace=true and liqo.io/remote-cluster-id=ID"
+	case errors.Is(err, errUntrustedTenant):
+		return "someone who may write Secrets in the consumer's tenant namespace wrote that Tenant: nothing was applied; " +
+			"find who (the audit log), take their rights on that namespace away, delete the Secret liqo-signed-nonce there and run authenticate again"
 	case errors.Is(err, lifecycle.ErrDrained):
 		return "the provider drained this consumer's Tenant; it is never bound again: the provider's administrator deletes it " +
 			"(kubectl delete tenant -n liqo-tenant-" + consumer + " " + consumer + ") and, to bind the consumer before its old " +

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -220,12 +221,6 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	}, 30*time.Second, 50*time.Millisecond, "the consumer's controller signs the stale nonce")
 	require.NoError(t, consumer.client.CoreV1().Secrets(stale.Namespace).Delete(ctx, stale.Name, metav1.DeleteOptions{}))
 
-	// --strict, but the consumer's controller gives identities no key of
-	// their own: refused, nothing applied on the provider.
-	_, err = cliErr(t, nil, args("authenticate", "--strict")...)
-	require.ErrorIs(t, err, errNotStrict)
-	err = provider.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(consumerID), Name: consumerID}, &authv1beta1.Tenant{})
-	require.True(t, apierrors.IsNotFound(err), "no Tenant applied: %v", err)
 	// --key-algorithm is the consumer's controller's: refused before writing.
 	r, err = cliErr(t, nil, args("authenticate", "--key-algorithm", "ecdsa-p256")...)
 	var usage *usageError
@@ -268,6 +263,10 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	csrs, err := provider.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=" + consumerID})
 	require.NoError(t, err)
 	require.NotEmpty(t, csrs.Items)
+	// Between kubepact clusters the cluster key stays home: the provider
+	// runs kubepact-controller, so the identity got a key of its own, and
+	// the consumer's controller applied its certificate.
+	requireClusterKeyHome(t, ctx, ns, providerID)
 
 	// get kubeconfig: the peering's kubeconfig passes a SelfSubjectReview on the provider.
 	file := filepath.Join(t.TempDir(), "provider.kubeconfig")
@@ -493,4 +492,32 @@ func allowPeeringWithoutKeys(t *testing.T, ctx context.Context, providerID, keyN
 	_, err = as.CoreV1().Secrets(keyNS).List(ctx, metav1.ListOptions{})
 	require.True(t, apierrors.IsForbidden(err), "listing the key namespace's Secrets: %v", err)
 	return user
+}
+
+// requireClusterKeyHome checks that the kubeconfig Secret the consumer holds
+// for providerID authenticates with the ControlPlane identity's own key, kept
+// in the keyring of keyNS, and holds nothing of the cluster key.
+func requireClusterKeyHome(t *testing.T, ctx context.Context, keyNS, providerID string) {
+	t.Helper()
+	s, err := consumer.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)).Get(ctx,
+		kubeconfig.SecretName(identity.ControlPlaneName(providerID)), metav1.GetOptions{})
+	require.NoError(t, err)
+	clusterKey, err := kube.NewKeyStore(consumer.client, keyNS).Get(ctx)
+	require.NoError(t, err)
+	pemBytes, err := keys.MarshalPrivateKey(clusterKey)
+	require.NoError(t, err)
+	for k, v := range s.Data {
+		assert.NotContains(t, string(v), string(pemBytes), "data %s holds the cluster key", k)
+		assert.NotContains(t, string(v), base64.StdEncoding.EncodeToString(pemBytes), "data %s holds the cluster key", k)
+	}
+	cfg, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
+	require.NoError(t, err)
+	rc, err := cfg.RESTConfig()
+	require.NoError(t, err)
+	tlsKey, err := keys.ParsePrivateKey(rc.KeyData)
+	require.NoError(t, err)
+	assert.False(t, keys.Equal(clusterKey.Public(), tlsKey.Public()), "the kubeconfig's key is the cluster key")
+	own, err := kube.NewKeyring(consumer.client, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
+	require.NoError(t, err)
+	assert.True(t, keys.Equal(own.Public(), tlsKey.Public()), "the kubeconfig's key is the identity's own")
 }

@@ -16,9 +16,10 @@ import (
 )
 
 // controllerTenant applies nothing it has not checked: the Tenant that the
-// consumer's controller wrote must answer this nonce for this provider,
-// come from this consumer with this proxy URL, and, with --strict, ask a
-// certificate for a key of its own.
+// consumer's controller wrote must answer this nonce for this provider, be
+// signed with the cluster key the controller publishes, come from this
+// consumer with this proxy URL, and, when a key of the identity's own was
+// asked for, ask a certificate for one.
 func TestControllerTenant(t *testing.T) {
 	t.Parallel()
 	const consumerID, providerID, proxy = "cl-consumer", "cl-provider", "http://proxy.example.com:3128"
@@ -28,7 +29,14 @@ func TestControllerTenant(t *testing.T) {
 	require.NoError(t, err)
 	identityKey, err := keys.Generate(nil, keys.Ed25519)
 	require.NoError(t, err)
-	build := func(t *testing.T, o tenant.BuildOptions, id string, answers nonce.Nonce) []byte {
+	// The key of someone who may write Secrets in the consumer's tenant
+	// namespace, and signs a Tenant of the consumer's ID with it.
+	foreignKey, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	want := func(proxyURL string, ownKey bool) tenantWant {
+		return tenantWant{consumerID: consumerID, providerID: providerID, clusterKey: clusterKey.Public(), proxyURL: proxyURL, ownKey: ownKey}
+	}
+	buildWith := func(t *testing.T, key *keys.PrivateKey, o tenant.BuildOptions, id string, answers nonce.Nonce) []byte {
 		t.Helper()
 		if o.ProviderID == "" {
 			o.ProviderID = providerID
@@ -36,11 +44,15 @@ func TestControllerTenant(t *testing.T) {
 		if o.Expiry.IsZero() {
 			o.Expiry = now.Add(tenant.DefaultTranscriptLifetime)
 		}
-		tn, err := tenant.Build(id, clusterKey, answers, &o)
+		tn, err := tenant.Build(id, key, answers, &o)
 		require.NoError(t, err)
 		data, err := yaml.Marshal(tn)
 		require.NoError(t, err)
 		return data
+	}
+	build := func(t *testing.T, o tenant.BuildOptions, id string, answers nonce.Nonce) []byte {
+		t.Helper()
+		return buildWith(t, clusterKey, o, id, answers)
 	}
 	secretOf := func(data []byte) *corev1.Secret {
 		return &corev1.Secret{Data: map[string][]byte{controllers.TenantKey: data}}
@@ -48,20 +60,22 @@ func TestControllerTenant(t *testing.T) {
 
 	t.Run("accepted", func(t *testing.T) {
 		t.Parallel()
-		got, err := controllerTenant(secretOf(build(t, tenant.BuildOptions{ProxyURL: proxy}, consumerID, n)), n, consumerID, providerID, proxy, false, now)
+		got, err := controllerTenant(secretOf(build(t, tenant.BuildOptions{ProxyURL: proxy}, consumerID, n)), n, want(proxy, false), now)
 		require.NoError(t, err)
 		assert.Equal(t, consumerID, got.Spec.ClusterID)
-		got, err = controllerTenant(secretOf(build(t, tenant.BuildOptions{IdentityKey: identityKey}, consumerID, n)), n, consumerID, providerID, "", true, now)
-		require.NoError(t, err, "--strict: the CSR is for the identity key")
+		got, err = controllerTenant(secretOf(build(t, tenant.BuildOptions{IdentityKey: identityKey}, consumerID, n)), n, want("", true), now)
+		require.NoError(t, err, "a key of the identity's own: the CSR is for the identity key")
 		assert.Equal(t, consumerID, got.Spec.ClusterID)
 	})
 
 	tests := []struct {
 		name   string
 		data   func(t *testing.T) []byte
-		strict bool
-		want   error
-		field  bool // a *tenant.FieldError
+		ownKey bool
+		// noKey: the CLI knows no cluster key to check with.
+		noKey bool
+		want  error
+		field bool // a *tenant.FieldError
 	}{
 		{name: "no Tenant", data: func(*testing.T) []byte { return nil }, want: tenant.ErrMalformed},
 		{name: "not a Tenant", data: func(*testing.T) []byte { return []byte("kind: Secret\n") }, want: tenant.ErrMalformed},
@@ -81,14 +95,29 @@ func TestControllerTenant(t *testing.T) {
 			return build(t, tenant.BuildOptions{ProxyURL: "http://other.example.com"}, consumerID, n)
 		},
 			want: errTenantMismatch},
-		{name: "strict, CSR for the cluster key", data: func(t *testing.T) []byte { return build(t, tenant.BuildOptions{}, consumerID, n) },
-			strict: true, want: errNotStrict},
+		{name: "own key asked, CSR for the cluster key", data: func(t *testing.T) []byte { return build(t, tenant.BuildOptions{}, consumerID, n) },
+			ownKey: true, want: errNotStrict},
+		// A Secret writer's Tenant: its signature verifies, with its own
+		// key, for the consumer's ID and this nonce and provider.
+		{name: "signed with a foreign key", data: func(t *testing.T) []byte {
+			return buildWith(t, foreignKey, tenant.BuildOptions{}, consumerID, n)
+		},
+			want: errUntrustedTenant},
+		{name: "signed with a foreign key, CSR for another key", data: func(t *testing.T) []byte {
+			return buildWith(t, foreignKey, tenant.BuildOptions{IdentityKey: identityKey}, consumerID, n)
+		},
+			ownKey: true, want: errUntrustedTenant},
+		{name: "no cluster key to check with", data: func(t *testing.T) []byte { return build(t, tenant.BuildOptions{}, consumerID, n) },
+			noKey: true, want: errUntrustedTenant},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			wantProxy := ""
-			got, err := controllerTenant(secretOf(tt.data(t)), n, consumerID, providerID, wantProxy, tt.strict, now)
+			w := want("", tt.ownKey)
+			if tt.noKey {
+				w.clusterKey = nil
+			}
+			got, err := controllerTenant(secretOf(tt.data(t)), n, w, now)
 			require.ErrorIs(t, err, tt.want)
 			assert.Nil(t, got)
 			if tt.field {

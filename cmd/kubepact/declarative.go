@@ -32,6 +32,7 @@ import (
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/objwatch"
+	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/lifecycle"
@@ -70,10 +71,22 @@ var (
 	// controller for another consumer or another proxy URL than asked:
 	// nothing was applied on the provider.
 	errTenantMismatch = errors.New("the consumer's controller built a Tenant for another request")
-	// errNotStrict reports --strict with a consumer's kubepact-controller
-	// that gives identities no key of their own (it runs without
-	// --strict): nothing was applied on the provider.
+	// errNotStrict reports a Tenant whose CSR is for the cluster key,
+	// though the CLI asked the consumer's kubepact-controller for a key of
+	// the identity's own (a kubepact provider, or --strict): nothing was
+	// applied on the provider.
 	errNotStrict = errors.New("the consumer's controller gives identities no key of their own")
+	// errUntrustedTenant reports a Tenant, read from the consumer's
+	// signed-nonce Secret, that is not signed with the consumer cluster's
+	// key as its kubepact-controller publishes it (kube.PublicKeyRecord):
+	// anyone who may write Secrets in the consumer's tenant namespace can
+	// put a Tenant there. Nothing was applied on the provider.
+	errUntrustedTenant = errors.New("the Tenant is not signed with the consumer cluster's key")
+	// errNoPublicKey reports a consumer whose kubepact-controller publishes
+	// no cluster public key (kube.PublicKeyRecord), as versions before it
+	// did not: the CLI has nothing trusted to check the Tenant against, and
+	// applies nothing on the provider.
+	errNoPublicKey = errors.New("the consumer's kubepact-controller publishes no cluster public key")
 )
 
 // controllerInfo is a running controller.
@@ -255,15 +268,23 @@ type declarativeOptions struct {
 // Where the consumer runs kubepact-controller, that controller builds the
 // Tenant too, beside the signature (controllers.TenantKey): the CLI reads
 // it from the signed-nonce Secret and never reads the cluster key, so its
-// consumer credentials need no access to the key namespace. With Liqo's
-// controller on the consumer it builds the Tenant as liqoctl does, with the
-// cluster key it reads.
+// consumer credentials need no access to the key Secrets. Since whoever may
+// write Secrets in the consumer's tenant namespace may write that Tenant,
+// the CLI applies it only when it is signed with the cluster key that the
+// controller publishes (kube.PublicKeyRecord, written by its ServiceAccount
+// alone), and refuses a consumer whose controller publishes none
+// (errNoPublicKey). When the provider runs kubepact-controller too (as
+// findController tells), or with --strict, the CLI asks for a CSR for a key
+// of the identity's own (controllers.TenantOwnKeyKey), so that the cluster
+// key stays home; a Liqo provider gets the cluster key's CSR it requires.
+// With Liqo's controller on the consumer it builds the Tenant as liqoctl
+// does, with the cluster key it reads.
 func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o declarativeOptions) error {
 	c, err := pf.connectClusters(ctx, e)
 	if err != nil {
 		return err
 	}
-	consumerCtl, _, err := c.controllers(ctx, e)
+	consumerCtl, providerCtl, err := c.controllers(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -313,12 +334,21 @@ func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o decla
 			return err
 		}
 	} else {
-		s, err := ensureSignedNonce(ctx, c, n, &tenantRequest{proxyURL: o.proxyURL})
+		// Between kubepact clusters the cluster key stays home: a kubepact
+		// provider accepts a CSR for another key, bound by the transcript,
+		// so the identity gets a key of its own. A Liqo provider does not.
+		ownKey := o.strict || !providerCtl.liqo
+		s, err := ensureSignedNonce(ctx, c, n, &tenantRequest{proxyURL: o.proxyURL, ownKey: ownKey})
 		if err != nil {
 			return err
 		}
 		info("Nonce signed by the consumer")
-		if t, err = controllerTenant(s, n, c.consumerID, c.providerID, o.proxyURL, o.strict, time.Now()); err != nil {
+		clusterKey, err := publishedKey(ctx, c.consumer)
+		if err != nil {
+			return err
+		}
+		want := tenantWant{consumerID: c.consumerID, providerID: c.providerID, clusterKey: clusterKey, proxyURL: o.proxyURL, ownKey: ownKey}
+		if t, err = controllerTenant(s, n, want, time.Now()); err != nil {
 			return fmt.Errorf("consumer cluster: Secret %s/%s: %w", s.Namespace, s.Name, err)
 		}
 		info("Tenant built by the consumer's controller")
@@ -400,6 +430,9 @@ func ensureNonce(ctx context.Context, c *clusters) (nonce.Nonce, error) {
 // answering the nonce, beside its signature (controllers.TenantKey).
 type tenantRequest struct {
 	proxyURL string // controllers.TenantProxyURLKey; empty for none
+	// ownKey asks for a CSR for a key of the identity's own
+	// (controllers.TenantOwnKeyKey).
+	ownKey bool
 }
 
 // ensureSignedNonce writes the signed-nonce request (the Secret
@@ -413,6 +446,9 @@ func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce, tr *tena
 	delete(req.Data, nonce.SignedSecretKey)
 	if tr != nil && tr.proxyURL != "" {
 		req.Data[controllers.TenantProxyURLKey] = []byte(tr.proxyURL)
+	}
+	if tr != nil && tr.ownKey {
+		req.Data[controllers.TenantOwnKeyKey] = []byte(controllers.TenantOwnKey)
 	}
 	secrets := c.consumer.client.CoreV1().Secrets(req.Namespace)
 	ctx, stop := watchRefusals(ctx, c.consumer, secretsResource, req.Namespace, req.Name)
@@ -447,17 +483,22 @@ func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce, tr *tena
 }
 
 // requestTenant turns the signed-nonce Secret cur into a request for a
-// fresh Tenant: it removes the Tenant it holds and sets the proxy URL.
-// Liqo's keys stay as they are. It is not held to cur's resourceVersion: a
-// write of the controller in between would only fail it, and the Tenant
-// that answers is checked against the nonce anyway (controllerTenant).
+// fresh Tenant: it removes the Tenant it holds and sets the proxy URL and
+// the request for a key of the identity's own. Liqo's keys stay as they
+// are. It is not held to cur's resourceVersion: a write of the controller
+// in between would only fail it, and the Tenant that answers is checked
+// anyway (controllerTenant).
 func requestTenant(ctx context.Context, secrets corev1client.SecretInterface, cur *corev1.Secret, tr *tenantRequest) error {
 	var proxy any // null removes it
 	if tr.proxyURL != "" {
 		proxy = []byte(tr.proxyURL)
 	}
+	var own any // null removes it
+	if tr.ownKey {
+		own = []byte(controllers.TenantOwnKey)
+	}
 	patch, err := json.Marshal(map[string]any{
-		"data": map[string]any{controllers.TenantKey: nil, controllers.TenantProxyURLKey: proxy},
+		"data": map[string]any{controllers.TenantKey: nil, controllers.TenantProxyURLKey: proxy, controllers.TenantOwnKeyKey: own},
 	})
 	if err != nil {
 		return err
@@ -466,35 +507,80 @@ func requestTenant(ctx context.Context, secrets corev1client.SecretInterface, cu
 	return err
 }
 
+// publishedKey reads the consumer cluster's public key from the record its
+// kubepact-controller publishes in the key namespace (kube.PublicKeyRecord),
+// which only that controller's ServiceAccount may write (the admission
+// policy kubepact-cluster-public-key): the key the Tenant it hands over must
+// be signed with. The CLI never reads the private key. No record is
+// errNoPublicKey.
+func publishedKey(ctx context.Context, cl *cluster) (crypto.PublicKey, error) {
+	pub, err := kube.NewPublicKeyRecord(cl.client, cl.namespace).Get(ctx)
+	if errors.Is(err, keys.ErrNotFound) {
+		return nil, fmt.Errorf("consumer cluster: %w (ConfigMap %s/%s): upgrade the consumer's kubepact-controller, which publishes it, or pass --local",
+			errNoPublicKey, cl.namespace, kube.PublicKeyRecordName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer cluster: reading the cluster's public key: %w", err)
+	}
+	return pub, nil
+}
+
+// tenantWant is what the Tenant that the consumer's controller built must
+// be: from consumerID, for providerID, signed with clusterKey (the key the
+// controller publishes), with proxyURL, and, with ownKey, asking a
+// certificate for a key other than the cluster key.
+type tenantWant struct {
+	consumerID, providerID string
+	clusterKey             crypto.PublicKey
+	proxyURL               string
+	ownKey                 bool
+}
+
 // controllerTenant reads the Tenant that the consumer's kubepact-controller
 // built beside the signature in the signed-nonce Secret s, and checks it
-// before it is applied on the provider: that it answers n for providerID
-// (tenant.Verify, its transcript included, at now), comes from consumerID
-// with proxyURL, and, with strict, asks a certificate for a key other than
-// the cluster key. Its errors wrap tenant.ErrMalformed, a *tenant.FieldError,
+// before it is applied on the provider: that it answers n for
+// want.providerID (tenant.Verify, its transcript included, at now), that
+// its key, which signed the nonce, is want.clusterKey, that it comes from
+// want.consumerID with want.proxyURL, and, with want.ownKey, that it asks a
+// certificate for a key other than the cluster key. Its errors wrap
+// tenant.ErrMalformed, a *tenant.FieldError, errUntrustedTenant,
 // errTenantMismatch or errNotStrict.
-func controllerTenant(s *corev1.Secret, n nonce.Nonce, consumerID, providerID, proxyURL string, strict bool, now time.Time) (*authv1beta1.Tenant, error) {
+//
+// Whoever may write Secrets in the consumer's tenant namespace may write
+// s: the Tenant is input, trusted only for the key that signed it.
+func controllerTenant(s *corev1.Secret, n nonce.Nonce, want tenantWant, now time.Time) (*authv1beta1.Tenant, error) {
 	t, err := tenant.Decode(s.Data[controllers.TenantKey])
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", controllers.TenantKey, err)
 	}
-	v, err := tenant.Verify(t, n, &tenant.VerifyOptions{ProviderID: providerID, Policy: tenant.Strict, Now: now})
+	v, err := tenant.Verify(t, n, &tenant.VerifyOptions{ProviderID: want.providerID, Policy: tenant.Strict, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", controllers.TenantKey, err)
 	}
-	if v.ClusterID != consumerID {
-		return nil, fmt.Errorf("%w: %s is of consumer %q, not %q", errTenantMismatch, controllers.TenantKey, v.ClusterID, consumerID)
+	if want.clusterKey == nil || !keys.Equal(v.PublicKey, want.clusterKey) {
+		return nil, fmt.Errorf("%w: %s is signed with key %s, the consumer cluster's is %s: someone who may write Secrets in namespace %s wrote it; nothing was applied",
+			errUntrustedTenant, controllers.TenantKey, keys.Fingerprint(v.PublicKey), fingerprintOf(want.clusterKey), s.Namespace)
 	}
-	if got := ptr.Deref(v.ProxyURL, ""); got != proxyURL {
+	if v.ClusterID != want.consumerID {
+		return nil, fmt.Errorf("%w: %s is of consumer %q, not %q", errTenantMismatch, controllers.TenantKey, v.ClusterID, want.consumerID)
+	}
+	if got := ptr.Deref(v.ProxyURL, ""); got != want.proxyURL {
 		// Neither URL is quoted: either may hold a password.
 		return nil, fmt.Errorf("%w: %s has another proxy URL than --proxy-url", errTenantMismatch, controllers.TenantKey)
 	}
-	if strict {
-		if pub, ok := v.CSR.PublicKey().(interface{ Equal(crypto.PublicKey) bool }); !ok || pub.Equal(v.PublicKey) {
-			return nil, fmt.Errorf("%w: its CSR is for the cluster key: run kubepact-controller with --strict there, or leave --strict out", errNotStrict)
-		}
+	if want.ownKey && keys.Equal(v.CSR.PublicKey(), v.PublicKey) {
+		return nil, fmt.Errorf("%w: its CSR is for the cluster key, though the request (%s) asked a key of the identity's own",
+			errNotStrict, controllers.TenantOwnKeyKey)
 	}
 	return t, nil
+}
+
+// fingerprintOf is keys.Fingerprint, "none" for no key.
+func fingerprintOf(pub crypto.PublicKey) string {
+	if pub == nil {
+		return "none"
+	}
+	return keys.Fingerprint(pub)
 }
 
 var (

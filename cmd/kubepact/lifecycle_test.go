@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 // sliceConfig makes a ResourceSlice identity by hand, as a provider does:
@@ -225,5 +227,7 @@ func TestLifecycleAdvice(t *testing.T) {
 	revoked := &lifecycle.RevokedError{ConsumerID: "cl-consumer", Until: time.Now(), Reason: lifecycle.ReasonDrained}
 	assert.Contains(t, advice(revoked, "cl-consumer"), "kubepact readmit tenant --remote-cluster-id cl-consumer")
 	assert.Contains(t, advice(lifecycle.ErrDrained, "cl-consumer"), "never bound again")
+	assert.Contains(t, advice(&tenant.NamespaceError{Namespace: "liqo-tenant-cl-provider", RemoteID: "cl-provider", Label: tenant.NamespaceLabel}, ""), "find who created it")
+	assert.Contains(t, advice(fmt.Errorf("consumer cluster: %w", errUntrustedTenant), ""), "delete the Secret liqo-signed-nonce")
 	assert.Contains(t, advice(&lifecycle.TransitionError{From: "Drained", To: "Cordoned"}, ""), "cordon only an Active Tenant")
 }

@@ -95,13 +95,17 @@
 // kubeconfig Secret. It never creates a CertificateSigningRequest, approves
 // one or binds a role on the provider: the provider's controller does.
 // Where the consumer runs kubepact-controller, that controller builds the
-// Tenant too, with the consumer's policy (its --strict), and writes it
-// beside the signature (key tenant.yaml of the liqo-signed-nonce Secret,
-// proxy URL from its key proxyURL): authenticate reads it there, checks
-// that it answers the provider's nonce, and never reads the cluster key, so
-// the consumer's credentials need no access to the key namespace. There
-// --key-algorithm is refused (the controller makes the key), and --strict
-// refuses a controller that runs without --strict. With Liqo's controller
+// Tenant too and writes it beside the signature (key tenant.yaml of the
+// liqo-signed-nonce Secret, proxy URL from its key proxyURL, a CSR for a
+// key of the identity's own when its key ownKey asks for one, as
+// authenticate does when the provider runs kubepact-controller or with
+// --strict): authenticate reads it there, checks that it answers the
+// provider's nonce, that it is signed with the cluster key the controller
+// publishes (ConfigMap kubepact-cluster-public-key in the key namespace,
+// which only the controller may write) and, when asked, that its CSR is
+// for a key of its own, and never reads the cluster key, so the consumer's
+// credentials need no access to the key Secrets. There --key-algorithm is
+// refused (the controller makes the key). With Liqo's controller
 // on the consumer, authenticate builds the Tenant as liqoctl does, reading
 // the cluster key Secret. A controller that refuses an
 // object for good (a Warning Event such as ConsumerRevoked or

@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,6 +137,11 @@ func startLiqo(ctx context.Context, s *side) error {
 	if err := waitServed(ctx, s); err != nil {
 		return err
 	}
+	// kubepact's signed-nonce policy, next to Liqo: it admits Liqo's
+	// controller manager, which signs nonces and creates tenant namespaces.
+	if err := applySignedNoncePolicy(ctx, s); err != nil {
+		return err
+	}
 
 	metrics, err := freeAddr()
 	if err != nil {
@@ -150,9 +157,11 @@ func startLiqo(ctx context.Context, s *side) error {
 	}
 	s.metricsURL = "http://" + metrics + "/metrics"
 	// Liqo's components authenticate as themselves, so that the API
-	// server's audit log tells their requests apart.
-	s.auditUser = "liqo-controller-manager"
-	managerKubeconfig, err := userKubeconfig(ctx, s, s.auditUser)
+	// server's audit log tells their requests apart; the controller
+	// manager as the ServiceAccount Liqo's chart runs it as, which the
+	// signed-nonce policy admits.
+	s.auditUser = liqoManagerUser
+	managerKubeconfig, err := userKubeconfig(ctx, s, s.auditUser, "system:serviceaccounts", "system:serviceaccounts:"+liqoNamespace)
 	if err != nil {
 		return err
 	}
@@ -290,12 +299,13 @@ func startKubepact(ctx context.Context, s *side) error {
 	return clusterid.Validate(s.id)
 }
 
-// userKubeconfig writes a kubeconfig of s for user, bound to cluster-admin,
-// and returns its path. RBAC authorizes user's requests, as it does those
-// of a ServiceAccount a Helm chart binds, and as it does kubepact-
-// controller's: a member of system:masters would skip authorization.
-func userKubeconfig(ctx context.Context, s *side, user string) (string, error) {
-	b, err := s.cluster.UserKubeconfig(user)
+// userKubeconfig writes a kubeconfig of s for user in groups, bound to
+// cluster-admin, and returns its path. RBAC authorizes user's requests, as
+// it does those of a ServiceAccount a Helm chart binds, and as it does
+// kubepact-controller's: a member of system:masters would skip
+// authorization.
+func userKubeconfig(ctx context.Context, s *side, user string, groups ...string) (string, error) {
+	b, err := s.cluster.UserKubeconfig(user, groups...)
 	if err != nil {
 		return "", err
 	}
@@ -307,8 +317,53 @@ func userKubeconfig(ctx context.Context, s *side, user string) (string, error) {
 	if _, err := s.admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("binding %s to cluster-admin: %w", user, err)
 	}
-	path := filepath.Join(filepath.Dir(s.kubeconfig), s.name+"-"+user+".kubeconfig")
+	path := filepath.Join(filepath.Dir(s.kubeconfig), s.name+"-"+strings.ReplaceAll(user, ":", "-")+".kubeconfig")
 	return path, os.WriteFile(path, b, 0o600)
+}
+
+// liqoManagerUser is the user of Liqo's controller manager: the
+// ServiceAccount liqo-controller-manager that Liqo's chart creates in the
+// Liqo namespace and runs it as.
+const liqoManagerUser = "system:serviceaccount:" + liqoNamespace + ":liqo-controller-manager"
+
+// applySignedNoncePolicy applies config/signed-nonce-policy to s as kubectl
+// apply -k does, and waits until the API server enforces it: a user bound to
+// cluster-admin, but neither a peering admin nor an admitted controller, is
+// refused a liqo-signed-nonce Secret.
+func applySignedNoncePolicy(ctx context.Context, s *side) error {
+	objects, err := kustomize.Render(ctx, filepath.Join("..", "..", "config", "signed-nonce-policy"))
+	if err != nil {
+		return err
+	}
+	for _, u := range objects {
+		if err := s.client.Patch(ctx, u, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	probe, err := userKubeconfig(ctx, s, "signed-nonce-policy-probe")
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", probe)
+	if err != nil {
+		return err
+	}
+	as, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "liqo-signed-nonce", Namespace: liqoNamespace}}
+	return eventually(ctx, time.Minute, func(ctx context.Context) error {
+		_, err := as.CoreV1().Secrets(liqoNamespace).Create(ctx, secret, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsForbidden(err):
+			return nil
+		case err == nil:
+			_ = s.admin.CoreV1().Secrets(liqoNamespace).Delete(ctx, secret.Name, metav1.DeleteOptions{})
+			return errors.New("the signed-nonce policy is not enforced yet")
+		}
+		return err
+	})
 }
 
 // containerArgs returns the args of the container name of Deployment u.
