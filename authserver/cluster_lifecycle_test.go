@@ -35,19 +35,7 @@ func TestClusterTokenConsumerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := providerCluster.cluster.AdminConfig()
-	pports, err := kube.NewProviderPorts(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint, err := kube.EndpointFromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov, err := kubepact.NewProvider(p.id, endpoint, pports, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prov, pports := adminProvider(t, p.id)
 	if err := prov.Cordon(ctx, id); err != nil {
 		t.Fatalf("cordon tenant of a token consumer: %v", err)
 	}
@@ -108,4 +96,25 @@ func TestClusterTokenConsumerLifecycle(t *testing.T) {
 	if _, err := prov.Revocation(ctx, id); err != nil {
 		t.Fatalf("no revocation record: %v", err)
 	}
+}
+
+// adminProvider returns the Provider of cluster id over the provider
+// cluster's admin credentials, as an administrator's kubepact runs it, and
+// its ports.
+func adminProvider(t *testing.T, id string) (*kubepact.Provider, kubepact.ProviderPorts) {
+	t.Helper()
+	cfg := providerCluster.cluster.AdminConfig()
+	pports, err := kube.NewProviderPorts(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, err := kube.EndpointFromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := kubepact.NewProvider(id, endpoint, pports, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prov, pports
 }

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
@@ -111,24 +110,11 @@ func TestClusterDrainAndRevokeTakeBackEveryFlow(t *testing.T) {
 	// kubeconfig Secret, named after the provider, in its own cluster.
 	revokedSA := serviceAccountIdentity(t, p.id+"-2", revoked)
 
-	cfg := providerCluster.cluster.AdminConfig()
-	pports, err := kube.NewProviderPorts(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint, err := kube.EndpointFromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov, err := kubepact.NewProvider(p.id, endpoint, pports, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	prov, _ := adminProvider(t, p.id)
 	if err := prov.Drain(ctx, drained); err != nil {
 		t.Fatalf("drain: %v", err)
 	}
-	_, err = providerCluster.client.RbacV1().RoleBindings(clusterid.TenantNamespace(drained)).Get(ctx, bindingName, metav1.GetOptions{})
+	_, err := providerCluster.client.RbacV1().RoleBindings(clusterid.TenantNamespace(drained)).Get(ctx, bindingName, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("ControlPlane binding of the drained consumer: %v, want it gone", err)
 	}

@@ -16,22 +16,14 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/resourceslice"
 )
 
 // kubeconfigClient returns a client of the provider made from the
-// kubeconfig Secret namespace/name on the consumer.
+// kubeconfig Secret namespace/name on the consumer (peerClient).
 func kubeconfigClient(ctx context.Context, t *testing.T, namespace, name string) kubernetes.Interface {
 	t.Helper()
-	s := secret(ctx, t, consumerEnv, namespace, name)
-	require.NotNil(t, s)
-	cfg, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
-	require.NoError(t, err)
-	rc, err := cfg.RESTConfig()
-	require.NoError(t, err)
-	cs, err := kubernetes.NewForConfig(rc)
-	require.NoError(t, err)
+	_, cs := peerClient(ctx, t, namespace, name)
 	return cs
 }
 

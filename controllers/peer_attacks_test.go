@@ -30,23 +30,12 @@ import (
 
 // The tests of this file are attacks of a peer that holds what a provider
 // granted it: they run as the peer's real credentials, the kubeconfig
-// Secrets its consumer controller wrote.
+// Secrets its consumer controller wrote (peerClient).
 
-// peerTypedClient returns a typed client of the provider made from the
-// kubeconfig Secret namespace/name on the consumer: the peer's own
-// credentials.
-func peerTypedClient(ctx context.Context, t *testing.T, namespace, name string) client.Client {
+// typedPeer is peerClient's typed client.
+func typedPeer(ctx context.Context, t *testing.T, namespace, name string) client.Client {
 	t.Helper()
-	s := secret(ctx, t, consumerEnv, namespace, name)
-	require.NotNil(t, s)
-	cfg, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
-	require.NoError(t, err)
-	rc, err := cfg.RESTConfig()
-	require.NoError(t, err)
-	scheme, err := controllers.NewScheme()
-	require.NoError(t, err)
-	c, err := client.New(rc, client.Options{Scheme: scheme})
-	require.NoError(t, err)
+	c, _ := peerClient(ctx, t, namespace, name)
 	return c
 }
 
@@ -185,7 +174,7 @@ func TestRevokedPeerKeepsNoSliceBinding(t *testing.T) {
 	// The peer is hostile from here: its own controllers stop, and it
 	// strips the label with its ControlPlane credentials.
 	stopConsumer()
-	peer := peerTypedClient(ctx, t, id.Namespace, id.Status.KubeconfigSecretRef.Name)
+	peer := typedPeer(ctx, t, id.Namespace, id.Status.KubeconfigSecretRef.Name)
 	var remote authv1beta1.ResourceSlice
 	require.NoError(t, peer.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: s.Name}, &remote))
 	patch := []byte(`{"metadata":{"labels":{"` + resourceslice.ReplicatedLabel + `":null}}}`)
@@ -253,7 +242,7 @@ func TestConsumerWrittenSliceStatusIsComputedAnew(t *testing.T) {
 	}
 	eventually(t, "slice-after's resources denied", func() bool { return remoteDenied(after.Name) })
 
-	peer := peerTypedClient(ctx, t, id.Namespace, id.Status.KubeconfigSecretRef.Name)
+	peer := typedPeer(ctx, t, id.Namespace, id.Status.KubeconfigSecretRef.Name)
 	forge := func(name string) {
 		t.Helper()
 		var remote authv1beta1.ResourceSlice

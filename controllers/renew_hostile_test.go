@@ -74,8 +74,9 @@ func signCertificate(cn string, orgs []string, pub crypto.PublicKey, notBefore, 
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
-// peerClient returns a client of the provider acting as the consumer, with
-// the ControlPlane kubeconfig the consumer holds, and its typed clientset.
+// peerClient returns clients of the provider made from the kubeconfig
+// Secret namespace/name on the consumer: they act as the peer, with the
+// credentials it holds. The first is typed, the second a clientset.
 func peerClient(ctx context.Context, t *testing.T, namespace, name string) (client.Client, kubernetes.Interface) {
 	t.Helper()
 	s := secret(ctx, t, consumerEnv, namespace, name)

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,28 +29,7 @@ import (
 // config/, as kustomize renders it.
 func shippedArgs(ctx context.Context, t *testing.T) []string {
 	t.Helper()
-	objects, err := kustomize(ctx, filepath.Join("..", "..", "config"))
-	require.NoError(t, err)
-	for _, u := range objects {
-		if u.GetKind() != "Deployment" || u.GetName() != "kubepact-controller" {
-			continue
-		}
-		containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-		require.NoError(t, err)
-		for _, c := range containers {
-			c := c.(map[string]any)
-			if c["name"] != "controller" {
-				continue
-			}
-			var args []string
-			for _, a := range c["args"].([]any) {
-				args = append(args, a.(string))
-			}
-			return args
-		}
-	}
-	t.Fatal("config/ has no kubepact-controller Deployment with a controller container")
-	return nil
+	return deploymentArgs(ctx, t, filepath.Join("..", "..", "config"))
 }
 
 // withPorts returns args with the values of the listen flags replaced by
