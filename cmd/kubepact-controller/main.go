@@ -24,7 +24,7 @@
 //	--kubeconfig FILE               kubeconfig to use; default: in-cluster, else $KUBECONFIG or ~/.kube/config
 //	--api-server-url URL            provider: the https URL consumers reach this API server at; default: the
 //	                                one kube-public/cluster-info names (kubeadm); without either, Tenants
-//	                                get an APIServerURLUnknown Event
+//	                                get an APIServerURLUnknown Event and the controller is not ready
 //	--api-server-ca-file FILE       provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA
 //	--policy compatible|strict      provider: how strictly Tenants are checked (default compatible)
 //	--certificate-lifetime DURATION provider: lifetime of issued certificates, re-signed at two thirds (default 7 days, 168h)
@@ -53,7 +53,8 @@
 //	--metrics-bind-address ADDR     Prometheus metrics, over HTTPS for who may get /metrics (default :8443; 0 disables)
 //	--metrics-secure                authenticate and authorize scrapes over HTTPS (default true)
 //	--metrics-cert-dir DIR          tls.crt and tls.key of the metrics server (default: self-signed)
-//	--health-probe-bind-address ADDR /healthz and /readyz (default :8081; 0 disables)
+//	--health-probe-bind-address ADDR /healthz and /readyz, with /readyz/provider saying why the
+//	                                provider is not ready (default :8081; 0 disables)
 //	--tenant-namespace-pod-security LEVEL
 //	                                pod-security.kubernetes.io/enforce of the tenant namespaces it creates,
 //	                                at creation only (privileged for a Liqo network module beside it);
@@ -66,6 +67,17 @@
 // in package controllers' documentation and config/controller. On SIGTERM
 // it releases its lease, stops its workers and exits 0; --help and
 // --version exit 0, a bad command line 2, a failure 1.
+//
+// It is ready (/readyz) once its caches are synced and, with the provider
+// role, once it can accept Tenants: it knows the URL consumers reach its API
+// server at, and the peer ClusterRoles it binds (liqo-remote-controlplane,
+// liqo-virtual-kubelet-remote-clusterwide) are installed, which every
+// replica reads every 5 seconds. Until then kubectl rollout status waits,
+// /readyz/provider answers why and how to fix it, and each problem is
+// logged once and recorded as a Warning Event (APIServerURLUnknown,
+// PeerRoleMissing) on the controller's Pod, which the Deployment names in
+// POD_NAME, POD_NAMESPACE and POD_UID. A consumer alone (--roles=consumer)
+// needs neither.
 package main
 
 import (
@@ -86,6 +98,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -97,6 +110,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -162,7 +176,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	roles := fs.String("roles", "provider,consumer", "which reconcilers to run: provider, consumer or both")
 	fs.StringVar(&o.clusterID, "cluster-id", "", "this cluster's ID; default: the one the cluster records (ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in --key-namespace), else a new one; recorded there when the cluster has none")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to use; default: in-cluster, else $KUBECONFIG or ~/.kube/config")
-	fs.StringVar(&o.apiServerURL, "api-server-url", "", "provider: the https URL consumers reach this cluster's API server at; default: the one kube-public/cluster-info names")
+	fs.StringVar(&o.apiServerURL, "api-server-url", "", "provider: the https URL consumers reach this cluster's API server at; default: the one kube-public/cluster-info names; without either the controller is not ready")
 	fs.StringVar(&o.apiServerCA, "api-server-ca-file", "", "provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA")
 	fs.StringVar(&o.policy, "policy", "compatible", "provider: compatible (Liqo consumers) or strict (transcript required)")
 	fs.DurationVar(&o.lifetime, "certificate-lifetime", kubepact.DefaultCertificateLifetime, "provider: lifetime of issued certificates, re-signed at two thirds of it")
@@ -357,11 +371,20 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		if pc.Endpoint.Server == "" {
-			log.Info("no API server URL: Tenants and ResourceSlices are refused (Event APIServerURLUnknown) until --api-server-url is set",
-				"reason", controllers.ReasonAPIServerURLUnknown)
-		}
 		if err := controllers.SetupProvider(mgr, pc); err != nil {
+			return err
+		}
+		// Not ready while Tenants would be refused (no API server URL, a
+		// peer role it binds missing): the roles are the ones its RBAC
+		// may bind.
+		ready := newProviderReadiness(pc, kube.NewRBAC(client),
+			[]string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName},
+			mgr.GetEventRecorder("kubepact-controller"), podReference(), podNamespace(),
+			log.WithName("readiness"), clock.RealClock{})
+		if err := mgr.Add(ready); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck(providerCheck, ready.Check); err != nil {
 			return err
 		}
 	}
