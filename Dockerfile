@@ -9,7 +9,9 @@ FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 # The version the binary reports and the image's label: VERSION's content
-# (a test checks they agree).
+# (a test checks they agree). Linked in with -ldflags, it wins over every
+# other source of the version (package internal/version): this builds the
+# release, so build it from the release's commit.
 ARG VERSION=v0.2.0
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -30,13 +30,22 @@ readonly OUT_DIR="${KUBEPACT_CONTROLPLANE_DIR:-$HOME/.cache/kubepact/controlplan
 
 log() { printf 'controlplane: %s\n' "$*" >&2; }
 
+# reports succeeds when the binary $1, run with --version, prints the line $2. Its whole output is
+# read first: piped into grep -q, a binary that writes its version in several pieces (etcd does)
+# can be cut off by grep's early exit, and pipefail would then fail a binary that matched.
+reports() {
+	local out
+	out=$("$1" --version 2>/dev/null) || return 1
+	grep -qx -- "$2" <<<"$out"
+}
+
 # up_to_date succeeds when all three binaries in $1 exist and report the pinned versions.
 up_to_date() {
 	local dir=$1
 	[[ -x $dir/kube-apiserver && -x $dir/kube-controller-manager && -x $dir/etcd ]] || return 1
-	"$dir/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes ${KUBE_VERSION}" || return 1
-	"$dir/kube-controller-manager" --version 2>/dev/null | grep -qx "Kubernetes ${KUBE_VERSION}" || return 1
-	"$dir/etcd" --version 2>/dev/null | grep -qx "etcd Version: ${ETCD_VERSION#v}" || return 1
+	reports "$dir/kube-apiserver" "Kubernetes ${KUBE_VERSION}" || return 1
+	reports "$dir/kube-controller-manager" "Kubernetes ${KUBE_VERSION}" || return 1
+	reports "$dir/etcd" "etcd Version: ${ETCD_VERSION#v}" || return 1
 }
 
 if up_to_date "$OUT_DIR"; then

@@ -1,22 +1,19 @@
 package main
 
-import "runtime/debug"
+import buildversion "github.com/kubepact/kubepact/internal/version"
 
-// version is the controller's version, set at build time:
+// version is the controller's version when set at link time, which wins
+// over every other source:
 //
 //	go build -ldflags "-X main.version=$(cat VERSION)" ./cmd/kubepact-controller
 //
-// hack/image.sh and the Dockerfile do. A build without it reports the
-// module version go install recorded, else "devel".
+// hack/image.sh and the Dockerfile do: they build the release's image.
+// Without it, the controller reports the module version go install
+// recorded when it is a release, else VERSION with -dev and the revision
+// built, as the kubepact CLI does (package internal/version gives the
+// order).
 var version string
 
-// Version returns the controller's version.
-func Version() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
+// Version returns the controller's version: what --version prints and
+// kubepact_build_info's version label.
+func Version() string { return buildversion.Get(version) }
