@@ -72,6 +72,19 @@
 // Package fake implements all of them in memory. Time and randomness are
 // options (a clock.PassiveClock and an io.Reader) wherever they matter.
 //
+// # On real clusters
+//
+// Package kube adapts every port to a Kubernetes API server, and
+// kube.Connect wires them in one call: it connects to a cluster from its
+// *rest.Config, and the returned kube.Cluster's Provider and Consumer are
+// that cluster's Provider and Consumer, under the cluster ID the cluster
+// records, which its controllers and liqoctl use (an ID given that differs
+// is refused with a *kube.ClusterIDMismatchError). With
+// kube.ConnectOptions.Install it first creates what a fresh cluster lacks:
+// the CRDs, the peer ClusterRoles and the ID record. Package kube's
+// Example_realClusters runs a handshake between two clusters that way, in
+// a few lines; package controllers runs it declaratively instead.
+//
 // # Security
 //
 // Secret-holding values (keys.PrivateKey, nonce.Nonce, kubeconfig.Config)

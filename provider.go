@@ -107,6 +107,16 @@ type ProviderOptions struct {
 	// load-balancer classes, node labels. Nil means
 	// resourceslice.DefaultOffer(), Liqo's Helm chart's defaults.
 	SliceOffer *resourceslice.Offer
+	// NoFinalizer makes Accept record Tenants without tenant.Finalizer, for
+	// a provider whose Tenants no controller watches (the offline flow): no
+	// one would remove the finalizer, so deleting such a Tenant, or its
+	// tenant namespace, would hang. Authenticate, which does the provider's
+	// steps in-process, records none either way. By default Accept, the
+	// step a controller calls, adds it, and the controller's cleanup runs
+	// before the Tenant goes. A finalizer the stored Tenant carries always
+	// stays, and a controller that comes later adds its own when it
+	// accepts the Tenant again.
+	NoFinalizer bool
 }
 
 // Provider runs the provider's side of the handshake: it issues nonces and
@@ -383,7 +393,13 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 	// stored already (a controller's Tenant, which the consumer created),
 	// else it waits for the Tenant's UID. Last comes the status, which
 	// hands the certificate out.
-	stored := storedTenant(t)
+	// Only a provider with a controller to remove it puts the finalizer on
+	// (see ProviderOptions.NoFinalizer): issued is set by Authenticate,
+	// which runs in-process, with no controller as the writer. One stored
+	// stays, or the field manager's apply would remove it.
+	finalize := !p.opts.NoFinalizer && issued == nil ||
+		current != nil && current.DeletionTimestamp == nil && slices.Contains(current.Finalizers, tenant.Finalizer)
+	stored := storedTenant(t, finalize)
 	owner := current
 	stable := current != nil && current.UID != "" && current.DeletionTimestamp == nil
 	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
@@ -607,12 +623,12 @@ func (p *Provider) acceptedKey(ctx context.Context, consumerID, key string) (boo
 
 // storedTenant returns the Tenant the provider stores for t: its spec but
 // its condition, and only the metadata the protocol defines (name,
-// namespace, the cluster ID label, kubepact's finalizer and the transcript
-// annotations). Owner
+// namespace, the cluster ID label, kubepact's finalizer when finalize is
+// set, and the transcript annotations). Owner
 // references, finalizers, labels and annotations that came with t from the
 // other cluster are not kept: an owner reference to a missing object would
 // let the garbage collector delete the Tenant.
-func storedTenant(t *authv1beta1.Tenant) *authv1beta1.Tenant {
+func storedTenant(t *authv1beta1.Tenant, finalize bool) *authv1beta1.Tenant {
 	consumerID := t.Spec.ClusterID
 	stored := &authv1beta1.Tenant{
 		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.TenantKind},
@@ -621,9 +637,11 @@ func storedTenant(t *authv1beta1.Tenant) *authv1beta1.Tenant {
 			Namespace:   clusterid.TenantNamespace(consumerID),
 			Labels:      map[string]string{clusterid.Label: consumerID},
 			Annotations: tenant.TranscriptAnnotations(t),
-			Finalizers:  []string{tenant.Finalizer},
 		},
 		Spec: *t.Spec.DeepCopy(),
+	}
+	if finalize {
+		stored.Finalizers = []string{tenant.Finalizer}
 	}
 	// The condition is the provider's: left out, it keeps what the
 	// administrator set (or its default, Active), whatever t says.
@@ -634,14 +652,15 @@ func storedTenant(t *authv1beta1.Tenant) *authv1beta1.Tenant {
 // recorded reports whether the stored Tenant current already carries all
 // of want, the Tenant Accept records, status aside: its spec (the
 // condition, which is the provider's, aside), and its label, annotations
-// and finalizer. Applying want again would change nothing.
+// and, when want has it, finalizer. Applying want again would change
+// nothing.
 func recorded(current, want *authv1beta1.Tenant) bool {
 	if current == nil || current.DeletionTimestamp != nil || current.UID == "" {
 		return false
 	}
 	spec := current.Spec
 	spec.TenantCondition = ""
-	if !equality.Semantic.DeepEqual(spec, want.Spec) || !slices.Contains(current.Finalizers, tenant.Finalizer) {
+	if !equality.Semantic.DeepEqual(spec, want.Spec) || len(want.Finalizers) > 0 && !slices.Contains(current.Finalizers, tenant.Finalizer) {
 		return false
 	}
 	for _, m := range []struct{ have, want map[string]string }{

@@ -303,7 +303,7 @@ func TestBesideLiqo(t *testing.T) {
 	require.True(t, maps.Equal(liqoRole.Annotations, role.Annotations), "Liqo's annotations on the ClusterRole: %v", role.Annotations)
 
 	stored := requireTouched(t, prov.dynamic, tenantsResource, tenantNS, consumerID, liqoFinalizer, true)
-	require.Contains(t, stored.GetFinalizers(), tenant.Finalizer)
+	require.NotContains(t, stored.GetFinalizers(), tenant.Finalizer, "Authenticate ran in-process: no controller here would remove it")
 	_, found, _ := unstructured.NestedString(stored.Object, "status", "tenantNamespace")
 	require.True(t, found, "kubepact's status of the Tenant")
 	rb := requireTouched(t, prov.dynamic, roleBindingsResource, tenantNS, binding, "", false)

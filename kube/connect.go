@@ -1,10 +1,13 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +19,10 @@ import (
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/rbac"
 )
 
 // Rate limits of Connect's clients when neither ConnectOptions nor the
@@ -45,12 +50,46 @@ type CRDNotServedError struct {
 }
 
 func (e *CRDNotServedError) Error() string {
-	return fmt.Sprintf("%s does not serve authentication.liqo.io/v1beta1 %s: install Liqo, or kubepact's CRDs (kube.InstallCRDs)",
+	return fmt.Sprintf("%s does not serve authentication.liqo.io/v1beta1 %s: install Liqo, or kubepact's CRDs "+
+		"(connect with kube.ConnectOptions{Install: true}, or kube.InstallCRDs)",
 		e.Server, strings.Join(e.CRDs, ", "))
 }
 
 // Is makes errors.Is(err, ErrCRDNotServed) true.
 func (e *CRDNotServedError) Is(target error) bool { return target == ErrCRDNotServed }
+
+// ErrNoClusterID reports that Cluster.Provider or Cluster.Consumer was
+// given no cluster ID while the cluster records none and
+// ConnectOptions.Install, which would record one, was not set.
+var ErrNoClusterID = errors.New("no cluster ID given, and the cluster records none")
+
+// ClusterIDMismatchError reports a cluster ID given to Cluster.Provider or
+// Cluster.Consumer that differs from the one the cluster records, which
+// its controllers (kubepact's or Liqo's) and liqoctl use: a peer would be
+// told one ID by this process and another by them, and refuse one of the
+// two. It wraps clusterid.ErrConflict.
+type ClusterIDMismatchError struct {
+	// Role is "provider" or "consumer".
+	Role string
+	// Given is the ID asked for, Recorded the cluster's.
+	Given, Recorded string
+	// Where names the record, for example "the ConfigMap labelled
+	// app.kubernetes.io/name=clusterid-configmap in liqo".
+	Where string
+}
+
+func (e *ClusterIDMismatchError) Error() string {
+	return fmt.Sprintf("%s %q: %v: %s records %q, which the cluster's controllers and liqoctl use: pass \"\" to use it",
+		e.Role, e.Given, clusterid.ErrConflict, e.Where, e.Recorded)
+}
+
+// Unwrap returns clusterid.ErrConflict.
+func (e *ClusterIDMismatchError) Unwrap() error { return clusterid.ErrConflict }
+
+// setupTimeout bounds what Connect, Cluster.Provider and Cluster.Consumer
+// do beyond their discovery request: reading and recording the cluster ID,
+// and with ConnectOptions.Install, installing CRDs and peer roles.
+const setupTimeout = time.Minute
 
 // ConnectOptions tunes Connect. The zero value, like a nil pointer, takes
 // the Endpoint from cfg (EndpointFromConfig), keeps cfg's rate limits or
@@ -69,10 +108,21 @@ type ConnectOptions struct {
 	// API, as ProviderPortsOptions.Signer.
 	Signer csr.Signer
 	// KeyNamespace, Offline and Reviewer configure the consumer's ports, as
-	// in ConsumerPortsOptions.
+	// in ConsumerPortsOptions. KeyNamespace, the Liqo namespace, also holds
+	// the cluster's ID record (see EnsureClusterID).
 	KeyNamespace string
 	Offline      bool
 	Reviewer     *IdentityReviewerOptions
+	// Install makes the cluster ready for a handshake, creating only what
+	// it lacks and changing nothing it has: the authentication.liqo.io
+	// CRDs that are not served (InstallCRDs), the peer ClusterRoles that
+	// are missing (rbac.PeerRoles, applied as rbac.Install does), and,
+	// when Provider or Consumer is called while the cluster records no
+	// cluster ID, the record of the ID they use (EnsureClusterID: the one
+	// given, or a new one), where Liqo and kubepact-controller read it. It
+	// needs a cluster administrator's rights. Each install step is bounded
+	// by a minute.
+	Install bool
 }
 
 // Cluster is one Kubernetes cluster connected with Connect: the ports of a
@@ -89,6 +139,14 @@ type Cluster struct {
 	endpointErr error
 	provider    kubepact.ProviderPorts
 	consumer    kubepact.ConsumerPorts
+
+	// idNamespace holds the cluster's ID record; install is
+	// ConnectOptions.Install.
+	idNamespace string
+	install     bool
+	// mu guards id, the cluster's recorded ID once read or recorded.
+	mu sync.Mutex
+	id string
 }
 
 // Connect builds every port of kubepact over the API server of cfg and
@@ -96,11 +154,16 @@ type Cluster struct {
 // authentication.liqo.io CRDs kubepact uses (Tenant, Identity,
 // ResourceSlice, Renew), so that a missing one fails here and not in the
 // middle of a handshake: it returns a *CRDNotServedError (errors.Is
-// ErrCRDNotServed) naming them. cfg itself is not changed. Other errors are
-// ErrNoServer for a nil cfg, ErrRootCAsNotPEM for a refused opts.Reviewer,
-// client-go's for a cfg that cannot make a client, and the discovery
-// request's own (an unreachable server, say); none quotes cfg's
+// ErrCRDNotServed) naming them, unless opts.Install is set, which installs
+// them, and the missing peer ClusterRoles. cfg itself is not changed.
+// Other errors are ErrNoServer for a nil cfg, ErrRootCAsNotPEM for a
+// refused opts.Reviewer, client-go's for a cfg that cannot make a client,
+// the discovery request's own (an unreachable server, say), and those of
+// InstallCRDs and of applying a ClusterRole; none quotes cfg's
 // credentials.
+//
+// Connect reads nothing else: the cluster's ID is read, once, by the first
+// call of Cluster.Provider or Cluster.Consumer.
 //
 // Rate limits: one handshake makes about 22 requests to the provider's API
 // server when its certificate is signed through the CSR API (19 with a
@@ -128,8 +191,15 @@ func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	c := &Cluster{client: cs, typed: typed}
-	if err := requireCRDs(cs.Discovery(), serverHost(cfg)); err != nil {
+	c := &Cluster{client: cs, typed: typed, idNamespace: o.KeyNamespace, install: o.Install}
+	if c.idNamespace == "" {
+		c.idNamespace = keys.DefaultNamespace
+	}
+	err = requireCRDs(cs.Discovery(), serverHost(cfg))
+	if o.Install {
+		err = install(cfg, cs, err)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	if o.Endpoint != nil {
@@ -165,21 +235,144 @@ func (c *Cluster) ProviderPorts() kubepact.ProviderPorts { return c.provider }
 // cluster, as NewConsumerPorts does. Each call returns the same ports.
 func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts { return c.consumer }
 
-// Provider returns the kubepact.Provider of this cluster, whose ID is
-// clusterID, reached by consumers at Endpoint. It returns Endpoint's error
-// when the cluster has no Endpoint, and kubepact.NewProvider's.
+// Provider returns the kubepact.Provider of this cluster, reached by
+// consumers at Endpoint, whose ID is the one the cluster records (see
+// ClusterID). clusterID, when not empty, must be that ID, else a
+// *ClusterIDMismatchError; on a cluster that records none it is used (and
+// recorded with ConnectOptions.Install). It returns Endpoint's error when
+// the cluster has no Endpoint, ClusterID's, and kubepact.NewProvider's.
 func (c *Cluster) Provider(clusterID string, opts *kubepact.ProviderOptions) (*kubepact.Provider, error) {
 	endpoint, err := c.Endpoint()
 	if err != nil {
-		return nil, fmt.Errorf("provider %s: %w", clusterID, err)
+		return nil, fmt.Errorf("provider: %w", err)
 	}
-	return kubepact.NewProvider(clusterID, endpoint, c.provider, opts)
+	id, err := c.clusterID("provider", clusterID)
+	if err != nil {
+		return nil, err
+	}
+	return kubepact.NewProvider(id, endpoint, c.provider, opts)
 }
 
-// Consumer returns the kubepact.Consumer of this cluster, whose ID is
-// clusterID. It returns kubepact.NewConsumer's errors.
+// Consumer returns the kubepact.Consumer of this cluster, whose ID is the
+// one the cluster records, or clusterID, as for Provider. It returns
+// ClusterID's errors and kubepact.NewConsumer's.
 func (c *Cluster) Consumer(clusterID string, opts *kubepact.ConsumerOptions) (*kubepact.Consumer, error) {
-	return kubepact.NewConsumer(clusterID, c.consumer, opts)
+	id, err := c.clusterID("consumer", clusterID)
+	if err != nil {
+		return nil, err
+	}
+	return kubepact.NewConsumer(id, c.consumer, opts)
+}
+
+// ClusterID returns the ID the cluster records in ConnectOptions.KeyNamespace
+// (RecordedClusterID), which its controllers and liqoctl use, read with the
+// first call and kept; "" when it records none. Errors are
+// RecordedClusterID's.
+func (c *Cluster) ClusterID() (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recorded()
+}
+
+// recorded is ClusterID, with c.mu held.
+func (c *Cluster) recorded() (string, error) {
+	if c.id != "" {
+		return c.id, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	id, err := RecordedClusterID(ctx, c.client, c.idNamespace)
+	if err != nil {
+		return "", fmt.Errorf("reading the cluster ID: %w", err)
+	}
+	c.id = id
+	return id, nil
+}
+
+// clusterID returns the ID role takes: the recorded one, which given, when
+// set, must equal; else given, recorded when c installs; else, when c
+// installs, a new one, recorded. A client forbidden to read the record
+// gets given unchecked.
+func (c *Cluster) clusterID(role, given string) (string, error) {
+	if given != "" {
+		if err := clusterid.Validate(given); err != nil {
+			return "", fmt.Errorf("%s: %w", role, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recorded, err := c.recorded()
+	switch {
+	case err != nil && given != "" && !c.install && apierrors.IsForbidden(err):
+		return given, nil
+	case err != nil:
+		return "", fmt.Errorf("%s: %w", role, err)
+	case recorded != "":
+		return c.check(role, given, recorded)
+	case given == "" && !c.install:
+		return "", fmt.Errorf("%s: %w in the ConfigMap labelled %s=%s in %s: pass the cluster's ID, or connect with Install to record a new one",
+			role, ErrNoClusterID, clusterid.RecordLabel, clusterid.RecordLabelValue, c.idNamespace)
+	case !c.install:
+		return given, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	id, _, err := EnsureClusterID(ctx, c.client, given, &ClusterIDOptions{Namespace: c.idNamespace})
+	var conflict *clusterid.ConflictError
+	if errors.As(err, &conflict) {
+		// Recorded by another writer since it was read.
+		c.id = conflict.Recorded
+		return c.check(role, given, conflict.Recorded)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: recording the cluster ID: %w", role, err)
+	}
+	c.id = id
+	return id, nil
+}
+
+// check returns recorded, or a *ClusterIDMismatchError when given is set
+// and differs from it.
+func (c *Cluster) check(role, given, recorded string) (string, error) {
+	if given != "" && given != recorded {
+		return "", &ClusterIDMismatchError{Role: role, Given: given, Recorded: recorded,
+			Where: fmt.Sprintf("the ConfigMap labelled %s=%s in %s", clusterid.RecordLabel, clusterid.RecordLabelValue, c.idNamespace)}
+	}
+	return recorded, nil
+}
+
+// install completes a cluster for ConnectOptions.Install: given notServed,
+// the result of requireCRDs, it installs the CRDs when some are missing
+// and checks again, then creates the peer ClusterRoles that do not exist.
+// It returns notServed when that is another error than a
+// *CRDNotServedError, and changes nothing then.
+func install(cfg *rest.Config, cs kubernetes.Interface, notServed error) error {
+	var missing *CRDNotServedError
+	if notServed != nil && !errors.As(notServed, &missing) {
+		return notServed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	if missing != nil {
+		if err := InstallCRDs(ctx, cfg); err != nil {
+			return err
+		}
+		if err := requireCRDs(cs.Discovery(), serverHost(cfg)); err != nil {
+			return err
+		}
+	}
+	roles := NewRBAC(cs)
+	for _, r := range rbac.PeerRoles() {
+		switch ok, err := roles.HasClusterRole(ctx, r.Name); {
+		case err != nil:
+			return err
+		case !ok:
+			if err := roles.ApplyClusterRole(ctx, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Clientset returns the Cluster's clientset, for the ports Connect does not

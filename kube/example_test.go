@@ -14,21 +14,26 @@ import (
 
 // The consumer cluster obtains an identity on the provider cluster. Both are
 // reached through the kubeconfig files PROVIDER_KUBECONFIG and
-// CONSUMER_KUBECONFIG name (the package's TestMain points them at its two
-// test clusters), and both serve the authentication.liqo.io CRDs (Liqo's,
-// or kube.InstallCRDs). The provider must have the peer ClusterRoles
-// (rbac.Install). The README's "On real clusters" shows this function as a
-// main function.
+// CONSUMER_KUBECONFIG name, with an administrator's rights: Install creates
+// what a fresh cluster lacks (the authentication.liqo.io CRDs, the peer
+// ClusterRoles, a recorded cluster ID) and leaves what Liqo or kubepact
+// installed as it is. Each side takes the ID its cluster records, as its
+// controllers and liqoctl do. The README's "On real clusters" shows this
+// function as a main function; TestREADMESnippet runs it on two fresh
+// clusters and on two clusters whose controllers run, and prints, for
+// example:
+//
+//	cl-5f3a0e1c9b2d4a6e in liqo-tenant-cl-5f3a0e1c9b2d4a6e
 func Example_realClusters() {
 	providerCfg := must(clientcmd.BuildConfigFromFlags("", os.Getenv("PROVIDER_KUBECONFIG")))
 	consumerCfg := must(clientcmd.BuildConfigFromFlags("", os.Getenv("CONSUMER_KUBECONFIG")))
-	providerCluster := must(kube.Connect(providerCfg, nil)) // checks the CRDs
-	consumerCluster := must(kube.Connect(consumerCfg, nil))
-	provider := must(providerCluster.Provider("cl-provider", nil))
-	consumer := must(consumerCluster.Consumer("cl-consumer", nil))
+	setUp := &kube.ConnectOptions{Install: true} // CRDs, peer roles and a cluster ID, where missing
+	providerCluster := must(kube.Connect(providerCfg, setUp))
+	consumerCluster := must(kube.Connect(consumerCfg, setUp))
+	provider := must(providerCluster.Provider("", nil)) // "": the ID the cluster records
+	consumer := must(consumerCluster.Consumer("", nil))
 	done := must(kubepact.Authenticate(context.Background(), consumer, provider, nil))
 	fmt.Println(done.Kubeconfig.User(), "in", done.Kubeconfig.Namespace())
-	// Output: cl-consumer in liqo-tenant-cl-consumer
 }
 
 func must[T any](v T, err error) T {

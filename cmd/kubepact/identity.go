@@ -49,7 +49,7 @@ func generateIdentityCommand(f *flags) runFunc {
 		}
 		ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
 		defer cancel()
-		cl, p, err := pf.connect(ctx, *apiServerURL, &kubepact.ProviderOptions{NonceTTL: *ttl, Policy: policy.policy, OnStep: printSteps(e.stderr)})
+		cl, p, err := pf.connect(ctx, *apiServerURL, &kubepact.ProviderOptions{NonceTTL: *ttl, Policy: policy.policy, OnStep: printSteps(e.stderr), NoFinalizer: true})
 		if err != nil {
 			return err
 		}
