@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
@@ -27,7 +30,47 @@ func advice(err error, consumerID string) string {
 	newNonce := fmt.Sprintf("ask the provider for a new nonce: kubepact create nonce --remote-cluster-id %s; "+
 		"then the consumer signs it: kubepact generate tenant --nonce NONCE ...", consumer)
 	var denied *csr.DeniedError
+	var (
+		refused *RefusedError
+		blocked *BlockedError
+		timeout *TimeoutError
+		gone    *ControllerGoneError
+		stopped *InterruptedError
+		step    *kubepact.StepError
+	)
 	switch {
+	case errors.As(err, &stopped):
+		return strings.Trim(strings.Join([]string{stopped.Resume, stopped.Clean}, "; "), "; ")
+	case errors.As(err, &gone):
+		return fmt.Sprintf("the %s cluster's controller (%s) stopped while the CLI waited for it, as if killed: "+
+			"look at its pods, their restarts and logs (kubectl get pods -A -l app.kubernetes.io/name=%s, kubectl logs); "+
+			"once it runs again, run the command again: it goes on from what is left", gone.Role, gone.Where, kubepactApp)
+	case errors.As(err, &blocked) && blocked.Reason == controllers.ReasonAPIServerURLUnknown:
+		return "the provider's controller does not know the https URL at which consumers reach its API server " +
+			"(its cluster has no kube-public/cluster-info ConfigMap, as many managed clusters): its administrator sets " +
+			"kubepact-controller's --api-server-url (and --api-server-ca-file unless its kubeconfig's CA serves it) in its Deployment; " +
+			"once it restarted, run authenticate again"
+	case errors.As(err, &blocked) && blocked.Reason == controllers.ReasonPeerRoleMissing:
+		return advice(rbac.ErrMissingRole, consumerID) + "; the controller retries the Tenant, and authenticate run again waits for it"
+	case errors.As(err, &refused):
+		if cause, ok := refusalCauses[refused.Reason]; ok {
+			return advice(cause, consumerID)
+		}
+		return ""
+	case errors.As(err, &timeout):
+		switch {
+		case timeout.CSRPending:
+			return fmt.Sprintf("the provider's controller waits for the consumer's CertificateSigningRequest to be signed: "+
+				"check that the provider's kube-controller-manager signs CertificateSigningRequests "+
+				"(kubectl get csr -l %s=%s shows one approved but not issued), then raise --timeout", clusterid.Label, consumer)
+		case timeout.Last != nil && timeout.Last.Type == "Warning":
+			return "the controller's last Warning, quoted above, says what went wrong; fix it, or raise --timeout"
+		case timeout.Controller != "":
+			return "the controller (" + timeout.Controller + ") has not answered: look at its logs, or raise --timeout"
+		}
+		return "timed out: raise --timeout"
+	case errors.Is(err, context.DeadlineExceeded) && errors.As(err, &step) && step.Step == kubepact.StepCertificateIssued:
+		return "timed out waiting for the certificate: raise --timeout, and check that the provider's kube-controller-manager signs CertificateSigningRequests"
 	case errors.Is(err, kubepact.ErrInUse):
 		return "ResourceSlices of this consumer still hold identities on the provider: " +
 			"delete those ResourceSlices (their Identities go with them), then run unauthenticate again"
@@ -102,9 +145,25 @@ func advice(err error, consumerID string) string {
 	case errors.Is(err, tenant.ErrNotFound):
 		return fmt.Sprintf("the provider holds no Tenant for %s: store it with kubepact apply tenant FILE, or pass it with -f FILE", consumer)
 	case errors.Is(err, context.DeadlineExceeded):
-		return "timed out: raise --timeout, and check that the provider's controller-manager signs CertificateSigningRequests"
+		return "timed out: raise --timeout"
 	case apierrors.IsForbidden(err):
 		return "the kubeconfig's user lacks a permission this command needs"
 	}
 	return ""
+}
+
+// refusalCauses are the errors whose advice fits the refusals of
+// kubepact's and Liqo's controllers, by the reason of their Event.
+var refusalCauses = map[string]error{
+	controllers.ReasonConsumerRevoked:    lifecycle.ErrRevoked,
+	controllers.ReasonTenantDrained:      lifecycle.ErrDrained,
+	controllers.ReasonNonceRedeemed:      nonce.ErrRedeemed,
+	controllers.ReasonNonceNotFound:      nonce.ErrNotFound,
+	controllers.ReasonNonceExpired:       nonce.ErrExpired,
+	controllers.ReasonInvalidSignature:   keys.ErrBadSignature,
+	liqoSignatureVerificationFailed:      keys.ErrBadSignature,
+	controllers.ReasonCSRRejected:        csr.ErrMalformed,
+	liqoInvalidCSR:                       csr.ErrMalformed,
+	controllers.ReasonNotTenantNamespace: tenant.ErrNotTenantNamespace,
+	controllers.ReasonIdentityRejected:   identity.ErrRejected,
 }

@@ -563,3 +563,52 @@ func TestInstallRoles(t *testing.T) {
 	cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
 	cli(t, "", authenticateArgs("unauthenticate", consumerID, providerID, namespace)...).ok(t)
 }
+
+// TestTenantWithoutControllerIsDeletable writes Tenants where no controller
+// runs, with authenticate --local and with the offline flow, then deletes
+// each provider-side tenant namespace as kubectl delete namespace does: the
+// Tenants carry no finalizer, which nothing would remove, so the namespaces
+// go instead of hanging in Terminating.
+func TestTenantWithoutControllerIsDeletable(t *testing.T) {
+	t.Parallel()
+	t.Run("authenticate --local", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		consumerID, providerID, namespace := unique("cl-consumer-nofin"), unique("cl-provider-nofin"), unique("liqo-nofin")
+		start := time.Now()
+		cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
+		t.Logf("authenticate --local took %v", time.Since(start).Round(time.Millisecond))
+		requireDeletable(t, ctx, consumerID)
+	})
+	t.Run("offline", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t)
+		consumerID, providerID := unique("cl-consumer-nofin-files"), unique("cl-provider-nofin-files")
+		onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
+		onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", unique("liqo-nofin-files")}
+		text := strings.TrimSpace(cli(t, "", append([]string{"create", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...).ok(t).stdout)
+		r := cli(t, "", append([]string{"generate", "tenant", "--remote-cluster-id", providerID, "--nonce", text}, onConsumer...)...).ok(t)
+		tenantFile := writeFile(t, t.TempDir(), "tenant.yaml", r.stdout)
+		cli(t, "", append([]string{"apply", "tenant", tenantFile}, onProvider...)...).ok(t)
+		cli(t, "", append([]string{"generate", "identity", "--remote-cluster-id", consumerID}, onProvider...)...).ok(t)
+		requireDeletable(t, ctx, consumerID)
+	})
+}
+
+// requireDeletable checks that the Tenant of consumerID on the provider
+// carries no finalizer, then deletes its tenant namespace and waits, at
+// most a minute, for it to be gone.
+func requireDeletable(t *testing.T, ctx context.Context, consumerID string) {
+	t.Helper()
+	ns := clusterid.TenantNamespace(consumerID)
+	tn, err := kube.NewTenantStore(provider.typed).Get(ctx, ns, consumerID)
+	require.NoError(t, err)
+	require.Empty(t, tn.Finalizers, "no controller would remove a finalizer")
+	start := time.Now()
+	require.NoError(t, provider.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := provider.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, time.Minute, 100*time.Millisecond, "namespace %s deleted", ns)
+	t.Logf("kubectl delete namespace %s: gone in %v", ns, time.Since(start).Round(time.Millisecond))
+}

@@ -183,7 +183,7 @@ func TestVersion(t *testing.T) {
 
 	r, err := cliErr(t, nil, "version", "--kubeconfig", consumer.kubeconfig)
 	require.NoError(t, err)
-	assert.Equal(t, "Client Version: devel\nController Version: v0.1.0-test (Deployment "+ns+"/kubepact-controller)\n", r.stdout)
+	assert.Equal(t, "Client Version: "+cliVersion()+"\nController Version: v0.1.0-test (Deployment "+ns+"/kubepact-controller)\n", r.stdout)
 }
 
 // TestUsageErrorsOfNewCommands: command lines that cannot run are usage

@@ -9,20 +9,15 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,7 +26,6 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
-	"github.com/kubepact/kubepact/internal/objwatch"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -94,14 +88,21 @@ type controllerInfo struct {
 	liqo    bool   // Liqo's controller manager, else kubepact-controller
 	where   string // "Deployment kubepact-system/kubepact-controller"
 	version string // app.kubernetes.io/version, "unknown" when not labelled
+	// lease is the Lease the controller was found to hold, nil when none
+	// was: a wait reads it again (watchControllers).
+	lease *types.NamespacedName
+	// deployment is the Deployment the controller was found by, nil when
+	// found by its Lease alone.
+	deployment *types.NamespacedName
 }
 
 // findController finds the controller that answers the handshake on a
 // cluster: a ready Deployment of kubepact-controller (in any namespace) or
 // of Liqo's controller manager (in liqoNamespace), else a Lease one of them
-// holds and renews. errNoController when there is none. With anyState, a
-// Deployment counts even when none of its replicas is ready (to tell its
-// version).
+// holds and renews, judged by the API server's time. errNoController when
+// there is none. With anyState, a Deployment counts even when none of its
+// replicas is ready (to tell its version), and its Lease is not looked
+// for.
 func findController(ctx context.Context, client kubernetes.Interface, liqoNamespace string, anyState bool) (*controllerInfo, error) {
 	deps, err := client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: appNameLabel + "=" + kubepactApp})
 	if err != nil && !apierrors.IsForbidden(err) {
@@ -110,14 +111,24 @@ func findController(ctx context.Context, client kubernetes.Interface, liqoNamesp
 	if err == nil {
 		for _, d := range deps.Items {
 			if anyState || d.Status.ReadyReplicas > 0 {
-				return &controllerInfo{where: "Deployment " + d.Namespace + "/" + d.Name, version: labelOr(d.Labels, versionLabel, "unknown")}, nil
+				info := &controllerInfo{where: "Deployment " + d.Namespace + "/" + d.Name, version: labelOr(d.Labels, versionLabel, "unknown"),
+					deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name}}
+				if !anyState {
+					info.lease = heldLease(ctx, client, d.Namespace, kubepactLease)
+				}
+				return info, nil
 			}
 		}
 	}
 	d, err := client.AppsV1().Deployments(liqoNamespace).Get(ctx, liqoDeployment, metav1.GetOptions{})
 	switch {
 	case err == nil && (anyState || d.Status.ReadyReplicas > 0):
-		return &controllerInfo{liqo: true, where: "Deployment " + d.Namespace + "/" + d.Name, version: deploymentVersion(d)}, nil
+		info := &controllerInfo{liqo: true, where: "Deployment " + d.Namespace + "/" + d.Name, version: deploymentVersion(d),
+			deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name}}
+		if !anyState {
+			info.lease = heldLease(ctx, client, d.Namespace, liqoLease)
+		}
+		return info, nil
 	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("looking for Liqo's controller manager: %w", err)
 	}
@@ -132,26 +143,25 @@ func findController(ctx context.Context, client kubernetes.Interface, liqoNamesp
 			return nil, fmt.Errorf("looking for the Lease %s: %w", l.name, err)
 		}
 		for _, lease := range leases.Items {
-			if held(&lease, time.Now()) {
-				return &controllerInfo{liqo: l.liqo, where: "Lease " + lease.Namespace + "/" + lease.Name, version: "unknown"}, nil
+			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+				continue
+			}
+			if ref := heldLease(ctx, client, lease.Namespace, lease.Name); ref != nil {
+				return &controllerInfo{liqo: l.liqo, where: "Lease " + lease.Namespace + "/" + lease.Name, version: "unknown", lease: ref}, nil
 			}
 		}
 	}
 	return nil, errNoController
 }
 
-// held reports whether a Lease has a holder that renewed it within its
-// duration (twice over, for clock skew).
-func held(l *coordinationv1.Lease, now time.Time) bool {
-	s := l.Spec
-	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil {
-		return false
+// heldLease returns the Lease namespace/name when it is held, judged by
+// the API server's time (readLease), nil when it is not or cannot be read.
+func heldLease(ctx context.Context, client kubernetes.Interface, namespace, name string) *types.NamespacedName {
+	l, now, err := readLease(ctx, client, namespace, name)
+	if err != nil || !held(l, now) {
+		return nil
 	}
-	d := 15 * time.Second
-	if s.LeaseDurationSeconds != nil {
-		d = time.Duration(*s.LeaseDurationSeconds) * time.Second
-	}
-	return now.Sub(s.RenewTime.Time) < 2*d
+	return &types.NamespacedName{Namespace: namespace, Name: name}
 }
 
 func deploymentVersion(d *appsv1.Deployment) string {
@@ -173,6 +183,37 @@ func labelOr(labels map[string]string, key, def string) string {
 type clusters struct {
 	consumer, provider     *cluster
 	consumerID, providerID string
+	// consumerCtl and providerCtl are the controllers that answer on each
+	// cluster, once found (controllers).
+	consumerCtl, providerCtl *controllerInfo
+	// progress tells what the command waits for.
+	progress *progress
+	// left is what the command wrote, in order: what a command stopped
+	// before its end leaves behind.
+	left []string
+	// tenantApplied tells that authenticate applied the Tenant.
+	tenantApplied bool
+}
+
+// wrote records what the command wrote, for a command stopped before its
+// end to say what it leaves behind.
+func (c *clusters) wrote(format string, a ...any) {
+	c.left = append(c.left, fmt.Sprintf(format, a...))
+}
+
+// controllerOf returns the controller found on cl, nil before controllers.
+func (c *clusters) controllerOf(cl *cluster) *controllerInfo {
+	if cl == c.provider {
+		return c.providerCtl
+	}
+	return c.consumerCtl
+}
+
+// watchControllers returns a context that ends, with a
+// *ControllerGoneError as its cause, when the controller of either
+// cluster stops (see watchControllers).
+func (c *clusters) watchControllers(ctx context.Context) (context.Context, context.CancelFunc) {
+	return watchControllers(ctx, watched{c.provider, c.providerCtl}, watched{c.consumer, c.consumerCtl})
 }
 
 // connectClusters connects both clusters and reads their IDs, checking the
@@ -204,7 +245,7 @@ func (p *pairFlags) connectClusters(ctx context.Context, e *env) (*clusters, err
 	if consumerID == providerID {
 		return nil, usagef("the consumer and the provider have the same cluster ID %q", consumerID)
 	}
-	return &clusters{consumer: cons, provider: prov, consumerID: consumerID, providerID: providerID}, nil
+	return &clusters{consumer: cons, provider: prov, consumerID: consumerID, providerID: providerID, progress: newProgress(e.stderr)}, nil
 }
 
 // controllers finds the controllers of both clusters, or fails with
@@ -217,6 +258,7 @@ func (c *clusters) controllers(ctx context.Context, e *env) (consumerCtl, provid
 		return nil, nil, fmt.Errorf("consumer cluster: %w: run kubepact-controller or Liqo there, or pass --local", err)
 	}
 	fmt.Fprintf(e.stderr, " INFO  Provider controller: %s\n INFO  Consumer controller: %s\n", providerCtl.where, consumerCtl.where)
+	c.consumerCtl, c.providerCtl = consumerCtl, providerCtl
 	return consumerCtl, providerCtl, nil
 }
 
@@ -246,6 +288,41 @@ func (c *clusters) peered(ctx context.Context) (bool, error) {
 func (c *clusters) notPeered() error {
 	return fmt.Errorf("%w: consumer %s holds no Identity of provider %s, and the provider no Tenant of it: nothing was changed",
 		errNotPeered, c.consumerID, c.providerID)
+}
+
+// unpeered handles an unauthenticate that finds neither the consumer's
+// Identity of the provider nor the provider's Tenant of the consumer. When
+// a tenant namespace of the peering is there (authenticate makes them,
+// unauthenticate leaves them, as liqoctl does), the peering was removed
+// already: it says so and returns nil, as liqoctl succeeds on an Identity
+// and a Tenant already deleted, so that a script may run unauthenticate
+// twice. When neither is, there never was a peering: errNotPeered, as
+// liqoctl fails without a tenant namespace. With revoke, nothing is left
+// to record the revocation on: errNotPeered.
+func (c *clusters) unpeered(ctx context.Context, e *env, revoke bool) error {
+	if revoke {
+		return c.notPeered()
+	}
+	was := false
+	for _, ns := range []struct {
+		cl   *cluster
+		name string
+	}{{c.consumer, clusterid.TenantNamespace(c.providerID)}, {c.provider, clusterid.TenantNamespace(c.consumerID)}} {
+		_, err := ns.cl.client.CoreV1().Namespaces().Get(ctx, ns.name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			was = true
+		case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
+			return fmt.Errorf("%s cluster: reading namespace %s: %w", ns.cl.role, ns.name, err)
+		}
+	}
+	if !was {
+		return c.notPeered()
+	}
+	fmt.Fprintf(e.stderr, " INFO  Identity %s/%s already gone on the consumer\n INFO  Tenant %s/%s already gone on the provider\n",
+		clusterid.TenantNamespace(c.providerID), identity.ControlPlaneName(c.providerID), clusterid.TenantNamespace(c.consumerID), c.consumerID)
+	fmt.Fprintf(e.stdout, "Consumer %s is no longer authenticated on provider %s (its Identity and Tenant were already gone)\n", c.consumerID, c.providerID)
+	return nil
 }
 
 // declarativeOptions tune authenticateDeclarative.
@@ -279,15 +356,38 @@ type declarativeOptions struct {
 // key stays home; a Liqo provider gets the cluster key's CSR it requires.
 // With Liqo's controller on the consumer it builds the Tenant as liqoctl
 // does, with the cluster key it reads.
+//
+// Every wait says what it waits for (progress), and ends at the first
+// answer that needs a person (waiter: a refusal, or a controller that
+// cannot go on without an administrator) or when a controller's Lease
+// runs out (watchControllers). A signal ends it with an *InterruptedError
+// that says what was left behind and how to go on.
 func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o declarativeOptions) error {
 	c, err := pf.connectClusters(ctx, e)
 	if err != nil {
-		return err
+		return settle(ctx, err, nil, &InterruptedError{Command: "authenticate"})
 	}
-	consumerCtl, providerCtl, err := c.controllers(ctx, e)
-	if err != nil {
-		return err
+	if _, _, err := c.controllers(ctx, e); err != nil {
+		return settle(ctx, err, c, &InterruptedError{Command: "authenticate"})
 	}
+	wctx, stop := c.watchControllers(ctx)
+	defer stop()
+	err = c.authenticate(wctx, e, o)
+	ie := &InterruptedError{Command: "authenticate", Resume: "nothing was written: run authenticate again"}
+	if len(c.left) > 0 {
+		ie.Resume = "to resume, run the same authenticate command again: it goes on from what is left"
+		ie.Clean = "the tenant namespaces and nonce Secrets may stay (liqoctl leaves them too; the next authenticate reuses them)"
+		if c.tenantApplied {
+			ie.Clean = "to remove the Tenant (and any Identity) instead, run unauthenticate with the same flags; " + ie.Clean
+		}
+	}
+	return settle(wctx, err, c, ie)
+}
+
+// authenticate runs the steps of authenticateDeclarative, once both
+// controllers are found.
+func (c *clusters) authenticate(ctx context.Context, e *env, o declarativeOptions) error {
+	consumerCtl, providerCtl := c.consumerCtl, c.providerCtl
 	if !consumerCtl.liqo && o.algSet {
 		return usagef("--key-algorithm: the consumer's kubepact-controller makes the cluster key (set its --key-algorithm), or pass --local")
 	}
@@ -303,10 +403,12 @@ func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o decla
 	if err := kube.NewNamespaces(c.consumer.client).Ensure(ctx, tenant.Namespace(c.providerID)); err != nil {
 		return fmt.Errorf("consumer cluster: %w", err)
 	}
+	c.wrote("tenant namespace %s on the consumer", clusterid.TenantNamespace(c.providerID))
 	info("Tenant namespace %s ensured on the consumer", clusterid.TenantNamespace(c.providerID))
 	if err := kube.NewNamespaces(c.provider.client).Ensure(ctx, tenant.Namespace(c.consumerID)); err != nil {
 		return fmt.Errorf("provider cluster: %w", err)
 	}
+	c.wrote("tenant namespace %s on the provider", clusterid.TenantNamespace(c.consumerID))
 	info("Tenant namespace %s ensured on the provider", clusterid.TenantNamespace(c.consumerID))
 
 	// 2. The nonce, filled by the provider's controller.
@@ -369,13 +471,15 @@ func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o decla
 	case !errors.Is(err, tenant.ErrNotFound):
 		return fmt.Errorf("provider cluster: %w", err)
 	}
-	tctx, stopTenant := watchRefusals(ctx, c.provider, tenantsResource, want.Namespace, want.Name)
-	defer stopTenant()
+	tw := c.startWait(ctx, c.provider, tenantsResource, want.Namespace, want.Name, "the provider's controller to accept the Tenant")
+	defer tw.stop()
 	if _, err := store.Apply(ctx, want); err != nil {
 		return fmt.Errorf("provider cluster: %w", err)
 	}
+	c.wrote("Tenant %s/%s on the provider", want.Namespace, want.Name)
+	c.tenantApplied = true
 	info("Tenant %s/%s applied on the provider", want.Namespace, want.Name)
-	accepted, err := waitTenant(tctx, c.provider, want.Namespace, want.Name)
+	accepted, err := waitTenant(c, tw)
 	if err != nil {
 		return err
 	}
@@ -387,13 +491,14 @@ func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o decla
 	if err != nil {
 		return err
 	}
-	ictx, stopIdentity := watchRefusals(ctx, c.consumer, identitiesResource, id.Namespace, id.Name)
-	defer stopIdentity()
+	iw := c.startWait(ctx, c.consumer, identitiesResource, id.Namespace, id.Name, "the consumer's controller to write the kubeconfig Secret")
+	defer iw.stop()
 	if _, err := kube.NewIdentityStore(c.consumer.typed).Apply(ctx, id); err != nil {
 		return fmt.Errorf("consumer cluster: %w", err)
 	}
+	c.wrote("Identity %s/%s on the consumer", id.Namespace, id.Name)
 	info("Identity %s/%s applied on the consumer", id.Namespace, id.Name)
-	applied, err := waitIdentity(ictx, c.consumer, id.Namespace, id.Name)
+	applied, err := waitIdentity(c, iw)
 	if err != nil {
 		return err
 	}
@@ -409,13 +514,14 @@ func ensureNonce(ctx context.Context, c *clusters) (nonce.Nonce, error) {
 	req := nonce.Secret(c.consumerID, nonce.Entry{})
 	req.Data, req.Annotations = nil, nil
 	secrets := c.provider.client.CoreV1().Secrets(req.Namespace)
-	ctx, stop := watchRefusals(ctx, c.provider, secretsResource, req.Namespace, req.Name)
-	defer stop()
+	w := c.startWait(ctx, c.provider, secretsResource, req.Namespace, req.Name, "the provider's controller to issue the nonce")
+	defer w.stop()
 	if _, err := secrets.Create(ctx, req, metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nonce.Nonce{}, fmt.Errorf("provider cluster: creating Secret %s/%s: %w", req.Namespace, req.Name, err)
 	}
+	c.wrote("nonce Secret %s/%s on the provider", req.Namespace, req.Name)
 	var n nonce.Nonce
-	err := waitSecret(ctx, c.provider, req.Namespace, req.Name, "the provider's controller to issue the nonce", func(s *corev1.Secret) (bool, error) {
+	err := waitSecret(c, w, func(s *corev1.Secret) (bool, error) {
 		if len(s.Data[nonce.SecretKey]) == 0 {
 			return false, nil
 		}
@@ -450,9 +556,13 @@ func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce, tr *tena
 	if tr != nil && tr.ownKey {
 		req.Data[controllers.TenantOwnKeyKey] = []byte(controllers.TenantOwnKey)
 	}
+	what := "the consumer's controller to sign the nonce"
+	if tr != nil {
+		what = "the consumer's controller to sign the nonce and build the Tenant"
+	}
 	secrets := c.consumer.client.CoreV1().Secrets(req.Namespace)
-	ctx, stop := watchRefusals(ctx, c.consumer, secretsResource, req.Namespace, req.Name)
-	defer stop()
+	w := c.startWait(ctx, c.consumer, secretsResource, req.Namespace, req.Name, what)
+	defer w.stop()
 	_, err := secrets.Create(ctx, req, metav1.CreateOptions{FieldManager: kube.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		cur, err := secrets.Get(ctx, req.Name, metav1.GetOptions{})
@@ -470,12 +580,9 @@ func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce, tr *tena
 	} else if err != nil {
 		return nil, fmt.Errorf("consumer cluster: creating Secret %s/%s: %w", req.Namespace, req.Name, err)
 	}
-	what := "the consumer's controller to sign the nonce"
-	if tr != nil {
-		what = "the consumer's controller to sign the nonce and build the Tenant"
-	}
+	c.wrote("signed-nonce Secret %s/%s on the consumer", req.Namespace, req.Name)
 	var answered *corev1.Secret
-	err = waitSecret(ctx, c.consumer, req.Namespace, req.Name, what, func(s *corev1.Secret) (bool, error) {
+	err = waitSecret(c, w, func(s *corev1.Secret) (bool, error) {
 		answered = s
 		return len(s.Data[nonce.SignedSecretKey]) > 0 && (tr == nil || len(s.Data[controllers.TenantKey]) > 0), nil
 	})
@@ -583,14 +690,9 @@ func fingerprintOf(pub crypto.PublicKey) string {
 	return keys.Fingerprint(pub)
 }
 
-var (
-	secretsResource    = corev1.SchemeGroupVersion.WithResource("secrets")
-	tenantsResource    = authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource)
-	identitiesResource = authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.IdentityResource)
-)
-
-func waitSecret(ctx context.Context, cl *cluster, namespace, name, what string, cond func(*corev1.Secret) (bool, error)) error {
-	return waitFor(ctx, cl, secretsResource, namespace, name, what, func(u *unstructured.Unstructured) (bool, error) {
+// waitSecret waits, through w, for cond to hold for the Secret.
+func waitSecret(c *clusters, w *waiter, cond func(*corev1.Secret) (bool, error)) error {
+	return w.until(c, func(u *unstructured.Unstructured) (bool, error) {
 		var s corev1.Secret
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
 			return false, err
@@ -599,10 +701,11 @@ func waitSecret(ctx context.Context, cl *cluster, namespace, name, what string, 
 	})
 }
 
-// waitTenant waits for the provider's controller to fill a Tenant's status.
-func waitTenant(ctx context.Context, cl *cluster, namespace, name string) (*authv1beta1.Tenant, error) {
+// waitTenant waits, through w, for the provider's controller to fill a
+// Tenant's status.
+func waitTenant(c *clusters, w *waiter) (*authv1beta1.Tenant, error) {
 	var t authv1beta1.Tenant
-	err := waitFor(ctx, cl, tenantsResource, namespace, name, "the provider's controller to accept the Tenant", func(u *unstructured.Unstructured) (bool, error) {
+	err := w.until(c, func(u *unstructured.Unstructured) (bool, error) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &t); err != nil {
 			return false, err
 		}
@@ -611,11 +714,11 @@ func waitTenant(ctx context.Context, cl *cluster, namespace, name string) (*auth
 	return &t, err
 }
 
-// waitIdentity waits for the consumer's controller to write an Identity's
-// kubeconfig Secret.
-func waitIdentity(ctx context.Context, cl *cluster, namespace, name string) (*authv1beta1.Identity, error) {
+// waitIdentity waits, through w, for the consumer's controller to write an
+// Identity's kubeconfig Secret.
+func waitIdentity(c *clusters, w *waiter) (*authv1beta1.Identity, error) {
 	var id authv1beta1.Identity
-	err := waitFor(ctx, cl, identitiesResource, namespace, name, "the consumer's controller to write the kubeconfig Secret", func(u *unstructured.Unstructured) (bool, error) {
+	err := w.until(c, func(u *unstructured.Unstructured) (bool, error) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &id); err != nil {
 			return false, err
 		}
@@ -624,155 +727,36 @@ func waitIdentity(ctx context.Context, cl *cluster, namespace, name string) (*au
 	return &id, err
 }
 
-// refusals are the reasons of the Warning Events with which kubepact's
-// controllers refuse an object for good (controllers.Reason*): waiting for
-// it is pointless until it changes.
-var refusals = map[string]bool{
-	controllers.ReasonInvalidNonceSecret: true,
-	controllers.ReasonInvalidTenant:      true, controllers.ReasonNonceNotFound: true, controllers.ReasonNonceRedeemed: true,
-	controllers.ReasonNonceExpired: true, controllers.ReasonInvalidSignature: true, controllers.ReasonTranscriptRejected: true,
-	controllers.ReasonCSRRejected: true, controllers.ReasonPrivilegedUser: true, controllers.ReasonIdentityHeld: true,
-	controllers.ReasonCSRDenied: true, controllers.ReasonTenantDrained: true, controllers.ReasonConsumerRevoked: true,
-	controllers.ReasonInvalidSignedNonceSecret: true, controllers.ReasonNotTenantNamespace: true,
-	controllers.ReasonMalformedNonce: true, controllers.ReasonSignedNonceMismatch: true,
-	controllers.ReasonInvalidIdentity: true, controllers.ReasonIdentityRejected: true,
-	controllers.ReasonInvalidProxyURL: true,
-}
-
-// errRefused reports an object a controller refused for good.
-var errRefused = errors.New("refused by the controller")
-
-// RefusedError says which controller refused which object, and why: the
-// reason and note of its Warning Event (which carry no secret). It wraps
-// errRefused.
-type RefusedError struct {
-	Role, Kind, Namespace, Name, Reason, Note string
-}
-
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("%s %s/%s %v of the %s cluster: %s: %s", e.Kind, e.Namespace, e.Name, errRefused, e.Role, e.Reason, e.Note)
-}
-
-func (e *RefusedError) Unwrap() error { return errRefused }
-
-// watchRefusals returns a context that ends, with a *RefusedError as its
-// cause, when a controller records a refusal of the object of resource
-// namespace/name from now on. It is started before the write a controller
-// answers, so that no refusal comes before it: a controller may refuse
-// within milliseconds.
-func watchRefusals(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name string) (context.Context, context.CancelFunc) {
-	kind := kindOf(resource)
-	ctx, cancel := context.WithCancelCause(ctx)
-	events := cl.client.EventsV1().Events(namespace)
-	list, err := events.List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		// No Events to read: wait for the object alone.
-		return ctx, func() { cancel(nil) }
-	}
-	go func() {
-		w, err := events.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-		if err != nil {
-			return
-		}
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			e, ok := ev.Object.(*eventsv1.Event)
-			if !ok || ev.Type == watch.Deleted || e.Type != corev1.EventTypeWarning || !refusals[e.Reason] ||
-				e.Regarding.Kind != kind || e.Regarding.Name != name {
-				continue
-			}
-			cancel(&RefusedError{Role: cl.role, Kind: kind, Namespace: namespace, Name: name, Reason: e.Reason, Note: e.Note})
-			return
-		}
-	}()
-	return ctx, func() { cancel(nil) }
-}
-
-// waitFor watches the object namespace/name of resource until cond holds.
-// A ctx from watchRefusals ends it with the *RefusedError of a controller.
-// When ctx ends first otherwise, the error names what it waited for and the
-// last Warning Event about the object, which tells why a controller
-// refused.
-func waitFor(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name, what string,
-	cond func(*unstructured.Unstructured) (bool, error)) error {
-	err := objwatch.Until(ctx, cl.dynamic.Resource(resource).Namespace(namespace), name, cond)
-	if err == nil {
-		return nil
-	}
-	var refused *RefusedError
-	if errors.As(context.Cause(ctx), &refused) {
-		return refused
-	}
-	if ctx.Err() != nil || errors.Is(err, watchtools.ErrWatchClosed) {
-		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		last, _ := lastWarning(bg, cl, namespace, kindOf(resource), name)
-		return fmt.Errorf("%s cluster: waiting for %s (%s/%s): %w; last warning: %s", cl.role, what, namespace, name, context.DeadlineExceeded, last)
-	}
-	return fmt.Errorf("%s cluster: waiting for %s (%s/%s): %w", cl.role, what, namespace, name, err)
-}
-
-func kindOf(r schema.GroupVersionResource) string {
-	switch r {
-	case tenantsResource:
-		return authv1beta1.TenantKind
-	case identitiesResource:
-		return authv1beta1.IdentityKind
-	}
-	return "Secret"
-}
-
-// waitGone waits for the object namespace/name of resource to be deleted,
-// watching from the version it read, so that no deletion is missed.
-func waitGone(ctx context.Context, cl *cluster, resource schema.GroupVersionResource, namespace, name, what string) error {
-	ri := cl.dynamic.Resource(resource).Namespace(namespace)
-	for {
-		u, err := ri.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s cluster: waiting for %s: %w", cl.role, what, err)
-		}
-		w, err := ri.Watch(ctx, metav1.ListOptions{
-			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
-			ResourceVersion: u.GetResourceVersion(),
-		})
-		if err != nil {
-			return fmt.Errorf("%s cluster: waiting for %s: %w", cl.role, what, err)
-		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Deleted {
-				w.Stop()
-				return nil
-			}
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s cluster: waiting for %s: %w", cl.role, what, ctx.Err())
-		}
-	}
-}
-
 // unauthenticateDeclarative removes a peering as liqoctl does: it deletes
 // the consumer's ControlPlane Identity (whose controller deletes the
 // kubeconfig Secret) and the provider's Tenant (whose controller unbinds it,
-// or, with revoke, records its certificates as revoked).
+// or, with revoke, records its certificates as revoked). Either already
+// gone is skipped, and both gone is a success that says so (unpeered). Its
+// waits end as authenticate's do.
 func unauthenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, revoke bool) error {
+	ie := &InterruptedError{Command: "unauthenticate", Resume: "run unauthenticate again to finish: it skips what is already gone"}
 	c, err := pf.connectClusters(ctx, e)
 	if err != nil {
-		return err
+		return settle(ctx, err, nil, ie)
 	}
 	peered, err := c.peered(ctx)
 	if err != nil {
-		return err
+		return settle(ctx, err, nil, ie)
 	}
 	if !peered {
-		return c.notPeered()
+		return settle(ctx, c.unpeered(ctx, e, revoke), nil, ie)
 	}
 	if _, _, err := c.controllers(ctx, e); err != nil {
-		return err
+		return settle(ctx, err, nil, ie)
 	}
+	wctx, stop := c.watchControllers(ctx)
+	defer stop()
+	return settle(wctx, c.unauthenticate(wctx, e, revoke), nil, ie)
+}
+
+// unauthenticate runs the steps of unauthenticateDeclarative, once both
+// controllers are found.
+func (c *clusters) unauthenticate(ctx context.Context, e *env, revoke bool) error {
 	idNS, idName := clusterid.TenantNamespace(c.providerID), identity.ControlPlaneName(c.providerID)
 	// As in-process: the ControlPlane identity outlives the slices, which
 	// the consumer's controller replicates through it.
@@ -785,13 +769,24 @@ func unauthenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, revok
 	}
 	info := func(format string, a ...any) { fmt.Fprintf(e.stderr, " INFO  "+format+"\n", a...) }
 
-	if err := kube.NewIdentityStore(c.consumer.typed).Delete(ctx, idNS, idName); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("consumer cluster: %w", err)
+	err = c.consumer.typed.Get(ctx, objectKey(idNS, idName), &authv1beta1.Identity{})
+	idGone := apierrors.IsNotFound(err)
+	switch {
+	case err != nil && !idGone:
+		return fmt.Errorf("consumer cluster: reading Identity %s/%s: %w", idNS, idName, err)
+	case !idGone:
+		if err := kube.NewIdentityStore(c.consumer.typed).Delete(ctx, idNS, idName); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("consumer cluster: %w", err)
+		}
 	}
-	if err := waitGone(ctx, c.consumer, secretsResource, idNS, kubeconfig.SecretName(idName), "the consumer's controller to delete the kubeconfig Secret"); err != nil {
+	if err := c.waitGone(ctx, c.consumer, secretsResource, idNS, kubeconfig.SecretName(idName), "the consumer's controller to delete the kubeconfig Secret"); err != nil {
 		return err
 	}
-	info("Identity %s/%s and its kubeconfig Secret deleted on the consumer", idNS, idName)
+	if idGone {
+		info("Identity %s/%s already gone on the consumer", idNS, idName)
+	} else {
+		info("Identity %s/%s and its kubeconfig Secret deleted on the consumer", idNS, idName)
+	}
 
 	if revoke {
 		// The provider deletes the nonce of a revoked consumer: the next
@@ -812,13 +807,19 @@ func unauthenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, revok
 			return fmt.Errorf("provider cluster: annotating Tenant %s/%s: %w", tNS, c.consumerID, err)
 		}
 	}
-	if err := tenants.Delete(ctx, c.consumerID, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	err = tenants.Delete(ctx, c.consumerID, metav1.DeleteOptions{})
+	tenantGone := apierrors.IsNotFound(err)
+	if err != nil && !tenantGone {
 		return fmt.Errorf("provider cluster: deleting Tenant %s/%s: %w", tNS, c.consumerID, err)
 	}
-	if err := waitGone(ctx, c.provider, tenantsResource, tNS, c.consumerID, "the provider's controller to remove the Tenant"); err != nil {
+	if err := c.waitGone(ctx, c.provider, tenantsResource, tNS, c.consumerID, "the provider's controller to remove the Tenant"); err != nil {
 		return err
 	}
-	info("Tenant %s/%s removed by the provider's controller", tNS, c.consumerID)
+	if tenantGone {
+		info("Tenant %s/%s already gone on the provider", tNS, c.consumerID)
+	} else {
+		info("Tenant %s/%s removed by the provider's controller", tNS, c.consumerID)
+	}
 	if revoke {
 		fmt.Fprintf(e.stdout, "Consumer %s is no longer authenticated on provider %s, and its certificates are recorded as revoked\n", c.consumerID, c.providerID)
 		return nil

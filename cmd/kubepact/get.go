@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
-	"slices"
-	"strings"
 	"time"
 
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +18,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
+	buildversion "github.com/kubepact/kubepact/internal/version"
 	"github.com/kubepact/kubepact/kubeconfig"
 )
 
@@ -29,24 +26,18 @@ import (
 // there.
 var errNoKubeconfig = errors.New("no kubeconfig")
 
-// version is the CLI's version, set at build time:
+// version is the CLI's version when set at link time, which wins over
+// every other source:
 //
-//	go build -ldflags "-X main.version=$(cat VERSION)" ./cmd/kubepact
+//	go build -ldflags "-X main.version=v0.2.0" ./cmd/kubepact
 //
-// A build without it reports the module version go install recorded, else
-// "devel".
+// Without it, the CLI reports the module version go install recorded when
+// it is a release, else VERSION with -dev and the revision built, as
+// kubepact-controller does (package internal/version gives the order).
 var version string
 
 // cliVersion returns the CLI's version.
-func cliVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
+func cliVersion() string { return buildversion.Get(version) }
 
 func versionCommand(f *flags) runFunc {
 	cf := localFlags(f, "local")
@@ -254,94 +245,9 @@ func writePrivateFile(path string, data []byte) error {
 	return f.Close()
 }
 
-func statusCommand(f *flags) runFunc {
-	cf := localFlags(f, "local")
-	timeout := timeoutFlag(f)
-	return func(ctx context.Context, e *env, args []string) error {
-		if err := noArgs(args); err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, *timeout)
-		defer cancel()
-		cl, err := cf.connect("local")
-		if err != nil {
-			return err
-		}
-		var rows [][]any
-		var tenants authv1beta1.TenantList
-		if err := cl.typed.List(ctx, &tenants); err != nil && !isMissingKind(err) {
-			return fmt.Errorf("listing Tenants: %w", err)
-		}
-		for _, t := range tenants.Items {
-			last, err := lastWarning(ctx, cl, t.Namespace, authv1beta1.TenantKind, t.Name)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, []any{t.Spec.ClusterID, consumerRole, tenantCondition(&t), tenantExpiry(&t), last})
-		}
-		var ids authv1beta1.IdentityList
-		if err := cl.typed.List(ctx, &ids); err != nil && !isMissingKind(err) {
-			return fmt.Errorf("listing Identities: %w", err)
-		}
-		for _, id := range ids.Items {
-			if id.Spec.Type != authv1beta1.ControlPlaneIdentityType {
-				continue
-			}
-			condition := "Pending"
-			if id.Status.KubeconfigSecretRef != nil {
-				condition = "Ready"
-			}
-			last, err := lastWarning(ctx, cl, id.Namespace, authv1beta1.IdentityKind, id.Name)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, []any{id.Spec.ClusterID, providerRole, condition, certificateExpiry(id.Spec.AuthParams.SignedCRT), last})
-		}
-		if len(rows) == 0 {
-			fmt.Fprintln(e.stderr, "No peers.")
-			return nil
-		}
-		return printTable(e.stdout, []string{"PEER", "ROLE", "CONDITION", "CERTIFICATE EXPIRES", "LAST ERROR"}, rows)
-	}
-}
-
 // isMissingKind reports an error listing a kind the cluster does not serve.
 func isMissingKind(err error) bool {
 	return apierrors.IsNotFound(err) || meta.IsNoMatchError(err)
-}
-
-// lastWarning returns "reason: note" of the newest Warning Event about the
-// object, "-" when there is none.
-func lastWarning(ctx context.Context, cl *cluster, namespace, kind, name string) (string, error) {
-	list, err := cl.client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return "", fmt.Errorf("listing Events in %s: %w", namespace, err)
-	}
-	var warnings []eventsv1.Event
-	for _, ev := range list.Items {
-		if ev.Type == "Warning" && ev.Regarding.Kind == kind && ev.Regarding.Name == name {
-			warnings = append(warnings, ev)
-		}
-	}
-	if len(warnings) == 0 {
-		return "-", nil
-	}
-	last := slices.MaxFunc(warnings, func(a, b eventsv1.Event) int { return eventTime(a).Compare(eventTime(b)) })
-	note := strings.ReplaceAll(last.Note, "\n", " ")
-	if len(note) > 80 {
-		note = note[:80] + "…"
-	}
-	return last.Reason + ": " + note, nil
-}
-
-func eventTime(ev eventsv1.Event) time.Time {
-	switch {
-	case ev.Series != nil:
-		return ev.Series.LastObservedTime.Time
-	case !ev.EventTime.IsZero():
-		return ev.EventTime.Time
-	}
-	return ev.CreationTimestamp.Time
 }
 
 // tenantCondition is a Tenant's condition, Pending until it is accepted.

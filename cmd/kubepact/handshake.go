@@ -109,7 +109,9 @@ func authenticateCommand(f *flags) runFunc {
 		}
 		done, err := kubepact.Authenticate(ctx, p.consumer, p.provider, &kubepact.AuthenticateOptions{ProxyURL: *proxyURL, ReplaceEndpoint: *replace})
 		if err != nil {
-			return err
+			return settle(ctx, err, nil, &InterruptedError{Command: "authenticate --local",
+				Resume: "to resume, run the same authenticate --local command again: it goes on from what is left",
+				Clean:  "to remove what it wrote instead, run unauthenticate --local with the same flags"})
 		}
 		printAuthenticated(e.stdout, done)
 		return nil
@@ -143,7 +145,7 @@ func unauthenticateCommand(f *flags) runFunc {
 		if peered, err := c.peered(ctx); err != nil {
 			return err
 		} else if !peered {
-			return c.notPeered()
+			return c.unpeered(ctx, e, *revoke)
 		}
 		onStep := printSteps(e.stderr)
 		p, err := pf.connect(ctx, e, "", false, &kubepact.ProviderOptions{OnStep: onStep}, &kubepact.ConsumerOptions{OnStep: onStep})

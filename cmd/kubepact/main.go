@@ -66,7 +66,87 @@
 // object take -o yaml|json|name|jsonpath=...|go-template=... (cli-runtime's
 // printers); get commands print a table by default. What generate prints
 // can be applied with kubectl apply -f on the other cluster. Run "kubepact
-// COMMAND [RESOURCE] --help" for every flag and an example.
+// COMMAND [RESOURCE] --help" for what each flag means and an example.
+//
+// # Flags
+//
+// Every command takes -h/--help. In the list below, "connection flags" are
+// kubectl's, for the local cluster (k8s.io/cli-runtime's ConfigFlags but
+// its --namespace):
+//
+//	--as, --as-group, --as-uid, --as-user-extra, --cache-dir, --certificate-authority,
+//	--client-certificate, --client-key, --cluster, --context, --disable-compression,
+//	--insecure-skip-tls-verify, --kubeconfig, --request-timeout, -s/--server,
+//	--tls-server-name, --token, --user
+//
+// and "remote connection flags" are the same for the other cluster, each
+// with a remote- prefix and no shorthand (--remote-as, ...,
+// --remote-kubeconfig, --remote-server, ...). A command's own flag of the
+// same name as a connection flag replaces it. Each command's flags (a test
+// keeps this list equal to the command tree):
+//
+//	authenticate                     connection flags, remote connection flags, --api-server-url, --auth-ca,
+//	                                 --auth-url, --cluster-id, --install-crds, --key-algorithm, --local,
+//	                                 -n/--namespace, --no-token, --nonce-ttl, --policy, --proxy-url,
+//	                                 --remote-cluster-id, --remote-namespace, --replace-endpoint, --strict,
+//	                                 --timeout, --token
+//	unauthenticate                   connection flags, remote connection flags, --cluster-id, --force,
+//	                                 --local, -n/--namespace, --remote-cluster-id, --remote-namespace,
+//	                                 --revoke, --timeout
+//	status                           connection flags, --cluster-id, -n/--namespace, -o/--output, --timeout
+//	version                          connection flags, --client, --cluster-id, -n/--namespace, --timeout
+//	install roles                    connection flags, --cluster-id, -n/--namespace, --timeout
+//	create nonce                     connection flags, --cluster-id, -n/--namespace, --nonce-ttl,
+//	                                 --remote-cluster-id, --timeout
+//	get nonce                        connection flags, --cluster-id, -n/--namespace, --nonce-ttl,
+//	                                 -o/--output, --remote-cluster-id, --timeout
+//	get tenant                       connection flags, --cluster-id, -n/--namespace, -o/--output, --timeout
+//	get identity                     connection flags, --cluster-id, -n/--namespace, -o/--output,
+//	                                 --show-secrets, --timeout
+//	get kubeconfig                   connection flags, --cluster-id, -n/--namespace, --output-file,
+//	                                 --remote-cluster-id, --resourceslice, --timeout
+//	get resourceslice                connection flags, --cluster-id, -n/--namespace, -o/--output,
+//	                                 --remote-cluster-id, --timeout
+//	get token                        connection flags, --cluster-id, -n/--namespace, --rotate, --timeout
+//	generate tenant                  connection flags, --cluster-id, --key-algorithm, --key-file,
+//	                                 -n/--namespace, --nonce, -o/--output, --proxy-url, --remote-cluster-id,
+//	                                 --strict, --timeout, --transcript-lifetime
+//	generate identity                connection flags, --api-server-url, --cluster-id, -f/--filename,
+//	                                 --install-crds, -n/--namespace, --nonce-ttl, -o/--output, --policy,
+//	                                 --remote-cluster-id, --timeout
+//	generate key                     --algorithm, --out
+//	verify tenant                    --cluster-id, --nonce, --policy
+//	apply tenant                     connection flags, --cluster-id, --install-crds, -n/--namespace,
+//	                                 --timeout
+//	apply identity                   connection flags, --client-ca, --cluster-id, --install-crds,
+//	                                 -n/--namespace, --remote-cluster-id, --replace-endpoint, --timeout
+//	apply serviceaccount-identity    connection flags, --cluster-id, -n/--namespace, --timeout
+//	create serviceaccount-identity   connection flags, --api-server-url, --as, --cluster-id, --expiration,
+//	                                 --install-token-policy, -n/--namespace, --out, --remote-cluster-id,
+//	                                 --timeout
+//	revoke serviceaccount-identity   connection flags, --cluster-id, -n/--namespace, --remote-cluster-id,
+//	                                 --timeout
+//	refresh serviceaccount-identity  connection flags, --cluster-id, -n/--namespace, --remote-cluster-id,
+//	                                 --timeout, --watch
+//	create resourceslice             connection flags, --class, --cluster-id, -n/--namespace,
+//	                                 --remote-cluster-id, --resource, --strict, --timeout
+//	delete resourceslice             connection flags, --cluster-id, -n/--namespace, --remote-cluster-id,
+//	                                 --timeout
+//	cordon tenant                    connection flags, --certificate-lifetime, --cluster-id, -n/--namespace,
+//	                                 --remote-cluster-id, --timeout
+//	uncordon tenant                  connection flags, --certificate-lifetime, --cluster-id, -n/--namespace,
+//	                                 --remote-cluster-id, --timeout
+//	drain tenant                     connection flags, --certificate-lifetime, --cluster-id, -n/--namespace,
+//	                                 --remote-cluster-id, --timeout
+//	readmit tenant                   connection flags, --certificate-lifetime, --cluster-id, -n/--namespace,
+//	                                 --remote-cluster-id, --timeout
+//	serve                            connection flags, --allow-empty-token, --api-server-url,
+//	                                 --certificate-lifetime, --cluster-id, --cluster-name, --hosts,
+//	                                 --listen, -n/--namespace, --tls-secret
+//	completion bash                  --no-descriptions
+//	completion zsh                   --no-descriptions
+//	completion fish                  --no-descriptions
+//	completion powershell            --no-descriptions
 //
 // # Cluster IDs
 //
@@ -107,16 +187,24 @@
 // credentials need no access to the key Secrets. There --key-algorithm is
 // refused (the controller makes the key). With Liqo's controller
 // on the consumer, authenticate builds the Tenant as liqoctl does, reading
-// the cluster key Secret. A controller that refuses an
-// object for good (a Warning Event such as ConsumerRevoked or
-// InvalidSignature) ends the wait at once with its reason; otherwise
-// --timeout does. unauthenticate deletes the
+// the cluster key Secret. Each wait says what it waits for (a spinner on
+// a terminal, else a line " INFO  Waiting for ..."), and ends at the first
+// answer that needs a person: a Warning Event with which a controller
+// refuses the object (ConsumerRevoked, InvalidSignature, Liqo's InvalidCSR
+// or SignatureVerificationFailed, ...) or cannot go on
+// (APIServerURLUnknown, PeerRoleMissing), including one recorded before
+// the wait about the object as it still is, printed whole with the fix; or
+// when a controller's Lease runs out by the API server's clock. Otherwise
+// --timeout does. Ctrl-C ends with "interrupted", what was left behind and
+// how to resume or clean up. unauthenticate deletes the
 // consumer's Identity and the provider's Tenant and waits for the
 // controllers to clean up; like the in-process flow, it refuses while the
 // consumer holds ResourceSlices of the provider (kubepact.ErrInUse). With --local, both commands instead do every
 // step in this process with both clusters' admin kubeconfigs, for clusters
 // where no controller runs. unauthenticate of two clusters with no peering
-// changes nothing and fails saying so.
+// changes nothing and fails saying so. One whose Identity and Tenant are
+// already gone (its tenant namespaces remain) succeeds and says so, as
+// liqoctl does.
 //
 // # Offline: files moved by hand between the two clusters' operators
 //
@@ -172,19 +260,47 @@
 // identity --show-secrets an AWS secret access key. Errors start with "kubepact: ",
 // name the step of the handshake that failed, and say what to do next.
 //
-// Exit status: 0 on success, 1 on failure, 2 on a usage error.
+// status prints a table, or with -o json|yaml (or jsonpath=, go-template=)
+// a document of a stable schema, apiVersion cli.kubepact.io/v1, kind
+// Status, to which fields are only ever added:
+//
+//	apiVersion: cli.kubepact.io/v1
+//	kind: Status
+//	peers:                         # consumers (Tenants here) first, then providers (Identities here)
+//	- clusterID: cl-provider
+//	  role: provider               # or consumer
+//	  object: {kind: Identity, namespace: liqo-tenant-cl-provider, name: ...}
+//	  condition: Ready             # consumer: Pending, Active, Cordoned, Drained; provider: Pending, Ready
+//	  certificateExpires: "2026-12-01T10:00:00Z"  # absent without a certificate
+//	  certificateInvalid: true     # only when the certificate cannot be read
+//	  warning:                     # absent when none is current
+//	    reason: InvalidCSR
+//	    message: ...               # the Event's note, whole (the table cuts it)
+//	    time: "2026-11-30T10:00:00Z"
+//
+// The warning is the newest Warning Event about the Tenant or Identity
+// that no later Normal Event about it superseded (a controller records a
+// Normal Event once it gets past what it warned about): an old refusal
+// next to an Active Tenant is history and is not shown.
+//
+// version prints the CLI's version: the release (v0.2.0) for a release
+// build, else VERSION with -dev and, when the build recorded it, the
+// revision built (v0.2.0-dev+9d87c3ba008d, ".dirty" for a checkout with
+// changes). The version set with -ldflags "-X main.version=..." wins, then
+// the release go install recorded (go install ...@v0.2.0), then VERSION.
+//
+// Exit status: 0 on success, 1 on failure, 2 on a usage error, 130 when
+// interrupted (Ctrl-C; 143 for SIGTERM).
 package main
 
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyInterrupt(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(code)
+	os.Exit(exitCode(ctx, code))
 }
