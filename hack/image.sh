@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Builds kubepact-controller's image as an OCI image-layout archive at OUT.tar,
-# with no container engine and no registry:
+# Builds kubepact-controller's multi-architecture image as an OCI image-layout
+# archive at OUT.tar, with no container engine and no registry:
 #
 #   bash hack/image.sh OUT.tar
 #
-# The same image as the Dockerfile: a static binary (CGO_ENABLED=0, -trimpath,
-# stripped, its version from VERSION) at /kubepact-controller in an empty
-# image, run as 65532:65532, named ghcr.io/kubepact/kubepact-controller:VERSION.
+# The archive names one image index, ghcr.io/kubepact/kubepact-controller:VERSION,
+# holding an image for linux/amd64 and one for linux/arm64. Each is the image
+# the Dockerfile builds: a static binary (CGO_ENABLED=0, -trimpath, stripped,
+# its version from VERSION) at /kubepact-controller in an empty image, run as
+# 65532:65532.
 # It builds the release: the version linked in with -ldflags wins over every
 # other source (package internal/version), so the image's version label,
 # kubepact-controller --version and kubepact_build_info all say VERSION; build
 # it from the release's commit.
-# GOARCH picks the architecture (default amd64). Load or push the archive with
-# skopeo, crane, ctr or podman (README.md, "Image").
+# ARCHS picks the architectures (default "amd64 arm64"; ARCHS=amd64 builds one).
+# Each binary's build info is checked (GOOS, GOARCH, CGO_ENABLED=0, -trimpath),
+# and the one for this machine's architecture is run: it must report VERSION.
+# Load or push the archive with skopeo, crane or ctr (README.md, "Image").
 set -euo pipefail
 if [ $# -ne 1 ]; then
 	echo "usage: bash hack/image.sh OUT.tar" >&2
@@ -21,23 +25,40 @@ fi
 out="$(realpath -m "$1")"
 cd "$(dirname "$0")/.."
 version="$(cat VERSION)"
-arch="${GOARCH:-amd64}"
+archs="${ARCHS:-amd64 arm64}"
 ref="ghcr.io/kubepact/kubepact-controller:$version"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath \
-	-ldflags "-s -w -X main.version=$version" \
-	-o "$work/kubepact-controller" ./cmd/kubepact-controller
-# The binary says the version the image is labelled with, where it can run.
-if [ "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" = "linux/$arch" ]; then
-	reported="$("$work/kubepact-controller" --version)"
-	if [ "$reported" != "kubepact-controller $version" ]; then
-		echo "hack/image.sh: the binary reports \"$reported\", the image would say $version" >&2
-		exit 1
+binaries=()
+for arch in $archs; do
+	bin="$work/$arch/kubepact-controller"
+	CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath \
+		-ldflags "-s -w -X main.version=$version" \
+		-o "$bin" ./cmd/kubepact-controller
+	# The binary was built as the image says, whether or not it runs here.
+	# Go leaves -ldflags out of the build info of a -trimpath build
+	# (golang.org/issue/52372); the binary that runs here, built by this same
+	# line, shows the version was linked in.
+	info="$(go version -m "$bin")"
+	for want in "path	github.com/kubepact/kubepact/cmd/kubepact-controller" \
+		"build	-trimpath=true" "build	CGO_ENABLED=0" "build	GOARCH=$arch" "build	GOOS=linux"; do
+		if ! grep -qF -- "$want" <<<"$info"; then
+			echo "hack/image.sh: the linux/$arch binary's build info lacks \"$want\":" >&2
+			echo "$info" >&2
+			exit 1
+		fi
+	done
+	# The binary says the version the image is labelled with, where it can run.
+	if [ "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" = "linux/$arch" ]; then
+		reported="$("$bin" --version)"
+		if [ "$reported" != "kubepact-controller $version" ]; then
+			echo "hack/image.sh: the binary reports \"$reported\", the image would say $version" >&2
+			exit 1
+		fi
 	fi
-fi
+	binaries+=(-binary "$arch=$bin")
+done
 # hack/image is a module of its own: go-containerregistry stays out of the
 # library's go.mod. It runs on the build machine, whatever GOARCH says.
-(cd hack/image && GOOS= GOARCH= go run . build -binary "$work/kubepact-controller" \
-	-version "$version" -arch "$arch" -ref "$ref" -out "$out")
+(cd hack/image && GOOS= GOARCH= go run . build -version "$version" -ref "$ref" -out "$out" "${binaries[@]}")

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -42,7 +50,14 @@ func version(t *testing.T) string {
 // kubectl apply -k does.
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), "kubectl", "kustomize", filepath.Join(root, dir)).Output()
+	return render(t, filepath.Join(root, dir))
+}
+
+// render renders the kustomization at path, wherever it is, with kubectl
+// kustomize.
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), "kubectl", "kustomize", dir).Output()
 	if exit, ok := err.(*exec.ExitError); ok {
 		t.Fatalf("kubectl kustomize %s: %v: %s", dir, err, exit.Stderr)
 	}
@@ -193,4 +208,212 @@ func TestBuilds(t *testing.T) {
 		require.Contains(t, builder, want, "hack/image/main.go")
 	}
 	require.Contains(t, dockerfile, "org.opencontainers.image.source=https://github.com/kubepact/kubepact")
+}
+
+// deployment returns the one Deployment among objects.
+func deployment(t *testing.T, objects []*unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	var found []*appsv1.Deployment
+	for _, u := range objects {
+		if u.GetKind() == "Deployment" {
+			d := &appsv1.Deployment{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d))
+			found = append(found, d)
+		}
+	}
+	require.Len(t, found, 1, "Deployments")
+	return found[0]
+}
+
+// only returns the one object of kind among objects, converted into out.
+func only[T any](t *testing.T, objects []*unstructured.Unstructured, kind string, out *T) *unstructured.Unstructured {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, u := range objects {
+		if u.GetKind() == kind {
+			found = append(found, u)
+		}
+	}
+	require.Len(t, found, 1, "%ss", kind)
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(found[0].Object, out))
+	return found[0]
+}
+
+// requireSelectsPods fails unless selector is the Deployment's own selector,
+// which selects its pods and only what carries its labels: the same labels,
+// no expressions, the version label left out (it changes at every upgrade).
+func requireSelectsPods(t *testing.T, d *appsv1.Deployment, selector *metav1.LabelSelector, what string) {
+	t.Helper()
+	require.NotNil(t, selector, what)
+	require.Empty(t, selector.MatchExpressions, what)
+	require.Equal(t, d.Spec.Selector.MatchLabels, selector.MatchLabels, "%s: the Deployment's selector", what)
+	require.NotContains(t, selector.MatchLabels, versionLabel, what)
+	s, err := metav1.LabelSelectorAsSelector(selector)
+	require.NoError(t, err, what)
+	require.False(t, s.Empty(), "%s selects every pod", what)
+	require.True(t, s.Matches(labels.Set(d.Spec.Template.Labels)), "%s: the Deployment's pod labels %v", what, d.Spec.Template.Labels)
+}
+
+// metricsPort returns the metrics port of the Deployment's container: its
+// https-metrics containerPort, which --metrics-bind-address listens on.
+func metricsPort(t *testing.T, d *appsv1.Deployment) int32 {
+	t.Helper()
+	c := d.Spec.Template.Spec.Containers[0]
+	var port int32
+	for _, p := range c.Ports {
+		if p.Name == "https-metrics" {
+			port = p.ContainerPort
+		}
+	}
+	require.NotZero(t, port, "the https-metrics containerPort")
+	require.Contains(t, c.Args, fmt.Sprintf("--metrics-bind-address=:%d", port))
+	return port
+}
+
+// TestHighAvailability: as installed, the controller's two replicas have a
+// PodDisruptionBudget that lets one of them go and selects exactly their
+// pods, prefer different nodes without requiring them, and carry no
+// priority class (one the cluster lacks would stop their creation).
+func TestHighAvailability(t *testing.T) {
+	for _, dir := range []string{"config/controller", "config"} {
+		t.Run(dir, func(t *testing.T) {
+			objects := kustomize(t, dir)
+			d := deployment(t, objects)
+			require.Equal(t, int32(2), *d.Spec.Replicas)
+
+			var pdb policyv1.PodDisruptionBudget
+			u := only(t, objects, "PodDisruptionBudget", &pdb)
+			require.Equal(t, "policy/v1", u.GetAPIVersion())
+			require.Equal(t, d.Namespace, pdb.Namespace)
+			requireSelectsPods(t, d, pdb.Spec.Selector, "PodDisruptionBudget")
+			require.Nil(t, pdb.Spec.MinAvailable)
+			require.Equal(t, intstr.FromInt32(1), *pdb.Spec.MaxUnavailable)
+			require.NotNil(t, pdb.Spec.UnhealthyPodEvictionPolicy)
+			require.Equal(t, policyv1.AlwaysAllow, *pdb.Spec.UnhealthyPodEvictionPolicy)
+
+			spec := d.Spec.Template.Spec
+			require.Len(t, spec.TopologySpreadConstraints, 1)
+			c := spec.TopologySpreadConstraints[0]
+			require.Equal(t, "kubernetes.io/hostname", c.TopologyKey)
+			require.Equal(t, corev1.ScheduleAnyway, c.WhenUnsatisfiable, "a one-node cluster must still run both replicas")
+			require.Equal(t, int32(1), c.MaxSkew)
+			require.Equal(t, []string{"pod-template-hash"}, c.MatchLabelKeys)
+			requireSelectsPods(t, d, c.LabelSelector, "topology spread constraint")
+			require.Nil(t, spec.Affinity)
+
+			require.Empty(t, spec.PriorityClassName)
+			require.Nil(t, spec.Priority)
+			for _, u := range objects {
+				require.NotEqual(t, "PriorityClass", u.GetKind(), u.GetName())
+				require.NotEqual(t, "NetworkPolicy", u.GetKind(), u.GetName())
+			}
+		})
+	}
+}
+
+// Lines of config/controller/kustomization.yaml that, uncommented, opt in
+// to the NetworkPolicy and to the priority class component.
+var (
+	networkPolicyLines = []string{"  # - ../network-policy\n"}
+	priorityClassLines = []string{"# components:\n", "#   - ../components/priority-class\n"}
+)
+
+// optIn copies config/ into a temporary directory and there uncomments
+// lines of config/controller/kustomization.yaml, as its comments say to opt
+// in. It returns the copy's config directory.
+func optIn(t *testing.T, lines ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join(root, "config"))))
+	path := filepath.Join(dir, "controller", "kustomization.yaml")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	k := string(b)
+	for _, line := range lines {
+		require.Equal(t, 1, strings.Count(k, line), "config/controller/kustomization.yaml: %q", line)
+		k = strings.Replace(k, line, strings.Replace(line, "# ", "", 1), 1)
+	}
+	require.NoError(t, os.WriteFile(path, []byte(k), 0o644))
+	return dir
+}
+
+// TestPriorityClass: config/components/priority-class, used from an
+// operator's own overlay of config/ or config/controller, or added to
+// config/controller as its comment says, sets on the Deployment the class
+// it ships, which carries the version, and changes nothing else.
+func TestPriorityClass(t *testing.T) {
+	v := version(t)
+	// An overlay next to a copy of config/ (kustomize takes no absolute
+	// paths).
+	overlay := func(base string) string {
+		dir := filepath.Join(filepath.Dir(optIn(t)), "overlay")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + base +
+			"\ncomponents:\n  - ../config/components/priority-class\n"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644))
+		return dir
+	}
+	for name, dir := range map[string]string{
+		"overlay of config":            overlay("../config"),
+		"overlay of config/controller": overlay("../config/controller"),
+		"in config/controller":         filepath.Join(optIn(t, priorityClassLines...), "controller"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			objects := render(t, dir)
+			d := deployment(t, objects)
+			var pc schedulingv1.PriorityClass
+			u := only(t, objects, "PriorityClass", &pc)
+			require.Equal(t, "scheduling.k8s.io/v1", u.GetAPIVersion())
+			require.Equal(t, pc.Name, d.Spec.Template.Spec.PriorityClassName)
+			require.Equal(t, v, pc.Labels[versionLabel])
+			require.Equal(t, "kubepact-controller", pc.Labels["app.kubernetes.io/name"])
+			require.False(t, pc.GlobalDefault)
+			require.Positive(t, pc.Value)
+			require.LessOrEqual(t, pc.Value, int32(1_000_000_000), "the highest priority a user-defined class may have")
+
+			// Everything else renders as without the component.
+			shipped := kustomize(t, filepath.Join("config", "controller"))
+			want := deployment(t, shipped)
+			want.Spec.Template.Spec.PriorityClassName = pc.Name
+			require.Equal(t, want.Spec, d.Spec)
+		})
+	}
+}
+
+// TestNetworkPolicy: config/network-policy, on its own or listed in
+// config/controller as its comment says, admits only ingress to the
+// controller's pods on the metrics port, in the controller's namespace, and
+// never restricts their egress: the controller reaches its own and its
+// peers' API servers.
+func TestNetworkPolicy(t *testing.T) {
+	v := version(t)
+	d := deployment(t, kustomize(t, "config/controller"))
+	port := metricsPort(t, d)
+	opted := filepath.Join(optIn(t, networkPolicyLines...), "controller")
+	for name, dir := range map[string]string{
+		"config/network-policy": filepath.Join(root, "config", "network-policy"),
+		"in config/controller":  opted,
+	} {
+		t.Run(name, func(t *testing.T) {
+			objects := render(t, dir)
+			var np networkingv1.NetworkPolicy
+			u := only(t, objects, "NetworkPolicy", &np)
+			require.Equal(t, "networking.k8s.io/v1", u.GetAPIVersion())
+			require.Equal(t, v, np.Labels[versionLabel])
+			require.Equal(t, "kubepact-controller", np.Labels["app.kubernetes.io/name"])
+			require.Equal(t, d.Namespace, np.Namespace)
+			requireSelectsPods(t, d, &np.Spec.PodSelector, "NetworkPolicy")
+			require.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes, "ingress only")
+			require.Empty(t, np.Spec.Egress)
+			require.Len(t, np.Spec.Ingress, 1)
+			rule := np.Spec.Ingress[0]
+			require.NotEmpty(t, rule.From, "scrapes only from labelled namespaces")
+			require.Len(t, rule.Ports, 1)
+			require.Equal(t, intstr.FromInt32(port), *rule.Ports[0].Port)
+			require.Equal(t, corev1.ProtocolTCP, *rule.Ports[0].Protocol)
+			if dir == opted {
+				require.Equal(t, d.Spec, deployment(t, objects).Spec)
+			}
+		})
+	}
 }

@@ -1,14 +1,17 @@
-// Command image builds kubepact-controller's container image without a
-// container engine or a registry, as an OCI image-layout archive, and reads a
-// file back out of one. hack/image.sh runs it:
+// Command image builds kubepact-controller's multi-architecture container
+// image without a container engine or a registry, as an OCI image-layout
+// archive, lists the platforms an archive holds, and reads a file back out of
+// one platform's image. hack/image.sh and CI run it:
 //
-//	go run . build -binary FILE -version V -arch ARCH -ref REF -out OUT.tar
-//	go run . extract -archive OUT.tar -file /kubepact-controller -out FILE
+//	go run . build -version V -ref REF -out OUT.tar -binary amd64=FILE -binary arm64=FILE
+//	go run . list -archive OUT.tar
+//	go run . extract -archive OUT.tar -platform linux/arm64 -file /kubepact-controller -out FILE
 //
-// The image is what the Dockerfile at the repository root builds: no base
-// (scratch), one layer holding the static binary at /kubepact-controller,
-// run as 65532:65532. Every timestamp is the Unix epoch, so the same binary
-// always gives the same digests.
+// The archive's index.json names one OCI image index (REF), which holds one
+// image per architecture. Each image is what the Dockerfile at the repository
+// root builds: no base (scratch), one layer holding the static binary at
+// /kubepact-controller, run as 65532:65532. Every timestamp is the Unix
+// epoch, so the same binaries always give the same digests.
 //
 // It is a module of its own, so that the library's users never inherit
 // go-containerregistry.
@@ -26,6 +29,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strings"
 	"time"
 
@@ -58,24 +63,67 @@ const (
 // epoch is every timestamp in the image and the archive.
 var epoch = time.Unix(0, 0).UTC()
 
-// Spec says what to build.
+// ErrSpec is returned by Index for a Spec it cannot build from: no binary,
+// no version or name, or an architecture Go does not name.
+var ErrSpec = errors.New("incomplete image spec")
+
+// ErrLayout is returned for an archive whose index.json does not name one
+// image index of platform images, the shape Index builds.
+var ErrLayout = errors.New("not a kubepact-controller image layout")
+
+// ErrNoPlatform is returned when the index holds no image for the platform
+// asked for.
+var ErrNoPlatform = errors.New("no image for the platform")
+
+// Spec says what to build: one image per architecture, all under one name.
 type Spec struct {
-	Binary  []byte // the static linux binary
-	Version string // org.opencontainers.image.version
-	Arch    string // GOARCH the binary was built for
-	Ref     string // the image's name and tag, e.g. ghcr.io/kubepact/kubepact-controller:v0.2.0
+	Version  string            // org.opencontainers.image.version
+	Ref      string            // the index's name and tag, e.g. ghcr.io/kubepact/kubepact-controller:v0.2.0
+	Binaries map[string][]byte // the static linux binary for each GOARCH
 }
 
-// Index returns a one-image OCI index for s: the image, with its platform
-// and its name in the RefName annotation.
+// Index returns the OCI index an archive's index.json holds for s: one
+// entry, named s.Ref in the RefName annotation, for an image index that lists
+// one linux image per architecture of s.Binaries, in lexical order of the
+// architecture, each with its platform.
 func Index(s Spec) (v1.ImageIndex, error) {
 	switch {
-	case len(s.Binary) == 0:
-		return nil, errors.New("no binary")
-	case s.Version == "", s.Arch == "", s.Ref == "":
-		return nil, errors.New("version, arch and ref are required")
+	case len(s.Binaries) == 0:
+		return nil, fmt.Errorf("%w: no binary", ErrSpec)
+	case s.Version == "", s.Ref == "":
+		return nil, fmt.Errorf("%w: version and ref are required", ErrSpec)
 	}
-	layer, err := binaryLayer(s.Binary)
+	arches := make([]string, 0, len(s.Binaries))
+	for arch := range s.Binaries {
+		arches = append(arches, arch)
+	}
+	sort.Strings(arches)
+	platforms := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, arch := range arches {
+		img, err := image(s.Binaries[arch], s.Version, arch)
+		if err != nil {
+			return nil, err
+		}
+		platforms = mutate.AppendManifests(platforms, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
+		})
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{
+		Add:        platforms,
+		Descriptor: v1.Descriptor{Annotations: map[string]string{RefName: s.Ref, containerdName: s.Ref}},
+	}), nil
+}
+
+// image is the linux/arch image holding bin.
+func image(bin []byte, version, arch string) (v1.Image, error) {
+	switch {
+	case len(bin) == 0:
+		return nil, fmt.Errorf("%w: no binary for %q", ErrSpec, arch)
+	case arch == "" || strings.ContainsAny(arch, "/ \t"):
+		return nil, fmt.Errorf("%w: architecture %q", ErrSpec, arch)
+	}
+	layer, err := binaryLayer(bin)
 	if err != nil {
 		return nil, err
 	}
@@ -99,24 +147,15 @@ func Index(s Spec) (v1.ImageIndex, error) {
 	cf = cf.DeepCopy()
 	cf.Created = v1.Time{Time: epoch}
 	cf.OS = "linux"
-	cf.Architecture = s.Arch
+	cf.Architecture = arch
 	cf.Config.User = User
 	cf.Config.Entrypoint = []string{Path}
 	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.version":  s.Version,
+		"org.opencontainers.image.version":  version,
 		"org.opencontainers.image.source":   Source,
 		"org.opencontainers.image.licenses": Licenses,
 	}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		return nil, err
-	}
-	return mutate.AppendManifests(empty.Index, mutate.IndexAddendum{
-		Add: img,
-		Descriptor: v1.Descriptor{
-			Platform:    &v1.Platform{OS: "linux", Architecture: s.Arch},
-			Annotations: map[string]string{RefName: s.Ref, containerdName: s.Ref},
-		},
-	}), nil
+	return mutate.ConfigFile(img, cf)
 }
 
 // binaryLayer is a gzipped tar holding bin at Path, mode 0755, owned by root.
@@ -279,17 +318,49 @@ func writeFile(p string, r io.Reader, mode fs.FileMode) error {
 	return f.Close()
 }
 
-// OnlyImage returns the one image of idx.
-func OnlyImage(idx v1.ImageIndex) (v1.Image, v1.Descriptor, error) {
+// Named returns the one image index the archive's index idx names, and
+// that name (its RefName annotation).
+func Named(idx v1.ImageIndex) (v1.ImageIndex, string, error) {
 	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, "", err
+	}
+	if len(m.Manifests) != 1 || !m.Manifests[0].MediaType.IsIndex() {
+		return nil, "", fmt.Errorf("%w: index.json lists %d entries, want one image index", ErrLayout, len(m.Manifests))
+	}
+	named, err := idx.ImageIndex(m.Manifests[0].Digest)
+	return named, m.Manifests[0].Annotations[RefName], err
+}
+
+// Platforms returns the descriptors of the images named holds, each with
+// its platform, in the index's order.
+func Platforms(named v1.ImageIndex) ([]v1.Descriptor, error) {
+	m, err := named.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range m.Manifests {
+		if !d.MediaType.IsImage() || d.Platform == nil {
+			return nil, fmt.Errorf("%w: %s is not an image with a platform", ErrLayout, d.Digest)
+		}
+	}
+	return m.Manifests, nil
+}
+
+// ImageFor returns the image of platform p (os/arch, e.g. linux/arm64) in
+// named, or ErrNoPlatform.
+func ImageFor(named v1.ImageIndex, p string) (v1.Image, v1.Descriptor, error) {
+	ds, err := Platforms(named)
 	if err != nil {
 		return nil, v1.Descriptor{}, err
 	}
-	if len(m.Manifests) != 1 {
-		return nil, v1.Descriptor{}, fmt.Errorf("the index lists %d manifests, want one image", len(m.Manifests))
+	for _, d := range ds {
+		if d.Platform.String() == p {
+			img, err := named.Image(d.Digest)
+			return img, d, err
+		}
 	}
-	img, err := idx.Image(m.Manifests[0].Digest)
-	return img, m.Manifests[0], err
+	return nil, v1.Descriptor{}, fmt.Errorf("%w: %s", ErrNoPlatform, p)
 }
 
 // File returns the content and header of the regular file at name in img's
@@ -345,26 +416,39 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: image build|extract [flags]")
+		return errors.New("usage: image build|list|extract [flags]")
 	}
 	flags := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	switch args[0] {
 	case "build":
-		var s Spec
-		binary := flags.String("binary", "", "the static linux binary to ship")
+		s := Spec{Binaries: map[string][]byte{}}
 		out := flags.String("out", "", "the OCI layout archive to write")
-		flags.StringVar(&s.Version, "version", "", "the image's version label")
-		flags.StringVar(&s.Arch, "arch", "", "the GOARCH the binary was built for")
-		flags.StringVar(&s.Ref, "ref", "", "the image's name and tag")
+		flags.StringVar(&s.Version, "version", "", "the images' version label")
+		flags.StringVar(&s.Ref, "ref", "", "the image index's name and tag")
+		var binaries []string
+		flags.Func("binary", "ARCH=FILE: the static linux binary built for GOARCH ARCH (repeat for each architecture)", func(v string) error {
+			binaries = append(binaries, v)
+			return nil
+		})
 		if err := flags.Parse(args[1:]); err != nil {
 			return err
 		}
-		if *binary == "" || *out == "" {
-			return errors.New("build: -binary and -out are required")
+		for _, v := range binaries {
+			arch, file, ok := strings.Cut(v, "=")
+			if !ok || arch == "" || file == "" {
+				return fmt.Errorf("%w: -binary %q, want ARCH=FILE", ErrSpec, v)
+			}
+			if _, dup := s.Binaries[arch]; dup {
+				return fmt.Errorf("%w: two binaries for %s", ErrSpec, arch)
+			}
+			bin, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			s.Binaries[arch] = bin
 		}
-		var err error
-		if s.Binary, err = os.ReadFile(*binary); err != nil {
-			return err
+		if *out == "" {
+			return errors.New("build: -out is required")
 		}
 		idx, err := Index(s)
 		if err != nil {
@@ -374,8 +458,27 @@ func run(args []string) error {
 			return err
 		}
 		return describe(idx, *out)
+	case "list":
+		archive := flags.String("archive", "", "the OCI layout archive to read")
+		if err := flags.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *archive == "" {
+			return errors.New("list: -archive is required")
+		}
+		dir, err := os.MkdirTemp("", "kubepact-image-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		idx, err := ReadArchive(*archive, dir)
+		if err != nil {
+			return err
+		}
+		return list(os.Stdout, idx)
 	case "extract":
 		archive := flags.String("archive", "", "the OCI layout archive to read")
+		platform := flags.String("platform", "linux/"+runtime.GOARCH, "the image to read from, by its platform")
 		file := flags.String("file", Path, "the file in the image")
 		out := flags.String("out", "", "where to write it (with the image's mode bits)")
 		if err := flags.Parse(args[1:]); err != nil {
@@ -393,7 +496,11 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		img, _, err := OnlyImage(idx)
+		named, _, err := Named(idx)
+		if err != nil {
+			return err
+		}
+		img, _, err := ImageFor(named, *platform)
 		if err != nil {
 			return err
 		}
@@ -403,33 +510,72 @@ func run(args []string) error {
 		}
 		return writeFile(*out, bytes.NewReader(data), fs.FileMode(h.Mode).Perm())
 	default:
-		return fmt.Errorf("unknown command %q: want build or extract", args[0])
+		return fmt.Errorf("unknown command %q: want build, list or extract", args[0])
 	}
 }
 
-// describe prints what was written: name, digest, sizes.
-func describe(idx v1.ImageIndex, out string) error {
-	img, desc, err := OnlyImage(idx)
+// list writes one line per image of the archive's index idx: its platform,
+// then its manifest by name and digest (what a registry serves once the
+// archive is pushed there).
+func list(w io.Writer, idx v1.ImageIndex) error {
+	named, ref, err := Named(idx)
 	if err != nil {
 		return err
 	}
-	layers, err := img.Layers()
+	ds, err := Platforms(named)
 	if err != nil {
 		return err
 	}
-	var compressed int64
-	for _, l := range layers {
-		n, err := l.Size()
-		if err != nil {
+	name := ref
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		name = ref[:i]
+	}
+	for _, d := range ds {
+		if _, err := fmt.Fprintf(w, "%s %s@%s\n", d.Platform, name, d.Digest); err != nil {
 			return err
 		}
-		compressed += n
+	}
+	return nil
+}
+
+// describe prints what was written: the index's name and digest, then each
+// platform's manifest digest and compressed layer size.
+func describe(idx v1.ImageIndex, out string) error {
+	named, ref, err := Named(idx)
+	if err != nil {
+		return err
+	}
+	digest, err := named.Digest()
+	if err != nil {
+		return err
+	}
+	ds, err := Platforms(named)
+	if err != nil {
+		return err
 	}
 	st, err := os.Stat(out)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s\n  image %s (%s/%s)\n  layers %d bytes compressed; archive %d bytes\n",
-		out, desc.Annotations[RefName]+"@"+desc.Digest.String(), desc.Platform.OS, desc.Platform.Architecture, compressed, st.Size())
+	fmt.Printf("%s (%d bytes)\n  index %s@%s\n", out, st.Size(), ref, digest)
+	for _, d := range ds {
+		img, err := named.Image(d.Digest)
+		if err != nil {
+			return err
+		}
+		layers, err := img.Layers()
+		if err != nil {
+			return err
+		}
+		var compressed int64
+		for _, l := range layers {
+			n, err := l.Size()
+			if err != nil {
+				return err
+			}
+			compressed += n
+		}
+		fmt.Printf("  %s %s, layers %d bytes compressed\n", d.Platform, d.Digest, compressed)
+	}
 	return nil
 }

@@ -1,18 +1,26 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// TestArchive builds an image from a fake binary, writes the archive, and
-// reads everything the Deployment and an importer rely on back out of it.
+// TestArchive builds a two-architecture image from fake binaries, writes
+// the archive, and reads everything the Deployment and an importer rely on
+// back out of it, for each platform.
 func TestArchive(t *testing.T) {
-	bin := []byte("#!/bin/sh\necho not really kubepact-controller\n")
-	spec := Spec{Binary: bin, Version: "v9.8.7", Arch: "arm64", Ref: "ghcr.io/kubepact/kubepact-controller:v9.8.7"}
+	bins := map[string][]byte{
+		"amd64": []byte("#!/bin/sh\necho not really kubepact-controller for amd64\n"),
+		"arm64": []byte("#!/bin/sh\necho not really kubepact-controller for arm64\n"),
+	}
+	spec := Spec{Binaries: bins, Version: "v9.8.7", Ref: "ghcr.io/kubepact/kubepact-controller:v9.8.7"}
 	idx, err := Index(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -31,22 +39,71 @@ func TestArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	if mt, _ := got.MediaType(); mt != types.OCIImageIndex {
-		t.Errorf("index media type %s, want %s", mt, types.OCIImageIndex)
+		t.Errorf("index.json media type %s, want %s", mt, types.OCIImageIndex)
 	}
-	img, desc, err := OnlyImage(got)
+	// index.json names one image index, as skopeo copy --all, crane push and
+	// ctr import read it.
+	m, err := got.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if desc.Annotations[RefName] != spec.Ref {
-		t.Errorf("%s = %q, want %q", RefName, desc.Annotations[RefName], spec.Ref)
+	if len(m.Manifests) != 1 || m.Manifests[0].MediaType != types.OCIImageIndex {
+		t.Fatalf("index.json lists %+v, want one image index", m.Manifests)
 	}
-	if desc.MediaType != types.OCIManifestSchema1 {
-		t.Errorf("manifest media type %s, want %s", desc.MediaType, types.OCIManifestSchema1)
+	for _, k := range []string{RefName, containerdName} {
+		if m.Manifests[0].Annotations[k] != spec.Ref {
+			t.Errorf("%s = %q, want %q", k, m.Manifests[0].Annotations[k], spec.Ref)
+		}
 	}
-	if desc.Platform == nil || desc.Platform.OS != "linux" || desc.Platform.Architecture != "arm64" {
-		t.Errorf("platform %+v, want linux/arm64", desc.Platform)
+	named, ref, err := Named(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref != spec.Ref {
+		t.Errorf("name %q, want %q", ref, spec.Ref)
+	}
+	ds, err := Platforms(named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var platforms []string
+	for _, d := range ds {
+		platforms = append(platforms, d.Platform.String())
+		if d.MediaType != types.OCIManifestSchema1 {
+			t.Errorf("%s: manifest media type %s, want %s", d.Platform, d.MediaType, types.OCIManifestSchema1)
+		}
+	}
+	if strings.Join(platforms, " ") != "linux/amd64 linux/arm64" {
+		t.Errorf("platforms %q, want linux/amd64 linux/arm64", platforms)
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, _, err := ImageFor(named, "linux/"+arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkImage(t, img, arch, bins[arch])
 	}
 
+	// The same input gives the same bytes.
+	again := filepath.Join(t.TempDir(), "again.tar")
+	idx2, err := Index(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteArchive(again, idx2); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(out)
+	b, _ := os.ReadFile(again)
+	if string(a) != string(b) {
+		t.Error("two builds of the same binaries differ")
+	}
+}
+
+// checkImage checks the linux/arch image img: bin at /kubepact-controller,
+// and the configuration the Deployment relies on.
+func checkImage(t *testing.T, img v1.Image, arch string, bin []byte) {
+	t.Helper()
 	layers, err := img.Layers()
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +135,8 @@ func TestArchive(t *testing.T) {
 	if len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/kubepact-controller" || len(cf.Config.Cmd) != 0 {
 		t.Errorf("entrypoint %q, cmd %q; want [/kubepact-controller], none", cf.Config.Entrypoint, cf.Config.Cmd)
 	}
-	if cf.OS != "linux" || cf.Architecture != "arm64" {
-		t.Errorf("config platform %s/%s, want linux/arm64", cf.OS, cf.Architecture)
+	if cf.OS != "linux" || cf.Architecture != arch {
+		t.Errorf("config platform %s/%s, want linux/%s", cf.OS, cf.Architecture, arch)
 	}
 	for k, want := range map[string]string{
 		"org.opencontainers.image.version":  "v9.8.7",
@@ -93,59 +150,109 @@ func TestArchive(t *testing.T) {
 	if !cf.Created.Equal(epoch) {
 		t.Errorf("created %s, want the epoch", cf.Created)
 	}
-
-	// The same input gives the same bytes.
-	again := filepath.Join(t.TempDir(), "again.tar")
-	idx2, err := Index(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteArchive(again, idx2); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := os.ReadFile(out)
-	b, _ := os.ReadFile(again)
-	if string(a) != string(b) {
-		t.Error("two builds of the same binary differ")
-	}
 }
 
-// TestExtract runs the extract command as hack/image.sh's check does.
-func TestExtract(t *testing.T) {
-	idx, err := Index(Spec{Binary: []byte("fake"), Version: "v1.0.0", Arch: "amd64", Ref: "example.com/x:v1.0.0"})
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestExtractAndList runs the list and extract commands as CI does: each
+// platform's binary comes out of its own image, and a platform the archive
+// lacks is refused with ErrNoPlatform.
+func TestExtractAndList(t *testing.T) {
 	dir := t.TempDir()
+	for _, arch := range []string{"amd64", "arm64"} {
+		if err := os.WriteFile(filepath.Join(dir, arch), []byte("fake "+arch), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	archive := filepath.Join(dir, "x.tar")
-	if err := WriteArchive(archive, idx); err != nil {
+	if err := run([]string{"build", "-version", "v1.0.0", "-ref", "example.com:5000/x:v1.0.0", "-out", archive,
+		"-binary", "arm64=" + filepath.Join(dir, "arm64"), "-binary", "amd64=" + filepath.Join(dir, "amd64")}); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "bin", "kubepact-controller")
-	if err := run([]string{"extract", "-archive", archive, "-out", out}); err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.Stat(out)
+
+	got, err := ReadArchive(archive, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Mode().Perm()&0o111 == 0 {
-		t.Errorf("extracted mode %s, want executable", st.Mode())
+	var listed bytes.Buffer
+	if err := list(&listed, got); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(listed.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "linux/amd64 example.com:5000/x@sha256:") || !strings.HasPrefix(lines[1], "linux/arm64 example.com:5000/x@sha256:") {
+		t.Errorf("list printed %q, want linux/amd64 and linux/arm64 with their manifests", lines)
+	}
+	if err := run([]string{"list", "-archive", archive}); err != nil {
+		t.Error(err)
+	}
+
+	for _, arch := range []string{"amd64", "arm64"} {
+		out := filepath.Join(dir, "bin", arch)
+		if err := run([]string{"extract", "-archive", archive, "-platform", "linux/" + arch, "-out", out}); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(data) != "fake "+arch {
+			t.Errorf("linux/%s: extracted %q, want that platform's binary", arch, data)
+		}
+		if st, _ := os.Stat(out); st.Mode().Perm()&0o111 == 0 {
+			t.Errorf("extracted mode %s, want executable", st.Mode())
+		}
+	}
+	err = run([]string{"extract", "-archive", archive, "-platform", "linux/s390x", "-out", filepath.Join(dir, "s390x")})
+	if !errors.Is(err, ErrNoPlatform) {
+		t.Errorf("extracting linux/s390x: %v, want ErrNoPlatform", err)
 	}
 	if err := run([]string{"extract", "-archive", archive, "-file", "/etc/passwd", "-out", filepath.Join(dir, "passwd")}); err == nil {
 		t.Error("extracting a file the image lacks succeeded")
 	}
 }
 
+// TestNamedRejects: an archive whose index.json lists images directly, not
+// one named index of them, is not read as a multi-architecture image.
+func TestNamedRejects(t *testing.T) {
+	idx, err := Index(Spec{Binaries: map[string][]byte{"amd64": []byte("x")}, Version: "v1", Ref: "x:v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, _, err := Named(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Named(named); !errors.Is(err, ErrLayout) {
+		t.Errorf("Named of an index of images: %v, want ErrLayout", err)
+	}
+	if _, err := Platforms(idx); !errors.Is(err, ErrLayout) {
+		t.Errorf("Platforms of index.json: %v, want ErrLayout", err)
+	}
+}
+
 func TestIndexRejects(t *testing.T) {
 	for name, s := range map[string]Spec{
-		"no binary":  {Version: "v1", Arch: "amd64", Ref: "x:v1"},
-		"no version": {Binary: []byte("x"), Arch: "amd64", Ref: "x:v1"},
-		"no arch":    {Binary: []byte("x"), Version: "v1", Ref: "x:v1"},
-		"no ref":     {Binary: []byte("x"), Version: "v1", Arch: "amd64"},
+		"no binary":       {Version: "v1", Ref: "x:v1"},
+		"empty binary":    {Binaries: map[string][]byte{"amd64": nil}, Version: "v1", Ref: "x:v1"},
+		"no version":      {Binaries: map[string][]byte{"amd64": []byte("x")}, Ref: "x:v1"},
+		"no arch":         {Binaries: map[string][]byte{"": []byte("x")}, Version: "v1", Ref: "x:v1"},
+		"arch with slash": {Binaries: map[string][]byte{"linux/amd64": []byte("x")}, Version: "v1", Ref: "x:v1"},
+		"no ref":          {Binaries: map[string][]byte{"amd64": []byte("x")}, Version: "v1"},
 	} {
-		if _, err := Index(s); err == nil {
-			t.Errorf("%s: Index succeeded", name)
+		if _, err := Index(s); !errors.Is(err, ErrSpec) {
+			t.Errorf("%s: Index: %v, want ErrSpec", name, err)
+		}
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "bin")
+	if err := os.WriteFile(f, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, bin := range [][]string{{"amd64"}, {"=" + f}, {"amd64="}, {"amd64=" + f, "amd64=" + f}} {
+		args := []string{"build", "-out", filepath.Join(dir, "x.tar"), "-version", "v1", "-ref", "x:v1"}
+		for _, b := range bin {
+			args = append(args, "-binary", b)
+		}
+		if err := run(args); !errors.Is(err, ErrSpec) {
+			t.Errorf("build -binary %q: %v, want ErrSpec", bin, err)
 		}
 	}
 }
