@@ -466,15 +466,11 @@ func run(args []string) error {
 		if *archive == "" {
 			return errors.New("list: -archive is required")
 		}
-		dir, err := os.MkdirTemp("", "kubepact-image-")
+		idx, cleanup, err := readArchive(*archive)
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		idx, err := ReadArchive(*archive, dir)
-		if err != nil {
-			return err
-		}
+		defer cleanup()
 		return list(os.Stdout, idx)
 	case "extract":
 		archive := flags.String("archive", "", "the OCI layout archive to read")
@@ -487,15 +483,11 @@ func run(args []string) error {
 		if *archive == "" || *out == "" {
 			return errors.New("extract: -archive and -out are required")
 		}
-		dir, err := os.MkdirTemp("", "kubepact-image-")
+		idx, cleanup, err := readArchive(*archive)
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		idx, err := ReadArchive(*archive, dir)
-		if err != nil {
-			return err
-		}
+		defer cleanup()
 		named, _, err := Named(idx)
 		if err != nil {
 			return err
@@ -578,4 +570,19 @@ func describe(idx v1.ImageIndex, out string) error {
 		fmt.Printf("  %s %s, layers %d bytes compressed\n", d.Platform, d.Digest, compressed)
 	}
 	return nil
+}
+
+// readArchive reads the archive at path into a temporary directory, as
+// ReadArchive does, and returns the function that removes it.
+func readArchive(path string) (v1.ImageIndex, func(), error) {
+	dir, err := os.MkdirTemp("", "kubepact-image-")
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err := ReadArchive(path, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return idx, func() { os.RemoveAll(dir) }, nil
 }
