@@ -139,6 +139,31 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, sa.RbacV1().RoleBindings(tenantNS).Delete(ctx, legacy.Name, metav1.DeleteOptions{}), "the sweep of v0.1.0's binding")
 	})
+	// The policy lets the controller delete a ServiceAccount identity's
+	// ClusterRoleBinding (a drain takes it back), and only that: the label
+	// alone, which anyone who may write bindings can set, opens no other.
+	t.Run("DeleteClusterRoleBindingByLabel", func(t *testing.T) {
+		const id = "cl-attack-sa"
+		label := map[string]string{"kubepact.io/serviceaccount-identity": id}
+		for _, b := range []*rbacv1.ClusterRoleBinding{
+			// labelled, but bound to cluster-admin
+			{ObjectMeta: metav1.ObjectMeta{Name: "kubepact-remote-" + id + "-admin", Labels: label}, Subjects: []rbacv1.Subject{someone},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}},
+			// labelled, to the identity's role, under another name
+			{ObjectMeta: metav1.ObjectMeta{Name: "not-" + id, Labels: label}, Subjects: []rbacv1.Subject{someone},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubepact-remote-" + id}},
+		} {
+			_, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+			require.NoError(t, err)
+			refused(t, sa.RbacV1().ClusterRoleBindings().Delete(ctx, b.Name, metav1.DeleteOptions{}))
+			require.NoError(t, admin.RbacV1().ClusterRoleBindings().Delete(ctx, b.Name, metav1.DeleteOptions{}))
+		}
+		identity := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kubepact-remote-" + id, Labels: label}, Subjects: []rbacv1.Subject{someone},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubepact-remote-" + id}}
+		_, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, identity, metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.NoError(t, sa.RbacV1().ClusterRoleBindings().Delete(ctx, identity.Name, metav1.DeleteOptions{}), "a ServiceAccount identity's binding, as a drain deletes it")
+	})
 	t.Run("WriteSecretOutsideTenantNamespaces", func(t *testing.T) {
 		for _, ns := range []string{metav1.NamespaceSystem, metav1.NamespaceDefault} {
 			_, err := sa.CoreV1().Secrets(ns).Create(ctx, secret(ns, "attack"), metav1.CreateOptions{})
