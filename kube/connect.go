@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -357,7 +358,22 @@ func install(cfg *rest.Config, cs kubernetes.Interface, notServed error) error {
 		if err := InstallCRDs(ctx, cfg); err != nil {
 			return err
 		}
-		if err := requireCRDs(cs.Discovery(), serverHost(cfg)); err != nil {
+		// Established is not yet served: discovery may lag behind it by
+		// a moment, so ask again until the CRDs are served or ctx ends.
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+			switch err := requireCRDs(cs.Discovery(), serverHost(cfg)); {
+			case errors.As(err, &missing):
+				notServed = err
+				return false, nil
+			case err != nil:
+				return false, err
+			}
+			return true, nil
+		})
+		if err != nil {
+			if ctx.Err() != nil && notServed != nil {
+				return notServed
+			}
 			return err
 		}
 	}
