@@ -48,8 +48,9 @@
 // The consumer asks for resources with ResourceSlices, each with an
 // identity of its own (Consumer.Slice, Provider.AcceptSlice,
 // Consumer.ApplySliceIdentity; package resourceslice). Certificates are
-// renewed before they expire: the provider re-signs at two thirds of their
-// lifetime and answers Renews, and a Strict consumer renews with a fresh key
+// renewed before they expire: the provider re-signs each between half and
+// two thirds of its lifetime, at a point drawn from the certificate so that
+// a burst of them is not re-signed at once, and answers Renews, and a Strict consumer renews with a fresh key
 // (Provider.Renew, Consumer.RenewRequest, Consumer.Renewed; package
 // renewal). The provider cordons, drains and readmits tenants
 // (Provider.Cordon, Provider.Drain, Provider.Readmit; package lifecycle): a

@@ -40,8 +40,8 @@ var ErrNotAuthenticated = errors.New("no identity held for the provider")
 // (renewal.ErrNotAccepted) and not Drained (renewal.ErrDrained).
 //
 // Without spec.csr, as a Liqo consumer sends it, Renew returns the Tenant's
-// status.authParams, which the Tenant's reconciler re-signs at two thirds of
-// the certificate's lifetime. With spec.csr and spec.publicKey, as a Strict
+// status.authParams, which the Tenant's reconciler re-signs between half and
+// two thirds of the certificate's lifetime (renewal.ProviderDeadline). With spec.csr and spec.publicKey, as a Strict
 // kubepact consumer sends them, the CSR must pass the exact ControlPlane
 // policy of that consumer for that key (csr.ControlPlanePolicy). The
 // certificate the Renew last gave, recorded under renewal.RecordKey, is
@@ -173,8 +173,8 @@ type RenewalRequest struct {
 // ErrNotAuthenticated.
 //
 // A consumer that is not Strict sends what a Liqo consumer sends: the
-// provider re-signs its certificate at two thirds of the lifetime, and the
-// Renew's status brings it back. A Strict consumer asks for a certificate
+// provider re-signs its certificate between half and two thirds of the
+// lifetime, and the Renew's status brings it back. A Strict consumer asks for a certificate
 // for the key it holds until the renewal deadline, and from then on for a
 // fresh key, stored in ConsumerPorts.IdentityKeys under
 // renewal.NextKeyName before RenewRequest returns the CSR for it, so a

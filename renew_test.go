@@ -80,7 +80,7 @@ func roundTrip(t *testing.T, p *pair, held *authv1beta1.Renew) (*authv1beta1.Ren
 	return req.Renew, a, err
 }
 
-func TestProviderRenewsAtTwoThirdsAndLiqoConsumerFollows(t *testing.T) {
+func TestProviderRenewsWhenDueAndLiqoConsumerFollows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p := newPair(t)
@@ -91,7 +91,7 @@ func TestProviderRenewsAtTwoThirdsAndLiqoConsumerFollows(t *testing.T) {
 	tn, err := p.providerCluster.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
 	require.NoError(t, err)
 
-	// Before two thirds: accepting again changes nothing, and the Renew
+	// Before it is due: accepting again changes nothing, and the Renew
 	// brings back the certificate held, which the consumer keeps.
 	p.clock.SetTime(renewal.ProviderDeadline(first).Add(-time.Minute))
 	signed := p.providerCluster.Signer.Signed()
@@ -105,7 +105,7 @@ func TestProviderRenewsAtTwoThirdsAndLiqoConsumerFollows(t *testing.T) {
 	require.Equal(t, authv1beta1.ControlPlaneIdentityType, renew.Spec.IdentityType)
 	require.Equal(t, consumerID, renew.Spec.ConsumerClusterID)
 
-	// From two thirds on the provider re-signs; the Renew carries the new
+	// From its deadline on the provider re-signs; the Renew carries the new
 	// certificate to the consumer, which rewrites its kubeconfig.
 	p.clock.SetTime(renewal.ProviderDeadline(first))
 	_, err = p.provider.Accept(ctx, tn)

@@ -9,16 +9,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/renewal"
 )
 
 func TestRequeueAtRenewal(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	chain := selfSigned(t, now, 30*time.Hour)
+	cert, err := csr.ParseCertificate(chain)
+	require.NoError(t, err)
+	due := renewal.ProviderDeadline(cert)
+	require.True(t, !due.Before(now.Add(15*time.Hour)) && due.Before(now.Add(20*time.Hour)), "due between half and two thirds in: %s", due)
 
-	require.Equal(t, 20*time.Hour, requeueAtRenewal(chain, now).RequeueAfter, "two thirds in")
-	require.Equal(t, time.Hour, requeueAtRenewal(chain, now.Add(19*time.Hour)).RequeueAfter)
+	require.Equal(t, due.Sub(now), requeueAtRenewal(chain, now).RequeueAfter, "when it falls due")
+	require.Equal(t, time.Hour, requeueAtRenewal(chain, due.Add(-time.Hour)).RequeueAfter)
 	require.Equal(t, MinRenewalWait, requeueAtRenewal(chain, now.Add(29*time.Hour)).RequeueAfter, "past due: soon, not at once")
 	require.Zero(t, requeueAtRenewal([]byte("garbage"), now).RequeueAfter)
 }

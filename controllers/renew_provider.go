@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,13 +36,14 @@ const RenewControllerName = "kubepact-renew"
 
 // MinRenewalWait is the shortest a reconciler waits for a renewal deadline:
 // a certificate already due when it is issued (a signer that caps lifetimes
-// below what two thirds need) is looked at again after it, not in a hot
-// loop.
+// below what the re-signing window needs) is looked at again after it, not
+// in a hot loop.
 const MinRenewalWait = 10 * time.Second
 
 // renewalResult brings the Tenant whose Identity id the provider just
-// accepted back when its certificate is due for re-signing, at two thirds
-// of its lifetime (renewal.ProviderDeadline); Accept then re-signs it.
+// accepted back when its certificate is due for re-signing, between half
+// and two thirds of its lifetime (renewal.ProviderDeadline); Accept then
+// re-signs it.
 func renewalResult(id *authv1beta1.Identity, now time.Time) reconcile.Result {
 	if id == nil {
 		return reconcile.Result{}
@@ -53,13 +55,17 @@ func renewalResult(id *authv1beta1.Identity, now time.Time) reconcile.Result {
 // was issued is due for re-signing (renewal.ProviderDeadline), never sooner
 // than MinRenewalWait: the Tenant reconciler's, and any reconciler that
 // issues certificates through csr.Issue (a ResourceSlice's), which re-signs
-// from that point on.
+// from that point on. It comes back with low priority: in the priority
+// queue controller-runtime gives every controller, a re-sign that falls due
+// waits behind the Tenants and slices that wait for their first
+// certificate, so re-signs never hold up a handshake for longer than a
+// worker takes to finish the one it started.
 func requeueAtRenewal(chain []byte, now time.Time) reconcile.Result {
 	cert, err := csr.ParseCertificate(chain)
 	if err != nil {
 		return reconcile.Result{}
 	}
-	return reconcile.Result{RequeueAfter: renewal.Wait(renewal.ProviderDeadline(cert), now, MinRenewalWait)}
+	return reconcile.Result{RequeueAfter: renewal.Wait(renewal.ProviderDeadline(cert), now, MinRenewalWait), Priority: ptr.To(handler.LowPriority)}
 }
 
 // setupRenewProvider adds the provider's Renew reconciler to mgr.

@@ -151,7 +151,7 @@ func certOf(t *testing.T, cfg *kubeconfig.Config) *x509.Certificate {
 	return cert
 }
 
-// A provider re-signs at two thirds of the lifetime and answers a Renew
+// A provider re-signs by two thirds of the lifetime and answers a Renew
 // written as Liqo's replicator writes it with the Tenant's new
 // certificate; the kubepact consumer, given that status, switches its
 // kubeconfig, which works on the provider.
@@ -188,7 +188,7 @@ func TestRenewalLiqoCompatible(t *testing.T) {
 		return theirs.Status.AuthParams != nil && string(theirs.Status.AuthParams.SignedCRT) == string(tn.Status.AuthParams.SignedCRT)
 	})
 
-	// Two thirds in, the provider re-signs, and the Renew carries it.
+	// When it falls due, the provider re-signs, and the Renew carries it.
 	var renewed []byte
 	require.Eventually(t, func() bool {
 		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(theirs), theirs))
@@ -197,7 +197,7 @@ func TestRenewalLiqoCompatible(t *testing.T) {
 	}, shortLifetime, 100*time.Millisecond, "a renewed certificate in the Renew's status")
 	cert, err := csr.ParseCertificate(renewed)
 	require.NoError(t, err)
-	require.False(t, cert.NotBefore.Before(renewal.ProviderDeadline(first).Add(-2*time.Second)), "re-signed at two thirds, not before")
+	require.False(t, cert.NotBefore.Before(renewal.ProviderDeadline(first).Add(-2*time.Second)), "re-signed when due, not before")
 	require.True(t, keys.Equal(first.PublicKey, cert.PublicKey), "Liqo's renewal keeps the key")
 	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(tn), tn))
 	require.Equal(t, renewed, tn.Status.AuthParams.SignedCRT, "the Tenant's status holds it too")
@@ -325,8 +325,8 @@ func TestRenewRefusedOnTheProvider(t *testing.T) {
 }
 
 // The same through the Kubernetes CSR API, with the shortest lifetime it
-// issues (ten minutes, backdated five): a provider whose clock reaches two
-// thirds of the lifetime re-signs through a new CertificateSigningRequest
+// issues (ten minutes, backdated five): a provider whose clock reaches the
+// certificate's re-signing point re-signs through a new CertificateSigningRequest
 // (the one that issued the first certificate still exists), and a
 // Liqo-shaped Renew carries the new certificate, which works.
 func TestRenewalThroughTheCSRAPI(t *testing.T) {
@@ -368,8 +368,7 @@ func TestRenewalThroughTheCSRAPI(t *testing.T) {
 		return theirs.Status.AuthParams != nil && string(theirs.Status.AuthParams.SignedCRT) == string(tn.Status.AuthParams.SignedCRT)
 	})
 
-	// Two thirds in: a provider started now (or its requeue, five minutes
-	// on) re-signs.
+	// Once due: a provider started now (or its requeue) re-signs.
 	stop()
 	clk.SetTime(renewal.ProviderDeadline(first).Add(time.Second))
 	start()

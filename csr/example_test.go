@@ -276,3 +276,39 @@ func ExampleCacheKey_Namespace() {
 	fmt.Println(csr.CacheKey{ConsumerID: "cl-consumer"}.Namespace())
 	// Output: liqo-tenant-cl-consumer
 }
+
+func ExampleRenewSpread() {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	certPEM, caKey, err := csr.GenerateCA(nil, "provider-ca", now, 365*24*time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	ca, err := csr.NewLocalCA(certPEM, caKey, &csr.LocalCAOptions{Clock: clocktesting.NewFakePassiveClock(now)})
+	if err != nil {
+		panic(err)
+	}
+	// A provider signs certificates for 100 consumers in the same second...
+	var certs []*x509.Certificate
+	for i := range 100 {
+		id := fmt.Sprintf("cl-consumer-%d", i)
+		key, _ := keys.Generate(nil, keys.Ed25519)
+		pemCSR, _ := csr.Create(nil, key, csr.ControlPlaneSubject(id))
+		checked, err := csr.Check(pemCSR, csr.ControlPlanePolicy(id, key.Public()))
+		if err != nil {
+			panic(err)
+		}
+		leafPEM, err := ca.Sign(ctx, csr.Request{CSR: checked, Lifetime: 24 * time.Hour})
+		if err != nil {
+			panic(err)
+		}
+		leaf, _ := csr.ParseCertificate(leafPEM)
+		certs = append(certs, leaf)
+	}
+	// ... and re-signs them over the window, each at its own RenewAt, not
+	// all at two thirds of the day.
+	window := csr.MaxRenewFraction - csr.MinRenewFraction
+	spread := csr.RenewSpread(certs)
+	fmt.Println(spread > window/2, spread < window)
+	// Output: true true
+}

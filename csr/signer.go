@@ -3,10 +3,13 @@ package csr
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/binary"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/bits"
 	"time"
 )
 
@@ -119,8 +122,9 @@ type Cache interface {
 }
 
 // Issue returns a certificate for r. When c holds a certificate issued for
-// the same CSR that passes CheckIssued at now and has at least a third of its
-// lifetime left, Issue returns it; a cached entry that fails the check is a
+// the same CSR that passes CheckIssued at now and is not yet due for
+// re-signing (RenewAt: it has at least a third of its lifetime left), Issue
+// returns it; a cached entry that fails the check is a
 // miss, never an answer, since others may write the cache. Otherwise it asks
 // s and checks the certificate s issued with CheckIssued: one that fails is
 // neither cached nor returned, and Issue returns an error wrapping
@@ -152,7 +156,7 @@ func Issue(ctx context.Context, s Signer, c Cache, key CacheKey, r Request, now 
 
 // Cached returns the certificate of e when Issue would return it from the
 // cache for r at now: e was issued for the same CSR, passes CheckIssued and
-// has at least a third of its lifetime left. It returns nil otherwise. It
+// is not yet due for re-signing (RenewAt). It returns nil otherwise. It
 // lets a caller that read the entry already (to check who holds the
 // identity, say) issue without reading it again: Cached, then, on nil,
 // SignChecked and Cache.Put, as Issue does.
@@ -184,18 +188,87 @@ func SignChecked(ctx context.Context, s Signer, r Request, now time.Time) ([]byt
 	return cert, nil
 }
 
-// fresh reports whether cert has at least a third of its lifetime left at
-// now: whether now is before RenewAt(cert).
+// fresh reports whether now is after cert begins and before it is due for
+// re-signing (RenewAt), when more than a third of its lifetime is left.
 func fresh(cert *x509.Certificate, now time.Time) bool {
 	return now.After(cert.NotBefore) && now.Before(RenewAt(cert))
 }
 
-// RenewAt returns when a provider re-signs the certificate cert: at two
-// thirds of its lifetime, as Liqo's providers do. From then on Issue asks the
-// signer again instead of returning cert from the cache.
+// The window in which a provider re-signs a certificate, in fractions of its
+// lifetime (RenewAt): from half of it to two thirds, the point at which
+// Liqo's providers re-sign every certificate.
+const (
+	MinRenewFraction = 1.0 / 2
+	MaxRenewFraction = 2.0 / 3
+)
+
+// RenewAt returns when a provider re-signs the certificate cert: at a
+// fraction of its lifetime drawn from cert itself, between MinRenewFraction
+// (included) and MaxRenewFraction (excluded), to the second. From then on
+// Issue asks the signer again instead of returning cert from the cache.
+//
+// Certificates issued in one burst are thus re-signed over a sixth of their
+// lifetime, not in one instant as at Liqo's fixed two thirds: so many
+// re-signs never fall due together that they hold up the handshakes of new
+// consumers. The fraction is a hash of cert's DER encoding (its signature
+// included), so it is the same for the same certificate wherever and
+// whenever it is read: a restarted provider, or another replica, keeps the
+// schedule; each certificate issued, a renewal of the same consumer's
+// included, draws its own. No consumer gains by steering it: the window
+// bounds every draw, and the signer picks the serial and signs.
+//
+// Re-signing at two thirds at the latest keeps what Liqo's consumers, which
+// never renew by themselves, rely on: a certificate handed out has at least
+// a third of its lifetime left, and its successor arrives before it
+// expires. A Strict consumer renews its key later, at 70–90 % (package
+// renewal), and a provider signs for a new key from half the lifetime on.
 func RenewAt(cert *x509.Certificate) time.Time {
 	life := cert.NotAfter.Sub(cert.NotBefore)
-	return cert.NotBefore.Add(life - life/3)
+	earliest, latest := cert.NotBefore.Add(life/2), cert.NotBefore.Add(life-life/3)
+	// Whole seconds, as certificates count time: the first at or after
+	// earliest, and as many after it as come before latest.
+	first := earliest.Truncate(time.Second)
+	if first.Before(earliest) {
+		first = first.Add(time.Second)
+	}
+	seconds := (latest.Sub(first) + time.Second - 1) / time.Second
+	if seconds <= 0 {
+		return earliest
+	}
+	sum := sha256.Sum256(cert.Raw)
+	// A uniform draw among them: the high word of seconds × (a 64-bit
+	// draw / 2⁶⁴), below seconds.
+	drawn, _ := bits.Mul64(uint64(seconds), binary.BigEndian.Uint64(sum[:8]))
+	return first.Add(time.Duration(drawn) * time.Second)
+}
+
+// RenewFraction returns the fraction of cert's lifetime at which a provider
+// re-signs it (RenewAt): at least MinRenewFraction, below MaxRenewFraction.
+// It returns 0 for a certificate whose lifetime is not positive.
+func RenewFraction(cert *x509.Certificate) float64 {
+	life := cert.NotAfter.Sub(cert.NotBefore)
+	if life <= 0 {
+		return 0
+	}
+	return float64(RenewAt(cert).Sub(cert.NotBefore)) / float64(life)
+}
+
+// RenewSpread returns the width of the re-signing window certs use, as a
+// fraction of the lifetime: the largest RenewFraction among them less the
+// smallest. Certificates issued together, which Liqo's providers re-sign
+// in one instant (a spread of 0), are re-signed over this share of their
+// lifetime; it approaches MaxRenewFraction - MinRenewFraction as certs grow
+// in number. It is 0 for fewer than two certificates.
+func RenewSpread(certs []*x509.Certificate) float64 {
+	if len(certs) < 2 {
+		return 0
+	}
+	lo, hi := RenewFraction(certs[0]), RenewFraction(certs[0])
+	for _, c := range certs[1:] {
+		f := RenewFraction(c)
+		lo, hi = min(lo, f), max(hi, f)
+	}
+	return hi - lo
 }
 
 // MaxCertificateSize bounds the encoded size of a certificate chain accepted

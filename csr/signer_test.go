@@ -3,6 +3,7 @@ package csr_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"sync"
@@ -187,22 +188,27 @@ func TestIssueKeepsIdentitiesApart(t *testing.T) {
 	require.Equal(t, b, c.entries[sliceKey].Certificate)
 }
 
-func TestIssueRenewsAfterTwoThirds(t *testing.T) {
+func TestIssueRenewsFromRenewAt(t *testing.T) {
 	t.Parallel()
 	// The LocalCA backdates by five minutes: a three-hour certificate lives
-	// 3h5m, and is renewed once less than a third of that, 1h1m40s, is left,
-	// that is from 1h58m20s after it was issued.
+	// 3h5m, and is re-signed from its RenewAt on, between half of that
+	// (1h32m30s) and two thirds (2h3m20s) after it begins.
 	const lifetime = 3 * time.Hour
 	tests := []struct {
 		name    string
-		after   time.Duration
+		at      func(first *x509.Certificate) time.Time
 		renewed bool
 	}{
-		{name: "just issued", after: 0},
-		{name: "half way", after: 90 * time.Minute},
-		{name: "just before two thirds", after: time.Hour + 58*time.Minute + 20*time.Second - time.Nanosecond},
-		{name: "at two thirds", after: time.Hour + 58*time.Minute + 20*time.Second, renewed: true},
-		{name: "expired", after: 4 * time.Hour, renewed: true},
+		{name: "just issued", at: func(c *x509.Certificate) time.Time { return epoch }},
+		{name: "just before half the lifetime", at: func(c *x509.Certificate) time.Time {
+			return c.NotBefore.Add(c.NotAfter.Sub(c.NotBefore)/2 - time.Nanosecond)
+		}},
+		{name: "just before RenewAt", at: func(c *x509.Certificate) time.Time { return csr.RenewAt(c).Add(-time.Nanosecond) }},
+		{name: "at RenewAt", at: csr.RenewAt, renewed: true},
+		{name: "at two thirds", at: func(c *x509.Certificate) time.Time {
+			return c.NotBefore.Add(c.NotAfter.Sub(c.NotBefore) * 2 / 3)
+		}, renewed: true},
+		{name: "expired", at: func(*x509.Certificate) time.Time { return epoch.Add(4 * time.Hour) }, renewed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,7 +220,7 @@ func TestIssueRenewsAfterTwoThirds(t *testing.T) {
 			first, err := csr.Issue(t.Context(), s, c, cpKey, req, ca.clock.Now())
 			require.NoError(t, err)
 
-			ca.clock.Step(tt.after)
+			ca.clock.SetTime(tt.at(parseCert(t, first)))
 			got, err := csr.Issue(t.Context(), s, c, cpKey, req, ca.clock.Now())
 			require.NoError(t, err)
 			if !tt.renewed {
@@ -224,7 +230,8 @@ func TestIssueRenewsAfterTwoThirds(t *testing.T) {
 			}
 			require.NotEqual(t, first, got)
 			require.Equal(t, 2, s.count())
-			require.Equal(t, ca.clock.Now().Add(lifetime), parseCert(t, got).NotAfter)
+			// Certificates count whole seconds.
+			require.Equal(t, ca.clock.Now().Add(lifetime).Truncate(time.Second), parseCert(t, got).NotAfter)
 			require.Equal(t, got, c.entries[cpKey].Certificate)
 		})
 	}

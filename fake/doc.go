@@ -43,7 +43,10 @@
 //     plants grants made outside kubepact too, and replaces a binding
 //     whole: labels others set on a ClusterRoleBinding are not kept. It
 //     holds no Roles, does no aggregation and knows no bootstrap roles or
-//     system:masters.
+//     system:masters. It finds the bindings a review needs by subject, and
+//     ListBindings those of a peer by its label, through an index every
+//     write keeps current, so neither costs more as bindings of other
+//     subjects accumulate.
 //   - ResourceSlices keeps slices for resourceslice.Store; Put stores one
 //     whole, as a user or the replicator does. Nothing replicates it.
 //   - StorageClasses holds the StorageClasses Put plants, for

@@ -49,7 +49,7 @@ func (s *TenantStore) SetCondition(ctx context.Context, t *authv1beta1.Tenant, c
 	s.version++
 	s.writes++
 	next.ResourceVersion = strconv.Itoa(s.version)
-	s.items[k] = next
+	s.put(k, next)
 	return nil
 }
 
@@ -116,18 +116,27 @@ func (a *RBAC) ListBindings(ctx context.Context, consumerID string) ([]lifecycle
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	clusterRoleBindings, roleBindings := a.labelledFor(consumerID)
 	var out []lifecycle.Binding
-	for _, b := range a.ClusterRoleBindings.list("") {
+	for _, b := range clusterRoleBindings {
 		if b.Labels[clusterid.Label] == consumerID {
 			out = append(out, binding("", b.Name, b.UID, b.Labels, b.Subjects))
 		}
 	}
-	for _, b := range a.RoleBindings.list("") {
+	for _, b := range roleBindings {
 		if b.Labels[clusterid.Label] == consumerID {
 			out = append(out, binding(b.Namespace, b.Name, b.UID, b.Labels, b.Subjects))
 		}
 	}
 	return out, nil
+}
+
+// labelledFor returns the ClusterRoleBindings and RoleBindings labelled
+// for consumerID (clusterid.Label), or without the label for "", found
+// through the subject and label index (bindingKeys).
+func (a *RBAC) labelledFor(consumerID string) ([]*rbacv1.ClusterRoleBinding, []*rbacv1.RoleBinding) {
+	indexBindings(&a.ClusterRoleBindings, &a.RoleBindings)
+	return a.ClusterRoleBindings.byKeys(consumerKey(consumerID)), a.RoleBindings.byKeys(consumerKey(consumerID))
 }
 
 // DeleteBinding deletes b if the binding of its name still has its UID.

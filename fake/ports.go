@@ -2,6 +2,7 @@ package fake
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -420,12 +421,16 @@ func (a *RBAC) ApplyClusterRoleBinding(ctx context.Context, b *rbacv1.ClusterRol
 }
 
 // Allowed reports whether the bindings held allow user, a member of
-// groups, to make the request attrs describes.
+// groups, to make the request attrs describes. It looks at the bindings
+// that name user or one of groups, found by subject as the API server's
+// authorizer finds them, so its cost does not grow with the bindings of
+// other subjects.
 func (a *RBAC) Allowed(ctx context.Context, user string, groups []string, attrs authorizationv1.ResourceAttributes) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	return authorize(a.ClusterRoleBindings.list(""), a.RoleBindings.list, user, groups, attrs,
+	clusterRoleBindings, roleBindings := bindingsFor(&a.ClusterRoleBindings, &a.RoleBindings, user, groups, attrs.Namespace)
+	return authorize(clusterRoleBindings, roleBindings, user, groups, attrs,
 		func(_ string, ref rbacv1.RoleRef) []rbacv1.PolicyRule {
 			if r, ok := a.ClusterRoles.get("", ref.Name); ok && ref.Kind == "ClusterRole" {
 				return r.Rules
@@ -434,12 +439,73 @@ func (a *RBAC) Allowed(ctx context.Context, user string, groups []string, attrs 
 		}), nil
 }
 
-// authorize reports whether one of the ClusterRoleBindings, or of the
-// RoleBindings of attrs' namespace (roleBindings lists them), names user or
-// one of groups and refers to a role whose rules (as rules resolves a
-// binding's roleRef in its namespace, "" for a ClusterRoleBinding) allow the
-// request attrs describes.
-func authorize(clusterRoleBindings []*rbacv1.ClusterRoleBinding, roleBindings func(namespace string) []*rbacv1.RoleBinding,
+// bindingsFor returns the ClusterRoleBindings, and the RoleBindings in
+// namespace (none for ""), with a subject that names user or one of
+// groups, found through the stores' subject index (bindingKeys).
+func bindingsFor(clusterRoleBindings *objects[*rbacv1.ClusterRoleBinding], roleBindings *objects[*rbacv1.RoleBinding],
+	user string, groups []string, namespace string) ([]*rbacv1.ClusterRoleBinding, []*rbacv1.RoleBinding) {
+	indexBindings(clusterRoleBindings, roleBindings)
+	crbs := clusterRoleBindings.byKeys(subjectKeys("", user, groups)...)
+	if namespace == "" {
+		return crbs, nil
+	}
+	return crbs, roleBindings.byKeys(subjectKeys(namespace, user, groups)...)
+}
+
+// indexBindings indexes the bindings of clusterRoleBindings and
+// roleBindings by bindingKeys, once.
+func indexBindings(clusterRoleBindings *objects[*rbacv1.ClusterRoleBinding], roleBindings *objects[*rbacv1.RoleBinding]) {
+	clusterRoleBindings.indexBy(func(b *rbacv1.ClusterRoleBinding) []string { return bindingKeys("", b.Subjects, b.Labels) })
+	roleBindings.indexBy(func(b *rbacv1.RoleBinding) []string { return bindingKeys(b.Namespace, b.Subjects, b.Labels) })
+}
+
+// subjectKeys returns the index keys under which the bindings in namespace
+// ("" for ClusterRoleBindings) that may name user or one of groups are
+// found.
+func subjectKeys(namespace, user string, groups []string) []string {
+	out := make([]string, 0, 1+len(groups))
+	out = append(out, "user\x00"+namespace+"\x00"+user)
+	for _, g := range groups {
+		out = append(out, "group\x00"+namespace+"\x00"+g)
+	}
+	return out
+}
+
+// bindingKeys returns the index keys of a binding in namespace ("" for a
+// ClusterRoleBinding) with subjects and labels: one per subject, under the
+// user or group it names, as subjectMatches reads it (a ServiceAccount is
+// the user "system:serviceaccount:<namespace>:<name>", in the binding's
+// namespace when it names none, and nobody in a ClusterRoleBinding that
+// names none), and one for the peer its clusterid.Label names, empty when
+// it has none (consumerKey).
+func bindingKeys(namespace string, subjects []rbacv1.Subject, labels map[string]string) []string {
+	out := make([]string, 0, len(subjects)+1)
+	for _, s := range subjects {
+		switch s.Kind {
+		case rbacv1.UserKind:
+			out = append(out, "user\x00"+namespace+"\x00"+s.Name)
+		case rbacv1.GroupKind:
+			out = append(out, "group\x00"+namespace+"\x00"+s.Name)
+		case rbacv1.ServiceAccountKind:
+			ns := cmp.Or(s.Namespace, namespace)
+			if ns != "" {
+				out = append(out, "user\x00"+namespace+"\x00system:serviceaccount:"+ns+":"+s.Name)
+			}
+		}
+	}
+	return append(out, consumerKey(labels[clusterid.Label]))
+}
+
+// consumerKey is the index key of the bindings labelled for consumerID
+// (clusterid.Label), or of those without the label for "".
+func consumerKey(consumerID string) string { return "consumer\x00" + consumerID }
+
+// authorize reports whether one of clusterRoleBindings, or of
+// roleBindings (those of attrs' namespace), names user or one of groups
+// and refers to a role whose rules (as rules resolves a binding's roleRef
+// in its namespace, "" for a ClusterRoleBinding) allow the request attrs
+// describes.
+func authorize(clusterRoleBindings []*rbacv1.ClusterRoleBinding, roleBindings []*rbacv1.RoleBinding,
 	user string, groups []string, attrs authorizationv1.ResourceAttributes, rules func(namespace string, ref rbacv1.RoleRef) []rbacv1.PolicyRule) bool {
 	allows := func(namespace string, subjects []rbacv1.Subject, ref rbacv1.RoleRef) bool {
 		if !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return subjectMatches(s, namespace, user, groups) }) {
@@ -455,8 +521,8 @@ func authorize(clusterRoleBindings []*rbacv1.ClusterRoleBinding, roleBindings fu
 	if attrs.Namespace == "" {
 		return false
 	}
-	for _, b := range roleBindings(attrs.Namespace) {
-		if allows(b.Namespace, b.Subjects, b.RoleRef) {
+	for _, b := range roleBindings {
+		if b.Namespace == attrs.Namespace && allows(b.Namespace, b.Subjects, b.RoleRef) {
 			return true
 		}
 	}

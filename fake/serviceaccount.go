@@ -218,7 +218,8 @@ func (a *ServiceAccountRBAC) Allowed(ctx context.Context, user string, groups []
 		}
 		return nil
 	}
-	return authorize(a.ClusterRoleBindings.list(""), a.RoleBindings.list, user, groups, attrs, rules), nil
+	clusterRoleBindings, roleBindings := bindingsFor(&a.ClusterRoleBindings, &a.RoleBindings, user, groups, attrs.Namespace)
+	return authorize(clusterRoleBindings, roleBindings, user, groups, attrs, rules), nil
 }
 
 // Grant writes g's objects, refusing all of them when one exists without

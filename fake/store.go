@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +26,11 @@ type objects[T object[T]] struct {
 	owners  map[types.NamespacedName]owners
 	version int
 	writes  int
+	// indexer, once set (indexBy), names the keys each object is found
+	// under by byKeys; byKey holds them, kept current by every write.
+	indexer func(T) []string
+	byKey   map[string]map[types.NamespacedName]struct{}
+	indexed atomic.Bool // indexer is set: indexBy need not lock
 }
 
 // owners records, per field of one object, who set it: kubepact through
@@ -240,7 +246,7 @@ func (s *objects[T]) store(obj T, merge func(prev, next T, own owners), record f
 	s.version++
 	s.writes++
 	next.SetResourceVersion(strconv.Itoa(s.version))
-	s.items[k] = next
+	s.put(k, next)
 	return next.DeepCopy()
 }
 
@@ -264,7 +270,7 @@ func (s *objects[T]) updateExisting(namespace, name string, change func(next T))
 	s.version++
 	s.writes++
 	next.SetResourceVersion(strconv.Itoa(s.version))
-	s.items[k] = next
+	s.put(k, next)
 	return next.DeepCopy(), true
 }
 
@@ -286,8 +292,7 @@ func (s *objects[T]) terminate(namespace, name string, ours func(string) bool) {
 	}
 	s.writes++
 	if len(others) == 0 {
-		delete(s.items, k)
-		delete(s.owners, k)
+		s.remove(k)
 		return
 	}
 	next := cur.DeepCopy()
@@ -298,17 +303,104 @@ func (s *objects[T]) terminate(namespace, name string, ours func(string) bool) {
 	}
 	s.version++
 	next.SetResourceVersion(strconv.Itoa(s.version))
-	s.items[k] = next
+	s.put(k, next)
 }
 
 func (s *objects[T]) delete(namespace, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.items[key(namespace, name)]; ok {
-		delete(s.items, key(namespace, name))
-		delete(s.owners, key(namespace, name))
+		s.remove(key(namespace, name))
 		s.writes++
 	}
+}
+
+// put stores obj under k, with s.mu held, and indexes it in place of what
+// it replaces.
+func (s *objects[T]) put(k types.NamespacedName, obj T) {
+	if prev, ok := s.items[k]; ok {
+		s.unindex(k, prev)
+	}
+	s.items[k] = obj
+	s.index(k, obj)
+}
+
+// index adds the index keys of obj, stored under k, with s.mu held.
+func (s *objects[T]) index(k types.NamespacedName, obj T) {
+	if s.indexer == nil {
+		return
+	}
+	for _, ik := range s.indexer(obj) {
+		if s.byKey[ik] == nil {
+			s.byKey[ik] = map[types.NamespacedName]struct{}{}
+		}
+		s.byKey[ik][k] = struct{}{}
+	}
+}
+
+// remove forgets the object under k and who set its fields, with s.mu held.
+func (s *objects[T]) remove(k types.NamespacedName) {
+	if prev, ok := s.items[k]; ok {
+		s.unindex(k, prev)
+	}
+	delete(s.items, k)
+	delete(s.owners, k)
+}
+
+// unindex drops the index keys of obj, stored under k, with s.mu held.
+func (s *objects[T]) unindex(k types.NamespacedName, obj T) {
+	if s.indexer == nil {
+		return
+	}
+	for _, ik := range s.indexer(obj) {
+		delete(s.byKey[ik], k)
+		if len(s.byKey[ik]) == 0 {
+			delete(s.byKey, ik)
+		}
+	}
+}
+
+// indexBy makes byKeys find each object under the keys indexer names for
+// it, as an informer's indexer does, and indexes what s holds already:
+// every write from then on keeps the index current, so a lookup costs what
+// it finds, not what s holds. The first call sets the indexer; later ones
+// do nothing, so a store whose zero value is ready to use can call it
+// before each lookup. indexer must name the same keys for the same object.
+func (s *objects[T]) indexBy(indexer func(T) []string) {
+	if s.indexed.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.indexer != nil {
+		return
+	}
+	defer s.indexed.Store(true)
+	s.indexer = indexer
+	s.byKey = map[string]map[types.NamespacedName]struct{}{}
+	for k, obj := range s.items {
+		s.index(k, obj)
+	}
+}
+
+// byKeys returns copies of the objects indexed (indexBy) under any of
+// keys, each once, sorted by namespace and name as list sorts them. It
+// finds nothing before indexBy.
+func (s *objects[T]) byKeys(keys ...string) []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := map[types.NamespacedName]struct{}{}
+	for _, ik := range keys {
+		for k := range s.byKey[ik] {
+			found[k] = struct{}{}
+		}
+	}
+	out := make([]T, 0, len(found))
+	for k := range found {
+		out = append(out, s.items[k].DeepCopy())
+	}
+	slices.SortFunc(out, byNamespacedName)
+	return out
 }
 
 // list returns copies of the objects in namespace ("" for all), by name.
@@ -321,10 +413,13 @@ func (s *objects[T]) list(namespace string) []T {
 			out = append(out, obj.DeepCopy())
 		}
 	}
-	slices.SortFunc(out, func(a, b T) int {
-		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
-	})
+	slices.SortFunc(out, byNamespacedName)
 	return out
+}
+
+// byNamespacedName orders objects by "namespace/name".
+func byNamespacedName[T metav1.Object](a, b T) int {
+	return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
 }
 
 // Objects returns copies of the stored objects in namespace ("" for all),

@@ -625,9 +625,10 @@ func deletedBeforeIssued(name string) error {
 // collected, gets a new certificate, not the one being renewed.
 //
 // An object created at or after that point is the renewal itself: a signer
-// that backdates its certificates by more than a third of their lifetime
-// (the kube-controller-manager backdates by 5 minutes, whatever its
-// --cluster-signing-duration) issues certificates already past it. Such an
+// that backdates its certificates by half their lifetime or more (the
+// kube-controller-manager backdates by 5 minutes, whatever its
+// --cluster-signing-duration) may issue certificates already past it, as
+// csr.RenewAt falls between half and two thirds of the lifetime. Such an
 // object is re-used until its certificate expires, so that renewing makes
 // one object per certificate, never one per reconcile.
 func renewDue(obj *certificatesv1.CertificateSigningRequest, now time.Time) bool {

@@ -17,15 +17,16 @@ import (
 )
 
 // TestRenewDue covers which issued CertificateSigningRequests a renewal
-// re-uses, including those of a signer that backdates certificates by more
-// than a third of their lifetime: the kube-controller-manager with a
+// re-uses, including those of a signer that backdates certificates past
+// their re-signing point (csr.RenewAt): the kube-controller-manager with a
 // --cluster-signing-duration under 10 minutes issues certificates already
 // past their renewal point, and re-signing on each of them made a new
 // object on every reconcile.
 func TestRenewDue(t *testing.T) {
 	issued := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	// As the kube-controller-manager signs with a 90 second duration:
-	// backdated 5 minutes, renewal point 40 seconds before it was issued.
+	// backdated 5 minutes, renewal point (half to two thirds of 6m30s in)
+	// 105 to 40 seconds before it was issued.
 	backdated := certificatePEM(t, issued.Add(-5*time.Minute), issued.Add(90*time.Second))
 	// As it signs with a year: renewal point months after it was issued.
 	normal := certificatePEM(t, issued.Add(-5*time.Minute), issued.Add(365*24*time.Hour))

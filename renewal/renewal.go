@@ -2,10 +2,12 @@
 // checks the Renew objects through which a consumer asks its provider for a
 // renewed ControlPlane certificate.
 //
-// Two schedules exist. A provider re-signs every certificate it issued at
-// two thirds of its lifetime (ProviderDeadline), as Liqo's providers do, and
-// hands the new certificate out in the Tenant's status, in each Renew and in
-// each ResourceSlice's status. A kubepact consumer that keeps one TLS key
+// Two schedules exist. A provider re-signs every certificate it issued
+// between half and two thirds of its lifetime (ProviderDeadline), at a
+// point drawn from the certificate itself, so that certificates issued
+// together are not all re-signed at once (Liqo's providers re-sign at
+// exactly two thirds), and hands the new certificate out in the Tenant's
+// status, in each Renew and in each ResourceSlice's status. A kubepact consumer that keeps one TLS key
 // per identity (a Strict consumer) does better: at a jittered 70–90 % of the
 // lifetime (Deadline), as client-go's certificate manager does, it makes a
 // fresh key, stores it, and asks for a certificate for it through its
@@ -158,8 +160,10 @@ type Store interface {
 	Delete(ctx context.Context, namespace, name string) error
 }
 
-// ProviderDeadline returns when a provider re-signs cert: at two thirds of
-// its lifetime (csr.RenewAt).
+// ProviderDeadline returns when a provider re-signs cert (csr.RenewAt):
+// between half its lifetime (EarliestNewKey) and two thirds, Liqo's point,
+// at a fraction drawn from cert, the same wherever and whenever it is read.
+// It comes before a Strict consumer's own Deadline, at 70–90 %.
 func ProviderDeadline(cert *x509.Certificate) time.Time { return csr.RenewAt(cert) }
 
 // Deadline returns when a consumer renews cert with a fresh key: at a

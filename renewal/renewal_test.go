@@ -13,6 +13,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/renewal"
 )
 
@@ -65,10 +66,34 @@ func TestDeadlineReaderError(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 }
 
-func TestProviderDeadlineAtTwoThirds(t *testing.T) {
+// The provider re-signs each certificate where csr.RenewAt puts it:
+// from half its lifetime, when a provider would sign for a new key too
+// (EarliestNewKey), so it signs at most two certificates per lifetime for
+// a consumer either way; before two thirds, Liqo's point, so a Liqo
+// consumer, which never asks, gets its next certificate with at least a
+// third of the old one left; and before a Strict consumer's own deadline
+// (70–90 %), which in turn comes before expiry.
+func TestProviderDeadlineInTheWindow(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, epoch.Add(20*time.Minute), renewal.ProviderDeadline(certFor(30*time.Minute)))
-	require.Equal(t, epoch.Add(112*time.Hour), renewal.ProviderDeadline(certFor(7*24*time.Hour)))
+	for _, life := range []time.Duration{10 * time.Minute, 15 * time.Minute, 7 * 24 * time.Hour, 365 * 24 * time.Hour} {
+		var lo, hi float64 = 1, 0
+		for i := range 500 {
+			cert := certFor(life)
+			// Raw stands for the DER of a parsed certificate, from which
+			// the fraction is drawn.
+			cert.Raw = []byte{byte(i), byte(i >> 8), 0x30}
+			at := renewal.ProviderDeadline(cert)
+			require.Equal(t, csr.RenewAt(cert), at)
+			require.False(t, at.Before(renewal.EarliestNewKey(cert)), "life %s: re-signed from half the lifetime on", life)
+			require.True(t, at.Before(epoch.Add(life-life/3)), "life %s: re-signed before two thirds", life)
+			consumer, err := renewal.Deadline(cert, constant(0))
+			require.NoError(t, err)
+			require.True(t, at.Before(consumer), "life %s: before a Strict consumer's earliest deadline", life)
+			f := csr.RenewFraction(cert)
+			lo, hi = min(lo, f), max(hi, f)
+		}
+		require.Greater(t, hi-lo, 0.9*(csr.MaxRenewFraction-csr.MinRenewFraction), "life %s: the deadlines use the window", life)
+	}
 }
 
 func TestWaitNeverHot(t *testing.T) {

@@ -27,7 +27,7 @@
 //	                                get an APIServerURLUnknown Event and the controller is not ready
 //	--api-server-ca-file FILE       provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA
 //	--policy compatible|strict      provider: how strictly Tenants are checked (default compatible)
-//	--certificate-lifetime DURATION provider: lifetime of issued certificates, re-signed at two thirds (default 7 days, 168h)
+//	--certificate-lifetime DURATION provider: lifetime of issued certificates, re-signed between half and two thirds of it (default 7 days, 168h)
 //	--local-ca-cert-file FILE       provider: sign with this CA certificate instead of the CSR API
 //	--local-ca-key-file FILE        provider: the key of that CA (PEM PKCS#8)
 //	--key-namespace NS              the Liqo namespace: cluster key Secret and cluster ID record (default liqo)
@@ -179,7 +179,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "provider: the https URL consumers reach this cluster's API server at; default: the one kube-public/cluster-info names; without either the controller is not ready")
 	fs.StringVar(&o.apiServerCA, "api-server-ca-file", "", "provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA")
 	fs.StringVar(&o.policy, "policy", "compatible", "provider: compatible (Liqo consumers) or strict (transcript required)")
-	fs.DurationVar(&o.lifetime, "certificate-lifetime", kubepact.DefaultCertificateLifetime, "provider: lifetime of issued certificates, re-signed at two thirds of it")
+	fs.DurationVar(&o.lifetime, "certificate-lifetime", kubepact.DefaultCertificateLifetime, "provider: lifetime of issued certificates, re-signed between half and two thirds of it")
 	fs.StringVar(&o.localCACert, "local-ca-cert-file", "", "provider: sign with this PEM CA certificate instead of the CSR API")
 	fs.StringVar(&o.localCAKey, "local-ca-key-file", "", "provider: the PEM PKCS#8 key of that CA")
 	fs.StringVar(&o.keyNamespace, "key-namespace", keys.DefaultNamespace, "the Liqo namespace: the cluster key Secret and the cluster ID record")
