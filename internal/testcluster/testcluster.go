@@ -5,6 +5,9 @@
 // controller-manager, namespace deletion and garbage collection. Several clusters can run at once
 // and know nothing of each other, like the clusters of a peering.
 //
+// StopAPIServer and StartAPIServer (or RestartAPIServer) restart the API server alone, on the same
+// etcd, port and certificates, for tests of how clients ride out its restart.
+//
 // There are no nodes, kubelets, schedulers or networking: pods are stored but never run. Each
 // cluster starts with the peer ClusterRoles (rbac.PeerRoles) installed, as a provider has them
 // once config/roles or Liqo's chart is applied, unless Options.NoPeerRoles.
@@ -31,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,7 +140,13 @@ type Cluster struct {
 	kcm        keyPair
 	etcdURL    string
 	etcdPeer   string
+	apiPort    int        // the API server's, kept when it restarts
 	components []*process // in start order
+
+	// mu guards components, which StopAPIServer and StartAPIServer change while the cluster runs;
+	// apiMu makes each of those two calls whole.
+	mu    sync.Mutex
+	apiMu sync.Mutex
 
 	stopOnce sync.Once
 	stopErr  error
@@ -173,7 +183,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return c, nil
 		}
 		_ = c.stopComponents() // err already says which component failed
+		c.mu.Lock()
 		c.components = nil
+		c.mu.Unlock()
 		// Keep the logs and certificates for diagnosis, but not etcd's data (over 100 MB).
 		if rmErr := os.RemoveAll(c.path("etcd-data")); rmErr != nil {
 			err = errors.Join(err, rmErr)
@@ -254,17 +266,25 @@ func (c *Cluster) Stop() error {
 // stopComponents stops the running components in reverse start order.
 func (c *Cluster) stopComponents() error {
 	var errs []error
-	for i := len(c.components) - 1; i >= 0; i-- {
-		errs = append(errs, c.components[i].stop(stopGrace))
+	components := c.running()
+	for i := len(components) - 1; i >= 0; i-- {
+		errs = append(errs, components[i].stop(stopGrace))
 	}
 	return errors.Join(errs...)
+}
+
+// running returns the components, in start order.
+func (c *Cluster) running() []*process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.components)
 }
 
 // logTails returns the last lines of each component's log, keyed by component name. It is empty
 // after Stop.
 func (c *Cluster) logTails() map[string]string {
 	tails := map[string]string{}
-	for _, p := range c.components {
+	for _, p := range c.running() {
 		if fileExists(p.logPath) {
 			tails[p.name] = p.logTail()
 		}
@@ -343,7 +363,8 @@ func (c *Cluster) launch(ctx context.Context) error {
 	}
 	c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	c.etcdPeer = "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	c.host = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	c.apiPort = ports[2]
+	c.host = "https://127.0.0.1:" + strconv.Itoa(c.apiPort)
 	admin := c.AdminConfig()
 	adminHTTP, err := rest.HTTPClientFor(admin)
 	if err != nil {
@@ -366,12 +387,10 @@ func (c *Cluster) launch(ctx context.Context) error {
 		return err
 	}
 
-	if err := c.start("kube-apiserver", c.apiserverArgs(ports[2])); err != nil {
+	if err := c.start("kube-apiserver", c.apiserverArgs(c.apiPort)); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, "API server /readyz", func(ctx context.Context) error {
-		return checkHealth(ctx, adminHTTP, c.host+"/readyz")
-	}); err != nil {
+	if err := c.waitAPIServer(ctx, adminHTTP); err != nil {
 		return err
 	}
 
@@ -500,7 +519,9 @@ func (c *Cluster) start(component string, args []string) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
 	c.components = append(c.components, p)
+	c.mu.Unlock()
 	return nil
 }
 
@@ -510,7 +531,7 @@ func (c *Cluster) waitFor(ctx context.Context, what string, check func(ctx conte
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		for _, p := range c.components {
+		for _, p := range c.running() {
 			if p.exited() {
 				err := p.exitError()
 				if strings.Contains(p.logTail(), "address already in use") {
