@@ -376,9 +376,13 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 		}
 		// Not ready while Tenants would be refused (no API server URL, a
 		// peer role it binds missing): the roles are the ones its RBAC
-		// may bind.
-		ready := newProviderReadiness(pc, kube.NewRBAC(client),
-			[]string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName},
+		// may bind, read from a watch of each.
+		peerRoles := []string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName}
+		watched := newWatchedRoles(client, peerRoles)
+		if err := mgr.Add(watched); err != nil {
+			return err
+		}
+		ready := newProviderReadiness(pc, watched, peerRoles,
 			mgr.GetEventRecorder("kubepact-controller"), podReference(), podNamespace(),
 			log.WithName("readiness"), clock.RealClock{})
 		if err := mgr.Add(ready); err != nil {

@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -91,6 +92,30 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 			refused(t, err)
 		})
 	}
+	// The readiness check's watches of the two peer roles it binds: the
+	// list and watch verbs reach those two by name, and no other
+	// ClusterRole, nor the list of all of them.
+	t.Run("ListOrWatchOtherClusterRoles", func(t *testing.T) {
+		byName := func(name string) metav1.ListOptions {
+			return metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()}
+		}
+		_, err := sa.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+		refused(t, err)
+		for _, name := range []string{"cluster-admin", rbac.VirtualKubeletClusterRoleName, "system:basic-user"} {
+			_, err := sa.RbacV1().ClusterRoles().List(ctx, byName(name))
+			refused(t, err)
+			_, err = sa.RbacV1().ClusterRoles().Watch(ctx, byName(name))
+			refused(t, err)
+		}
+		for _, name := range []string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName} {
+			l, err := sa.RbacV1().ClusterRoles().List(ctx, byName(name))
+			require.NoError(t, err, "the readiness check lists %s", name)
+			require.Len(t, l.Items, 1)
+			w, err := sa.RbacV1().ClusterRoles().Watch(ctx, byName(name))
+			require.NoError(t, err, "the readiness check watches %s", name)
+			w.Stop()
+		}
+	})
 	t.Run("BindClusterAdmin", func(t *testing.T) {
 		_, err := sa.RbacV1().ClusterRoleBindings().Create(ctx, crb("attack-admin", "cluster-admin", self), metav1.CreateOptions{})
 		refused(t, err)

@@ -26,9 +26,9 @@ const providerCheck = "provider"
 
 // Timing of the provider's readiness check.
 const (
-	// readinessInterval is how often the peer ClusterRoles are read: one
-	// GET of each per replica, so that roles installed or deleted show
-	// within it.
+	// readinessInterval is how often the peer ClusterRoles are looked up,
+	// in a watch of each (watchedRoles), so that roles installed or
+	// deleted show within it; a look-up makes no request.
 	readinessInterval = 5 * time.Second
 	// eventReminder is how often a Warning Event of a problem that lasts
 	// is recorded again: more often than an events.k8s.io series ends (6
@@ -95,7 +95,7 @@ type providerReadiness struct {
 	noEndpoint error
 	// roles are the peer ClusterRoles the provider binds; rbac reads them.
 	roles []string
-	rbac  rbac.Applier
+	rbac  roleReader
 	// events records on pod; pod nil records nothing (outside a pod).
 	events events.EventRecorder
 	pod    *corev1.ObjectReference
@@ -114,11 +114,17 @@ type providerReadiness struct {
 	err error // what Check answers
 }
 
+// roleReader tells whether a ClusterRole exists: watchedRoles, which
+// answers from a watch of each peer role.
+type roleReader interface {
+	HasClusterRole(ctx context.Context, name string) (bool, error)
+}
+
 // newProviderReadiness returns the readiness of a provider configured with
 // pc. a reads the peer ClusterRoles roles; rec records Events on pod (nil:
 // none); namespace is where the controller's Deployment is ("" when
 // unknown), named in the fix.
-func newProviderReadiness(pc controllers.ProviderConfig, a rbac.Applier, roles []string, rec events.EventRecorder,
+func newProviderReadiness(pc controllers.ProviderConfig, a roleReader, roles []string, rec events.EventRecorder,
 	pod *corev1.ObjectReference, namespace string, log logr.Logger, clk clock.WithTicker) *providerReadiness {
 	r := &providerReadiness{roles: roles, rbac: a, events: rec, pod: pod, log: log, clock: clk,
 		verdicts: map[string]*problem{}, recorded: map[string]time.Time{}, err: errNotChecked}
@@ -178,14 +184,21 @@ func (r *providerReadiness) check(ctx context.Context) {
 	// A read that hangs is a read that failed: it keeps the last verdict.
 	read, cancel := context.WithTimeout(ctx, readinessInterval)
 	defer cancel()
+	unread := false
 	for _, name := range r.roles {
-		err := rbac.RequireRoles(read, r.rbac, name)
+		err := requireRole(read, r.rbac, name)
 		var missing *rbac.MissingRoleError
 		switch {
 		case err == nil:
 			r.verdicts[name] = nil
 		case errors.As(err, &missing):
 			r.verdicts[name] = &problem{reason: controllers.ReasonPeerRoleMissing, err: err}
+		case errors.Is(err, errRolesNotSynced):
+			// The watch has not listed the role yet: no verdict, and
+			// nothing to report about it.
+			if _, known := r.verdicts[name]; !known {
+				unread = true
+			}
 		case ctx.Err() != nil:
 			return // stopping: nothing learnt
 		default:
@@ -199,6 +212,9 @@ func (r *providerReadiness) check(ctx context.Context) {
 		}
 	}
 
+	if unread && len(problems) == 0 {
+		return // not checked yet: Check keeps answering errNotChecked
+	}
 	var err error
 	if len(problems) > 0 {
 		errs := make([]error, len(problems))
@@ -237,6 +253,20 @@ func (r *providerReadiness) check(ctx context.Context) {
 		r.log.Info(msg, "reason", reasonProviderReady)
 		r.event(corev1.EventTypeNormal, reasonProviderReady, msg)
 	}
+}
+
+// requireRole is rbac.RequireRoles for one role read through a: nil when
+// it exists, a *rbac.MissingRoleError when it does not, and a's error when
+// a cannot tell.
+func requireRole(ctx context.Context, a roleReader, name string) error {
+	ok, err := a.HasClusterRole(ctx, name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading ClusterRole %s: %w", name, err)
+	case !ok:
+		return &rbac.MissingRoleError{Name: name}
+	}
+	return nil
 }
 
 // event records an Event on the controller's Pod, if it is known.
