@@ -195,7 +195,7 @@ func TestAPIServerRestartMidBurst(t *testing.T) {
 				case kind == informerList && r.code() == http.StatusTooManyRequests:
 					refusedLists[res]++
 				case kind == informerList:
-					informerLists[fmt.Sprintf("%s/process-%d", res, replica.processAt(r.Received))]++
+					informerLists[fmt.Sprintf("%s/process-%d", informerOf(r, res), replica.processAt(r.Received))]++
 				case kind == directList:
 					otherLists[res]++
 				}
@@ -240,6 +240,20 @@ const (
 	informerList
 	directList
 )
+
+// informerOf names the informer that made the list r of resource res: the
+// resource, and its field selector when it has one (the readiness check
+// watches each peer ClusterRole by name, one informer each).
+func informerOf(r auditRequest, res string) string {
+	u, err := url.Parse(r.RequestURI)
+	if err != nil {
+		return res
+	}
+	if sel := u.Query().Get("fieldSelector"); sel != "" {
+		return res + "?fieldSelector=" + sel
+	}
+	return res
+}
 
 // listKind tells an informer's list (a watch with sendInitialEvents, or
 // a list at a resourceVersion) from a client's own list, and both from
