@@ -5,13 +5,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -573,38 +571,11 @@ func percentile(ds []time.Duration, p int) time.Duration {
 // so far: the sum of client-go's rest_client_requests_total on its metrics
 // endpoint.
 func (s *side) requestCount(ctx context.Context) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.metricsURL, nil)
+	m, err := s.scrape(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if s.metricsToken != "" {
-		req.Header.Set("Authorization", "Bearer "+s.metricsToken)
-	}
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the controller's self-signed serving certificate; only counters are read
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: %s", s.metricsURL, resp.Status)
-	}
-	var total float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			return 0, err
-		}
-		total += v
-	}
-	return total, sc.Err()
+	return m.sum("rest_client_requests_total"), nil
 }
 
 // metricsToken returns a token of a ServiceAccount bound to the metrics
@@ -640,8 +611,17 @@ func auditOffset(s *side) (int64, error) {
 }
 
 // auditCounts counts the requests of s.auditUser in s's audit log from
-// offset, by verb and resource, and returns where it stopped.
+// offset, by verb and resource ("create rolebindings"), followed by the
+// status code for those the API server refused ("create rolebindings
+// 409"), and returns where it stopped.
 func auditCounts(s *side, offset int64) (map[string]int, int64, error) {
+	return auditCountsUntil(s, offset, -1, time.Time{})
+}
+
+// auditCountsUntil is auditCounts of the events that start before the
+// offset until, or of all of them if until is negative, and of requests
+// received from since on.
+func auditCountsUntil(s *side, offset, until int64, since time.Time) (map[string]int, int64, error) {
 	f, err := os.Open(s.cluster.AuditLogPath())
 	if err != nil {
 		return nil, 0, err
@@ -652,7 +632,7 @@ func auditCounts(s *side, offset int64) (map[string]int, int64, error) {
 	}
 	counts := map[string]int{}
 	r := bufio.NewReader(f)
-	for {
+	for until < 0 || offset < until {
 		line, err := r.ReadBytes('\n')
 		if err == io.EOF {
 			break // a partial last line is read next time
@@ -669,6 +649,10 @@ func auditCounts(s *side, offset int64) (map[string]int, int64, error) {
 				Resource    string `json:"resource"`
 				Subresource string `json:"subresource"`
 			} `json:"objectRef"`
+			ResponseStatus *struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+			Received time.Time `json:"requestReceivedTimestamp"`
 		}
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return nil, 0, err
@@ -677,7 +661,7 @@ func auditCounts(s *side, offset int64) (map[string]int, int64, error) {
 		if ev.ImpersonatedUser != nil {
 			who = ev.ImpersonatedUser.Username
 		}
-		if who != s.auditUser {
+		if who != s.auditUser || ev.Received.Before(since) {
 			continue
 		}
 		kind := ev.Verb
@@ -686,6 +670,9 @@ func auditCounts(s *side, offset int64) (map[string]int, int64, error) {
 			if ev.ObjectRef.Subresource != "" {
 				kind += "/" + ev.ObjectRef.Subresource
 			}
+		}
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 {
+			kind += " " + strconv.Itoa(ev.ResponseStatus.Code)
 		}
 		counts[kind]++
 	}

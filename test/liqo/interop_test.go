@@ -153,7 +153,7 @@ func steps(t *testing.T, c, p *side) {
 
 	t.Run("renewal", func(t *testing.T) {
 		before := controlPlaneConfig(ctx, t, c, p)
-		// The provider re-signs at two thirds of the lifetime; the consumer
+		// The provider re-signs by two thirds of the lifetime; the consumer
 		// has the new certificate through its Renew soon after.
 		require.NoError(t, eventually(ctx, certificateLifetime+30*time.Second, func(ctx context.Context) error {
 			after, err := controlPlaneConfigErr(ctx, c, p)

@@ -32,8 +32,10 @@ import (
 // certificateLifetime is the longest certificate either cluster's CSR signer
 // issues. The signer backdates each certificate by 5 minutes, so a
 // certificate issued now lives from 5 minutes ago to certificateLifetime
-// from now, and both providers re-sign it at two thirds of that: 100 seconds
-// after it was issued. It is short so that renewal happens within the test.
+// from now, and both providers re-sign it by two thirds of that: Liqo's 100
+// seconds after it was issued, kubepact's between then and the moment it was
+// issued (from half the lifetime on). It is short so that renewal happens
+// within the test.
 const certificateLifetime = 5 * time.Minute
 
 // side is one cluster of the suite and the components running on it.
@@ -46,6 +48,9 @@ type side struct {
 	// client reads and writes with Liqo's own API types.
 	client client.Client
 	procs  []*proc
+	// controller is the provider's controller: liqo-controller-manager or
+	// kubepact-controller.
+	controller *controllerRun
 	// metricsURL serves the provider controller's metrics, to whom
 	// metricsToken names, if set.
 	metricsURL, metricsToken string

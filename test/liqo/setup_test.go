@@ -169,22 +169,22 @@ func startLiqo(ctx context.Context, s *side) error {
 	if err != nil {
 		return err
 	}
-	env := []string{"KUBECONFIG=" + managerKubeconfig}
-	manager, err := s.start("liqo-controller-manager", bins.controllerManager, env,
-		"--cluster-id="+liqoClusterID,
-		"--liqo-namespace="+liqoNamespace,
-		"--networking-enabled=false",
-		"--authentication-enabled=true",
-		"--tls-compatibility-mode=false",
-		"--offloading-enabled=false",
-		"--default-limits-enforcement=none",
-		"--api-server-address-override="+s.cluster.Host(),
-		"--enable-storage=false",
-		"--webhook-port="+port(webhook),
-		"--metrics-address="+metrics,
-		"--health-probe-address="+probe,
-	)
-	if err != nil {
+	s.controller = &controllerRun{name: "liqo-controller-manager", bin: bins.controllerManager, probe: probe,
+		env: []string{"KUBECONFIG=" + managerKubeconfig}, args: []string{
+			"--cluster-id=" + liqoClusterID,
+			"--liqo-namespace=" + liqoNamespace,
+			"--networking-enabled=false",
+			"--authentication-enabled=true",
+			"--tls-compatibility-mode=false",
+			"--offloading-enabled=false",
+			"--default-limits-enforcement=none",
+			"--api-server-address-override=" + s.cluster.Host(),
+			"--enable-storage=false",
+			"--webhook-port=" + port(webhook),
+			"--metrics-address=" + metrics,
+			"--health-probe-address=" + probe,
+		}}
+	if err := s.controller.start(s); err != nil {
 		return err
 	}
 	replicatorMetrics, err := freeAddr()
@@ -195,7 +195,7 @@ func startLiqo(ctx context.Context, s *side) error {
 		"--cluster-id="+liqoClusterID, "--metrics-address="+replicatorMetrics); err != nil {
 		return err
 	}
-	return manager.waitReady(ctx, probe)
+	return s.controller.proc.waitReady(ctx, probe)
 }
 
 // startKubepact applies config/ to s as kubectl apply -k does, publishes
@@ -277,11 +277,12 @@ func startKubepact(ctx context.Context, s *side) error {
 		return errors.New("the shipped args set no --health-probe-bind-address")
 	}
 	s.auditUser = "system:serviceaccount:kubepact-system:kubepact-controller"
-	controller, err := s.start("kubepact-controller", bins.kubepactController, []string{"KUBECONFIG=" + saKubeconfig}, args...)
-	if err != nil {
+	s.controller = &controllerRun{name: "kubepact-controller", bin: bins.kubepactController, probe: probe,
+		env: []string{"KUBECONFIG=" + saKubeconfig}, args: args}
+	if err := s.controller.start(s); err != nil {
 		return err
 	}
-	if err := controller.waitReady(ctx, probe); err != nil {
+	if err := s.controller.proc.waitReady(ctx, probe); err != nil {
 		return err
 	}
 	if s.metricsToken, err = metricsToken(ctx, s); err != nil {
@@ -408,6 +409,34 @@ func waitServed(ctx context.Context, s *side) error {
 	return eventually(ctx, time.Minute, func(ctx context.Context) error {
 		return s.client.List(ctx, &liqoauthv1beta1.TenantList{}, client.Limit(1))
 	})
+}
+
+// controllerRun is how a side's provider controller runs, so that it can be
+// restarted as it first ran: the same program, environment and args.
+type controllerRun struct {
+	name, bin string
+	env, args []string
+	// probe is the address of its health probes (/readyz).
+	probe string
+	// proc is the running process, the last one started.
+	proc *proc
+	// runs counts the processes started, so that each writes its own log.
+	runs int
+}
+
+// start starts the controller on s, and returns without waiting for it to
+// be ready. A restarted controller's output goes to <name>-<run>.log.
+func (c *controllerRun) start(s *side) error {
+	name := c.name
+	if c.runs > 0 {
+		name = fmt.Sprintf("%s-%d", c.name, c.runs+1)
+	}
+	p, err := s.start(name, c.bin, c.env, c.args...)
+	if err != nil {
+		return err
+	}
+	c.proc, c.runs = p, c.runs+1
+	return nil
 }
 
 func port(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
