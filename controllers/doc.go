@@ -67,8 +67,9 @@
 // provider deletes, when it starts leading, the tenant-namespace slice
 // bindings kubepact v0.1.0 made); the provider computes a slice's status
 // anew on every change of it, the status its consumer may write included;
-// the Tenant and ResourceSlice reconcilers come back at two thirds of each
-// certificate's lifetime to re-sign it, and the Renew reconcilers carry
+// the Tenant and ResourceSlice reconcilers come back when each certificate
+// falls due (csr.RenewAt: between half and two thirds of its lifetime,
+// spread per certificate) to re-sign it, and the Renew reconcilers carry
 // renewed certificates to the consumer; the Tenant reconciler enforces
 // spec.tenantCondition (Cordoned, Drained).
 //
@@ -310,4 +311,26 @@
 // reconciler's online confirmation is a request to the provider's API
 // server, bounded by kube.IdentityReviewerOptions' default timeout; no
 // reconciler waits on another controller.
+//
+// # Restarts and idle
+//
+// A restarted controller reconciles every Tenant again. One that was
+// accepted and changed in nothing since is left as it is, on what the
+// manager's cache holds (kubepact.Provider.Unchanged): its spec still
+// verifies against the nonce it redeemed, under the current policy, its
+// certificate record holds its CSR and the certificate of its status,
+// which is not yet due for re-signing, no revocation record is in force,
+// and its bindings are in place. It then costs no request of its own: no
+// SubjectAccessReview, no CSR and no write; the cluster-wide bindings of
+// every Tenant are read with one list (ClusterBindingsTTL), since the
+// controller's role may not watch them. Anything else goes through
+// Accept, which decides on what the API server stores. The manager's
+// cache (CacheOptions) keeps only kubepact's objects, without their
+// managedFields: nonce and certificate-record Secrets, revocation
+// ConfigMaps, kubepact's RoleBindings (watched, so a ControlPlane binding
+// someone deletes requeues its Tenant, which applies it again), and the
+// peers' CertificateSigningRequests, not every CSR of the cluster. Idle,
+// with nothing changing, the provider makes no request but its leader
+// election's and its readiness check's (two reads of the peer roles every
+// few seconds); no Tenant is requeued before its certificate's re-signing.
 package controllers

@@ -35,6 +35,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
@@ -200,11 +201,12 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err != nil {
 		return err
 	}
+	// The redemption reads the nonce Secret from the manager's cache,
+	// which watches nonce Secrets, and writes on what it read.
+	nonces := newEmptyNonceStore(cs, mgr.GetClient())
 	ports := kubepact.ProviderPorts{
-		Namespaces: namespaces,
-		// The redemption reads the nonce Secret from the manager's cache,
-		// which watches nonce Secrets, and writes on what it read.
-		Nonces:       newEmptyNonceStore(cs, mgr.GetClient()),
+		Namespaces:   namespaces,
+		Nonces:       nonces,
 		Tenants:      kube.NewTenantStore(uncached),
 		Signer:       signer,
 		Certificates: kube.NewCertificateCache(cs),
@@ -248,12 +250,23 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		return fmt.Errorf("controllers: %s: %w", NonceControllerName, err)
 	}
 
-	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName), clock: realClock(cfg.Clock), gate: inFlight}
+	bindings := newBindingReader(mgr.GetClient(), cs, realClock(cfg.Clock))
+	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName), clock: realClock(cfg.Clock), gate: inFlight,
+		bindings: bindings,
+		// The provider's own records, as the manager's cache holds them
+		// (CacheOptions): Unchanged reads them instead of the API server.
+		cached: kubepact.CachedRecords{
+			Nonces:       nonces,
+			Certificates: kube.NewCertificateCache(cs).WithReader(mgr.GetClient()),
+			Revocations:  kube.NewRevocations(cs).WithReader(mgr.GetClient()),
+			Bindings:     bindings,
+		}}
 	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	b = watchSlices(b)
 	b = watchRevocations(b)
+	b = watchBindings(b)
 	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
 			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(settled))
@@ -517,6 +530,12 @@ type tenantReconciler struct {
 	events   events.EventRecorder
 	clock    clock.PassiveClock
 	gate     *gate // left once a Tenant is accepted or refused
+	// cached are the provider's records as the manager's cache holds
+	// them, on which an accepted Tenant that changed in nothing is left
+	// as it is (kubepact.Provider.Unchanged), and bindings what says its
+	// bindings are in place.
+	cached   kubepact.CachedRecords
+	bindings *bindingReader
 
 	// conditions are the Tenants' conditions last enforced, by consumer
 	// ID, to count transitions (kubepact_tenant_transitions_total).
@@ -552,11 +571,24 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.gate.leave(id)
 		return reconcile.Result{}, nil
 	}
+	// An accepted Tenant whose spec, key, certificate record, nonce and
+	// bindings are as Accept left them needs no review, no CSR and no
+	// write: on a restart, every Tenant comes back this way. What decides
+	// is read from the cache (see kubepact.Provider.Unchanged for why each
+	// step of Accept may be skipped).
+	if issued, ok := r.provider.Unchanged(ctx, &t, r.cached); ok {
+		r.gate.leave(id)
+		metrics.expires(RoleProvider, id, ControlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
+		return renewalResult(issued, r.clock.Now()), nil
+	}
 	filled := t.Status.AuthParams != nil
 	issued, err := r.provider.Accept(ctx, &t)
 	switch {
 	case err == nil:
 		r.gate.leave(id)
+		if r.bindings != nil {
+			r.bindings.appliedCluster(rbac.ResourceSliceClusterRoleBindingName(id))
+		}
 		now := r.clock.Now()
 		if !filled {
 			r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonTenantAccepted, "Accept", "Tenant status is filled")

@@ -3,7 +3,9 @@ package controllers
 import (
 	"fmt"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -14,6 +16,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/rbac"
 )
 
 // NewScheme returns a new scheme holding client-go's built-in types and
@@ -31,19 +34,29 @@ func checkScheme(mgr manager.Manager) error {
 	return nil
 }
 
-// CacheOptions returns manager cache options that keep only the Secrets
-// the reconcilers watch (those labelled liqo.io/remote-cluster-id: nonce
-// and signed-nonce Secrets, among others) instead of every Secret of the
-// cluster, and only the ConfigMaps they watch (revocation records,
-// labelled kube.RevocationLabel) instead of every ConfigMap. Optional: the
-// reconcilers work with any cache that holds those objects.
+// CacheOptions returns manager cache options that keep only what the
+// reconcilers read, so that the cache grows with the peers, not with the
+// cluster: the Secrets labelled liqo.io/remote-cluster-id (nonce,
+// signed-nonce and certificate-record Secrets, among others) instead of
+// every Secret, the ConfigMaps that are revocation records (labelled
+// kube.RevocationLabel), the RoleBindings kubepact makes (labelled
+// rbac.ManagedByLabel), and the CertificateSigningRequests of peers
+// (labelled kube.CSRLabel, as both kubepact and Liqo label theirs; SPEC
+// §3) instead of every CSR of the cluster. No object is kept with its
+// managedFields, which no reconciler reads. Optional: the reconcilers work
+// with any cache that holds those objects.
 func CacheOptions() cache.Options {
 	req, err := labels.NewRequirement(clusterid.Label, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant, valid label key
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}:    {Label: labels.NewSelector().Add(*req)},
-		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{kube.RevocationLabel: "true"})},
-	}}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:                            {Label: labels.NewSelector().Add(*req)},
+			&corev1.ConfigMap{}:                         {Label: labels.SelectorFromSet(labels.Set{kube.RevocationLabel: "true"})},
+			&rbacv1.RoleBinding{}:                       {Label: labels.SelectorFromSet(labels.Set{rbac.ManagedByLabel: rbac.ManagedByValue})},
+			&certificatesv1.CertificateSigningRequest{}: {Label: labels.SelectorFromSet(labels.Set{kube.CSRLabel: "true"})},
+		},
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,16 +194,34 @@ const (
 var errMalformedRevocation = errors.New("malformed revocation record")
 
 // Revocations is a lifecycle.Revocations over ConfigMaps.
-type Revocations struct{ client kubernetes.Interface }
+type Revocations struct {
+	client kubernetes.Interface
+	reader ctrlclient.Reader // Get's, when set (WithReader)
+}
 
 // NewRevocations returns Revocations using client.
 func NewRevocations(client kubernetes.Interface) *Revocations { return &Revocations{client: client} }
+
+// WithReader returns Revocations whose Get reads r, such as a controller's
+// cache of the ConfigMaps labelled RevocationLabel, which the records are;
+// Put and Delete still write through rv's client.
+func (rv *Revocations) WithReader(r ctrlclient.Reader) *Revocations {
+	return &Revocations{client: rv.client, reader: r}
+}
+
+func (rv *Revocations) get(ctx context.Context, namespace string) (*corev1.ConfigMap, error) {
+	if rv.reader == nil {
+		return rv.client.CoreV1().ConfigMaps(namespace).Get(ctx, RevocationName, metav1.GetOptions{})
+	}
+	cm := &corev1.ConfigMap{}
+	return cm, rv.reader.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: RevocationName}, cm)
+}
 
 // Get returns the record of consumerID. A record that does not parse is
 // an error, not a missing record.
 func (r *Revocations) Get(ctx context.Context, consumerID string) (lifecycle.Revocation, error) {
 	ns := clusterid.TenantNamespace(consumerID)
-	cm, err := r.client.CoreV1().ConfigMaps(ns).Get(ctx, RevocationName, metav1.GetOptions{})
+	cm, err := r.get(ctx, ns)
 	if apierrors.IsNotFound(err) {
 		return lifecycle.Revocation{}, notFound(lifecycle.ErrNotFound, err, "ConfigMap", ns, RevocationName)
 	}
