@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/internal/prevbuild"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
 )
@@ -178,60 +177,13 @@ func requireSliceIdentityWorks(ctx context.Context, t *testing.T, p, c peer, sli
 // and that commit's tree, extracted with git archive and built once into
 // the user's cache directory (kubepact/prev-<commit>), where later runs
 // find them. The build uses the same module and build caches as this one.
+// It fails t, saying that the test needs the repository's history, when
+// the repository does not hold the commit (a shallow clone).
 func previousBuild(ctx context.Context, t *testing.T) (bin, tree string) {
 	t.Helper()
-	root := strings.TrimSpace(gitOutput(ctx, t, ".", "rev-parse", "--show-toplevel"))
-	commit := strings.TrimSpace(gitOutput(ctx, t, root, "rev-parse", "--verify", previousCommit+"^{commit}"))
-	cache, err := os.UserCacheDir()
-	require.NoError(t, err)
-	dir := filepath.Join(cache, "kubepact", "prev-"+commit)
-	tree, bin = filepath.Join(dir, "src"), filepath.Join(dir, "kubepact-controller")
-	_, binErr := os.Stat(bin)
-	_, treeErr := os.Stat(filepath.Join(tree, "go.mod"))
-	if binErr == nil && treeErr == nil {
-		return bin, tree
-	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	if treeErr != nil {
-		// Extracted beside, then renamed: an interrupted run leaves no
-		// half tree under the name later runs trust.
-		tmp, err := os.MkdirTemp(dir, "src-")
-		require.NoError(t, err)
-		defer os.RemoveAll(tmp)
-		archive := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", commit)
-		untar := exec.CommandContext(ctx, "tar", "-x", "-C", tmp)
-		var archiveErr, untarErr bytes.Buffer
-		archive.Stderr, untar.Stderr = &archiveErr, &untarErr
-		untar.Stdin, err = archive.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, untar.Start())
-		require.NoError(t, archive.Run(), "git archive %s: %s", commit, archiveErr.String())
-		require.NoError(t, untar.Wait(), "tar: %s", untarErr.String())
-		require.NoError(t, os.RemoveAll(tree))
-		require.NoError(t, os.Rename(tmp, tree))
-	}
-	partial := bin + ".partial-" + strconv.Itoa(os.Getpid())
-	defer os.Remove(partial)
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", partial, "./cmd/kubepact-controller")
-	build.Dir = tree
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/kubepact-controller of %s in %s:\n%s", commit, tree, out)
-	require.NoError(t, os.Rename(partial, bin))
+	bin, tree, err := prevbuild.Build(ctx, previousCommit, nil)
+	require.NoError(t, err, "the upgrade test needs the repository with commit %s: a full clone, not a shallow one", previousCommit)
 	return bin, tree
-}
-
-// gitOutput runs git in dir and returns its output; it fails t, saying
-// that the upgrade test needs the repository's history, when git fails.
-func gitOutput(ctx context.Context, t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "git %s: %s(the upgrade test needs the repository with commit %s: a full clone, not a shallow one)",
-		strings.Join(args, " "), stderr.String(), previousCommit)
-	return string(out)
 }
 
 // process is a kubepact-controller binary running against one of the

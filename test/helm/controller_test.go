@@ -80,6 +80,13 @@ func deploymentArgs(t *testing.T, manifest string) []string {
 // ends; its logs are printed if t failed.
 func startController(t *testing.T, e *env, namespace string, deployed []string) *controller {
 	t.Helper()
+	return startBinary(t, e, controllerBin, namespace, deployed)
+}
+
+// startBinary is startController with the kubepact-controller binary bin,
+// of another version.
+func startBinary(t *testing.T, e *env, bin, namespace string, deployed []string) *controller {
+	t.Helper()
 	var args []string
 	c := &controller{exited: make(chan error, 1), logs: &lockedBuffer{}}
 	for _, a := range deployed {
@@ -93,7 +100,7 @@ func startController(t *testing.T, e *env, namespace string, deployed []string) 
 		args = append(args, a)
 	}
 	require.NotEmpty(t, c.probe, "the Deployment's args set --health-probe-bind-address")
-	c.cmd = exec.Command(controllerBin, args...)
+	c.cmd = exec.Command(bin, args...)
 	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+serviceAccountKubeconfig(t, e, namespace))
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	require.NoError(t, c.cmd.Start())
@@ -105,7 +112,7 @@ func startController(t *testing.T, e *env, namespace string, deployed []string) 
 			c.done = true
 		}
 		if t.Failed() {
-			t.Logf("kubepact-controller %s:\n%s", strings.Join(args, " "), c.logs.String())
+			t.Logf("%s %s on %s:\n%s", bin, strings.Join(args, " "), e.cluster.Name(), c.logs.String())
 		}
 	})
 	c.waitFor(t, "/healthz")
