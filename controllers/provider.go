@@ -153,7 +153,7 @@ const HandshakeHold = 30 * time.Second
 
 // SetupProvider adds the provider's reconcilers to mgr: the nonce
 // reconciler (liqo-nonce Secrets), the Tenant reconciler, which also comes
-// back at two thirds of each certificate's lifetime to re-sign it, the
+// back when each certificate is due for re-signing (csr.RenewAt), the
 // ResourceSlice reconciler (slices replicated into tenant namespaces) and
 // the Renew reconciler (renew_provider.go). mgr's scheme
 // must know the authentication.liqo.io/v1beta1 types (see NewScheme).
