@@ -216,6 +216,15 @@ func (s *supervised) kill() error {
 	return s.cmd.Process.Signal(syscall.SIGKILL)
 }
 
+// killForGood kills the running process with SIGKILL and starts no other:
+// its Pod is gone, as with the node it ran on.
+func (s *supervised) killForGood() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+	return s.cmd.Process.Signal(syscall.SIGKILL)
+}
+
 // stop stops supervising: the running process gets SIGTERM and, 30
 // seconds later, SIGKILL.
 func (s *supervised) stop() {
