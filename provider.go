@@ -308,10 +308,13 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 	default:
 		pre, err = reads.nonce()
 	}
+	var verifiedPre *tenant.Verified
 	switch {
-	case err == nil && p.preverified(t, pre, digest):
-		privileges, checking = p.checkPrivileges(asking, consumerID), true
-	case err != nil && !errors.Is(err, nonce.ErrNotFound):
+	case err == nil:
+		if verifiedPre = p.preverified(t, pre, digest); verifiedPre != nil {
+			privileges, checking = p.checkPrivileges(asking, consumerID), true
+		}
+	case !errors.Is(err, nonce.ErrNotFound):
 		return nil, stepError(StepTenantApplied, fmt.Errorf("reading nonce of %s: %w", consumerID, err))
 	}
 	current, err := reads.admitted()
@@ -330,7 +333,16 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 	if bytes.Equal(e.Redemption.By, digest) {
 		verifyAt = e.Redemption.At
 	}
-	v, err := tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: verifyAt})
+	// The Tenant verified already against the nonce it redeemed needs only
+	// its transcript's expiry judged again, as of verifyAt: the rest of
+	// Verify does not depend on time. Against any other nonce (it changed
+	// since it was read) it is verified anew.
+	v := verifiedPre
+	if v != nil && e.Nonce.Equal(pre.Nonce) {
+		err = v.Recheck(verifyAt)
+	} else {
+		v, err = tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: verifyAt})
+	}
 	if err != nil {
 		return nil, stepError(StepTenantApplied, err)
 	}
@@ -535,18 +547,22 @@ func (r *acceptReads) wait() {
 	}
 }
 
-// preverified reports whether t verifies against the nonce entry e as
-// read before its redemption, judged as Accept judges it once redeemed.
-func (p *Provider) preverified(t *authv1beta1.Tenant, e nonce.Entry, digest []byte) bool {
+// preverified returns what Verify learns from t against the nonce entry e
+// as read before its redemption, judged as Accept judges it once redeemed,
+// or nil when t does not verify against it.
+func (p *Provider) preverified(t *authv1beta1.Tenant, e nonce.Entry, digest []byte) *tenant.Verified {
 	if e.Nonce.IsZero() {
-		return false
+		return nil
 	}
 	at := p.opts.Clock.Now()
 	if e.Redemption != nil && bytes.Equal(e.Redemption.By, digest) {
 		at = e.Redemption.At
 	}
-	_, err := tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: at})
-	return err == nil
+	v, err := tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: at})
+	if err != nil {
+		return nil
+	}
+	return v
 }
 
 // checkPrivileges starts rbac.CheckUnprivileged for consumerID, unless it

@@ -270,7 +270,7 @@ func algorithmOf(pub crypto.PublicKey) (Algorithm, error) {
 		if len(k) != ed25519.PublicKeySize {
 			return 0, fmt.Errorf("%w: Ed25519 key of %d bytes", ErrMalformed, len(k))
 		}
-		if err := checkEd25519(k); err != nil {
+		if err := checkedEd25519.check(k); err != nil {
 			return 0, err
 		}
 		return Ed25519, nil

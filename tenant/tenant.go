@@ -16,7 +16,8 @@
 // wrapping the cause: clusterid.ErrInvalid, keys.ErrMalformed,
 // keys.ErrUnsupported, keys.ErrWeak, keys.ErrBadSignature, nonce errors, one
 // of the csr Err values, ErrInvalidProxyURL, ErrTranscriptMissing,
-// ErrTranscriptMismatch or ErrTranscriptExpired. Build wraps
+// ErrTranscriptMismatch or ErrTranscriptExpired; Verified.Recheck returns
+// the *FieldError wrapping ErrTranscriptExpired that Verify would. Build wraps
 // clusterid.ErrInvalid, ErrInvalidProxyURL or ErrInvalidOptions.
 // CheckNamespace returns a *NamespaceError, which wraps
 // ErrNotTenantNamespace, or wraps clusterid.ErrInvalid.
@@ -211,6 +212,30 @@ type Verified struct {
 	ProxyURL *string
 	// Transcript reports whether a transcript was verified.
 	Transcript bool
+	// Expiry is when the verified transcript stops being valid; zero when
+	// no transcript was verified. Recheck judges it at another time.
+	Expiry time.Time
+
+	// tenant is the Tenant's name, for Recheck's errors.
+	tenant string
+}
+
+// Recheck reports whether v, which Verify returned for a Tenant and a
+// nonce, would still pass Verify of the same Tenant, nonce, provider ID and
+// policy at now: everything Verify checks but the transcript's expiry is
+// independent of time, so only the expiry is judged again. It returns the
+// *FieldError wrapping ErrTranscriptExpired that Verify would return at
+// now, or nil. It is for a caller that verified a Tenant against a nonce
+// before redeeming it and redeemed that same nonce: with any other nonce,
+// call Verify.
+func (v *Verified) Recheck(now time.Time) error {
+	if !v.Transcript {
+		return nil
+	}
+	if err := checkExpiry(v.Expiry, now); err != nil {
+		return &FieldError{Tenant: v.tenant, Field: "metadata.annotations[" + TranscriptSignatureAnnotation + "]", Err: err}
+	}
+	return nil
 }
 
 // VerifyOptions tunes Verify. The zero value, like a nil pointer, applies the
@@ -275,7 +300,7 @@ func Verify(t *authv1beta1.Tenant, n nonce.Nonce, opts *VerifyOptions) (*Verifie
 	if err := nonce.Verify(pub, n, t.Spec.Signature); err != nil {
 		return nil, fail("spec.signature", err)
 	}
-	transcript, err := verifyTranscript(t, n, pub, opts)
+	transcript, expiry, err := verifyTranscript(t, n, pub, opts)
 	if err != nil {
 		return nil, fail("metadata.annotations["+TranscriptSignatureAnnotation+"]", err)
 	}
@@ -287,45 +312,56 @@ func Verify(t *authv1beta1.Tenant, n nonce.Nonce, opts *VerifyOptions) (*Verifie
 	if err != nil {
 		return nil, fail("spec.csr", err)
 	}
-	return &Verified{ClusterID: t.Spec.ClusterID, PublicKey: pub, CSR: checked, ProxyURL: t.Spec.ProxyURL, Transcript: transcript}, nil
+	return &Verified{ClusterID: t.Spec.ClusterID, PublicKey: pub, CSR: checked, ProxyURL: t.Spec.ProxyURL, Transcript: transcript,
+		Expiry: expiry, tenant: t.Name}, nil
 }
 
-// verifyTranscript reports whether t carries a valid transcript, and fails
-// when it carries an invalid one or the policy requires one.
-func verifyTranscript(t *authv1beta1.Tenant, n nonce.Nonce, pub crypto.PublicKey, opts *VerifyOptions) (bool, error) {
+// verifyTranscript reports whether t carries a valid transcript, and its
+// expiry, and fails when it carries an invalid one or the policy requires
+// one.
+func verifyTranscript(t *authv1beta1.Tenant, n nonce.Nonce, pub crypto.PublicKey, opts *VerifyOptions) (bool, time.Time, error) {
 	tr, sig, present, err := readTranscript(t, n)
 	switch {
 	case err != nil:
-		return false, err
+		return false, time.Time{}, err
 	case !present && opts.Policy == Strict:
-		return false, ErrTranscriptMissing
+		return false, time.Time{}, ErrTranscriptMissing
 	case !present:
-		return false, nil
+		return false, time.Time{}, nil
 	case opts.ProviderID == "" || tr.ProviderID != opts.ProviderID:
-		return false, fmt.Errorf("%w: made for provider %q, verified by %q", ErrTranscriptMismatch, tr.ProviderID, opts.ProviderID)
+		return false, time.Time{}, fmt.Errorf("%w: made for provider %q, verified by %q", ErrTranscriptMismatch, tr.ProviderID, opts.ProviderID)
 	case tr.Version == 1 && opts.Policy == Strict:
-		return false, fmt.Errorf("%w: version 1 does not cover spec.proxyURL, spec.authzPolicy and spec.tenantCondition", ErrTranscriptMismatch)
+		return false, time.Time{}, fmt.Errorf("%w: version 1 does not cover spec.proxyURL, spec.authzPolicy and spec.tenantCondition", ErrTranscriptMismatch)
 	case tr.Version == 1 && !coversTerms(t):
-		return false, fmt.Errorf("%w: version 1 does not cover the proxy URL, policy or condition this Tenant sets", ErrTranscriptMismatch)
+		return false, time.Time{}, fmt.Errorf("%w: version 1 does not cover the proxy URL, policy or condition this Tenant sets", ErrTranscriptMismatch)
 	}
 	msg, err := tr.Marshal()
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrTranscriptMismatch, err)
+		return false, time.Time{}, fmt.Errorf("%w: %w", ErrTranscriptMismatch, err)
 	}
 	if err := keys.VerifyMessage(pub, msg, sig); err != nil {
-		return false, fmt.Errorf("%w: %w", ErrTranscriptMismatch, err)
+		return false, time.Time{}, fmt.Errorf("%w: %w", ErrTranscriptMismatch, err)
 	}
-	now := opts.Now
+	if err := checkExpiry(tr.Expiry, opts.Now); err != nil {
+		return false, time.Time{}, err
+	}
+	return true, tr.Expiry, nil
+}
+
+// checkExpiry refuses a transcript expiring at expiry that is, at now
+// (time.Now() when zero), past it or valid for more than
+// MaxTranscriptLifetime ahead.
+func checkExpiry(expiry, now time.Time) error {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	if !now.Before(tr.Expiry) {
-		return false, fmt.Errorf("%w: at %s", ErrTranscriptExpired, tr.Expiry.UTC().Format(time.RFC3339))
+	if !now.Before(expiry) {
+		return fmt.Errorf("%w: at %s", ErrTranscriptExpired, expiry.UTC().Format(time.RFC3339))
 	}
-	if tr.Expiry.Sub(now) > MaxTranscriptLifetime {
-		return false, fmt.Errorf("%w: valid until %s, more than %s ahead", ErrTranscriptExpired, tr.Expiry.UTC().Format(time.RFC3339), MaxTranscriptLifetime)
+	if expiry.Sub(now) > MaxTranscriptLifetime {
+		return fmt.Errorf("%w: valid until %s, more than %s ahead", ErrTranscriptExpired, expiry.UTC().Format(time.RFC3339), MaxTranscriptLifetime)
 	}
-	return true, nil
+	return nil
 }
 
 // ValidateProxyURL checks that s is an absolute http or https URL; it

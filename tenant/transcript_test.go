@@ -132,3 +132,57 @@ func TestTranscriptVersionOne(t *testing.T) {
 	_, err = tenant.Verify(cordoned, n, &tenant.VerifyOptions{ProviderID: providerID, Now: now})
 	require.ErrorIs(t, err, tenant.ErrTranscriptMismatch)
 }
+
+// Recheck judges a verified Tenant at another time exactly as Verify
+// would: the same verdict and, on a refusal, the same typed error.
+func TestRecheckAgreesWithVerify(t *testing.T) {
+	t.Parallel()
+	tn, n, now := signedTenant(t, "")
+	v, err := tenant.Verify(tn, n, &tenant.VerifyOptions{ProviderID: providerID, Now: now})
+	require.NoError(t, err)
+	require.True(t, v.Transcript)
+	require.Equal(t, now.Add(time.Minute).Truncate(time.Second), v.Expiry)
+	for _, tc := range []struct {
+		name    string
+		at      time.Time
+		expired bool
+	}{
+		{"as verified", now, false},
+		{"just before the expiry", v.Expiry.Add(-time.Second), false},
+		{"at the expiry", v.Expiry, true},
+		{"after the expiry", v.Expiry.Add(time.Hour), true},
+		{"more than the longest lifetime ahead", v.Expiry.Add(-tenant.MaxTranscriptLifetime - time.Second), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, want := tenant.Verify(tn, n, &tenant.VerifyOptions{ProviderID: providerID, Now: tc.at})
+			got := v.Recheck(tc.at)
+			if !tc.expired {
+				require.NoError(t, want)
+				require.NoError(t, got)
+				return
+			}
+			require.ErrorIs(t, want, tenant.ErrTranscriptExpired)
+			require.ErrorIs(t, got, tenant.ErrTranscriptExpired)
+			var wantField, gotField *tenant.FieldError
+			require.ErrorAs(t, want, &wantField)
+			require.ErrorAs(t, got, &gotField)
+			require.Equal(t, wantField.Tenant, gotField.Tenant)
+			require.Equal(t, wantField.Field, gotField.Field)
+		})
+	}
+}
+
+// A Tenant verified without a transcript (a Liqo consumer's) depends on no
+// time: Recheck passes it at any time.
+func TestRecheckWithoutTranscript(t *testing.T) {
+	t.Parallel()
+	n := mustNonce(t)
+	tn, err := tenant.Build(consumerID, mustKey(t, keys.Ed25519), n, nil)
+	require.NoError(t, err)
+	v, err := tenant.Verify(tn, n, nil)
+	require.NoError(t, err)
+	require.False(t, v.Transcript)
+	require.True(t, v.Expiry.IsZero())
+	require.NoError(t, v.Recheck(time.Now().Add(100*365*24*time.Hour)))
+}
