@@ -239,6 +239,11 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(ratio(float64(total(k.restart.kinds)), float64(total(l.restart.kinds))), "restart-requests-x-liqo")
 	b.ReportMetric(ratio(k.restart.settled.Seconds(), l.restart.settled.Seconds()), "restart-settle-x-liqo")
 	b.ReportMetric(ratio(perMinute(k.idle), perMinute(l.idle)), "idle-requests-x-liqo")
+	// Liqo's controller manager, one replica as its chart runs it, elects no
+	// leader; kubepact-controller's two replicas do, and renew a Lease every
+	// RetryPeriod. Without the Lease, both idle on watch renewals alone.
+	b.ReportMetric(perMinute(withoutLeases(k.idle)), "idle-nonlease-requests/min")
+	b.ReportMetric(ratio(perMinute(withoutLeases(k.idle)), perMinute(withoutLeases(l.idle))), "idle-nonlease-requests-x-liqo")
 }
 
 // ratio is a over b: +Inf where only b is 0, NaN where both are.
@@ -495,6 +500,17 @@ func lessScrapeAuthentication(kinds map[string]int, window time.Duration) {
 }
 
 // total is the number of requests of kinds.
+// withoutLeases returns kinds without the requests on Leases.
+func withoutLeases(kinds map[string]int) map[string]int {
+	out := make(map[string]int, len(kinds))
+	for k, v := range kinds {
+		if _, resource, _ := strings.Cut(k, " "); resource != "leases" && !strings.HasPrefix(resource, "leases ") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func total(kinds map[string]int) int {
 	n := 0
 	for _, v := range kinds {
