@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/kube"
@@ -79,31 +78,8 @@ func controllerPod(ctx context.Context, t *testing.T, s *side, name string) *cor
 // its environment).
 func startInPod(t *testing.T, s *side, pod *corev1.Pod, probe string, args []string) *podController {
 	t.Helper()
-	t.Setenv("POD_NAME", pod.Name)
-	t.Setenv("POD_NAMESPACE", pod.Namespace)
-	t.Setenv("POD_UID", string(pod.UID))
 	forgetClusterID(t, s, args)
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &podController{replica: &replica{cancel: cancel, done: make(chan error, 1)}, pod: pod, probe: probe, logs: &lockedBuffer{}}
-	created := make(chan manager.Manager, 1)
-	hookMu.Lock()
-	managerCreated = func(m manager.Manager) { created <- m }
-	go func() { c.done <- run(ctx, args, s.sa, c.logs, c.logs) }()
-	select {
-	case c.mgr = <-created:
-	case err := <-c.done:
-		hookMu.Unlock()
-		cancel()
-		t.Fatalf("kubepact-controller %v: %v", args, err)
-	}
-	managerCreated = nil
-	hookMu.Unlock()
-	t.Cleanup(func() {
-		c.stop()
-		if t.Failed() {
-			t.Logf("kubepact-controller %v in %s:\n%s", args, pod.Name, c.logs.String())
-		}
-	})
+	c := startKeepingID(t, s, pod, probe, args)
 	eventually(t, "the probes answer", func() bool { code, _ := get(probe, "/healthz"); return code == http.StatusOK })
 	return c
 }

@@ -442,8 +442,10 @@ func (a *auditLog) count(t *testing.T, offset int64, from, to time.Time) counted
 	return c
 }
 
-// startKeepingID is startInPod for a controller that keeps the cluster ID
-// it recorded at its first start, as a restarted pod does.
+// startKeepingID starts kubepact-controller with args as s's
+// ServiceAccount in pod (its downward-API environment) and returns once its
+// manager exists, keeping the cluster ID recorded by an earlier start, as a
+// restarted pod does; startInPod forgets it first and waits for the probes.
 func startKeepingID(t *testing.T, s *side, pod *corev1.Pod, probe string, args []string) *podController {
 	t.Helper()
 	t.Setenv("POD_NAME", pod.Name)
@@ -465,10 +467,11 @@ func startKeepingID(t *testing.T, s *side, pod *corev1.Pod, probe string, args [
 	managerCreated = nil
 	hookMu.Unlock()
 	t.Cleanup(func() {
-		c.release()
+		c.stop()
 		if t.Failed() {
 			t.Logf("kubepact-controller %v in %s:\n%s", args, pod.Name, c.logs.String())
 		}
+		c.release()
 	})
 	return c
 }

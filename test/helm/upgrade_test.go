@@ -18,7 +18,6 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,14 +31,12 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/kustomize"
+	"github.com/kubepact/kubepact/internal/liqosteps"
 	"github.com/kubepact/kubepact/internal/prevbuild"
-	clusterkeys "github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
-	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
-	"github.com/kubepact/kubepact/tenant"
 )
 
 // previousCommit is the version a migration to the chart starts from:
@@ -493,68 +490,17 @@ func jsonValue(t *testing.T, v any) any {
 	return out
 }
 
-// handshakeBetween writes the objects liqoctl authenticate writes for
-// consumer c of provider p, each where it does, and waits for the answers
-// of the controllers running on both: the nonce, its signature, the
-// Tenant's status, the Identity's kubeconfig Secret, which then
-// authenticates on p as c.
+// handshakeBetween makes c a consumer of p through the declarative
+// handshake answered by the controllers running on both
+// (liqosteps.Handshake).
 func handshakeBetween(ctx context.Context, t *testing.T, p, c member) {
 	t.Helper()
-	pns, cns := clusterid.TenantNamespace(c.id), clusterid.TenantNamespace(p.id)
-	for _, x := range []struct {
-		e  *env
-		ns *corev1.Namespace
-	}{{p.env, tenant.Namespace(c.id)}, {c.env, tenant.Namespace(p.id)}} {
-		_, err := x.e.admin.CoreV1().Namespaces().Create(ctx, x.ns, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err)
-		}
-	}
-	_, err := p.admin.CoreV1().Secrets(pns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
-		Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: c.id},
-	}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	var n nonce.Nonce
-	eventually(t, p.id+"'s nonce for "+c.id, func() bool {
-		s, err := p.admin.CoreV1().Secrets(pns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
-		if err != nil || len(s.Data[nonce.SecretKey]) == 0 {
-			return false
-		}
-		n, err = nonce.Parse(string(s.Data[nonce.SecretKey]))
-		require.NoError(t, err)
-		return true
-	})
-	_, err = c.admin.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: p.id}},
-		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text())},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	var sig []byte
-	eventually(t, c.id+"'s signature of "+p.id+"'s nonce", func() bool {
-		s, err := c.admin.CoreV1().Secrets(cns).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
-		sig = s.Data[nonce.SignedSecretKey]
-		return err == nil && len(sig) > 0
-	})
-	key, err := kube.NewKeyStore(c.admin, clusterkeys.DefaultNamespace).Get(ctx)
-	require.NoError(t, err)
-	tn, err := tenant.Build(c.id, key, n, nil)
-	require.NoError(t, err)
-	tn.Spec.Signature = sig
-	tenants := kube.NewTenantStore(p.typed)
-	_, err = tenants.Apply(ctx, tn)
-	require.NoError(t, err)
-	eventually(t, "the status of "+c.id+"'s Tenant on "+p.id, func() bool {
-		tn, err = tenants.Get(ctx, pns, c.id)
-		return err == nil && tn.Status.AuthParams != nil
-	})
-	id, err := identity.Build(p.id, *tn.Status.AuthParams, &identity.BuildOptions{TenantNamespace: tn.Status.TenantNamespace})
-	require.NoError(t, err)
-	_, err = kube.NewIdentityStore(c.typed).Apply(ctx, id)
-	require.NoError(t, err)
-	eventually(t, c.id+"'s kubeconfig Secret for "+p.id, func() bool {
-		_, err := c.admin.CoreV1().Secrets(cns).Get(ctx, kubeconfig.SecretName(id.Name), metav1.GetOptions{})
-		return err == nil
-	})
+	require.NoError(t, liqosteps.Handshake(ctx, p.stepsCluster(), c.stepsCluster()))
+}
+
+// stepsCluster is x for liqosteps.
+func (x member) stepsCluster() liqosteps.Cluster {
+	return liqosteps.Cluster{ID: x.id, Admin: x.admin, Typed: x.typed}
 }
 
 // makeSlice creates ResourceSlice name on consumer c for provider p, as
