@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/liqosteps"
 	"github.com/kubepact/kubepact/kubeconfig"
-	"github.com/kubepact/kubepact/resourceslice"
 )
 
 // peer is one cluster of a two-way peering: the package's cluster and the
@@ -168,25 +166,9 @@ func requireControlPlaneWorks(ctx context.Context, t *testing.T, p, c peer) {
 	require.NoError(t, err, "%s's ControlPlane kubeconfig works on %s", c.id, p.id)
 }
 
-// makeSlice creates ResourceSlice name on consumer c for provider p, as
-// Liqo's consumer does, and waits for the slice's kubeconfig Secret on c:
-// the consumer's controller replicated it, p's accepted it and issued its
-// certificate.
+// makeSlice creates ResourceSlice name on consumer c for provider p and
+// waits for its kubeconfig Secret on c (liqosteps.Slice).
 func makeSlice(ctx context.Context, t *testing.T, p, c peer, name string) {
 	t.Helper()
-	ns := clusterid.TenantNamespace(p.id)
-	s := &authv1beta1.ResourceSlice{
-		TypeMeta:   metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.ResourceSliceKind},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: resourceslice.ConsumerLabels(p.id)},
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
-	require.NoError(t, err)
-	_, err = c.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).
-		Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	secret := kubeconfig.SecretName(identity.ResourceSliceName(name))
-	waitFor(t, c.id+"'s kubeconfig Secret of ResourceSlice "+name+" on "+p.id, func() bool {
-		_, err := c.admin.CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
-		return err == nil
-	})
+	require.NoError(t, liqosteps.Slice(ctx, p.stepsCluster(), c.stepsCluster(), name))
 }

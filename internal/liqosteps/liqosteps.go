@@ -23,6 +23,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -122,4 +123,23 @@ func until(ctx context.Context, what string, cond func() (bool, error)) error {
 		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
 	return nil
+}
+
+// Slice creates ResourceSlice name on consumer c for provider p, as Liqo's
+// consumer does, and waits for the slice's kubeconfig Secret on c: c's
+// controller replicated the slice, p's accepted it and issued its
+// certificate.
+func Slice(ctx context.Context, p, c Cluster, name string) error {
+	ns := clusterid.TenantNamespace(p.ID)
+	s := &authv1beta1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: resourceslice.ConsumerLabels(p.ID)},
+	}
+	if err := c.Typed.Create(ctx, s); err != nil {
+		return fmt.Errorf("creating ResourceSlice %s on %s: %w", name, c.ID, err)
+	}
+	secret := kubeconfig.SecretName(identity.ResourceSliceName(name))
+	return until(ctx, c.ID+"'s kubeconfig Secret of ResourceSlice "+name+" on "+p.ID, func() (bool, error) {
+		_, err := c.Admin.CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
+		return err == nil, nil
+	})
 }

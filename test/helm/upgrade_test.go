@@ -36,7 +36,6 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/rbac"
-	"github.com/kubepact/kubepact/resourceslice"
 )
 
 // previousCommit is the version a migration to the chart starts from:
@@ -503,27 +502,11 @@ func (x member) stepsCluster() liqosteps.Cluster {
 	return liqosteps.Cluster{ID: x.id, Admin: x.admin, Typed: x.typed}
 }
 
-// makeSlice creates ResourceSlice name on consumer c for provider p, as
-// Liqo's consumer does, and waits for the slice's kubeconfig Secret on c:
-// c's controller replicated the slice, p's accepted it and issued its
-// certificate.
+// makeSlice creates ResourceSlice name on consumer c for provider p and
+// waits for its kubeconfig Secret on c (liqosteps.Slice).
 func makeSlice(ctx context.Context, t *testing.T, p, c member, name string) {
 	t.Helper()
-	ns := clusterid.TenantNamespace(p.id)
-	s := &authv1beta1.ResourceSlice{
-		TypeMeta:   metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.ResourceSliceKind},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: resourceslice.ConsumerLabels(p.id)},
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
-	require.NoError(t, err)
-	_, err = c.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).
-		Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	secret := kubeconfig.SecretName(identity.ResourceSliceName(name))
-	eventually(t, c.id+"'s kubeconfig Secret of ResourceSlice "+name+" on "+p.id, func() bool {
-		_, err := c.admin.CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
-		return err == nil
-	})
+	require.NoError(t, liqosteps.Slice(ctx, p.stepsCluster(), c.stepsCluster(), name))
 }
 
 // clearFinalizers removes the finalizers of e's authentication.liqo.io
