@@ -79,8 +79,9 @@ type CachedRecords struct {
 // makes Unchanged report a change (Accept then reads the API server), or
 // report unchanged for a state that was true moments ago: Accept would
 // then have written nothing either, and the change that follows requeues
-// the Tenant (a controller watches the Tenant, its bindings and its
-// revocation record). Unchanged never grants, writes or signs anything.
+// the Tenant (a controller watches the Tenant and its revocation record; a
+// binding someone deletes is applied again at the Tenant's next
+// reconcile). Unchanged never grants, writes or signs anything.
 func (p *Provider) Unchanged(ctx context.Context, t *authv1beta1.Tenant, recs CachedRecords) (*authv1beta1.Identity, bool) {
 	id, err := p.unchanged(ctx, t, recs)
 	return id, err == nil

@@ -12,12 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
@@ -31,14 +26,18 @@ import (
 // list instead of one request per Tenant. The controller's role may list
 // ClusterRoleBindings but not watch them, so a binding someone deletes is
 // noticed at the next list: a Tenant reconciled within the TTL may be left
-// without it until its next reconcile, as it is today between reconciles.
+// without it until its next reconcile.
 const ClusterBindingsTTL = 30 * time.Second
 
 // bindingReader is a kubepact.BindingReader: RoleBindings from the
-// manager's cache, which keeps the ones kubepact makes (CacheOptions) and
-// which the Tenant reconciler watches, so a ControlPlane binding deleted
-// or changed requeues its Tenant; ClusterRoleBindings from a list of
-// kubepact's, kept for ClusterBindingsTTL.
+// manager's cache, which keeps the ones kubepact makes (CacheOptions);
+// ClusterRoleBindings from a list of kubepact's, kept for
+// ClusterBindingsTTL. A binding someone deletes is applied again at its
+// Tenant's next reconcile (a change of the Tenant, its re-signing, a
+// restart), as before there was a cache: the Tenant reconciler does not
+// watch bindings, since a provider that unpeers deletes the bindings before
+// the Tenant, and a watch would have a controller running beside it bind
+// the consumer again in between.
 type bindingReader struct {
 	cache  client.Reader
 	client kubernetes.Interface
@@ -125,29 +124,4 @@ func applied(got metav1.ObjectMeta, gotRef rbacv1.RoleRef, gotSubjects []rbacv1.
 		}
 	}
 	return true
-}
-
-// watchBindings requeues a consumer's Tenant when its ControlPlane
-// RoleBinding is deleted or changed by anyone, so that Accept applies it
-// again: Unchanged, which skips Accept, trusts the cache for it.
-func watchBindings(b *builder.Builder) *builder.Builder {
-	return b.Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(tenantOfBinding),
-		builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(event.CreateEvent) bool { return false },
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion()
-			},
-			GenericFunc: func(event.GenericEvent) bool { return false },
-		}))
-}
-
-// tenantOfBinding maps the ControlPlane RoleBinding of a tenant namespace
-// to the Tenant of that namespace. It only says what to requeue.
-func tenantOfBinding(_ context.Context, o client.Object) []reconcile.Request {
-	id := o.GetLabels()[clusterid.Label]
-	if clusterid.Validate(id) != nil || o.GetNamespace() != clusterid.TenantNamespace(id) ||
-		o.GetName() != rbac.BindingName(rbac.ControlPlaneClusterRoleName) {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: id}}}
 }

@@ -327,10 +327,10 @@
 // Accept, which decides on what the API server stores. The manager's
 // cache (CacheOptions) keeps only kubepact's objects, without their
 // managedFields: nonce and certificate-record Secrets, revocation
-// ConfigMaps, kubepact's RoleBindings (watched, so a ControlPlane binding
-// someone deletes requeues its Tenant, which applies it again), and the
-// peers' CertificateSigningRequests, not every CSR of the cluster. Idle,
-// with nothing changing, the provider makes no request but its leader
-// election's and its readiness check's (two reads of the peer roles every
-// few seconds); no Tenant is requeued before its certificate's re-signing.
+// ConfigMaps, kubepact's RoleBindings (a ControlPlane binding someone
+// deletes is applied again at its Tenant's next reconcile), and the peers'
+// CertificateSigningRequests, not every CSR of the cluster. Idle, with
+// nothing changing, the provider makes no request but its leader
+// election's and its watches' renewals (the readiness check watches the two
+// peer roles); no Tenant is requeued before its certificate's re-signing.
 package controllers

@@ -266,7 +266,6 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	b = watchSlices(b)
 	b = watchRevocations(b)
-	b = watchBindings(b)
 	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
 			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(settled))

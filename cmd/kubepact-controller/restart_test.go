@@ -122,11 +122,14 @@ func TestRestartAcceptedTenants(t *testing.T) {
 	t.Logf("idle with %d Tenants for %v: %d requests (%.1f a minute): %v", n, *restartIdle, idle.total, perMinute, idle)
 	require.Empty(t, writes(idle.counts), "no write while idle")
 
-	// A ControlPlane binding someone deletes comes back: the cache that
-	// says it is in place is watched.
+	// A ControlPlane binding someone deleted comes back at its Tenant's
+	// next reconcile, as a restart makes: Unchanged finds it missing from
+	// the cache, and Accept applies it again.
+	r.replica.release()
 	bindings := s.admin.RbacV1().RoleBindings(clusterid.TenantNamespace(ids[0]))
 	name := rbac.BindingName(rbac.ControlPlaneClusterRoleName)
 	require.NoError(t, bindings.Delete(ctx, name, metav1.DeleteOptions{}))
+	startSettled(ctx, t, s, pod, probe, args, n)
 	eventually(t, "the deleted binding applied again", func() bool {
 		_, err := bindings.Get(ctx, name, metav1.GetOptions{})
 		return err == nil
