@@ -537,9 +537,34 @@ type tenantReconciler struct {
 	bindings *bindingReader
 
 	// conditions are the Tenants' conditions last enforced, by consumer
-	// ID, to count transitions (kubepact_tenant_transitions_total).
+	// ID, to count transitions (kubepact_tenant_transitions_total);
+	// reconciled are the Tenants reconciled since the process started,
+	// by consumer ID (firstReconcile).
 	mu         sync.Mutex
 	conditions map[string]string
+	reconciled map[string]bool
+}
+
+// firstReconcile reports whether consumerID's Tenant is reconciled for the
+// first time since the process started, and notes that it is. Only then
+// may an accepted Tenant be left as it is (Unchanged): a start, or a
+// restart, goes over every Tenant, and that is what Unchanged saves. A
+// Tenant reconciled again was requeued by a change (its spec, its
+// revocation record, a slice, a CSR) or by its re-signing, which Accept
+// decides on what the API server stores; so does a Tenant that another
+// provider, such as kubepact's CLI in its own process, accepts or
+// unpeers beside the controller while the cache catches up.
+func (r *tenantReconciler) firstReconcile(consumerID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reconciled[consumerID] {
+		return false
+	}
+	if r.reconciled == nil {
+		r.reconciled = map[string]bool{}
+	}
+	r.reconciled[consumerID] = true
+	return true
 }
 
 func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -572,13 +597,16 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	// An accepted Tenant whose spec, key, certificate record, nonce and
 	// bindings are as Accept left them needs no review, no CSR and no
-	// write: on a restart, every Tenant comes back this way. What decides
-	// is read from the cache (see kubepact.Provider.Unchanged for why each
-	// step of Accept may be skipped).
-	if issued, ok := r.provider.Unchanged(ctx, &t, r.cached); ok {
-		r.gate.leave(id)
-		metrics.expires(RoleProvider, id, ControlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
-		return renewalResult(issued, r.clock.Now()), nil
+	// write: on a restart, every Tenant comes back this way, once
+	// (firstReconcile). What decides is read from the cache (see
+	// kubepact.Provider.Unchanged for why each step of Accept may be
+	// skipped).
+	if r.firstReconcile(id) {
+		if issued, ok := r.provider.Unchanged(ctx, &t, r.cached); ok {
+			r.gate.leave(id)
+			metrics.expires(RoleProvider, id, ControlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
+			return renewalResult(issued, r.clock.Now()), nil
+		}
 	}
 	filled := t.Status.AuthParams != nil
 	issued, err := r.provider.Accept(ctx, &t)
@@ -626,6 +654,7 @@ func (r *tenantReconciler) gone(consumerID string) {
 	metrics.forget(RoleProvider, consumerID, "")
 	r.mu.Lock()
 	delete(r.conditions, consumerID)
+	delete(r.reconciled, consumerID)
 	r.mu.Unlock()
 }
 
