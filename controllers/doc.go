@@ -323,8 +323,10 @@
 // and its bindings are in place. It then costs no request of its own: no
 // SubjectAccessReview, no CSR and no write; the cluster-wide bindings of
 // every Tenant are read with one list (ClusterBindingsTTL), since the
-// controller's role may not watch them. Anything else goes through
-// Accept, which decides on what the API server stores. The manager's
+// controller's role may not watch them. Only a Tenant's first reconcile
+// since the process started is judged so; anything else, a Tenant requeued
+// by a change or by its re-signing included, goes through Accept, which
+// decides on what the API server stores. The manager's
 // cache (CacheOptions) keeps only kubepact's objects, without their
 // managedFields: nonce and certificate-record Secrets, revocation
 // ConfigMaps, kubepact's RoleBindings (a ControlPlane binding someone
