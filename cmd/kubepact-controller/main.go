@@ -72,7 +72,8 @@
 // role, once it can accept Tenants: it knows the URL consumers reach its API
 // server at, and the peer ClusterRoles it binds (liqo-remote-controlplane,
 // liqo-virtual-kubelet-remote-clusterwide) are installed, which every
-// replica reads every 5 seconds. Until then kubectl rollout status waits,
+// replica watches by name and looks at every 5 seconds. Until then kubectl
+// rollout status waits,
 // /readyz/provider answers why and how to fix it, and each problem is
 // logged once and recorded as a Warning Event (APIServerURLUnknown,
 // PeerRoleMissing) on the controller's Pod, which the Deployment names in
