@@ -61,11 +61,17 @@ func Install(ctx context.Context, in Installer) error {
 	return nil
 }
 
+// RoleReader tells whether a ClusterRole exists: an Applier, or anything
+// that only reads roles (a watch of them, say).
+type RoleReader interface {
+	HasClusterRole(ctx context.Context, name string) (bool, error)
+}
+
 // RequireRoles checks with a that every ClusterRole of names exists, in
 // order. It returns a *MissingRoleError for the first one missing, and a's
 // error when it cannot tell: it never takes an unanswered question for
 // "present".
-func RequireRoles(ctx context.Context, a Applier, names ...string) error {
+func RequireRoles(ctx context.Context, a RoleReader, names ...string) error {
 	for _, name := range names {
 		ok, err := a.HasClusterRole(ctx, name)
 		if err != nil {

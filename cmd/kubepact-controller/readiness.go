@@ -95,7 +95,7 @@ type providerReadiness struct {
 	noEndpoint error
 	// roles are the peer ClusterRoles the provider binds; rbac reads them.
 	roles []string
-	rbac  roleReader
+	rbac  rbac.RoleReader
 	// events records on pod; pod nil records nothing (outside a pod).
 	events events.EventRecorder
 	pod    *corev1.ObjectReference
@@ -114,17 +114,11 @@ type providerReadiness struct {
 	err error // what Check answers
 }
 
-// roleReader tells whether a ClusterRole exists: watchedRoles, which
-// answers from a watch of each peer role.
-type roleReader interface {
-	HasClusterRole(ctx context.Context, name string) (bool, error)
-}
-
 // newProviderReadiness returns the readiness of a provider configured with
 // pc. a reads the peer ClusterRoles roles; rec records Events on pod (nil:
 // none); namespace is where the controller's Deployment is ("" when
 // unknown), named in the fix.
-func newProviderReadiness(pc controllers.ProviderConfig, a roleReader, roles []string, rec events.EventRecorder,
+func newProviderReadiness(pc controllers.ProviderConfig, a rbac.RoleReader, roles []string, rec events.EventRecorder,
 	pod *corev1.ObjectReference, namespace string, log logr.Logger, clk clock.WithTicker) *providerReadiness {
 	r := &providerReadiness{roles: roles, rbac: a, events: rec, pod: pod, log: log, clock: clk,
 		verdicts: map[string]*problem{}, recorded: map[string]time.Time{}, err: errNotChecked}
@@ -186,7 +180,7 @@ func (r *providerReadiness) check(ctx context.Context) {
 	defer cancel()
 	unread := false
 	for _, name := range r.roles {
-		err := requireRole(read, r.rbac, name)
+		err := rbac.RequireRoles(read, r.rbac, name)
 		var missing *rbac.MissingRoleError
 		switch {
 		case err == nil:
@@ -253,20 +247,6 @@ func (r *providerReadiness) check(ctx context.Context) {
 		r.log.Info(msg, "reason", reasonProviderReady)
 		r.event(corev1.EventTypeNormal, reasonProviderReady, msg)
 	}
-}
-
-// requireRole is rbac.RequireRoles for one role read through a: nil when
-// it exists, a *rbac.MissingRoleError when it does not, and a's error when
-// a cannot tell.
-func requireRole(ctx context.Context, a roleReader, name string) error {
-	ok, err := a.HasClusterRole(ctx, name)
-	switch {
-	case err != nil:
-		return fmt.Errorf("reading ClusterRole %s: %w", name, err)
-	case !ok:
-		return &rbac.MissingRoleError{Name: name}
-	}
-	return nil
 }
 
 // event records an Event on the controller's Pod, if it is known.
