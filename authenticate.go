@@ -28,10 +28,10 @@ type AuthenticateOptions struct {
 // that are both reachable: the provider issues a nonce, the consumer answers
 // with a Tenant, the provider accepts it and the consumer applies the
 // Identity, expecting it from p's cluster ID. The provider being
-// kubepact's, the identity gets a TLS key of its own
-// (TenantOptions.OwnKey) whenever the consumer has
-// ConsumerPorts.IdentityKeys: the cluster key then only signs the
-// handshake and never lands in the kubeconfig. Running it again after success
+// kubepact's, the identity always gets a TLS key of its own
+// (TenantOptions.OwnKey), so the consumer needs ConsumerPorts.IdentityKeys
+// (ErrInvalidConfig otherwise): the cluster key only signs the handshake
+// and never lands in the kubeconfig. Running it again after success
 // changes nothing and returns the same identity. An Identity that changes
 // the API server or CA already held is refused with ErrEndpointChanged
 // unless opts.ReplaceEndpoint is set; the provider has then already
@@ -51,9 +51,12 @@ type AuthenticateOptions struct {
 // provider accepts the Tenant (StepNonceSigned is reported once the nonce
 // is signed; a failure to record it is returned once Accept is done).
 func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *AuthenticateOptions) (*Authenticated, error) {
-	// p is kubepact's: the identity gets a key of its own wherever the
-	// consumer can keep one, and the cluster key stays home.
-	topts := &TenantOptions{OwnKey: c.ports.IdentityKeys != nil}
+	// p is kubepact's: the identity gets a key of its own, and the cluster
+	// key stays home. The consumer decides this, never the provider.
+	topts := &TenantOptions{OwnKey: true}
+	if c.ports.IdentityKeys == nil {
+		return nil, fmt.Errorf("%w: Authenticate gives the identity a key of its own, which needs ConsumerPorts.IdentityKeys", ErrInvalidConfig)
+	}
 	var aopts *ApplyOptions
 	if opts != nil {
 		topts.ProxyURL = opts.ProxyURL

@@ -70,6 +70,10 @@ type ConsumerOptions struct {
 	// providers accept such Tenants: a Liqo provider requires the CSR to be
 	// for the cluster key.
 	Strict bool
+	// KeyNamespace is the namespace of the cluster key and IdentityKeys:
+	// the attestation of each key of IdentityKeys names it
+	// (keys.Attester). Empty means keys.DefaultNamespace.
+	KeyNamespace string
 	// OnStep, when set, is called after each completed step.
 	OnStep func(Step)
 }
@@ -111,6 +115,9 @@ func NewConsumer(clusterID string, ports ConsumerPorts, opts *ConsumerOptions) (
 	}
 	if c.opts.Rand == nil {
 		c.opts.Rand = rand.Reader
+	}
+	if c.opts.KeyNamespace == "" {
+		c.opts.KeyNamespace = keys.DefaultNamespace
 	}
 	return c, nil
 }
@@ -156,33 +163,35 @@ func (c *Consumer) clusterKey(ctx context.Context, create bool) (*keys.PrivateKe
 // identity's own key, or the next key of a renewal under way
 // (renewal.NextKeyName), when id's certificate is for it; otherwise, for a
 // Strict consumer, the identity's own key, and for any other the cluster
-// key.
+// key. Only keys this consumer attested count (heldKey).
 func (c *Consumer) tlsKey(ctx context.Context, providerID string, id *authv1beta1.Identity) (*keys.PrivateKey, error) {
 	if c.ports.IdentityKeys == nil {
 		return c.clusterKey(ctx, false)
 	}
-	name := identity.ControlPlaneName(providerID)
-	own, err := c.ports.IdentityKeys.Get(ctx, name)
-	if err != nil && !errors.Is(err, keys.ErrNotFound) {
-		return nil, err
+	name, use := identity.ControlPlaneName(providerID), controlPlaneUse(providerID)
+	own, ownErr := c.heldKey(ctx, name, use)
+	if ownErr != nil && !errors.Is(ownErr, keys.ErrUnattested) {
+		return nil, ownErr
 	}
 	if cert, perr := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT); perr == nil {
 		if own != nil && keys.Equal(cert.PublicKey, own.Public()) {
 			return own, nil
 		}
-		next, nerr := c.ports.IdentityKeys.Get(ctx, renewal.NextKeyName(name))
+		next, nerr := c.heldKey(ctx, renewal.NextKeyName(name), use)
 		switch {
-		case nerr == nil && keys.Equal(cert.PublicKey, next.Public()):
+		case nerr == nil && next != nil && keys.Equal(cert.PublicKey, next.Public()):
 			return next, nil
-		case nerr != nil && !errors.Is(nerr, keys.ErrNotFound):
+		case nerr != nil && !errors.Is(nerr, keys.ErrUnattested):
 			return nil, nerr
 		}
 	}
 	switch {
 	case own != nil && c.opts.Strict:
 		return own, nil
+	case c.opts.Strict && ownErr != nil:
+		return nil, ownErr
 	case c.opts.Strict:
-		return nil, err
+		return nil, fmt.Errorf("%w: key %s", keys.ErrNotFound, name)
 	}
 	return c.clusterKey(ctx, false)
 }
@@ -200,9 +209,9 @@ type TenantOptions struct {
 	// key; a Liqo provider requires the CSR to be for the cluster key): set
 	// it only for a provider known to be kubepact. It needs
 	// ConsumerPorts.IdentityKeys (ErrInvalidConfig otherwise). Authenticate
-	// sets it whenever the consumer has them: its provider is kubepact's. A
-	// consumer that holds such a key for the provider's ControlPlane
-	// identity keeps using it without the option.
+	// always sets it: its provider is kubepact's. Without it the CSR is for
+	// the cluster key, whatever keys the consumer holds: a key of its own is
+	// used only when asked for.
 	OwnKey bool
 }
 
@@ -308,28 +317,18 @@ func (c *Consumer) buildTenant(ctx context.Context, providerID string, n nonce.N
 		ProviderID: providerID,
 		Expiry:     c.opts.Clock.Now().Add(c.opts.TranscriptLifetime),
 	}
+	// Asked for, never inferred from what the key namespace holds.
 	ownKey := c.opts.Strict
 	if opts != nil {
 		build.ProxyURL = opts.ProxyURL
 		ownKey = ownKey || opts.OwnKey
-	}
-	if !ownKey && c.ports.IdentityKeys != nil {
-		// A consumer whose identity with providerID has a key of its own
-		// keeps one: that provider is kubepact's.
-		_, err := c.ports.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
-		switch {
-		case err == nil:
-			ownKey = true
-		case !errors.Is(err, keys.ErrNotFound):
-			return nil, stepError(StepTenantGenerated, err)
-		}
 	}
 	if ownKey && c.ports.IdentityKeys == nil {
 		return nil, stepError(StepTenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", ErrInvalidConfig))
 	}
 	if ownKey {
 		// Stored before the CSR is built: a retry after a crash re-uses it.
-		build.IdentityKey, err = keys.EnsureIn(ctx, c.ports.IdentityKeys, identity.ControlPlaneName(providerID), c.opts.Rand, c.opts.KeyAlgorithm)
+		build.IdentityKey, err = c.controlPlaneCSRKey(ctx, providerID)
 		if err != nil {
 			return nil, stepError(StepTenantGenerated, err)
 		}

@@ -166,7 +166,7 @@ func runWithFault(t *testing.T, strict bool, target fake.Call, occurrence int, f
 	// provider, and a pending one is re-used.
 	require.Equal(t, 1, p.consumerCluster.IdentityKeys.Len())
 	require.False(t, keys.Equal(stored.Public(), cert.PublicKey), "the cluster key stays home")
-	if idKey != nil {
-		require.True(t, keys.Equal(idKey.Public(), cert.PublicKey), "the pending identity key is re-used")
+	if idKey.Key != nil {
+		require.True(t, keys.Equal(idKey.Key.Public(), cert.PublicKey), "the pending identity key is re-used")
 	}
 }

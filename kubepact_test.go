@@ -105,7 +105,7 @@ func TestHandshake(t *testing.T) {
 	require.False(t, keys.Equal(key.Public(), cert.PublicKey), "the cluster key is not in the kubeconfig")
 	own, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
 	require.NoError(t, err)
-	require.True(t, keys.Equal(own.Public(), cert.PublicKey))
+	require.True(t, keys.Equal(own.Key.Public(), cert.PublicKey))
 	require.Equal(t, p.clock.Now().Add(kubepact.DefaultCertificateLifetime), cert.NotAfter)
 
 	// Secret: labels, annotation, owner.
@@ -195,7 +195,7 @@ func TestHandshakeIsIdempotent(t *testing.T) {
 	again, err := p.provider.IssueNonce(ctx, consumerID)
 	require.NoError(t, err)
 	require.True(t, n.Equal(again))
-	tn, err := p.consumer.Tenant(ctx, providerID, n, nil)
+	tn, err := p.consumer.Tenant(ctx, providerID, n, &kubepact.TenantOptions{OwnKey: true})
 	require.NoError(t, err)
 	id1, err := p.provider.Accept(ctx, tn)
 	require.NoError(t, err)

@@ -163,7 +163,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		if strict {
 			idKey, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
 			require.NoError(t, err)
-			scan.privateKey("identity key", idKey)
+			scan.privateKey("identity key", idKey.Key)
 		}
 		kcfg := done.Secret.Data[kubeconfig.SecretKey]
 		scan.secret("kubeconfig", kcfg)

@@ -180,7 +180,9 @@ type RenewalRequest struct {
 // renewal.NextKeyName before RenewRequest returns the CSR for it, so a
 // retry after a crash asks for the same key; a switch to it that a crash
 // interrupted is completed first. The CSR of held is kept while
-// it is for the key asked for, so asking again writes nothing new.
+// it is for the key asked for, so asking again writes nothing new. A
+// consumer whose key of its own was only adopted on upgrade (AdoptKeys)
+// renews as a Strict one does, so that key is replaced.
 func (c *Consumer) RenewRequest(ctx context.Context, providerID string, held *authv1beta1.Renew) (*RenewalRequest, error) {
 	if err := clusterid.Validate(providerID); err != nil {
 		return nil, err
@@ -195,7 +197,14 @@ func (c *Consumer) RenewRequest(ctx context.Context, providerID string, held *au
 	}
 	out := &RenewalRequest{Renew: renewal.ForControlPlane(c.id, id)}
 	if !c.opts.Strict {
-		return out, nil
+		// A key adopted on upgrade (AdoptKeys) is replaced at the next
+		// renewal, as a Strict consumer replaces every key.
+		switch adopted, err := c.adoptedControlPlaneKey(ctx, providerID); {
+		case err != nil:
+			return nil, stepError(StepCertificateRenewed, err)
+		case !adopted:
+			return out, nil
+		}
 	}
 	cert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
 	if err != nil {
@@ -203,7 +212,7 @@ func (c *Consumer) RenewRequest(ctx context.Context, providerID string, held *au
 	}
 	// A switch that a crash interrupted completes first: the next key
 	// becomes the identity's key, and the old one goes.
-	if err := c.promoteKey(ctx, name, cert.PublicKey); err != nil {
+	if err := c.promoteKey(ctx, providerID, cert.PublicKey); err != nil {
 		return nil, stepError(StepCertificateRenewed, err)
 	}
 	if out.At, err = c.renewalDeadline(providerID, cert); err != nil {
@@ -216,7 +225,7 @@ func (c *Consumer) RenewRequest(ctx context.Context, providerID string, held *au
 	if !c.opts.Clock.Now().Before(out.At) {
 		// Stored before the CSR leaves: the key the provider certifies is
 		// one the consumer holds, whatever happens next.
-		key, err = keys.EnsureIn(ctx, c.ports.IdentityKeys, renewal.NextKeyName(name), c.opts.Rand, c.opts.KeyAlgorithm)
+		key, err = c.ensureKey(ctx, renewal.NextKeyName(name), controlPlaneUse(providerID))
 		if err != nil {
 			return nil, stepError(StepCertificateRenewed, err)
 		}
@@ -317,7 +326,7 @@ func (c *Consumer) Renewed(ctx context.Context, providerID string, r *authv1beta
 		if err != nil {
 			return nil, stepError(StepIdentityRenewed, err)
 		}
-		if err := c.promoteKey(ctx, name, cert.PublicKey); err != nil {
+		if err := c.promoteKey(ctx, providerID, cert.PublicKey); err != nil {
 			return nil, stepError(StepIdentityRenewed, err)
 		}
 	}
@@ -325,32 +334,28 @@ func (c *Consumer) Renewed(ctx context.Context, providerID string, r *authv1beta
 	return a, nil
 }
 
-// promoteKey makes the next key of identity name its key once the
-// identity's certificate, pub, is for it, and deletes the old key. Each step
-// resumes after a crash: tlsKey finds the key the certificate is for under
-// either name meanwhile.
-func (c *Consumer) promoteKey(ctx context.Context, name string, pub crypto.PublicKey) error {
-	ring, nextName := c.ports.IdentityKeys, renewal.NextKeyName(name)
-	next, err := ring.Get(ctx, nextName)
+// promoteKey makes the next key of providerID's ControlPlane identity its
+// key once the identity's certificate, pub, is for it, attested under its
+// new name, and deletes the old key. Each step resumes after a crash:
+// tlsKey finds the key the certificate is for under either name meanwhile.
+// Only a next key this consumer attested is promoted.
+func (c *Consumer) promoteKey(ctx context.Context, providerID string, pub crypto.PublicKey) error {
+	name, use := identity.ControlPlaneName(providerID), controlPlaneUse(providerID)
+	nextName := renewal.NextKeyName(name)
+	next, err := c.heldKey(ctx, nextName, use)
 	switch {
-	case errors.Is(err, keys.ErrNotFound):
-		return nil
 	case err != nil:
 		return err
+	case next == nil:
+		return nil
 	case !keys.Equal(next.Public(), pub):
 		return nil // a certificate for the key held: the next key waits for its own
 	}
-	if err := ring.Delete(ctx, name); err != nil {
+	if err := c.ports.IdentityKeys.Delete(ctx, name); err != nil {
 		return err
 	}
-	if err := ring.Create(ctx, name, next); err != nil {
-		if !errors.Is(err, keys.ErrExists) {
-			return err
-		}
-		// Another run promoted it already; anything else stays for tlsKey to judge.
-		if cur, err := ring.Get(ctx, name); err != nil || !keys.Equal(cur.Public(), pub) {
-			return fmt.Errorf("promoting key %s: another key was stored meanwhile", name)
-		}
+	if err := c.moveKey(ctx, name, use, next, false); err != nil {
+		return fmt.Errorf("promoting key %s: %w", name, err)
 	}
-	return ring.Delete(ctx, nextName)
+	return c.ports.IdentityKeys.Delete(ctx, nextName)
 }

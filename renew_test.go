@@ -165,7 +165,7 @@ func TestStrictRenewalRotatesTheKey(t *testing.T) {
 	require.ErrorIs(t, err, keys.ErrNotFound, "no next key before the deadline")
 	pub, err := keys.ParsePublicKey(renew.Spec.PublicKey)
 	require.NoError(t, err)
-	require.True(t, keys.Equal(oldKey.Public(), pub))
+	require.True(t, keys.Equal(oldKey.Key.Public(), pub))
 
 	// Asking again keeps the CSR byte for byte: no write on either side.
 	again, err := p.consumer.RenewRequest(ctx, providerID, renew)
@@ -184,16 +184,16 @@ func TestStrictRenewalRotatesTheKey(t *testing.T) {
 	require.NoError(t, err, "the next key is stored before its CSR leaves")
 	pub, err = keys.ParsePublicKey(req.Renew.Spec.PublicKey)
 	require.NoError(t, err)
-	require.True(t, keys.Equal(nextKey.Public(), pub))
-	require.False(t, keys.Equal(oldKey.Public(), pub))
-	checked, err := csr.Check(req.Renew.Spec.CSR, csr.ControlPlanePolicy(consumerID, nextKey.Public()))
+	require.True(t, keys.Equal(nextKey.Key.Public(), pub))
+	require.False(t, keys.Equal(oldKey.Key.Public(), pub))
+	checked, err := csr.Check(req.Renew.Spec.CSR, csr.ControlPlanePolicy(consumerID, nextKey.Key.Public()))
 	require.NoError(t, err, "the CSR is the ControlPlane CSR for the next key")
 	require.Equal(t, csr.ControlPlaneSubject(consumerID).CommonName, checked.Subject().CommonName)
 	// Until the switch the old kubeconfig is the one held.
 	held, _ := kubeconfigSecret(t, p)
 	heldCfg, err := kubeconfig.Parse(held)
 	require.NoError(t, err)
-	require.True(t, keys.Equal(oldKey.Public(), clientKey(t, heldCfg).Public()))
+	require.True(t, keys.Equal(oldKey.Key.Public(), clientKey(t, heldCfg).Public()))
 
 	params, err := p.provider.Renew(ctx, replicateRenew(req.Renew))
 	require.NoError(t, err)
@@ -205,11 +205,11 @@ func TestStrictRenewalRotatesTheKey(t *testing.T) {
 
 	_, cfg := kubeconfigSecret(t, p)
 	second := clientCert(t, cfg)
-	require.True(t, keys.Equal(nextKey.Public(), second.PublicKey))
-	require.True(t, keys.Equal(nextKey.Public(), clientKey(t, cfg).Public()), "the kubeconfig holds the new key")
+	require.True(t, keys.Equal(nextKey.Key.Public(), second.PublicKey))
+	require.True(t, keys.Equal(nextKey.Key.Public(), clientKey(t, cfg).Public()), "the kubeconfig holds the new key")
 	cur, err := p.consumerCluster.IdentityKeys.Get(ctx, name)
 	require.NoError(t, err)
-	require.True(t, keys.Equal(nextKey.Public(), cur.Public()), "the new key is the identity's key")
+	require.True(t, keys.Equal(nextKey.Key.Public(), cur.Key.Public()), "the new key is the identity's key")
 	_, err = p.consumerCluster.IdentityKeys.Get(ctx, renewal.NextKeyName(name))
 	require.ErrorIs(t, err, keys.ErrNotFound)
 	require.Equal(t, 1, p.consumerCluster.IdentityKeys.Len(), "the old key is gone")
@@ -260,12 +260,12 @@ func TestRenewedRefusesHostileStatus(t *testing.T) {
 		{"certificate for another consumer", func(t *testing.T, p *pair, params *authv1beta1.AuthParams) {
 			key, err := p.consumerCluster.IdentityKeys.Get(context.Background(), renewal.NextKeyName(identity.ControlPlaneName(providerID)))
 			require.NoError(t, err)
-			params.SignedCRT = signFor(t, p, key, csr.ControlPlaneSubject("cl-other"), time.Hour)
+			params.SignedCRT = signFor(t, p, key.Key, csr.ControlPlaneSubject("cl-other"), time.Hour)
 		}, identity.ErrSubject},
 		{"expired certificate", func(t *testing.T, p *pair, params *authv1beta1.AuthParams) {
 			key, err := p.consumerCluster.IdentityKeys.Get(context.Background(), renewal.NextKeyName(identity.ControlPlaneName(providerID)))
 			require.NoError(t, err)
-			params.SignedCRT = signFor(t, p, key, csr.ControlPlaneSubject(consumerID), time.Minute)
+			params.SignedCRT = signFor(t, p, key.Key, csr.ControlPlaneSubject(consumerID), time.Minute)
 			p.clock.Step(2 * time.Minute)
 		}, identity.ErrExpired},
 		{"the provider's CA certificate", func(t *testing.T, p *pair, params *authv1beta1.AuthParams) {
@@ -274,7 +274,7 @@ func TestRenewedRefusesHostileStatus(t *testing.T) {
 		{"CA certificate for the consumer's key", func(t *testing.T, p *pair, params *authv1beta1.AuthParams) {
 			key, err := p.consumerCluster.IdentityKeys.Get(context.Background(), renewal.NextKeyName(identity.ControlPlaneName(providerID)))
 			require.NoError(t, err)
-			params.SignedCRT = caFor(t, p, key)
+			params.SignedCRT = caFor(t, p, key.Key)
 		}, identity.ErrCACertificate},
 		{"certificate of another CA", func(t *testing.T, p *pair, params *authv1beta1.AuthParams) {
 			key, err := p.consumerCluster.IdentityKeys.Get(context.Background(), renewal.NextKeyName(identity.ControlPlaneName(providerID)))
@@ -283,7 +283,7 @@ func TestRenewedRefusesHostileStatus(t *testing.T) {
 			require.NoError(t, err)
 			rogue, err := csr.NewLocalCA(caPEM, caKey, &csr.LocalCAOptions{Clock: p.clock})
 			require.NoError(t, err)
-			params.SignedCRT = signWith(t, rogue, key, csr.ControlPlaneSubject(consumerID), time.Hour)
+			params.SignedCRT = signWith(t, rogue, key.Key, csr.ControlPlaneSubject(consumerID), time.Hour)
 		}, identity.ErrRejected},
 		{"another API server", func(t *testing.T, p *pair, params *authv1beta1.AuthParams) {
 			params.APIServer = "https://attacker.example:6443"
@@ -315,7 +315,7 @@ func TestRenewedRefusesHostileStatus(t *testing.T) {
 			require.Equal(t, writes, p.writes(), "nothing written")
 			cur, err := p.consumerCluster.IdentityKeys.Get(ctx, name)
 			require.NoError(t, err)
-			require.True(t, keys.Equal(oldKey.Public(), cur.Public()), "the old key stays")
+			require.True(t, keys.Equal(oldKey.Key.Public(), cur.Key.Public()), "the old key stays")
 			_, err = p.consumerCluster.IdentityKeys.Get(ctx, renewal.NextKeyName(name))
 			require.NoError(t, err, "the next key stays for the retry")
 
@@ -324,7 +324,7 @@ func TestRenewedRefusesHostileStatus(t *testing.T) {
 			_, err = p.consumer.Renewed(ctx, providerID, renew, nil)
 			require.NoError(t, err)
 			_, cfg := kubeconfigSecret(t, p)
-			require.False(t, keys.Equal(oldKey.Public(), clientKey(t, cfg).Public()))
+			require.False(t, keys.Equal(oldKey.Key.Public(), clientKey(t, cfg).Public()))
 		})
 	}
 }
@@ -492,7 +492,7 @@ func TestStrictRenewalResumesAfterCrash(t *testing.T) {
 
 	// The kubeconfig works, and applying the Identity again finds its key.
 	_, cfg := kubeconfigSecret(t, p)
-	require.True(t, keys.Equal(next.Public(), clientKey(t, cfg).Public()))
+	require.True(t, keys.Equal(next.Key.Public(), clientKey(t, cfg).Public()))
 	_, err = p.consumer.Apply(ctx, providerID, held, nil)
 	require.NoError(t, err)
 
@@ -500,7 +500,7 @@ func TestStrictRenewalResumesAfterCrash(t *testing.T) {
 	require.NoError(t, err)
 	cur, err := p.consumerCluster.IdentityKeys.Get(ctx, name)
 	require.NoError(t, err)
-	require.True(t, keys.Equal(next.Public(), cur.Public()), "the new key is the identity's key")
+	require.True(t, keys.Equal(next.Key.Public(), cur.Key.Public()), "the new key is the identity's key")
 	_, err = p.consumerCluster.IdentityKeys.Get(ctx, renewal.NextKeyName(name))
 	require.ErrorIs(t, err, keys.ErrNotFound)
 	require.Equal(t, 1, p.consumerCluster.IdentityKeys.Len())

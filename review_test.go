@@ -242,7 +242,7 @@ func mustIdentityKey(t *testing.T, p *pair) *keys.PrivateKey {
 		return mustClusterKey(t, p)
 	}
 	require.NoError(t, err)
-	return key
+	return key.Key
 }
 
 // TestApplyWrongClientCA refuses, offline, an Identity whose certificate

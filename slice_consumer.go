@@ -51,7 +51,8 @@ type SliceOptions struct {
 // IDs, class, resources and the CSR of the slice identity. The CSR is for
 // the cluster key, as Liqo's, unless the consumer is Strict: then for a
 // fresh key of the slice identity, stored in ConsumerPorts.IdentityKeys
-// under identity.ResourceSliceName(name) before the CSR is built.
+// under identity.ResourceSliceKeyName(providerID, name) before the CSR is
+// built.
 func (c *Consumer) Slice(ctx context.Context, providerID, name string, opts *SliceOptions) (*authv1beta1.ResourceSlice, error) {
 	if err := clusterid.Validate(providerID); err != nil {
 		return nil, stepError(StepSliceBuilt, err)
@@ -132,32 +133,33 @@ func (c *Consumer) sliceProvider(s *authv1beta1.ResourceSlice) (string, error) {
 
 // sliceKey returns the TLS key of slice name's identity with providerID:
 // its own key when the consumer holds one, else the cluster key. With
-// create, a Strict consumer creates it, and so does any consumer whose
-// ControlPlane identity with providerID has a key of its own
-// (TenantOptions.OwnKey): that provider is kubepact's, and it requires a
-// fresh key of such a consumer's slices.
+// create, a Strict consumer creates it, and so does any consumer that made
+// a key of its own for its ControlPlane identity with providerID
+// (TenantOptions.OwnKey, ownControlPlaneKey): that provider is kubepact's,
+// and it requires a fresh key of such a consumer's slices. Only keys this
+// consumer attested count.
 func (c *Consumer) sliceKey(ctx context.Context, providerID, name string, create bool) (*keys.PrivateKey, error) {
 	if c.ports.IdentityKeys != nil {
+		keyName, use := identity.ResourceSliceKeyName(providerID, name), sliceUse(providerID)
 		fresh := c.opts.Strict
 		if create && !fresh {
-			_, err := c.ports.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
-			switch {
-			case err == nil:
-				fresh = true
-			case !errors.Is(err, keys.ErrNotFound):
+			var err error
+			if fresh, err = c.ownControlPlaneKey(ctx, providerID); err != nil {
 				return nil, err
 			}
 		}
 		if fresh && create {
 			// Stored before the CSR is built: a retry re-uses it.
-			return keys.EnsureIn(ctx, c.ports.IdentityKeys, identity.ResourceSliceName(name), c.opts.Rand, c.opts.KeyAlgorithm)
+			return c.ensureKey(ctx, keyName, use)
 		}
-		own, err := c.ports.IdentityKeys.Get(ctx, identity.ResourceSliceName(name))
+		own, err := c.heldKey(ctx, keyName, use)
 		switch {
-		case err == nil:
+		case own != nil:
 			return own, nil
-		case c.opts.Strict || !errors.Is(err, keys.ErrNotFound):
+		case err != nil && (c.opts.Strict || !errors.Is(err, keys.ErrUnattested)):
 			return nil, err
+		case c.opts.Strict:
+			return nil, fmt.Errorf("%w: key %s", keys.ErrNotFound, keyName)
 		}
 	}
 	return c.clusterKey(ctx, false)
@@ -302,7 +304,7 @@ func (c *Consumer) ForgetSlice(ctx context.Context, providerID, name string) err
 		return stepError(StepSliceIdentityRemoved, err)
 	}
 	if c.ports.IdentityKeys != nil {
-		if err := c.ports.IdentityKeys.Delete(ctx, identity.ResourceSliceName(name)); err != nil {
+		if err := c.ports.IdentityKeys.Delete(ctx, identity.ResourceSliceKeyName(providerID, name)); err != nil {
 			return stepError(StepSliceIdentityRemoved, err)
 		}
 	}
@@ -373,19 +375,21 @@ func (c *Consumer) ForgetForce(ctx context.Context, providerID string) (*Forgott
 		f.Identities = append(f.Identities, id.Name)
 		f.Secrets = append(f.Secrets, kubeconfig.SecretName(id.Name))
 		if c.ports.IdentityKeys != nil {
-			if err := c.ports.IdentityKeys.Delete(ctx, id.Name); err != nil {
+			key := identity.ResourceSliceKeyName(providerID, strings.TrimPrefix(id.Name, identity.ResourceSliceName("")))
+			if err := c.ports.IdentityKeys.Delete(ctx, key); err != nil {
 				return f, stepError(StepForgetForced, err)
 			}
-			f.Keys = append(f.Keys, id.Name)
+			f.Keys = append(f.Keys, key)
 		}
 	}
 	for _, s := range held {
 		// Keys of slices that never got an Identity.
-		if c.ports.IdentityKeys != nil && !slices.Contains(f.Keys, identity.ResourceSliceName(s.Name)) {
-			if err := c.ports.IdentityKeys.Delete(ctx, identity.ResourceSliceName(s.Name)); err != nil {
+		key := identity.ResourceSliceKeyName(providerID, s.Name)
+		if c.ports.IdentityKeys != nil && !slices.Contains(f.Keys, key) {
+			if err := c.ports.IdentityKeys.Delete(ctx, key); err != nil {
 				return f, stepError(StepForgetForced, err)
 			}
-			f.Keys = append(f.Keys, identity.ResourceSliceName(s.Name))
+			f.Keys = append(f.Keys, key)
 		}
 	}
 	if err := c.Forget(ctx, providerID); err != nil {

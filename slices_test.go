@@ -173,7 +173,7 @@ func TestSliceEndToEnd(t *testing.T) {
 			// The consumer forgets its slices.
 			require.NoError(t, p.consumer.ForgetSlice(ctx, providerID, "slice-a"))
 			require.NotContains(t, secretNames(p.consumerCluster), kubeconfig.SecretName(id.Name))
-			_, err = p.consumerCluster.IdentityKeys.Get(ctx, identity.ResourceSliceName("slice-a"))
+			_, err = p.consumerCluster.IdentityKeys.Get(ctx, identity.ResourceSliceKeyName(providerID, "slice-a"))
 			require.ErrorIs(t, err, keys.ErrNotFound)
 		})
 	}
@@ -299,7 +299,7 @@ func TestAcceptSliceRefusesReusedKeyOfStrictConsumer(t *testing.T) {
 	require.NoError(t, err)
 	cpKey, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
 	require.NoError(t, err)
-	for name, key := range map[string]*keys.PrivateKey{"cluster key": clusterKey(t, p), "ControlPlane key": cpKey} {
+	for name, key := range map[string]*keys.PrivateKey{"cluster key": clusterKey(t, p), "ControlPlane key": cpKey.Key} {
 		remote := replicate(t, p, createSlice(t, p, "slice-a"))
 		remote.Spec.CSR = badCSR(t, key, &x509.CertificateRequest{Subject: csr.ResourceSliceSubject(consumerID, "slice-a")})
 		_, err := p.provider.AcceptSlice(ctx, remote)
@@ -389,9 +389,9 @@ func TestApplySliceIdentityRejectsHostileStatus(t *testing.T) {
 			s.Status.AuthParams.SignedCRT = b.Status.AuthParams.SignedCRT
 		}, identity.ErrKeyMismatch},
 		{"the slice's key with the ControlPlane subject", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
-			own, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ResourceSliceName(s.Name))
+			own, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ResourceSliceKeyName(providerID, s.Name))
 			require.NoError(t, err)
-			req, err := csr.Check(badCSR(t, own, &x509.CertificateRequest{Subject: csr.ControlPlaneSubject(consumerID)}),
+			req, err := csr.Check(badCSR(t, own.Key, &x509.CertificateRequest{Subject: csr.ControlPlaneSubject(consumerID)}),
 				csr.Policy{CommonName: consumerID, Organization: csr.ControlPlaneOrganization})
 			require.NoError(t, err)
 			s.Status.AuthParams.SignedCRT, err = p.providerCluster.Signer.Sign(ctx, csr.Request{CSR: req, Lifetime: time.Hour})
@@ -503,7 +503,7 @@ func TestForgetForceRemovesOnlyLocalObjects(t *testing.T) {
 		require.Empty(t, cc.Identities.Objects(""))
 		require.Empty(t, secretNames(cc))
 		if strict {
-			for _, name := range []string{identity.ControlPlaneName(providerID), identity.ResourceSliceName("slice-a"), identity.ResourceSliceName("slice-b")} {
+			for _, name := range []string{identity.ControlPlaneName(providerID), identity.ResourceSliceKeyName(providerID, "slice-a"), identity.ResourceSliceKeyName(providerID, "slice-b")} {
 				_, err := cc.IdentityKeys.Get(ctx, name)
 				require.ErrorIs(t, err, keys.ErrNotFound, name)
 			}

@@ -72,7 +72,7 @@ func TestModesEndToEnd(t *testing.T) {
 			// kubeconfig Secret.
 			idKey, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
 			require.NoError(t, err)
-			require.True(t, keys.Equal(idKey.Public(), cert.PublicKey))
+			require.True(t, keys.Equal(idKey.Key.Public(), cert.PublicKey))
 			require.False(t, keys.Equal(clusterKey.Public(), cert.PublicKey))
 			require.False(t, bytes.Contains(secretData, clusterKeyPEM), "the cluster key must not be in the kubeconfig")
 			require.False(t, bytes.Contains(secretData, []byte(b64(clusterKeyPEM))), "the cluster key must not be in the kubeconfig")
@@ -185,13 +185,14 @@ func TestTranscriptRejections(t *testing.T) {
 	}
 }
 
-// ourTenant returns a kubepact consumer's Tenant answering a fresh nonce.
+// ourTenant returns a kubepact consumer's Tenant answering a fresh nonce,
+// asking a key of the identity's own, as Authenticate does.
 func ourTenant(t *testing.T, p *pair) *authv1beta1.Tenant {
 	t.Helper()
 	ctx := context.Background()
 	n, err := p.provider.IssueNonce(ctx, consumerID)
 	require.NoError(t, err)
-	tn, err := p.consumer.Tenant(ctx, providerID, n, nil)
+	tn, err := p.consumer.Tenant(ctx, providerID, n, &kubepact.TenantOptions{OwnKey: true})
 	require.NoError(t, err)
 	return tn
 }
@@ -221,7 +222,7 @@ func TestStrictConsumerKeepsPendingKey(t *testing.T) {
 	require.NoError(t, err)
 	cert, err := done.Kubeconfig.ClientCertificate()
 	require.NoError(t, err)
-	require.True(t, keys.Equal(pending.Public(), cert.PublicKey), "the retry re-uses the pending key")
+	require.True(t, keys.Equal(pending.Key.Public(), cert.PublicKey), "the retry re-uses the pending key")
 	require.Equal(t, 1, p.consumerCluster.IdentityKeys.Len())
 }
 

@@ -53,10 +53,6 @@ func IdentitySecretName(providerID string) string { return IdentitySecretPrefix 
 type ConsumerPorts struct {
 	// Namespaces ensures the tenant namespace of the provider.
 	Namespaces tenant.Namespaces
-	// Keys keeps the identity's key, under identity.ControlPlaneName of the
-	// provider. It must be the kubepact.Consumer's ConsumerPorts.IdentityKeys,
-	// where Consumer.Apply finds the key of the certificate.
-	Keys keys.Keyring
 	// Secrets keeps the remote token and remote identity Secrets.
 	Secrets authtoken.Secrets
 }
@@ -132,8 +128,8 @@ func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 30 * time.Second
 	}
-	if c == nil || ports.Namespaces == nil || ports.Keys == nil || ports.Secrets == nil {
-		return nil, fmt.Errorf("%w: Authenticate needs a consumer, Namespaces, Keys and Secrets", kubepact.ErrInvalidConfig)
+	if c == nil || ports.Namespaces == nil || ports.Secrets == nil {
+		return nil, fmt.Errorf("%w: Authenticate needs a consumer, Namespaces and Secrets", kubepact.ErrInvalidConfig)
 	}
 	providerID := remote.ProviderID
 	if err := clusterid.Validate(providerID); err != nil {
@@ -157,7 +153,6 @@ func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts
 		return nil, err
 	}
 	namespace := clusterid.TenantNamespace(providerID)
-	keyName := identity.ControlPlaneName(providerID)
 	setStatus := func(s authtoken.Status) error {
 		return ports.Secrets.Apply(ctx, authtoken.RemoteSecret(o.Namespace, authtoken.Remote{ProviderID: providerID, Token: remote.Token, Status: s}))
 	}
@@ -177,7 +172,7 @@ func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts
 		}
 		// Stored before the CSR is built: a retry after a crash re-uses it,
 		// and a provider that signed it answers with the same certificate.
-		key, err := keys.EnsureIn(ctx, ports.Keys, keyName, o.Rand, o.KeyAlgorithm)
+		key, err := c.IdentityKey(ctx, providerID)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +202,7 @@ func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts
 		}
 	}
 
-	key, err := ports.Keys.Get(ctx, keyName)
+	key, err := c.IdentityKey(ctx, providerID)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,6 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 )
@@ -61,7 +60,7 @@ func TestClusterTokenConsumerLifecycle(t *testing.T) {
 	}
 	// The certificate is still cached: the same key, posting again as a
 	// consumer that lost the answer does, is refused anyway.
-	key, err := ports.Keys.Get(ctx, identity.ControlPlaneName(p.id))
+	key, err := c.IdentityKey(ctx, p.id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func TestClusterDrainAndRevokeTakeBackEveryFlow(t *testing.T) {
 	}
 	requireRefreshRefused(t, drainedSA, drained)
 	// The same key posting again, as a consumer that lost the answer does.
-	key, err := ports.Keys.Get(ctx, identity.ControlPlaneName(p.id))
+	key, err := c.IdentityKey(ctx, p.id)
 	if err != nil {
 		t.Fatal(err)
 	}

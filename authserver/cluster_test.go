@@ -79,7 +79,7 @@ func realConsumer(t *testing.T, id string) (*kubepact.Consumer, authserver.Consu
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, authserver.ConsumerPorts{Namespaces: ports.Namespaces, Keys: ports.IdentityKeys, Secrets: kube.NewSecrets(consumerCluster.client)}
+	return c, authserver.ConsumerPorts{Namespaces: ports.Namespaces, Secrets: kube.NewSecrets(consumerCluster.client)}
 }
 
 // TestClusterEndToEnd: the provider cluster serves, the consumer cluster

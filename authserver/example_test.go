@@ -39,7 +39,7 @@ func ExampleAuthenticate() {
 	consumer, _ := kubepact.NewConsumer("consumer-a", cluster.ConsumerPorts(), nil)
 	secrets := &fake.Secrets{}
 	done, err := authserver.Authenticate(ctx, consumer,
-		authserver.ConsumerPorts{Namespaces: cluster.Namespaces, Keys: cluster.IdentityKeys, Secrets: secrets},
+		authserver.ConsumerPorts{Namespaces: cluster.Namespaces, Secrets: secrets},
 		authserver.Remote{ProviderID: "provider-a", URL: "https://" + ln.Addr().String(), CA: serving.Data[authserver.CAKey], Token: token},
 		nil)
 	if err != nil {

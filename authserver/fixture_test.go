@@ -171,7 +171,7 @@ func newConsumer(t testing.TB, id string) *consumer {
 }
 
 func (c *consumer) ports() authserver.ConsumerPorts {
-	return authserver.ConsumerPorts{Namespaces: c.cluster.Namespaces, Keys: c.cluster.IdentityKeys, Secrets: c.secrets}
+	return authserver.ConsumerPorts{Namespaces: c.cluster.Namespaces, Secrets: c.secrets}
 }
 
 func (c *consumer) status(t *testing.T) authtoken.Status {

@@ -152,7 +152,7 @@ func TestDrainedTokenConsumerRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	signed := f.cluster().Signer.Signed()
-	status, body := f.post(t, requestFor(t, key, "consumer-a", f.token.Reveal(), csr.ControlPlaneSubject("consumer-a"), nil))
+	status, body := f.post(t, requestFor(t, key.Key, "consumer-a", f.token.Reveal(), csr.ControlPlaneSubject("consumer-a"), nil))
 	if status != http.StatusForbidden {
 		t.Fatalf("drained consumer: %d %s, want 403", status, body)
 	}
@@ -203,7 +203,7 @@ func TestRevokedTokenConsumerRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			post := func() (int, string) {
-				return f.post(t, requestFor(t, key, "consumer-a", f.token.Reveal(), csr.ControlPlaneSubject("consumer-a"), nil))
+				return f.post(t, requestFor(t, key.Key, "consumer-a", f.token.Reveal(), csr.ControlPlaneSubject("consumer-a"), nil))
 			}
 			if status, body := post(); status != http.StatusForbidden {
 				t.Fatalf("revoked consumer: %d %s, want 403", status, body)
@@ -301,7 +301,7 @@ func TestNoSilentSharing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		status, body := f.post(t, requestFor(t, key, "consumer-a", f.token.Reveal(), csr.ControlPlaneSubject("consumer-a"), nil))
+		status, body := f.post(t, requestFor(t, key.Key, "consumer-a", f.token.Reveal(), csr.ControlPlaneSubject("consumer-a"), nil))
 		if status != http.StatusAccepted {
 			t.Fatalf("the holder's own key: %d %s", status, body)
 		}

@@ -273,7 +273,7 @@ func TestRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, body := f.post(t, requestFor(t, key, "consumer-a", f.token.Reveal(), csr.ControlPlaneSubject("consumer-a"), nil))
+	status, body := f.post(t, requestFor(t, key.Key, "consumer-a", f.token.Reveal(), csr.ControlPlaneSubject("consumer-a"), nil))
 	if status != http.StatusAccepted {
 		t.Fatalf("same key again: %d %s", status, body)
 	}
@@ -330,7 +330,7 @@ func TestResumeAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil)
 	c := newConsumer(t, "consumer-a")
-	key, err := keys.EnsureIn(ctx, c.cluster.IdentityKeys, identity.ControlPlaneName(providerID), rand.Reader, keys.ECDSAP256)
+	key, err := c.c.IdentityKey(ctx, providerID)
 	if err != nil {
 		t.Fatal(err)
 	}

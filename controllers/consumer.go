@@ -123,7 +123,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		}
 		ports.Reviewer = rev
 	}
-	c, err := kubepact.NewConsumer(cfg.ClusterID, ports, &kubepact.ConsumerOptions{Strict: cfg.Strict, KeyAlgorithm: cfg.KeyAlgorithm, Clock: cfg.Clock})
+	c, err := kubepact.NewConsumer(cfg.ClusterID, ports, &kubepact.ConsumerOptions{Strict: cfg.Strict, KeyAlgorithm: cfg.KeyAlgorithm, Clock: cfg.Clock, KeyNamespace: keyNS})
 	if err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
 	}
@@ -132,6 +132,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	// before each Tenant is built.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		publisher.publishAtStart(ctx, ports.Keys, cfg.KeyAlgorithm, mgr.GetLogger().WithValues("controller", SignedNonceControllerName))
+		adoptKeysAtStart(ctx, uncached, c, mgr.GetLogger().WithValues("controller", IdentityControllerName))
 		return nil
 	})); err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
@@ -302,6 +303,13 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidProxyURL, "SignNonce", "%s: %v: nothing signed", TenantProxyURLKey, err)
 		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonInvalidProxyURL, err, false)
 	}
+	if errors.Is(err, keys.ErrUnattested) {
+		// A key planted under the identity's key name: never used, never
+		// replaced; an administrator removes it.
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonKeyUnattested, "SignNonce",
+			"building the Tenant: %v: nothing signed; delete that Secret of the key namespace, and find out who created it", err)
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonKeyUnattested, err, false)
+	}
 	if err != nil {
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "building the Tenant: %v", err)
 		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
@@ -358,6 +366,25 @@ func (p *publicKeyPublisher) publishAtStart(ctx context.Context, s keys.Store, a
 	}
 	if err := p.publish(ctx, key.Public()); err != nil && ctx.Err() == nil {
 		log.Error(err, "publishing the cluster's public key", "reason", ReasonSigningNonceFailed)
+	}
+}
+
+// adoptKeysAtStart attests the keys of its own that this consumer kept
+// before it attested keys, for the Identities it holds, and moves slice
+// keys to their per-provider names (kubepact.Consumer.AdoptKeys). It runs
+// once a replica leads; a failure is logged, and the next start tries
+// again: until then an Identity whose key is not attested is not applied
+// again, and the kubeconfig Secret already written stays as it is.
+func adoptKeysAtStart(ctx context.Context, c client.Client, consumer *kubepact.Consumer, log logr.Logger) {
+	var ids authv1beta1.IdentityList
+	if err := c.List(ctx, &ids); err != nil {
+		if ctx.Err() == nil {
+			log.Error(err, "listing Identities to attest the keys they use", "reason", ReasonKeysNotAdopted)
+		}
+		return
+	}
+	if err := consumer.AdoptKeys(ctx, kubepact.HeldIdentities(ids.Items)); err != nil && ctx.Err() == nil {
+		log.Error(err, "attesting the keys the Identities held use", "reason", ReasonKeysNotAdopted)
 	}
 }
 

@@ -109,6 +109,15 @@ const (
 	// ReasonSigningNonceFailed: reading the cluster key, building the
 	// Tenant or writing the signature failed; it is retried.
 	ReasonSigningNonceFailed = "SigningNonceFailed"
+	// ReasonKeyUnattested: a key found in the key namespace under the name
+	// of an identity's own key was not made by this cluster's kubepact
+	// (keys.ErrUnattested): it is never used, nothing is signed for it, and
+	// it stays until an administrator removes it (Warning, final).
+	ReasonKeyUnattested = "KeyUnattested"
+	// ReasonKeysNotAdopted: at start, the keys of its own that the consumer
+	// kept before it attested keys could not be attested; the next start
+	// tries again (logged).
+	ReasonKeysNotAdopted = "KeysNotAdopted"
 
 	// ReasonIdentityApplied: the Identity's kubeconfig Secret was written
 	// and its status points at it (Normal).

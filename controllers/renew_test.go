@@ -254,7 +254,7 @@ func TestRenewalStrictFreshKey(t *testing.T) {
 	oldKey, err := ring.Get(ctx, name)
 	require.NoError(t, err)
 	first := certOf(t, heldKubeconfig(ctx, t, providerID))
-	require.True(t, keys.Equal(oldKey.Public(), first.PublicKey))
+	require.True(t, keys.Equal(oldKey.Key.Public(), first.PublicKey))
 
 	var renewed *x509.Certificate
 	require.Eventually(t, func() bool {
@@ -263,13 +263,13 @@ func TestRenewalStrictFreshKey(t *testing.T) {
 	}, 2*shortLifetime, 100*time.Millisecond, "a renewed kubeconfig")
 	life := first.NotAfter.Sub(first.NotBefore)
 	require.False(t, renewed.NotBefore.Before(first.NotBefore.Add(life*7/10).Add(-2*time.Second)), "renewed at 70%% or later")
-	require.False(t, keys.Equal(oldKey.Public(), renewed.PublicKey), "a fresh key")
+	require.False(t, keys.Equal(oldKey.Key.Public(), renewed.PublicKey), "a fresh key")
 	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), id))
 	requireWorks(ctx, t, providerID, consumerID, id)
 	eventually(t, "the old key gone", func() bool {
 		cur, err := ring.Get(ctx, name)
 		_, nerr := ring.Get(ctx, renewal.NextKeyName(name))
-		return err == nil && keys.Equal(cur.Public(), renewed.PublicKey) && errors.Is(nerr, keys.ErrNotFound)
+		return err == nil && keys.Equal(cur.Key.Public(), renewed.PublicKey) && errors.Is(nerr, keys.ErrNotFound)
 	})
 	// The old certificate expires; the new kubeconfig keeps working.
 	time.Sleep(time.Until(first.NotAfter.Add(time.Second)))

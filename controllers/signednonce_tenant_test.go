@@ -80,7 +80,7 @@ func testSignedNonceTenant(t *testing.T, strict bool) {
 	if strict {
 		idKey, err := kube.NewKeyring(consumerEnv.core, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
 		require.NoError(t, err)
-		assert.True(t, csrKey.Equal(idKey.Public()), "a Strict consumer's CSR is for the identity key")
+		assert.True(t, csrKey.Equal(idKey.Key.Public()), "a Strict consumer's CSR is for the identity key")
 		assert.False(t, csrKey.Equal(clusterKey.Public()))
 	} else {
 		assert.True(t, csrKey.Equal(clusterKey.Public()), "the CSR is for the cluster key, as Liqo's")
@@ -184,7 +184,7 @@ func TestSignedNonceOwnKey(t *testing.T) {
 	assert.True(t, keys.Equal(clusterKey.Public(), v.PublicKey), "the cluster key signs")
 	idKey, err := kube.NewKeyring(consumerEnv.core, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
 	require.NoError(t, err, "the identity's key is kept in the keyring")
-	assert.True(t, keys.Equal(idKey.Public(), v.CSR.PublicKey()), "the CSR is for the identity's own key")
+	assert.True(t, keys.Equal(idKey.Key.Public(), v.CSR.PublicKey()), "the CSR is for the identity's own key")
 	assert.False(t, keys.Equal(clusterKey.Public(), v.CSR.PublicKey()), "not for the cluster key")
 
 	published, err := kube.NewPublicKeyRecord(consumerEnv.core, keyNS).Get(ctx)

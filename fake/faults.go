@@ -268,12 +268,16 @@ type keyringHook struct {
 	f    *Faults
 }
 
-func (h keyringHook) Get(ctx context.Context, name string) (*keys.PrivateKey, error) {
-	return call1(ctx, h.f, "IdentityKeys.Get", func() (*keys.PrivateKey, error) { return h.next.Get(ctx, name) })
+func (h keyringHook) Get(ctx context.Context, name string) (keys.Stored, error) {
+	return call1(ctx, h.f, "IdentityKeys.Get", func() (keys.Stored, error) { return h.next.Get(ctx, name) })
 }
 
-func (h keyringHook) Create(ctx context.Context, name string, k *keys.PrivateKey) error {
-	return call(ctx, h.f, "IdentityKeys.Create", func() error { return h.next.Create(ctx, name, k) })
+func (h keyringHook) Create(ctx context.Context, name string, s keys.Stored) error {
+	return call(ctx, h.f, "IdentityKeys.Create", func() error { return h.next.Create(ctx, name, s) })
+}
+
+func (h keyringHook) Attest(ctx context.Context, name string, s keys.Stored) error {
+	return call(ctx, h.f, "IdentityKeys.Attest", func() error { return h.next.Attest(ctx, name, s) })
 }
 
 func (h keyringHook) Delete(ctx context.Context, name string) error {

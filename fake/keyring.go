@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/kubepact/kubepact/keys"
@@ -14,25 +15,25 @@ var _ keys.Keyring = (*Keyring)(nil)
 // Keyring is an in-memory keys.Keyring.
 type Keyring struct {
 	mu   sync.Mutex
-	keys map[string]*keys.PrivateKey
+	keys map[string]keys.Stored
 }
 
-// Get returns the key named name.
-func (r *Keyring) Get(ctx context.Context, name string) (*keys.PrivateKey, error) {
+// Get returns what is stored as name.
+func (r *Keyring) Get(ctx context.Context, name string) (keys.Stored, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return keys.Stored{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k, ok := r.keys[name]
+	s, ok := r.keys[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", keys.ErrNotFound, name)
+		return keys.Stored{}, fmt.Errorf("%w: %s", keys.ErrNotFound, name)
 	}
-	return k, nil
+	return s, nil
 }
 
-// Create stores k as name unless a key of that name exists.
-func (r *Keyring) Create(ctx context.Context, name string, k *keys.PrivateKey) error {
+// Create stores s as name unless a key of that name exists.
+func (r *Keyring) Create(ctx context.Context, name string, s keys.Stored) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -42,9 +43,29 @@ func (r *Keyring) Create(ctx context.Context, name string, k *keys.PrivateKey) e
 		return fmt.Errorf("%w: %s", keys.ErrExists, name)
 	}
 	if r.keys == nil {
-		r.keys = map[string]*keys.PrivateKey{}
+		r.keys = map[string]keys.Stored{}
 	}
-	r.keys[name] = k
+	r.keys[name] = keys.Stored{Key: s.Key, Attestation: slices.Clone(s.Attestation)}
+	return nil
+}
+
+// Attest sets the attestation of the key stored as name, which must be
+// s.Key.
+func (r *Keyring) Attest(ctx context.Context, name string, s keys.Stored) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	held, ok := r.keys[name]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %s", keys.ErrNotFound, name)
+	case s.Key == nil || !keys.Equal(held.Key.Public(), s.Key.Public()):
+		return fmt.Errorf("%w: %s holds another key", keys.ErrExists, name)
+	}
+	held.Attestation = slices.Clone(s.Attestation)
+	r.keys[name] = held
 	return nil
 }
 

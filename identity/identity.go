@@ -43,12 +43,15 @@ package identity
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,6 +140,18 @@ func ControlPlaneName(providerID string) string { return "controlplane-" + provi
 
 // ResourceSliceName is the name of the Identity of a ResourceSlice.
 func ResourceSliceName(sliceName string) string { return "resourceslice-" + sliceName }
+
+// ResourceSliceKeyName is the name, in a consumer's keys.Keyring, of the
+// key of its ResourceSlice identity sliceName with providerID: "rs-", ten
+// characters of the SHA-256 of the provider's ID in lower-case base32, "-"
+// and the slice's name. Slices of one name toward two providers get two
+// keys, and the name is no longer than ResourceSliceName, so that the
+// longest slice name (resourceslice.MaxNameLength) still fits a Secret
+// name.
+func ResourceSliceKeyName(providerID, sliceName string) string {
+	sum := sha256.Sum256([]byte(providerID))
+	return "rs-" + strings.ToLower(base32.StdEncoding.EncodeToString(sum[:]))[:10] + "-" + sliceName
+}
 
 // BuildOptions tunes Build. The zero value, like a nil pointer, builds an
 // Identity without a remote tenant namespace.

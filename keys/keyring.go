@@ -2,45 +2,25 @@ package keys
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 )
 
-// Keyring keeps named private keys: the TLS keys of a consumer's identities
-// when they are not the cluster key.
+// Keyring keeps named private keys, each with its attestation (Stored): the
+// TLS keys of a consumer's identities when they are not the cluster key.
+// Read and write them through an Attester, which uses only the keys this
+// cluster made: a Keyring in a namespace where others may create Secrets
+// can hold keys planted there.
 //
-// Get returns the key stored under name, or an error wrapping ErrNotFound.
-// Create stores k under name only when no key is stored there yet, and
-// returns an error wrapping ErrExists otherwise. Delete removes the key and
-// succeeds when there is none. Implementations are safe for concurrent use.
+// Get returns what is stored under name, or an error wrapping ErrNotFound.
+// Create stores s under name only when nothing is stored there yet, and
+// returns an error wrapping ErrExists otherwise. Attest replaces the
+// attestation of the key stored under name with s.Attestation, only when
+// that key is s.Key: it returns an error wrapping ErrNotFound when nothing
+// is stored there, and one wrapping ErrExists when another key is. Delete
+// removes the key and succeeds when there is none. Implementations are
+// safe for concurrent use.
 type Keyring interface {
-	Get(ctx context.Context, name string) (*PrivateKey, error)
-	Create(ctx context.Context, name string, k *PrivateKey) error
+	Get(ctx context.Context, name string) (Stored, error)
+	Create(ctx context.Context, name string, s Stored) error
+	Attest(ctx context.Context, name string, s Stored) error
 	Delete(ctx context.Context, name string) error
-}
-
-// EnsureIn returns the key stored under name in r, generating and storing
-// one of algorithm alg (randomness from rnd) when there is none. The key is
-// stored before EnsureIn returns it, so a caller that crashes after using it
-// finds the same key on its next run.
-func EnsureIn(ctx context.Context, r Keyring, name string, rnd io.Reader, alg Algorithm) (*PrivateKey, error) {
-	k, err := r.Get(ctx, name)
-	if err == nil {
-		return k, nil
-	}
-	if !errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("reading key %s: %w", name, err)
-	}
-	if k, err = Generate(rnd, alg); err != nil {
-		return nil, err
-	}
-	switch err := r.Create(ctx, name, k); {
-	case err == nil:
-		return k, nil
-	case errors.Is(err, ErrExists):
-		return r.Get(ctx, name)
-	default:
-		return nil, fmt.Errorf("storing key %s: %w", name, err)
-	}
 }

@@ -16,6 +16,9 @@ const (
 	PrivateKeySecretKey = "privateKey"
 	// PublicKeySecretKey is the data key of the PKIX PEM public key.
 	PublicKeySecretKey = "publicKey"
+	// AttestationSecretKey is the data key of a Keyring Secret's
+	// attestation (Attester).
+	AttestationSecretKey = "attestation"
 )
 
 // KeyringSecretPrefix prefixes the names of the Secrets of a Keyring.
@@ -28,9 +31,26 @@ func Secret(namespace string, k *PrivateKey) (*corev1.Secret, error) {
 }
 
 // KeyringSecret returns the Secret that holds the key named name of a
-// Keyring, in namespace. Its data is secret.
-func KeyringSecret(namespace, name string, k *PrivateKey) (*corev1.Secret, error) {
-	return namedSecret(namespace, KeyringSecretPrefix+name, k)
+// Keyring, with its attestation, in namespace. Its data is secret.
+func KeyringSecret(namespace, name string, s Stored) (*corev1.Secret, error) {
+	sec, err := namedSecret(namespace, KeyringSecretPrefix+name, s.Key)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Attestation) > 0 {
+		sec.Data[AttestationSecretKey] = s.Attestation
+	}
+	return sec, nil
+}
+
+// FromKeyringSecret reads what a Keyring Secret holds: the key, as
+// FromSecret reads it, and its attestation, unchecked (Attester.Check).
+func FromKeyringSecret(sec *corev1.Secret) (Stored, error) {
+	k, err := FromSecret(sec)
+	if err != nil {
+		return Stored{}, err
+	}
+	return Stored{Key: k, Attestation: sec.Data[AttestationSecretKey]}, nil
 }
 
 func namedSecret(namespace, secretName string, k *PrivateKey) (*corev1.Secret, error) {

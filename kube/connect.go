@@ -262,7 +262,15 @@ func (c *Cluster) Consumer(clusterID string, opts *kubepact.ConsumerOptions) (*k
 	if err != nil {
 		return nil, err
 	}
-	return kubepact.NewConsumer(id, c.consumer, opts)
+	var o kubepact.ConsumerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.KeyNamespace == "" {
+		// The namespace of the keys, which their attestations name.
+		o.KeyNamespace = c.idNamespace
+	}
+	return kubepact.NewConsumer(id, c.consumer, &o)
 }
 
 // ClusterID returns the ID the cluster records in ConnectOptions.KeyNamespace

@@ -252,7 +252,7 @@ func TestStrictAuthenticateEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	cert, err := done.Kubeconfig.ClientCertificate()
 	require.NoError(t, err)
-	require.True(t, keys.Equal(idKey.Public(), cert.PublicKey))
+	require.True(t, keys.Equal(idKey.Key.Public(), cert.PublicKey))
 	require.False(t, keys.Equal(clusterKey.Public(), cert.PublicKey))
 
 	// The kubeconfig works on the provider.

@@ -39,6 +39,10 @@ func advice(err error, consumerID string) string {
 		step    *kubepact.StepError
 	)
 	switch {
+	case errors.Is(err, errProviderNeedsClusterKey):
+		return "the provider's controller is Liqo's, which certifies only the consumer's cluster key: run authenticate again with " +
+			"--send-cluster-key to send it, knowing that the cluster's private key then lands in the kubeconfig Secret of this peering " +
+			"(SECURITY.md, \"Where the cluster key goes\")"
 	case errors.As(err, &stopped):
 		return strings.Trim(strings.Join([]string{stopped.Resume, stopped.Clean}, "; "), "; ")
 	case errors.As(err, &gone):
@@ -140,6 +144,9 @@ func advice(err error, consumerID string) string {
 			"or the provider no longer trusts it; ask the provider for a new Identity"
 	case errors.Is(err, identity.ErrWrongUser):
 		return "the provider's API server takes the Identity's certificate for another user than this cluster: ask the provider for a new Identity"
+	case errors.Is(err, keys.ErrUnattested):
+		return "a key Secret in the consumer's key namespace was not made by this cluster's kubepact (someone created it under an expected name): " +
+			"it is never used; delete it (kubectl delete secret -n liqo NAME, the name quoted above), find out who could create it, and run the command again"
 	case errors.Is(err, keys.ErrNotFound):
 		return "this cluster has no cluster key yet: the Tenant answered by this Identity must be generated on this cluster (kubepact generate tenant)"
 	case errors.Is(err, tenant.ErrNotFound):
@@ -164,6 +171,7 @@ var refusalCauses = map[string]error{
 	liqoSignatureVerificationFailed:      keys.ErrBadSignature,
 	controllers.ReasonCSRRejected:        csr.ErrMalformed,
 	liqoInvalidCSR:                       csr.ErrMalformed,
+	controllers.ReasonKeyUnattested:      keys.ErrUnattested,
 	controllers.ReasonNotTenantNamespace: tenant.ErrNotTenantNamespace,
 	controllers.ReasonIdentityRejected:   identity.ErrRejected,
 }

@@ -531,7 +531,7 @@ func TestOfflineFlowStrict(t *testing.T) {
 	require.NotNil(t, block)
 	cert, err := x509.ParseCertificate(block.Bytes)
 	require.NoError(t, err)
-	require.True(t, keys.Equal(idKey.Public(), cert.PublicKey), "the identity has its own key")
+	require.True(t, keys.Equal(idKey.Key.Public(), cert.PublicKey), "the identity has its own key")
 	require.False(t, keys.Equal(clusterKey.Public(), cert.PublicKey), "the cluster key is not a TLS key")
 }
 

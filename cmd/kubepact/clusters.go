@@ -293,6 +293,11 @@ func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact
 // reviewer it confirms Identities online with the provider; nil applies
 // them offline.
 func (c *cluster) consumer(id string, reviewer identity.Reviewer, opts *kubepact.ConsumerOptions) (*kubepact.Consumer, error) {
+	var o kubepact.ConsumerOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.KeyNamespace = c.namespace // where the keys are, which their attestations name
 	return kubepact.NewConsumer(id, kubepact.ConsumerPorts{
 		Namespaces:   kube.NewNamespaces(c.client),
 		Keys:         kube.NewKeyStore(c.client, c.namespace),
@@ -301,7 +306,7 @@ func (c *cluster) consumer(id string, reviewer identity.Reviewer, opts *kubepact
 		IdentityKeys: kube.NewKeyring(c.client, c.namespace),
 		Reviewer:     reviewer,
 		Slices:       kube.NewSliceStore(c.typed),
-	}, opts)
+	}, &o)
 }
 
 // printSteps returns an observer that prints each completed step as liqoctl

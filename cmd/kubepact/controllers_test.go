@@ -519,5 +519,5 @@ func requireClusterKeyHome(t *testing.T, ctx context.Context, keyNS, providerID 
 	assert.False(t, keys.Equal(clusterKey.Public(), tlsKey.Public()), "the kubeconfig's key is the cluster key")
 	own, err := kube.NewKeyring(consumer.client, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
 	require.NoError(t, err)
-	assert.True(t, keys.Equal(own.Public(), tlsKey.Public()), "the kubeconfig's key is the identity's own")
+	assert.True(t, keys.Equal(own.Key.Public(), tlsKey.Public()), "the kubeconfig's key is the identity's own")
 }

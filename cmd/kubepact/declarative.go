@@ -65,6 +65,10 @@ var (
 	// controller for another consumer or another proxy URL than asked:
 	// nothing was applied on the provider.
 	errTenantMismatch = errors.New("the consumer's controller built a Tenant for another request")
+	// errProviderNeedsClusterKey reports a provider that refused the CSR
+	// of a key of the identity's own with Liqo's InvalidCSR: Liqo's
+	// provider certifies only the cluster key (--send-cluster-key).
+	errProviderNeedsClusterKey = errors.New("the provider refuses a certificate for a key of the identity's own, as Liqo's does")
 	// errNotStrict reports a Tenant whose CSR is for the cluster key,
 	// though the CLI asked the consumer's kubepact-controller for a key of
 	// the identity's own (a kubepact provider, or --strict): nothing was
@@ -330,7 +334,11 @@ type declarativeOptions struct {
 	proxyURL    string
 	installCRDs bool
 	strict      bool
-	alg         algorithmFlag
+	// sendClusterKey asks the certificate for the cluster key, as Liqo's
+	// provider requires; by default the identity gets a key of its own,
+	// whatever the provider shows of itself.
+	sendClusterKey bool
+	alg            algorithmFlag
 	// algSet tells a --key-algorithm given from its default.
 	algSet bool
 }
@@ -387,7 +395,7 @@ func authenticateDeclarative(ctx context.Context, e *env, pf *pairFlags, o decla
 // authenticate runs the steps of authenticateDeclarative, once both
 // controllers are found.
 func (c *clusters) authenticate(ctx context.Context, e *env, o declarativeOptions) error {
-	consumerCtl, providerCtl := c.consumerCtl, c.providerCtl
+	consumerCtl := c.consumerCtl
 	if !consumerCtl.liqo && o.algSet {
 		return usagef("--key-algorithm: the consumer's kubepact-controller makes the cluster key (set its --key-algorithm), or pass --local")
 	}
@@ -421,6 +429,9 @@ func (c *clusters) authenticate(ctx context.Context, e *env, o declarativeOption
 	// 3. The signed nonce, signed by the consumer's controller; kubepact's
 	// builds the Tenant beside it.
 	var t *authv1beta1.Tenant
+	// A Liqo consumer's controller applies Identities with the cluster key,
+	// as liqoctl's handshakes need: it gets no key of its own.
+	ownKey := false
 	if consumerCtl.liqo {
 		if _, err := ensureSignedNonce(ctx, c, n, nil); err != nil {
 			return err
@@ -436,10 +447,16 @@ func (c *clusters) authenticate(ctx context.Context, e *env, o declarativeOption
 			return err
 		}
 	} else {
-		// Between kubepact clusters the cluster key stays home: a kubepact
-		// provider accepts a CSR for another key, bound by the transcript,
-		// so the identity gets a key of its own. A Liqo provider does not.
-		ownKey := o.strict || !providerCtl.liqo
+		// The consumer decides where its cluster key goes, never the
+		// provider: what a provider shows of itself (its Deployments, its
+		// Leases) is the provider's to fake. The identity gets a key of its
+		// own unless --send-cluster-key, which a Liqo provider needs: it
+		// refuses any other CSR (InvalidCSR, errProviderNeedsClusterKey).
+		ownKey = !o.sendClusterKey
+		if o.sendClusterKey {
+			fmt.Fprintf(e.stderr, " WARN  --send-cluster-key: the certificate is for the consumer's cluster key, whose private half then lands in the kubeconfig Secret %s/%s\n",
+				clusterid.TenantNamespace(c.providerID), kubeconfig.SecretName(identity.ControlPlaneName(c.providerID)))
+		}
 		s, err := ensureSignedNonce(ctx, c, n, &tenantRequest{proxyURL: o.proxyURL, ownKey: ownKey})
 		if err != nil {
 			return err
@@ -480,6 +497,10 @@ func (c *clusters) authenticate(ctx context.Context, e *env, o declarativeOption
 	c.tenantApplied = true
 	info("Tenant %s/%s applied on the provider", want.Namespace, want.Name)
 	accepted, err := waitTenant(c, tw)
+	var refused *RefusedError
+	if ownKey && errors.As(err, &refused) && refused.Reason == liqoInvalidCSR {
+		return fmt.Errorf("%w: %w", errProviderNeedsClusterKey, err)
+	}
 	if err != nil {
 		return err
 	}

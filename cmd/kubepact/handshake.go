@@ -82,6 +82,8 @@ func authenticateCommand(f *flags) runFunc {
 	f.Var(&alg, "key-algorithm", "algorithm of the consumer's cluster key if it has none yet: ed25519, ecdsa-p256 or rsa-2048")
 	installCRDs := f.Bool("install-crds", false, "install the authentication.liqo.io CRDs on both clusters first")
 	strict := f.Bool("strict", false, "give the identity a fresh TLS key instead of the cluster key (only kubepact providers accept it)")
+	sendClusterKey := f.Bool("send-cluster-key", false, "ask the certificate for the consumer's cluster key, as Liqo's provider requires: "+
+		"its private key then lands in the kubeconfig Secret (by default the identity gets a key of its own)")
 	replace := replaceEndpointFlag(f)
 	tf := addTokenFlags(f)
 	local := localFlag(f)
@@ -98,7 +100,14 @@ func authenticateCommand(f *flags) runFunc {
 			if *apiServerURL != "" || *replace || f.Changed("nonce-ttl") || f.Changed("policy") {
 				return usagef("--api-server-url, --replace-endpoint, --nonce-ttl and --policy are the in-process flow's: pass --local, or set them on the provider's controller")
 			}
-			return authenticateDeclarative(ctx, e, pf, declarativeOptions{proxyURL: *proxyURL, installCRDs: *installCRDs, strict: *strict, alg: alg, algSet: f.Changed("key-algorithm")})
+			if *sendClusterKey && *strict {
+				return usagef("--send-cluster-key and --strict contradict each other: --strict gives every identity a key of its own")
+			}
+			return authenticateDeclarative(ctx, e, pf, declarativeOptions{proxyURL: *proxyURL, installCRDs: *installCRDs, strict: *strict,
+				sendClusterKey: *sendClusterKey, alg: alg, algSet: f.Changed("key-algorithm")})
+		}
+		if *sendClusterKey {
+			return usagef("--send-cluster-key is for a Liqo provider; with --local the provider is kubepact's, and the identity gets a key of its own")
 		}
 		onStep := printSteps(e.stderr)
 		p, err := pf.connect(ctx, e, *apiServerURL, *installCRDs,

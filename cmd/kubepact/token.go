@@ -219,7 +219,6 @@ func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, r
 	}
 	ports := authserver.ConsumerPorts{
 		Namespaces: kube.NewNamespaces(cl.client),
-		Keys:       kube.NewKeyring(cl.client, cl.namespace),
 		Secrets:    kube.NewSecrets(cl.client),
 	}
 	done, err := authserver.Authenticate(ctx, c, ports,

@@ -65,7 +65,7 @@ var refusals = map[string]bool{
 	// kubepact's consumer
 	controllers.ReasonInvalidSignedNonceSecret: true, controllers.ReasonNotTenantNamespace: true,
 	controllers.ReasonMalformedNonce: true, controllers.ReasonSignedNonceMismatch: true, controllers.ReasonInvalidProxyURL: true,
-	controllers.ReasonInvalidIdentity: true, controllers.ReasonIdentityRejected: true,
+	controllers.ReasonInvalidIdentity: true, controllers.ReasonIdentityRejected: true, controllers.ReasonKeyUnattested: true,
 	// Liqo's
 	liqoInvalidCSR: true, liqoSignatureVerificationFailed: true, liqoMissingLabels: true,
 	liqoMissingClusterID: true, liqoMissingRemoteClusterID: true, liqoWrongNamespace: true,
