@@ -45,6 +45,14 @@ func TestKeyStoreConformance(t *testing.T) {
 	})
 }
 
+func TestKeyringConformance(t *testing.T) {
+	t.Parallel()
+	keystest.RunKeyring(t, keystest.KeyringHarness{
+		New:      func(*testing.T) keys.Keyring { return &fake.Keyring{} },
+		Parallel: true,
+	})
+}
+
 func TestNamespacesConformance(t *testing.T) {
 	t.Parallel()
 	tenanttest.RunNamespaces(t, tenanttest.NamespacesHarness{

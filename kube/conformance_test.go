@@ -69,6 +69,16 @@ func TestKeyStoreConformance(t *testing.T) {
 	})
 }
 
+func TestKeyringConformance(t *testing.T) {
+	n := 0
+	keystest.RunKeyring(t, keystest.KeyringHarness{
+		New: func(t *testing.T) keys.Keyring {
+			n++
+			return kube.NewKeyring(provider.client, "keyring-"+shortName(t.Name(), n))
+		},
+	})
+}
+
 func TestNamespacesConformance(t *testing.T) {
 	for name, ns := range map[string]*kube.Namespaces{
 		"CreateFirst": kube.NewNamespaces(provider.client),
