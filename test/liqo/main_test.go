@@ -68,7 +68,7 @@ var (
 // graph of this module (Liqo's) and of kubepact's root module.
 type binaries struct {
 	liqoctl, controllerManager, crdReplicator string
-	kubepactController                        string
+	kubepactController, kubepact              string
 }
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -137,14 +137,15 @@ func run(m *testing.M) int {
 }
 
 // build builds liqoctl, liqo-controller-manager and crd-replicator from
-// Liqo's module, as this module requires it, and kubepact-controller from
-// kubepact's own module, as it ships.
+// Liqo's module, as this module requires it, and kubepact-controller and the
+// kubepact CLI from kubepact's own module, as they ship.
 func build(ctx context.Context, dir string) error {
 	bins = binaries{
 		liqoctl:            filepath.Join(dir, "liqoctl"),
 		controllerManager:  filepath.Join(dir, "liqo-controller-manager"),
 		crdReplicator:      filepath.Join(dir, "crd-replicator"),
 		kubepactController: filepath.Join(dir, "kubepact-controller"),
+		kubepact:           filepath.Join(dir, "kubepact"),
 	}
 	liqo := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator),
 		"github.com/liqotech/liqo/cmd/liqoctl",
@@ -153,10 +154,12 @@ func build(ctx context.Context, dir string) error {
 	if out, err := liqo.CombinedOutput(); err != nil {
 		return fmt.Errorf("building Liqo's binaries: %w\n%s", err, out)
 	}
-	kp := exec.CommandContext(ctx, "go", "build", "-o", bins.kubepactController, "./cmd/kubepact-controller")
-	kp.Dir = filepath.Join("..", "..")
-	if out, err := kp.CombinedOutput(); err != nil {
-		return fmt.Errorf("building kubepact-controller: %w\n%s", err, out)
+	for bin, pkg := range map[string]string{bins.kubepactController: "./cmd/kubepact-controller", bins.kubepact: "./cmd/kubepact"} {
+		kp := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+		kp.Dir = filepath.Join("..", "..")
+		if out, err := kp.CombinedOutput(); err != nil {
+			return fmt.Errorf("building %s: %w\n%s", pkg, err, out)
+		}
 	}
 	return nil
 }
