@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
-
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
@@ -53,8 +52,11 @@ func (c *Consumer) heldKey(ctx context.Context, name string, u keys.Use) (*keys.
 	a, err := c.attester(ctx, false)
 	if errors.Is(err, keys.ErrNotFound) {
 		// No cluster key, so nothing attested: a key there is not ours.
-		if _, gerr := c.ports.IdentityKeys.Get(ctx, name); errors.Is(gerr, keys.ErrNotFound) {
+		switch _, gerr := c.ports.IdentityKeys.Get(ctx, name); {
+		case errors.Is(gerr, keys.ErrNotFound):
 			return nil, nil
+		case gerr != nil:
+			return nil, gerr
 		}
 		return nil, fmt.Errorf("%w: key %s, and no cluster key to attest it", keys.ErrUnattested, name)
 	}

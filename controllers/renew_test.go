@@ -241,7 +241,7 @@ func TestRenewalStrictFreshKey(t *testing.T) {
 		Identities:   kube.NewIdentityStore(typed),
 		Secrets:      kube.NewSecretWriter(consumerEnv.core),
 		IdentityKeys: ring,
-	}, &kubepact.ConsumerOptions{Strict: true})
+	}, &kubepact.ConsumerOptions{Strict: true, KeyNamespace: keyNS})
 	require.NoError(t, err)
 	n := requestNonce(ctx, t, consumerID)
 	tn, err := c.Tenant(ctx, providerID, n, nil)

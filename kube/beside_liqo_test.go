@@ -246,10 +246,11 @@ func TestBesideLiqo(t *testing.T) {
 	}, nil)
 	require.NoError(t, err)
 	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		Namespaces: kube.NewNamespaces(cons.client),
-		Keys:       kube.NewKeyStore(cons.client, "liqo"),
-		Identities: kube.NewIdentityStore(cons.typed),
-		Secrets:    kube.NewSecretWriter(cons.client),
+		Namespaces:   kube.NewNamespaces(cons.client),
+		Keys:         kube.NewKeyStore(cons.client, "liqo"),
+		Identities:   kube.NewIdentityStore(cons.typed),
+		Secrets:      kube.NewSecretWriter(cons.client),
+		IdentityKeys: kube.NewKeyring(cons.client, "liqo"),
 	}, nil)
 	require.NoError(t, err)
 

@@ -49,11 +49,12 @@ func newConsumer(t testing.TB, id, keyNamespace string) *kubepact.Consumer {
 	t.Helper()
 	c := consumer.client
 	cons, err := kubepact.NewConsumer(id, kubepact.ConsumerPorts{
-		Namespaces: kube.NewNamespaces(c),
-		Keys:       kube.NewKeyStore(c, keyNamespace),
-		Identities: kube.NewIdentityStore(consumer.typed),
-		Secrets:    kube.NewSecretWriter(c),
-	}, nil)
+		Namespaces:   kube.NewNamespaces(c),
+		Keys:         kube.NewKeyStore(c, keyNamespace),
+		Identities:   kube.NewIdentityStore(consumer.typed),
+		Secrets:      kube.NewSecretWriter(c),
+		IdentityKeys: kube.NewKeyring(c, keyNamespace),
+	}, &kubepact.ConsumerOptions{KeyNamespace: keyNamespace})
 	require.NoError(t, err)
 	return cons
 }
@@ -241,7 +242,7 @@ func TestStrictAuthenticateEndToEnd(t *testing.T) {
 		Identities:   kube.NewIdentityStore(consumer.typed),
 		Secrets:      kube.NewSecretWriter(cc),
 		IdentityKeys: kube.NewKeyring(cc, "liqo-strict"),
-	}, &kubepact.ConsumerOptions{Strict: true})
+	}, &kubepact.ConsumerOptions{Strict: true, KeyNamespace: "liqo-strict"})
 	require.NoError(t, err)
 
 	done, err := kubepact.Authenticate(ctx, cons, p, nil)

@@ -72,8 +72,8 @@ func TestLostResponseAtEveryRequest(t *testing.T) {
 		require.NoError(t, err)
 		c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
 			Namespaces: kube.NewNamespaces(cc), Keys: kube.NewKeyStore(cc, keyNS),
-			Identities: kube.NewIdentityStore(cd), Secrets: kube.NewSecretWriter(cc),
-		}, nil)
+			Identities: kube.NewIdentityStore(cd), Secrets: kube.NewSecretWriter(cc), IdentityKeys: kube.NewKeyring(cc, keyNS),
+		}, &kubepact.ConsumerOptions{KeyNamespace: keyNS})
 		require.NoError(t, err)
 		return p, c, providerID, consumerID, keyNS
 	}

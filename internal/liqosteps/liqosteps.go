@@ -18,6 +18,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -43,6 +44,19 @@ const Wait = time.Minute
 // the Tenant's status, and the Identity's kubeconfig Secret, which then
 // authenticates on p as c. Namespaces that exist already are kept.
 func Handshake(ctx context.Context, p, c Cluster) error {
+	return handshake(ctx, p, c, false)
+}
+
+// HandshakeOwnKey is Handshake as kubepact authenticate runs it between
+// kubepact clusters: the signed-nonce request asks the consumer's
+// controller for the Tenant too (controllers.TenantKey), with a key of the
+// identity's own (controllers.TenantOwnKeyKey), and that Tenant is the one
+// applied on p.
+func HandshakeOwnKey(ctx context.Context, p, c Cluster) error {
+	return handshake(ctx, p, c, true)
+}
+
+func handshake(ctx context.Context, p, c Cluster, ownKey bool) error {
 	pns, cns := clusterid.TenantNamespace(c.ID), clusterid.TenantNamespace(p.ID)
 	for _, x := range []struct {
 		on Cluster
@@ -68,29 +82,40 @@ func Handshake(ctx context.Context, p, c Cluster) error {
 	}); err != nil {
 		return err
 	}
+	request := map[string][]byte{nonce.SecretKey: []byte(n.Text())}
+	if ownKey {
+		request[controllers.TenantOwnKeyKey] = []byte(controllers.TenantOwnKey)
+	}
 	if _, err := c.Admin.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: p.ID}},
-		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text())},
+		Data:       request,
 	}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("asking %s to sign %s's nonce: %w", c.ID, p.ID, err)
 	}
-	var sig []byte
+	var answered *corev1.Secret
 	if err := until(ctx, c.ID+"'s signature of "+p.ID+"'s nonce", func() (bool, error) {
 		s, err := c.Admin.CoreV1().Secrets(cns).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
-		sig = s.Data[nonce.SignedSecretKey]
-		return err == nil && len(sig) > 0, nil
+		answered = s
+		return err == nil && len(s.Data[nonce.SignedSecretKey]) > 0 && (!ownKey || len(s.Data[controllers.TenantKey]) > 0), nil
 	}); err != nil {
 		return err
 	}
-	key, err := kube.NewKeyStore(c.Admin, keys.DefaultNamespace).Get(ctx)
-	if err != nil {
-		return fmt.Errorf("reading %s's cluster key: %w", c.ID, err)
+	var tn *authv1beta1.Tenant
+	if ownKey {
+		var err error
+		if tn, err = tenant.Decode(answered.Data[controllers.TenantKey]); err != nil {
+			return fmt.Errorf("the Tenant %s's controller built: %w", c.ID, err)
+		}
+	} else {
+		key, err := kube.NewKeyStore(c.Admin, keys.DefaultNamespace).Get(ctx)
+		if err != nil {
+			return fmt.Errorf("reading %s's cluster key: %w", c.ID, err)
+		}
+		if tn, err = tenant.Build(c.ID, key, n, nil); err != nil {
+			return err
+		}
+		tn.Spec.Signature = answered.Data[nonce.SignedSecretKey]
 	}
-	tn, err := tenant.Build(c.ID, key, n, nil)
-	if err != nil {
-		return err
-	}
-	tn.Spec.Signature = sig
 	tenants := kube.NewTenantStore(p.Typed)
 	if _, err := tenants.Apply(ctx, tn); err != nil {
 		return fmt.Errorf("applying %s's Tenant on %s: %w", c.ID, p.ID, err)
