@@ -85,6 +85,12 @@ func (p *Provider) admitSlice(ctx context.Context, s *authv1beta1.ResourceSlice,
 	if l.pending(s.Name, request, now) {
 		return nil
 	}
+	if held == nil && bounds.MaxSlices >= 0 && l.full != nil && l.full.covers(s, now) {
+		// The slices older than the one last refused are older than s: a
+		// flood is refused without listing it again for each slice.
+		return &resourceslice.BoundError{Err: resourceslice.ErrSliceLimit, Slice: s.Namespace + "/" + s.Name,
+			Limit: bounds.MaxSlices, Until: l.full.until}
+	}
 	var live []authv1beta1.ResourceSlice
 	if (held == nil && bounds.MaxSlices >= 0) || (!l.filled && bounds.CertificatesPerHour >= 0) {
 		var err error
@@ -98,6 +104,9 @@ func (p *Provider) admitSlice(ctx context.Context, s *authv1beta1.ResourceSlice,
 		}
 	}
 	if err := bounds.Admit(resourceslice.Signing{Slice: s, Live: live, Held: held, Issued: l.times(now), Now: now}); err != nil {
+		if errors.Is(err, resourceslice.ErrSliceLimit) {
+			l.full = &fullMark{created: s.CreationTimestamp.Time, name: s.Name, until: now.Add(sliceCountRecheck)}
+		}
 		return err
 	}
 	l.add(ledgerEntry{at: now, slice: s.Name, request: request, pending: true})
@@ -123,6 +132,47 @@ func (p *Provider) fillLedger(ctx context.Context, l *consumerLedger, consumerID
 	}
 	l.filled = true
 	return nil
+}
+
+// sliceCountRecheck is how long a consumer's slices, counted over
+// resourceslice.Bounds.MaxSlices, are not counted again for its younger
+// slices, unless one of its slices is released first (ForgetSlice, a
+// denial). A slice refused without a count is judged again then, when it
+// would have seen a slice deleted that the provider did not release (one
+// deleted before it was ever judged).
+const sliceCountRecheck = 30 * time.Second
+
+// fullMark records that the consumer's slices older than the slice
+// (created, name) were found at least resourceslice.Bounds.MaxSlices, until
+// until.
+type fullMark struct {
+	created time.Time
+	name    string
+	until   time.Time
+}
+
+// covers reports whether s is no older than the slice the mark was made
+// for, and the mark still holds at now.
+func (m *fullMark) covers(s *authv1beta1.ResourceSlice, now time.Time) bool {
+	if !now.Before(m.until) {
+		return false
+	}
+	c := s.CreationTimestamp.Time
+	return c.After(m.created) || c.Equal(m.created) && s.Name >= m.name
+}
+
+// released forgets the count of consumerID's slices: one was released, a
+// waiting slice may take its place.
+func (s *sliceLedgers) released(consumerID string) {
+	s.mu.Lock()
+	l := s.m[consumerID]
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.full = nil
+	l.mu.Unlock()
 }
 
 // sliceLedgers are the ledgers of the consumers, by ID.
@@ -153,6 +203,7 @@ type consumerLedger struct {
 	mu      sync.Mutex
 	filled  bool
 	entries []ledgerEntry
+	full    *fullMark // nil: count the slices
 }
 
 // ledgerEntry is one admitted request: a digest of its CSR, the slice,

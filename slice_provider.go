@@ -372,6 +372,7 @@ func (p *Provider) release(ctx context.Context, namespace, consumerID, name stri
 	if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID, Slice: name}); err != nil {
 		return err
 	}
+	p.sliceLedger.released(consumerID)
 	if !all {
 		need, err := p.othersNeedBindings(ctx, namespace, name)
 		if err != nil || need {

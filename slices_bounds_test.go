@@ -106,7 +106,11 @@ func TestSliceFloodBounded(t *testing.T) {
 		remote := replicate(t, p, createSlice(t, p, fmt.Sprintf("slice-%03d", resourceslice.DefaultMaxSlices+i)))
 		b := requireBound(t, p, prov, remote, resourceslice.ErrSliceLimit)
 		require.Equal(t, resourceslice.DefaultMaxSlices, b.Limit)
-		require.True(t, b.Until.IsZero())
+		if i == 0 {
+			require.True(t, b.Until.IsZero(), "counted: judged again when a slice goes")
+		} else {
+			require.True(t, b.Until.Equal(p.clock.Now().Add(30*time.Second)), "not counted again: judged again when the count would be")
+		}
 		over = append(over, remote)
 	}
 	require.Equal(t, signed+resourceslice.DefaultMaxSlices, p.providerCluster.Signer.Signed(), "the flood signed nothing more")
@@ -314,4 +318,69 @@ func TestSliceRateBoundedConcurrently(t *testing.T) {
 	}
 	require.Equal(t, rate, accepted)
 	require.Equal(t, signed+rate, p.providerCluster.Signer.Signed())
+}
+
+// countingSlices counts the List calls of a resourceslice.Store.
+type countingSlices struct {
+	resourceslice.Store
+	mu    sync.Mutex
+	lists int
+}
+
+func (c *countingSlices) List(ctx context.Context, namespace string) ([]authv1beta1.ResourceSlice, error) {
+	c.mu.Lock()
+	c.lists++
+	c.mu.Unlock()
+	return c.Store.List(ctx, namespace)
+}
+
+func (c *countingSlices) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lists
+}
+
+// TestSliceFloodCountedOnce: once a consumer's slices are counted over the
+// bound, its younger slices are refused without listing them again, until a
+// slice is released (then counted again at once) or 30 seconds pass (a
+// slice deleted that the provider never released).
+func TestSliceFloodCountedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPair(t)
+	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err)
+	ports := p.providerCluster.ProviderPorts()
+	counting := &countingSlices{Store: ports.Slices}
+	ports.Slices = counting
+	prov, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports,
+		&kubepact.ProviderOptions{Clock: p.clock, SliceNamespaces: offloaded, SliceBounds: resourceslice.Bounds{MaxSlices: 2, CertificatesPerHour: -1}})
+	require.NoError(t, err)
+	acceptNew(t, p, prov, "slice-0")
+	acceptNew(t, p, prov, "slice-1")
+	waiting := []*authv1beta1.ResourceSlice{replicate(t, p, createSlice(t, p, "slice-2")), replicate(t, p, createSlice(t, p, "slice-3"))}
+	requireBound(t, p, prov, waiting[0], resourceslice.ErrSliceLimit)
+	lists := counting.count()
+	for range 10 {
+		for _, w := range waiting {
+			requireBound(t, p, prov, w, resourceslice.ErrSliceLimit)
+		}
+	}
+	require.Equal(t, lists, counting.count(), "a flood listed once")
+
+	// A slice released: counted again, the oldest waiting one signed.
+	deleteSlice(t, p, prov, "slice-0")
+	status, err := prov.AcceptSlice(ctx, waiting[0])
+	require.NoError(t, err)
+	require.NotNil(t, status.AuthParams)
+	requireBound(t, p, prov, waiting[1], resourceslice.ErrSliceLimit)
+
+	// A slice deleted without the provider releasing it: counted again 30
+	// seconds later.
+	require.NoError(t, p.providerCluster.Slices.Delete(ctx, clusterid.TenantNamespace(consumerID), "slice-1"))
+	b := requireBound(t, p, prov, waiting[1], resourceslice.ErrSliceLimit)
+	p.clock.SetTime(b.Until)
+	status, err = prov.AcceptSlice(ctx, waiting[1])
+	require.NoError(t, err)
+	require.NotNil(t, status.AuthParams)
 }

@@ -60,8 +60,9 @@ type BoundError struct {
 	// Limit is the bound's number: Bounds.MaxSlices or
 	// Bounds.CertificatesPerHour; zero for ErrRekeyTooSoon.
 	Limit int
-	// Until is when the certificate may be signed; the zero time for
-	// ErrSliceLimit, which lasts until an older slice of the consumer goes.
+	// Until is when the certificate may be signed. For ErrSliceLimit,
+	// which lasts until an older slice of the consumer goes, it is the zero
+	// time, or when the provider counts the slices again.
 	Until time.Time
 }
 
