@@ -36,6 +36,7 @@ const (
 	shippedMaxSlices      = 64
 	reasonSliceLimit      = "SliceLimitReached"
 	reasonRekeyTooSoon    = "RekeyTooSoon"
+	reasonCertificateRate = "CertificateRateLimited"
 	floodExtraSlices      = 6
 	floodRekeys           = 5
 	floodCreateConcurrent = 8
@@ -146,6 +147,42 @@ func TestSliceFloodAsShipped(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		require.Equal(t, shippedMaxSlices, signed(), "slices holding certificates")
 	})
+}
+
+// TestSliceCertificateRateAsShipped: the controller as shipped, with the
+// flag that lowers the rate (--slice-certificates-per-hour=5): a consumer
+// that makes slices, deletes them to make room and makes more gets five
+// certificates in the hour and no more, and a CertificateRateLimited Event
+// on each slice refused.
+func TestSliceCertificateRateAsShipped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const providerID, consumerID, rate = "cl-rate-provider", "cl-rate-consumer", 5
+	startCurrent(ctx, t, peer{side: provider, id: providerID}, fmt.Sprintf("--slice-certificates-per-hour=%d", rate))
+	peerClient := floodPeer(ctx, t, providerID, consumerID)
+	tenantNS := clusterid.TenantNamespace(consumerID)
+
+	first := make([]*authv1beta1.ResourceSlice, rate)
+	for i := range first {
+		first[i] = floodSlice(t, providerID, consumerID, fmt.Sprintf("rate-%d", i))
+		require.NoError(t, peerClient.Create(ctx, first[i]))
+	}
+	eventually(t, "the first five slices signed", func() bool { return signedSliceCSRs(ctx, t, consumerID) == rate })
+	for _, s := range first {
+		require.NoError(t, peerClient.Delete(ctx, s))
+	}
+	eventually(t, "the first five slices gone", func() bool {
+		var list authv1beta1.ResourceSliceList
+		require.NoError(t, provider.typed.List(ctx, &list, client.InNamespace(tenantNS)))
+		return len(list.Items) == 0
+	})
+	for i := range 3 {
+		s := floodSlice(t, providerID, consumerID, fmt.Sprintf("rate-more-%d", i))
+		require.NoError(t, peerClient.Create(ctx, s))
+		eventually(t, "a CertificateRateLimited Event on "+s.Name, func() bool { return hasEvent(ctx, t, tenantNS, s.Name, reasonCertificateRate) })
+	}
+	time.Sleep(5 * time.Second)
+	require.Equal(t, rate, signedSliceCSRs(ctx, t, consumerID), "five certificates in the hour")
 }
 
 // floodPeer makes consumerID a consumer of the provider cluster's
