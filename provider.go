@@ -69,8 +69,8 @@ type ProviderPorts struct {
 
 // ProviderOptions tunes a Provider. The zero value, like a nil pointer, uses
 // the real clock, crypto/rand.Reader, nonce.DefaultTTL,
-// DefaultCertificateLifetime, resourceslice.DefaultOffer() and no step
-// observer.
+// DefaultCertificateLifetime, resourceslice.DefaultOffer(), the default
+// resourceslice.Bounds and no step observer.
 type ProviderOptions struct {
 	Clock clock.PassiveClock
 	Rand  io.Reader
