@@ -69,8 +69,8 @@ type ProviderPorts struct {
 
 // ProviderOptions tunes a Provider. The zero value, like a nil pointer, uses
 // the real clock, crypto/rand.Reader, nonce.DefaultTTL,
-// DefaultCertificateLifetime, resourceslice.DefaultOffer() and no step
-// observer.
+// DefaultCertificateLifetime, resourceslice.DefaultOffer(), the default
+// resourceslice.Bounds and no step observer.
 type ProviderOptions struct {
 	Clock clock.PassiveClock
 	Rand  io.Reader
@@ -117,6 +117,14 @@ type ProviderOptions struct {
 	// stays, and a controller that comes later adds its own when it
 	// accepts the Tenant again.
 	NoFinalizer bool
+	// SliceBounds bounds, per consumer, the certificates AcceptSlice has
+	// signed for ResourceSlices: how many live slices get one, the
+	// shortest time between two CSRs of one slice, and how many new
+	// requests are signed in an hour. The zero value uses
+	// resourceslice.DefaultMaxSlices, half the lifetime of the certificate
+	// a slice holds, and resourceslice.DefaultCertificatesPerHour; a
+	// negative value removes its bound. See resourceslice.Bounds.
+	SliceBounds resourceslice.Bounds
 }
 
 // Provider runs the provider's side of the handshake: it issues nonces and
@@ -131,6 +139,9 @@ type Provider struct {
 	// unprivileged holds the consumers that recently passed the privilege
 	// check; rolesFound the peer ClusterRoles recently found installed.
 	unprivileged, rolesFound *recent
+	// sliceLedger holds, per consumer, the slice requests recently
+	// admitted (SliceBounds).
+	sliceLedger sliceLedgers
 }
 
 // NewProvider returns the Provider of cluster clusterID, reachable at

@@ -58,7 +58,20 @@ const (
 // csr.CacheKey{ConsumerID, Slice}, the slice RBAC is bound for group
 // consumerID (rbac.VirtualKubeletClusterRole in each of
 // ProviderOptions.SliceNamespaces, rbac.VirtualKubeletClusterWideRole
-// cluster-wide) and status.authParams is filled. Other errors (I/O, a
+// cluster-wide) and status.authParams is filled.
+//
+// A certificate for a request the provider has not signed for the slice
+// (its first CSR, or another one) is asked of the signer only within
+// ProviderOptions.SliceBounds, the consumer's bounds (resourceslice.Bounds):
+// over one, AcceptSlice returns a *resourceslice.BoundError, wrapping
+// resourceslice.ErrSliceLimit, ErrRekeyTooSoon or ErrCertificateRate, with
+// a nil status: nothing is signed, bound or written, and the slice keeps
+// the status and the certificate it holds. The bounds decide from what only
+// the provider and the API server write: the slices that exist and their
+// creationTimestamp, the certificate cached for the slice, and the requests
+// this Provider admitted (see resourceslice.Bounds for the defaults). A
+// slice whose resources are denied (a new slice of a cordoned Tenant) is
+// denied before any bound is read. Other errors (I/O, a
 // policy's or StorageClass list's failure, csr.ErrPending) come with a nil
 // status: nothing is decided.
 func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSliceStatus, error) {
@@ -160,7 +173,7 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 	if err := p.requireRoles(ctx, roles...); err != nil {
 		return nil, stepError(StepCertificateIssued, err)
 	}
-	cert, err := csr.Issue(ctx, p.ports.Signer, p.ports.Certificates, csr.CacheKey{ConsumerID: v.ConsumerID, Slice: s.Name},
+	cert, err := p.issueSlice(ctx, s, csr.CacheKey{ConsumerID: v.ConsumerID, Slice: s.Name},
 		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, now)
 	if err != nil {
 		return nil, stepError(StepCertificateIssued, err)
@@ -359,6 +372,7 @@ func (p *Provider) release(ctx context.Context, namespace, consumerID, name stri
 	if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID, Slice: name}); err != nil {
 		return err
 	}
+	p.sliceLedger.released(consumerID)
 	if !all {
 		need, err := p.othersNeedBindings(ctx, namespace, name)
 		if err != nil || need {

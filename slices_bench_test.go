@@ -2,19 +2,28 @@ package kubepact_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/resourceslice"
 )
 
 // BenchmarkAcceptSlice measures the provider judging a slice over the
 // in-memory ports: "again" re-judges an accepted slice (the cached
 // certificate, the bindings already there: what a resync costs), "new"
 // runs a fresh slice end to end (build with its CSR, accept with signing
-// and binding, apply the Identity with its online confirmation).
+// and binding, apply the Identity with its online confirmation), then, off
+// the clock, deletes it and lets 30 seconds pass, so the consumer stays
+// within its bounds (resourceslice.Bounds: 64 live slices, 128 new
+// certificates an hour) as a consumer in its steady state does; "refused"
+// judges a slice over the bound on live slices (64 older ones hold
+// certificates): what each slice of a flood costs.
 func BenchmarkAcceptSlice(b *testing.B) {
 	ctx := context.Background()
 	p := newPair(b)
@@ -46,6 +55,32 @@ func BenchmarkAcceptSlice(b *testing.B) {
 			}
 			local.Status = *status
 			if _, err := p.consumer.ApplySliceIdentity(ctx, local, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			ns := clusterid.TenantNamespace(consumerID)
+			if err := p.provider.ForgetSlice(ctx, ns, local.Name); err != nil {
+				b.Fatal(err)
+			}
+			if err := p.providerCluster.Slices.Delete(ctx, ns, local.Name); err != nil {
+				b.Fatal(err)
+			}
+			p.clock.Step(30 * time.Second)
+			b.StartTimer()
+		}
+	})
+	b.Run("refused", func(b *testing.B) {
+		q := newPair(b)
+		_, err := kubepact.Authenticate(ctx, q.consumer, q.provider, nil)
+		require.NoError(b, err)
+		for i := range resourceslice.DefaultMaxSlices {
+			_, err := q.provider.AcceptSlice(ctx, replicateB(b, q, createSliceB(b, q, fmt.Sprintf("slice-%03d", i))))
+			require.NoError(b, err)
+		}
+		over := replicateB(b, q, createSliceB(b, q, "slice-over"))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := q.provider.AcceptSlice(ctx, over); !errors.Is(err, resourceslice.ErrSliceLimit) {
 				b.Fatal(err)
 			}
 		}

@@ -71,7 +71,14 @@
 // falls due (csr.RenewAt: between half and two thirds of its lifetime,
 // spread per certificate) to re-sign it, and the Renew reconcilers carry
 // renewed certificates to the consumer; the Tenant reconciler enforces
-// spec.tenantCondition (Cordoned, Drained).
+// spec.tenantCondition (Cordoned, Drained), and a slice created while its
+// Tenant is Cordoned or Drained requeues the Tenant, which marks or deletes
+// it (a slice of an Active Tenant does not). The provider signs slices'
+// certificates within per-consumer bounds (ProviderConfig.SliceBounds):
+// over one, nothing is signed, the slice's status is left as it is, and a
+// Warning Event names the bound (SliceLimitReached, RekeyTooSoon,
+// CertificateRateLimited); the slice is judged again when the bound lifts
+// (at the time it names, or when a slice of its consumer is deleted).
 //
 // Every reconciler is idempotent and resumable: it reads the object, calls
 // the step, and the step writes only what is missing, so a controller

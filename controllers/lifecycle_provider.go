@@ -74,10 +74,13 @@ func retryAfter(err error, now time.Time) time.Duration {
 }
 
 // watchSlices makes a ResourceSlice created in a tenant namespace requeue
-// the Tenant of that namespace, so a slice created while the Tenant is
-// cordoned is marked too.
-func watchSlices(b *builder.Builder) *builder.Builder {
-	return b.Watches(&authv1beta1.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(tenantOfSlice),
+// the Tenant of that namespace when the Tenant, as reader (the manager's
+// cache) holds it, is Cordoned or Drained, so a slice created then is
+// marked, or deleted, too. A slice of an Active Tenant, the Tenant's
+// condition unknown or no Tenant requeues nothing: a consumer that creates
+// slice after slice does not have its Tenant accepted again for each.
+func watchSlices(b *builder.Builder, reader client.Reader) *builder.Builder {
+	return b.Watches(&authv1beta1.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(tenantOfSlice(reader)),
 		builder.WithPredicates(predicate.Funcs{
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
@@ -112,11 +115,23 @@ func tenantOfRevocation(_ context.Context, o client.Object) []reconcile.Request 
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: id}}}
 }
 
-// tenantOfSlice maps a ResourceSlice to the Tenant of its tenant namespace.
-func tenantOfSlice(_ context.Context, o client.Object) []reconcile.Request {
-	id, ok := strings.CutPrefix(o.GetNamespace(), clusterid.TenantNamespacePrefix)
-	if !ok || clusterid.Validate(id) != nil {
+// tenantOfSlice maps a ResourceSlice to the Tenant of its tenant
+// namespace, when reader holds that Tenant Cordoned or Drained.
+func tenantOfSlice(reader client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		id, ok := strings.CutPrefix(o.GetNamespace(), clusterid.TenantNamespacePrefix)
+		if !ok || clusterid.Validate(id) != nil {
+			return nil
+		}
+		key := client.ObjectKey{Namespace: o.GetNamespace(), Name: id}
+		var t authv1beta1.Tenant
+		if err := reader.Get(ctx, key, &t); err != nil {
+			return nil
+		}
+		switch t.Spec.TenantCondition {
+		case authv1beta1.TenantConditionCordoned, authv1beta1.TenantConditionDrained:
+			return []reconcile.Request{{NamespacedName: key}}
+		}
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: id}}}
 }

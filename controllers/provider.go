@@ -109,6 +109,12 @@ type ProviderConfig struct {
 	// SlicePolicy, when set, caps or refuses the resources of ResourceSlices
 	// (kubepact.ProviderPorts.SlicePolicy); nil grants what they ask.
 	SlicePolicy resourceslice.Policy
+	// SliceBounds bounds, per consumer, the certificates signed for
+	// ResourceSlices (kubepact.ProviderOptions.SliceBounds): over a bound a
+	// slice gets nothing signed and an Event names the bound
+	// (SliceLimitReached, RekeyTooSoon, CertificateRateLimited). The zero
+	// value uses resourceslice.Bounds' defaults.
+	SliceBounds resourceslice.Bounds
 }
 
 // DefaultWorkers is the number of workers of the provider's reconcilers,
@@ -225,6 +231,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		CertificateLifetime: cfg.CertificateLifetime,
 		NonceTTL:            cfg.NonceTTL,
 		SliceOffer:          cfg.SliceOffer,
+		SliceBounds:         cfg.SliceBounds,
 	})
 	if err != nil {
 		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
@@ -264,7 +271,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
-	b = watchSlices(b)
+	b = watchSlices(b, mgr.GetClient())
 	b = watchRevocations(b)
 	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},

@@ -15,6 +15,7 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -249,7 +250,34 @@ const (
 	// ReasonReplicationFailed: copying an object to the provider, or its
 	// status back, failed; it is retried.
 	ReasonReplicationFailed = "ReplicationFailed"
+	// ReasonSliceLimitReached: the slice's consumer has as many older live
+	// slices as may get certificates (resourceslice.ErrSliceLimit):
+	// nothing is signed; the slice is judged again when a slice of the
+	// consumer is deleted.
+	ReasonSliceLimitReached = "SliceLimitReached"
+	// ReasonRekeyTooSoon: the slice asks for a certificate for another CSR
+	// too soon after its last (resourceslice.ErrRekeyTooSoon): nothing is
+	// signed, it keeps the certificate it holds, and it is judged again
+	// when the time has passed.
+	ReasonRekeyTooSoon = "RekeyTooSoon"
+	// ReasonCertificateRateLimited: the slice's consumer had as many
+	// certificates for new requests signed in the last hour as it may
+	// (resourceslice.ErrCertificateRate): nothing is signed; the slice is
+	// judged again when one leaves the hour.
+	ReasonCertificateRateLimited = "CertificateRateLimited"
 )
+
+// boundReason returns the Event reason naming the bound err is over.
+func boundReason(err error) string {
+	switch {
+	case errors.Is(err, resourceslice.ErrSliceLimit):
+		return ReasonSliceLimitReached
+	case errors.Is(err, resourceslice.ErrRekeyTooSoon):
+		return ReasonRekeyTooSoon
+	default:
+		return ReasonCertificateRateLimited
+	}
+}
 
 // Reasons of the Events of the renewal reconcilers.
 const (

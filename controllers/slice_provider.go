@@ -44,14 +44,22 @@ const (
 // setupSliceProvider adds the provider's ResourceSlice reconciler: it
 // judges the slices replicated into tenant namespaces (label
 // liqo.io/replicated), on a change of their spec or their status, of their
-// consumer's Tenant, or of a CertificateSigningRequest of their consumer.
+// consumer's Tenant, or of a CertificateSigningRequest of their consumer;
+// and, when a slice of their consumer is deleted, those that hold no
+// credentials yet (waitingSlicesOf).
 func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
 	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, clock: realClock(clk), events: mgr.GetEventRecorder(SliceControllerName)}
 	b := ctrl.NewControllerManagedBy(mgr).Named(SliceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(labelTrue(resourceslice.ReplicatedLabel),
 			predicate.Or(predicate.GenerationChangedPredicate{}, deleting(), sliceStatusChanged()))).
-		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.slicesOf(func(o client.Object) string { return o.GetName() })))
+		Watches(&authv1beta1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.slicesOf(func(o client.Object) string { return o.GetName() }))).
+		Watches(&authv1beta1.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(r.waitingSlicesOf),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				UpdateFunc:  func(event.UpdateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+			}))
 	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
 			handler.EnqueueRequestsFromMapFunc(r.slicesOf(func(o client.Object) string { return o.GetLabels()[clusterid.Label] })),
@@ -117,6 +125,29 @@ func (r *sliceProviderReconciler) slicesOf(consumer func(client.Object) string) 
 	}
 }
 
+// waitingSlicesOf maps a deleted ResourceSlice to the replicated slices
+// of its tenant namespace that hold no credentials in their status: those
+// a bound on the consumer's live slices (resourceslice.ErrSliceLimit) may
+// have kept waiting, which the deletion may let in. The status only picks
+// what to requeue; AcceptSlice decides from the provider's own records.
+func (r *sliceProviderReconciler) waitingSlicesOf(ctx context.Context, o client.Object) []reconcile.Request {
+	id, ok := strings.CutPrefix(o.GetNamespace(), clusterid.TenantNamespacePrefix)
+	if !ok || clusterid.Validate(id) != nil {
+		return nil
+	}
+	var list authv1beta1.ResourceSliceList
+	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{resourceslice.ReplicatedLabel: "true"}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if s := &list.Items[i]; s.Status.AuthParams == nil && s.DeletionTimestamp == nil {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+		}
+	}
+	return out
+}
+
 func (r *sliceProviderReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var s authv1beta1.ResourceSlice
 	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
@@ -139,10 +170,22 @@ func (r *sliceProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 	}
 	status, err := r.provider.AcceptSlice(ctx, &s)
 	var denied *resourceslice.DeniedError
+	var bound *resourceslice.BoundError
 	switch {
 	case errors.Is(err, csr.ErrPending):
 		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonCertificatePending, "AcceptSlice", "%v", err)
 		return reconcile.Result{}, nil
+	case errors.As(err, &bound):
+		// Nothing signed, and the status left as it is: judged again when
+		// the bound lifts (a slice of the consumer deleted, for the count).
+		reason := boundReason(err)
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "AcceptSlice", "%v", err)
+		metrics.handshake(FlowResourceSlice, ResultRefused, reason)
+		var after time.Duration
+		if !bound.Until.IsZero() {
+			after = max(bound.Until.Sub(r.clock.Now()), 0) + time.Second
+		}
+		return reconcile.Result{RequeueAfter: after}, metrics.failed(ctx, SliceControllerName, reason, err, false)
 	case err != nil && !errors.As(err, &denied):
 		reason, terminal := reasonOf(err, ReasonSliceFailed)
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "AcceptSlice", "%v", err)

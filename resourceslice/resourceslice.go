@@ -47,6 +47,14 @@
 //     the one the transcript authenticated, and the provider's
 //     administrators may write ResourceSlices in its tenant namespace.
 //
+// A provider signs certificates for a consumer's slices within Bounds: a
+// number of live slices (the oldest first, by the creationTimestamp the API
+// server sets), a shortest time between two CSRs of one slice, and a number
+// of new requests an hour, so a consumer that creates slice after slice, or
+// gives one slice CSR after CSR, cannot make it sign without end. Admit
+// decides from what only the provider and the API server write, never from
+// a slice's status or labels.
+//
 // # Errors
 //
 // Verify returns a *DeniedError, which wraps ErrDenied and the cause:
@@ -56,6 +64,10 @@
 //
 // A Policy refuses a slice with an error wrapping ErrRefused; any other
 // error of a Policy or a StorageClassLister is a failure to decide.
+//
+// Bounds.Admit refuses a certificate over a per-consumer bound with a
+// *BoundError, which wraps ErrBound and one of ErrSliceLimit,
+// ErrRekeyTooSoon and ErrCertificateRate.
 //
 // # Concurrency
 //

@@ -44,6 +44,15 @@
 //	--ingress-classes LIST          provider: ingress classes offered to ResourceSlices, name[;default],...
 //	--load-balancer-classes LIST    provider: load-balancer classes offered, name[;default],...
 //	--cluster-labels LIST           provider: labels of the virtual node made for a ResourceSlice, key=value,...
+//	--max-slices-per-consumer N     provider: live ResourceSlices of one consumer that get certificates, the
+//	                                oldest first; the others get none, and a SliceLimitReached Event, until
+//	                                older ones go (default 64; -1: no bound)
+//	--slice-rekey-interval DURATION provider: shortest time from a ResourceSlice's certificate to one for
+//	                                another CSR of it; sooner, a RekeyTooSoon Event (default 0: half the
+//	                                lifetime of the certificate it holds; negative: no bound)
+//	--slice-certificates-per-hour N provider: certificates for new ResourceSlice requests of one consumer
+//	                                signed in any hour; beyond, a CertificateRateLimited Event (default 128;
+//	                                -1: no bound)
 //	--workers N                     provider: nonce Secrets and Tenants reconciled at once, and handshakes in flight (default 16)
 //	--kube-api-qps QPS              client-side request rate to the API server (default 1000: about
 //	                                21 requests a handshake, 30 handshakes a second and room to spare)
@@ -170,6 +179,7 @@ type options struct {
 	printVersion                 bool
 	tenantPodSecurity            string
 	offer                        sliceOffer
+	bounds                       sliceBounds
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -202,6 +212,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.tenantPodSecurity, "tenant-namespace-pod-security", "", "pod-security.kubernetes.io/enforce level of the tenant namespaces it creates (privileged for a Liqo network module beside it); default: none")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
 	o.offer.bindFlags(fs)
+	o.bounds.bindFlags(fs)
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -240,6 +251,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if (o.localCACert == "") != (o.localCAKey == "") {
 		return nil, fmt.Errorf("%w: --local-ca-cert-file and --local-ca-key-file go together", errUsage)
+	}
+	if err := o.bounds.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return o, nil
 }
@@ -440,6 +454,7 @@ func (o *options) providerConfig(ctx context.Context, cfg *rest.Config, client k
 		pc.Policy = tenant.Strict
 	}
 	o.offer.configure(&pc)
+	o.bounds.configure(&pc)
 	if pc.Endpoint.Server == "" {
 		e, err := kube.EndpointFromClusterInfo(ctx, client)
 		switch {

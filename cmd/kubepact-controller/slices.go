@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -186,4 +187,39 @@ func (l *labelMap) Set(v string) error {
 		l.m[k] = val
 	}
 	return nil
+}
+
+// sliceBounds holds the flags of the per-consumer bounds on ResourceSlice
+// certificates (resourceslice.Bounds).
+type sliceBounds struct {
+	maxSlices, perHour int
+	rekey              time.Duration
+}
+
+// bindFlags adds the bounds' flags to fs, with resourceslice.Bounds'
+// defaults.
+func (b *sliceBounds) bindFlags(fs *flag.FlagSet) {
+	fs.IntVar(&b.maxSlices, "max-slices-per-consumer", resourceslice.DefaultMaxSlices,
+		"provider: live ResourceSlices of one consumer that get certificates, the oldest first (-1: no bound)")
+	fs.DurationVar(&b.rekey, "slice-rekey-interval", 0,
+		"provider: shortest time from a ResourceSlice's certificate to one for another CSR of it; 0: half the lifetime of the certificate it holds; negative: no bound")
+	fs.IntVar(&b.perHour, "slice-certificates-per-hour", resourceslice.DefaultCertificatesPerHour,
+		"provider: certificates for new ResourceSlice requests of one consumer signed in any hour (-1: no bound)")
+}
+
+// validate refuses a count of 0: resourceslice.Bounds would read it as
+// the default, not as what an operator who writes it may mean.
+func (b *sliceBounds) validate() error {
+	if b.maxSlices == 0 {
+		return fmt.Errorf("--max-slices-per-consumer: 0 would refuse every slice: give a positive count, or -1 for no bound")
+	}
+	if b.perHour == 0 {
+		return fmt.Errorf("--slice-certificates-per-hour: 0 would refuse every slice: give a positive count, or -1 for no bound")
+	}
+	return nil
+}
+
+// configure sets the bounds in pc.
+func (b *sliceBounds) configure(pc *controllers.ProviderConfig) {
+	pc.SliceBounds = resourceslice.Bounds{MaxSlices: b.maxSlices, RekeyInterval: b.rekey, CertificatesPerHour: b.perHour}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,32 @@ func TestSliceOfferFlags(t *testing.T) {
 		"--load-balancer-classes=Not Valid",
 		"--cluster-labels=novalue",
 		"--cluster-labels=zone=not valid",
+	} {
+		err := run(context.Background(), []string{"--cluster-id=cl-a", bad}, &rest.Config{}, io.Discard, io.Discard)
+		require.ErrorIs(t, err, errUsage, bad)
+	}
+}
+
+func TestSliceBoundsFlags(t *testing.T) {
+	boundsOf := func(t *testing.T, args ...string) resourceslice.Bounds {
+		t.Helper()
+		o, err := parse(append([]string{"--cluster-id=cl-a"}, args...), io.Discard)
+		require.NoError(t, err)
+		var pc controllers.ProviderConfig
+		o.bounds.configure(&pc)
+		return pc.SliceBounds
+	}
+	require.Equal(t, resourceslice.Bounds{MaxSlices: resourceslice.DefaultMaxSlices, CertificatesPerHour: resourceslice.DefaultCertificatesPerHour},
+		boundsOf(t), "the defaults, stated")
+	require.Equal(t, resourceslice.Bounds{MaxSlices: 8, RekeyInterval: 90 * time.Minute, CertificatesPerHour: 20},
+		boundsOf(t, "--max-slices-per-consumer=8", "--slice-rekey-interval=90m", "--slice-certificates-per-hour=20"))
+	require.Equal(t, resourceslice.Bounds{MaxSlices: -1, RekeyInterval: -1, CertificatesPerHour: -1},
+		boundsOf(t, "--max-slices-per-consumer=-1", "--slice-rekey-interval=-1ns", "--slice-certificates-per-hour=-1"))
+	for _, bad := range []string{
+		"--max-slices-per-consumer=0",
+		"--max-slices-per-consumer=many",
+		"--slice-certificates-per-hour=0",
+		"--slice-rekey-interval=soon",
 	} {
 		err := run(context.Background(), []string{"--cluster-id=cl-a", bad}, &rest.Config{}, io.Discard, io.Discard)
 		require.ErrorIs(t, err, errUsage, bad)

@@ -80,8 +80,8 @@ func clusterArgs(t *testing.T, p peer) []string {
 // startCurrent runs this build's kubepact-controller on p, in the test's
 // process, as the ServiceAccount config/ makes, with the args of the
 // Deployment config/ ships: listen ports off, the lease in the
-// Deployment's namespace (a pod's own), and clusterArgs.
-func startCurrent(ctx context.Context, t *testing.T, p peer) *replica {
+// Deployment's namespace (a pod's own), clusterArgs, and extra.
+func startCurrent(ctx context.Context, t *testing.T, p peer, extra ...string) *replica {
 	t.Helper()
 	var args []string
 	for _, a := range deploymentArgs(ctx, t, filepath.Join("..", "..", "config")) {
@@ -94,7 +94,7 @@ func startCurrent(ctx context.Context, t *testing.T, p peer) *replica {
 		args = append(args, a)
 	}
 	args = append(args, "--leader-election-namespace=kubepact-system")
-	return start(t, p.side, append(args, clusterArgs(t, p)...)...)
+	return start(t, p.side, append(append(args, clusterArgs(t, p)...), extra...)...)
 }
 
 // peerBothWays makes a consumer of b and b a consumer of a, each through

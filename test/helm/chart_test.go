@@ -101,6 +101,7 @@ func TestTemplateValues(t *testing.T) {
 		"keyNamespace", "liqo-system",
 		"policy", "strict",
 		"certificateLifetime", "72h",
+		"sliceBounds.maxSlicesPerConsumer", 16, "sliceBounds.rekeyInterval", "12h", "sliceBounds.certificatesPerHour", 1000000,
 		"localCA.secretName", "kubepact-ca",
 		"extraArgs", []any{"--tenant-namespace-pod-security=privileged"},
 		"resources", map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"memory": "512Mi"}},
@@ -125,6 +126,7 @@ func TestTemplateValues(t *testing.T) {
 		"--roles=provider", "--leader-elect", "--metrics-bind-address=:9443", "--health-probe-bind-address=:8081", "--zap-encoder=json",
 		"--cluster-id=cl-platform", "--api-server-url=https://api.platform.example:6443", "--key-namespace=liqo-system",
 		"--policy=strict", "--certificate-lifetime=72h",
+		"--max-slices-per-consumer=16", "--slice-rekey-interval=12h", "--slice-certificates-per-hour=1000000",
 		"--local-ca-cert-file=/etc/kubepact/local-ca/tls.crt", "--local-ca-key-file=/etc/kubepact/local-ca/tls.key",
 		"--tenant-namespace-pod-security=privileged",
 	}, c.Args)
@@ -255,6 +257,12 @@ func TestSchemaRefuses(t *testing.T) {
 		{"an API server URL without https", values("apiServerURL", "http://api:6443"), "/apiServerURL", &kind.Pattern{}},
 		{"both priority classes", values("priorityClass.create", true, "priorityClassName", "platform-critical"), "/priorityClassName", &kind.MaxLength{}},
 		{"a NetworkPolicy without metrics", values("networkPolicy.enabled", true, "metrics.enabled", false), "/metrics/enabled", &kind.Const{}},
+		{"no slice at all", values("sliceBounds.maxSlicesPerConsumer", 0), "/sliceBounds/maxSlicesPerConsumer", &kind.Not{}},
+		{"a slice bound below -1", values("sliceBounds.maxSlicesPerConsumer", -2), "/sliceBounds/maxSlicesPerConsumer", &kind.Minimum{}},
+		{"no certificate an hour", values("sliceBounds.certificatesPerHour", 0), "/sliceBounds/certificatesPerHour", &kind.Not{}},
+		{"a string for a rate", values("sliceBounds.certificatesPerHour", "128/h"), "/sliceBounds/certificatesPerHour", &kind.Type{}},
+		{"a re-key interval that is no duration", values("sliceBounds.rekeyInterval", "1d"), "/sliceBounds/rekeyInterval", &kind.Pattern{}},
+		{"an unknown slice bound", values("sliceBounds.maxSlices", 8), "/sliceBounds", &kind.AdditionalProperties{}},
 		{"an unknown toleration key", values("tolerations", []any{map[string]any{"keys": "x"}}), "/tolerations/0", &kind.AdditionalProperties{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,7 +293,8 @@ func TestSchemaRefuses(t *testing.T) {
 		})
 	}
 	// The values as shipped pass, and so do the representative ones.
-	for _, vals := range []map[string]any{nil, values("replicas", 1, "roles", []any{"consumer"}, "certificateLifetime", "1h30m")} {
+	for _, vals := range []map[string]any{nil, values("replicas", 1, "roles", []any{"consumer"}, "certificateLifetime", "1h30m"),
+		values("sliceBounds.maxSlicesPerConsumer", -1, "sliceBounds.certificatesPerHour", -1, "sliceBounds.rekeyInterval", "0s")} {
 		_, err := renderRelease(ch, vals)
 		require.NoError(t, err, "%v", vals)
 	}
