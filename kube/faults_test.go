@@ -112,17 +112,18 @@ func TestLostResponseAtEveryRequest(t *testing.T) {
 				} else {
 					require.ErrorIs(t, err, errResponseLost)
 				}
-				keyBefore, _ := kube.NewKeyStore(consumer.client, keyNS).Get(ctx)
+				// The identity's own key, as Authenticate asks for one.
+				keyBefore, _ := kube.NewKeyring(consumer.client, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
 
 				pLose.Store(0)
 				cLose.Store(0)
 				done, err := kubepact.Authenticate(ctx, c, p, nil)
 				require.NoError(t, err, "the handshake completes when run again")
 				checkSingleIdentity(t, ctx, providerID, consumerID)
-				if keyBefore != nil {
+				if keyBefore.Key != nil {
 					cert, err := done.Kubeconfig.ClientCertificate()
 					require.NoError(t, err)
-					require.True(t, keys.Equal(keyBefore.Public(), cert.PublicKey), "the key stored by the failed run is kept")
+					require.True(t, keys.Equal(keyBefore.Key.Public(), cert.PublicKey), "the key stored by the failed run is kept")
 				}
 			})
 		}
