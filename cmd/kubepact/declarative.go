@@ -71,7 +71,7 @@ var (
 	errProviderNeedsClusterKey = errors.New("the provider refuses a certificate for a key of the identity's own, as Liqo's does")
 	// errNotStrict reports a Tenant whose CSR is for the cluster key,
 	// though the CLI asked the consumer's kubepact-controller for a key of
-	// the identity's own (a kubepact provider, or --strict): nothing was
+	// the identity's own (as it does unless --send-cluster-key): nothing was
 	// applied on the provider.
 	errNotStrict = errors.New("the consumer's controller gives identities no key of their own")
 	// errUntrustedTenant reports a Tenant, read from the consumer's
@@ -358,10 +358,11 @@ type declarativeOptions struct {
 // the CLI applies it only when it is signed with the cluster key that the
 // controller publishes (kube.PublicKeyRecord, written by its ServiceAccount
 // alone), and refuses a consumer whose controller publishes none
-// (errNoPublicKey). When the provider runs kubepact-controller too (as
-// findController tells), or with --strict, the CLI asks for a CSR for a key
-// of the identity's own (controllers.TenantOwnKeyKey), so that the cluster
-// key stays home; a Liqo provider gets the cluster key's CSR it requires.
+// (errNoPublicKey). The CLI asks for a CSR for a key of the identity's own
+// (controllers.TenantOwnKeyKey), so that the cluster key stays home, unless
+// --send-cluster-key asks for the cluster key's CSR, which Liqo's provider
+// requires: what the provider shows of itself never decides it. Liqo's
+// provider refuses the former with InvalidCSR (errProviderNeedsClusterKey).
 // With Liqo's controller on the consumer it builds the Tenant as liqoctl
 // does, with the cluster key it reads.
 //

@@ -88,8 +88,8 @@
 //	authenticate                     connection flags, remote connection flags, --api-server-url, --auth-ca,
 //	                                 --auth-url, --cluster-id, --install-crds, --key-algorithm, --local,
 //	                                 -n/--namespace, --no-token, --nonce-ttl, --policy, --proxy-url,
-//	                                 --remote-cluster-id, --remote-namespace, --replace-endpoint, --strict,
-//	                                 --timeout, --token
+//	                                 --remote-cluster-id, --remote-namespace, --replace-endpoint,
+//	                                 --send-cluster-key, --strict, --timeout, --token
 //	unauthenticate                   connection flags, remote connection flags, --cluster-id, --force,
 //	                                 --local, -n/--namespace, --remote-cluster-id, --remote-namespace,
 //	                                 --revoke, --timeout
@@ -178,8 +178,8 @@
 // Tenant too and writes it beside the signature (key tenant.yaml of the
 // liqo-signed-nonce Secret, proxy URL from its key proxyURL, a CSR for a
 // key of the identity's own when its key ownKey asks for one, as
-// authenticate does when the provider runs kubepact-controller or with
-// --strict): authenticate reads it there, checks that it answers the
+// authenticate always does unless --send-cluster-key, whatever the
+// provider shows of itself): authenticate reads it there, checks that it answers the
 // provider's nonce, that it is signed with the cluster key the controller
 // publishes (ConfigMap kubepact-cluster-public-key in the key namespace,
 // which only the controller may write) and, when asked, that its CSR is
