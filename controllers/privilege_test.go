@@ -14,6 +14,8 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -97,4 +99,31 @@ func TestGrantAfterAcceptanceIsJudged(t *testing.T) {
 		require.Equal(t, issued, waitTenantStatus(ctx, t, consumerID).Status.AuthParams.SignedCRT, "with the certificate issued")
 		require.NoError(t, providerEnv.core.EventsV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
 	}
+}
+
+// A revocation record written by hand, without kube.RevocationLabel, while
+// the controller is down: the restarted controller's cache finds it by
+// name, so the restart does not vouch for the consumer's Tenant, and
+// Accept refuses it.
+func TestUnlabelledRevocationRecordCountsOnRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	ns := clusterid.TenantNamespace(consumerID)
+	stop := startProvider(t, providerID, tenant.Compatible, nil)
+	startConsumer(t, consumerID, keyNS)
+	tn, _ := handshake(ctx, t, providerID, consumerID, keyNS, false)
+	stop()
+
+	_, err := providerEnv.core.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kube.RevocationName},
+		Data: map[string]string{
+			kube.RevocationUntilKey:  time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+			kube.RevocationReasonKey: lifecycle.ReasonRevoked,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	startProvider(t, providerID, tenant.Compatible, nil)
+	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeWarning, controllers.ReasonConsumerRevoked)
 }
