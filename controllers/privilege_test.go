@@ -55,8 +55,8 @@ func TestGrantAfterAcceptanceIsJudged(t *testing.T) {
 	require.True(t, cp && cw, "bound once accepted")
 
 	for _, grant := range []struct {
-		name    string
-		create  func() error
+		name   string
+		create func() error
 		remove func() error
 	}{
 		{"the consumer's user bound to cluster-admin", func() error {
