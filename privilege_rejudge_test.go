@@ -2,6 +2,7 @@ package kubepact_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -99,4 +100,49 @@ func TestAcceptRefusesAConsumerGrantedAPrivilegeLater(t *testing.T) {
 			require.True(t, cp && cw, "bound again")
 		})
 	}
+}
+
+// errUnbind is the fault of a binding's deletion.
+var errUnbind = errors.New("injected: deleting the binding failed")
+
+// A privileged consumer whose bindings Accept fails to delete gets both
+// errors: the refusal (rbac.ErrPrivilegedUser) and the deletion's, so a
+// caller retries until the bindings go; the next Accept deletes them.
+func TestAcceptRefusingAPrivilegedConsumerReportsAFailedUnbinding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newFaultyPair(t, false)
+	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
+	require.NoError(t, err)
+	stored, err := p.providerCluster.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
+	require.NoError(t, err)
+	r := p.providerCluster.RBAC
+	require.NoError(t, r.ApplyClusterRole(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "everything"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+	}))
+	require.NoError(t, r.ApplyClusterRoleBinding(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "granted-later"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: consumerID}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "everything"},
+	}))
+	p.provider.Recheck(consumerID)
+	p.faults.Set(func(_ context.Context, c fake.Call) error {
+		if c.Op == "RBAC.DeleteRoleBinding" && !c.After {
+			return errUnbind
+		}
+		return nil
+	})
+	_, err = p.provider.Accept(ctx, stored)
+	require.ErrorIs(t, err, rbac.ErrPrivilegedUser)
+	require.ErrorIs(t, err, errUnbind)
+	_, ok := r.RoleBinding(clusterid.TenantNamespace(consumerID), rbac.BindingName(rbac.ControlPlaneClusterRoleName))
+	require.True(t, ok, "still bound: the deletion failed")
+
+	p.faults.Set(nil)
+	_, err = p.provider.Accept(ctx, stored)
+	require.ErrorIs(t, err, rbac.ErrPrivilegedUser)
+	require.NotErrorIs(t, err, errUnbind)
+	_, ok = r.RoleBinding(clusterid.TenantNamespace(consumerID), rbac.BindingName(rbac.ControlPlaneClusterRoleName))
+	require.False(t, ok, "unbound")
 }

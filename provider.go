@@ -255,6 +255,20 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // A re-authentication signed by the stored Tenant's key, with a fresh CSR
 // key or not, is the holder's; so is one signed by the key of a Tenant that
 // was unpeered (see Forget), with the nonce it kept.
+//
+// Before anything is signed it checks that the consumer's identity (its
+// user, the cluster ID, and csr.ControlPlaneOrganization) holds no
+// privilege (rbac.CheckUnprivileged; a pass is trusted for
+// ProviderOptions.RecheckInterval, unless Recheck says otherwise). A
+// refusal (*rbac.PrivilegedError) of a consumer accepted before, whose
+// user or group someone granted a privilege since, deletes the bindings
+// Accept applied (the ControlPlane RoleBinding, and the slice
+// ClusterRoleBinding where the provider binds cluster-wide) and signs
+// nothing: the certificate already issued is not re-signed, and stays
+// valid until it expires, for Kubernetes has no revocation of client
+// certificates. A deletion that fails is joined to the refusal, for the
+// caller to retry. Once the grant goes, the next Accept binds the
+// consumer again, with the certificate it holds while it is fresh.
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	return p.accept(ctx, t, nil, nil)
 }

@@ -631,12 +631,23 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, nil
 	}
 	reason, terminal := reasonOf(err, ReasonAcceptFailed)
-	if filled && reason == ReasonPrivilegedUser {
-		// Accepted before, refused now: Accept deleted its bindings.
+	// A consumer refused as privileged whose bindings Accept failed to
+	// delete (an API error joined to the refusal) is retried until they go.
+	unbound := reason == ReasonPrivilegedUser && !transient(err)
+	if reason == ReasonPrivilegedUser && !unbound {
+		terminal = false
+	}
+	switch {
+	case filled && reason == ReasonPrivilegedUser:
+		// Accepted before, refused now.
 		reason = ReasonConsumerPrivileged
+		done := "its bindings are deleted"
+		if !unbound {
+			done = "deleting its bindings failed and is retried"
+		}
 		r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept",
-			"%v: the consumer's bindings are deleted and its certificate is not re-signed; the certificate issued %s", err, validUntil(t.Status.AuthParams.SignedCRT))
-	} else {
+			"%v: %s and its certificate is not re-signed; the certificate issued %s", err, done, validUntil(t.Status.AuthParams.SignedCRT))
+	default:
 		r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%v", err)
 	}
 	if terminal {
