@@ -140,7 +140,8 @@ func TestRestartAcceptedTenants(t *testing.T) {
 	// An administrator binds a consumer's user to cluster-admin while the
 	// controller is down: the restart does not vouch for its Tenant (a
 	// binding other than kubepact's names the consumer), and Accept,
-	// judging its privileges, refuses it and deletes its binding.
+	// judging its privileges, refuses it and deletes its bindings, as the
+	// controller's ServiceAccount, under its admission policy.
 	again.release()
 	granted := ids[1]
 	_, err = s.admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
@@ -151,9 +152,10 @@ func TestRestartAcceptedTenants(t *testing.T) {
 	require.NoError(t, err)
 	startSettled(ctx, t, s, pod, probe, args, n)
 	grantedBindings := s.admin.RbacV1().RoleBindings(clusterid.TenantNamespace(granted))
-	eventually(t, "the granted consumer's binding deleted on the restart", func() bool {
+	eventually(t, "the granted consumer's bindings deleted on the restart", func() bool {
 		_, err := grantedBindings.Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
+		_, cerr := s.admin.RbacV1().ClusterRoleBindings().Get(ctx, rbac.ResourceSliceClusterRoleBindingName(granted), metav1.GetOptions{})
+		return apierrors.IsNotFound(err) && apierrors.IsNotFound(cerr)
 	})
 	eventually(t, "a ConsumerPrivileged Event", func() bool {
 		list, err := s.admin.EventsV1().Events(clusterid.TenantNamespace(granted)).List(ctx, metav1.ListOptions{})
