@@ -30,15 +30,34 @@ type BindingReader interface {
 	ClusterRoleBindingApplied(ctx context.Context, b *rbacv1.ClusterRoleBinding) (bool, error)
 }
 
+// GrantReader finds the bindings that grant an identity something, other
+// than the ControlPlane RoleBinding a provider applies: typically from an
+// index of a cache of every RoleBinding and ClusterRoleBinding (see
+// rbac.RoleBindingGrantees, rbac.ClusterRoleBindingGrantees).
+//
+// Grants returns the kinds and names of the bindings whose subjects name
+// user or one of groups (rbac.IdentityKeys), none when there are none. It
+// only reads; an error is a failed read.
+type GrantReader interface {
+	Grants(ctx context.Context, user string, groups []string) ([]string, error)
+}
+
 // CachedRecords are the provider's own records of its consumers as a
 // cache of them holds them (a controller's informers), which Unchanged
 // reads instead of asking the API server: the nonce as Peek has it at
-// hand, the others through their Get methods. All are required.
+// hand, the others through their Get methods, and the grants that name a
+// consumer's identity. All are required.
+//
+// A record whose absence lets Unchanged vouch for a Tenant (a revocation
+// record, a grant) must be found by its name or its subjects, never by a
+// label its writer could leave off: a cache that selects such records by
+// label would hide them.
 type CachedRecords struct {
 	Nonces       nonce.Peeker
 	Certificates csr.Cache
 	Revocations  lifecycle.Revocations
 	Bindings     BindingReader
+	Grants       GrantReader
 }
 
 // Unchanged reports whether Accept of the stored Tenant t would ask
@@ -54,6 +73,10 @@ type CachedRecords struct {
 //   - t is a handshake's Tenant, neither being deleted nor drained, and no
 //     revocation record is in force for its consumer (lifecycle.Admit, on
 //     the cached record);
+//   - no binding but the ControlPlane RoleBinding Accept applies names the
+//     consumer's user or a group of its certificate (recs.Grants): a
+//     grant someone made may be a privilege, which only Accept's
+//     rbac.CheckUnprivileged judges;
 //   - t carries what Accept records (storedTenant, with kubepact's
 //     finalizer unless NoFinalizer), and a status Accept wrote: the
 //     endpoint's server and CA, the tenant namespace, and a certificate;
@@ -70,17 +93,21 @@ type CachedRecords struct {
 //     ControlPlane RoleBinding owned by t.
 //
 // Why each step of Accept may be skipped then: the privilege check
-// (rbac.CheckUnprivileged) and the peer roles guard what is signed and
-// bound, and nothing is; the nonce was redeemed by this very Tenant; the
-// certificate record, the nonce, the revocation record and the bindings
-// are the provider's own objects, which a consumer cannot write (its
-// ControlPlane role grants none of them), so a cache of them can only be
-// behind the API server, never wrong in a way a peer chose. A cache behind
-// makes Unchanged report a change (Accept then reads the API server), or
-// report unchanged for a state that was true moments ago: Accept would
-// then have written nothing either, and the change that follows requeues
-// the Tenant (a controller watches the Tenant and its revocation record; a
-// binding someone deletes is applied again at the Tenant's next
+// (rbac.CheckUnprivileged) judges what the bindings naming the consumer's
+// user and groups grant, and none names them but kubepact's own (what
+// every authenticated user is granted, rbac.AuthenticatedGroup, is left to
+// Accept's next check, at the Tenant's re-signing or change); the peer
+// roles guard what is signed and bound, and nothing is; the nonce was
+// redeemed by this very Tenant; the certificate record, the nonce, the
+// revocation record and the bindings are objects a consumer cannot write
+// (its ControlPlane role grants none of them), so a cache of them can
+// only be behind the API server, never wrong in a way a peer chose. A
+// cache behind makes Unchanged report a change (Accept then reads the API
+// server), or report unchanged for a state that was true moments ago:
+// Accept would then have written nothing either, and the change that
+// follows requeues the Tenant (a controller watches the Tenant, its
+// revocation record and the bindings that name its consumer; a binding of
+// kubepact's own someone deletes is applied again at the Tenant's next
 // reconcile). Unchanged never grants, writes or signs anything.
 func (p *Provider) Unchanged(ctx context.Context, t *authv1beta1.Tenant, recs CachedRecords) (*authv1beta1.Identity, bool) {
 	id, err := p.unchanged(ctx, t, recs)
@@ -92,7 +119,7 @@ var errChanged = errors.New("changed")
 
 func (p *Provider) unchanged(ctx context.Context, t *authv1beta1.Tenant, recs CachedRecords) (*authv1beta1.Identity, error) {
 	if p.endpoint.Server == "" || len(p.endpoint.CA) == 0 || recs.Nonces == nil || recs.Certificates == nil ||
-		recs.Revocations == nil || recs.Bindings == nil || t == nil || t.DeletionTimestamp != nil || t.UID == "" ||
+		recs.Revocations == nil || recs.Bindings == nil || recs.Grants == nil || t == nil || t.DeletionTimestamp != nil || t.UID == "" ||
 		lifecycle.FlowOf(t) != lifecycle.FlowHandshake ||
 		lifecycle.Condition(t.Spec.TenantCondition) == authv1beta1.TenantConditionDrained {
 		return nil, errChanged
@@ -124,6 +151,11 @@ func (p *Provider) unchanged(ctx context.Context, t *authv1beta1.Tenant, recs Ca
 		if err := r.Check(now); err != nil {
 			return nil, err
 		}
+	}
+	// A binding that names the consumer, other than kubepact's own, is a
+	// grant only the privilege check judges: Accept decides.
+	if grants, err := recs.Grants.Grants(ctx, consumerID, controlPlaneGroups()); err != nil || len(grants) > 0 {
+		return nil, errors.Join(errChanged, err)
 	}
 	v := verifiable(t)
 	e, ok := recs.Nonces.Peek(ctx, consumerID)

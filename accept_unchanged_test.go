@@ -29,7 +29,31 @@ func cachedRecords(c *fake.Cluster) kubepact.CachedRecords {
 		Certificates: c.Certificates,
 		Revocations:  c.Revocations,
 		Bindings:     fakeBindings{c.RBAC},
+		Grants:       fakeGrants{c.RBAC},
 	}
+}
+
+// fakeGrants is a kubepact.GrantReader over a fake RBAC, which it scans as
+// a controller's index of its cache finds the bindings
+// (rbac.RoleBindingGrantees, rbac.ClusterRoleBindingGrantees).
+type fakeGrants struct{ rbac *fake.RBAC }
+
+func (g fakeGrants) Grants(_ context.Context, user string, groups []string) ([]string, error) {
+	want := rbac.IdentityKeys(user, groups)
+	names := func(keys []string, name string) []string {
+		if slices.ContainsFunc(keys, func(k string) bool { return slices.Contains(want, k) }) {
+			return []string{name}
+		}
+		return nil
+	}
+	var found []string
+	for _, b := range g.rbac.RoleBindings.Objects("") {
+		found = append(found, names(rbac.RoleBindingGrantees(b), "RoleBinding "+b.Namespace+"/"+b.Name)...)
+	}
+	for _, b := range g.rbac.ClusterRoleBindings.Objects("") {
+		found = append(found, names(rbac.ClusterRoleBindingGrantees(b), "ClusterRoleBinding "+b.Name)...)
+	}
+	return found, nil
 }
 
 // peeker peeks at a nonce store's entries with Get.
@@ -111,6 +135,23 @@ func TestUnchanged(t *testing.T) {
 		{"a revocation in force", func(t *testing.T, p *pair, _ *authv1beta1.Tenant) {
 			require.NoError(t, p.providerCluster.Revocations.Put(ctx, lifecycle.Revocation{
 				ConsumerID: consumerID, Until: p.clock.Now().Add(time.Hour), Reason: lifecycle.ReasonRevoked}))
+		}},
+		{"a ClusterRoleBinding names the consumer's user", func(t *testing.T, p *pair, _ *authv1beta1.Tenant) {
+			require.NoError(t, p.providerCluster.RBAC.ApplyClusterRoleBinding(ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "someone-granted"},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: consumerID}},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			}))
+		}},
+		{"a RoleBinding names the group of its certificate", func(t *testing.T, p *pair, _ *authv1beta1.Tenant) {
+			require.NoError(t, p.providerCluster.RBAC.ApplyRoleBinding(ctx, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "someone-granted"},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: csr.ControlPlaneOrganization}},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+			}))
+		}},
+		{"a second ControlPlane RoleBinding elsewhere", func(t *testing.T, p *pair, _ *authv1beta1.Tenant) {
+			require.NoError(t, p.providerCluster.RBAC.ApplyRoleBinding(ctx, rbac.ControlPlaneRoleBinding("kube-system", consumerID)))
 		}},
 		{"the certificate due for re-signing", func(_ *testing.T, p *pair, _ *authv1beta1.Tenant) {
 			p.clock.Step(kubepact.DefaultCertificateLifetime * 9 / 10)

@@ -266,6 +266,20 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // A re-authentication signed by the stored Tenant's key, with a fresh CSR
 // key or not, is the holder's; so is one signed by the key of a Tenant that
 // was unpeered (see Forget), with the nonce it kept.
+//
+// Before anything is signed it checks that the consumer's identity (its
+// user, the cluster ID, and csr.ControlPlaneOrganization) holds no
+// privilege (rbac.CheckUnprivileged; a pass is trusted for
+// ProviderOptions.RecheckInterval, unless Recheck says otherwise). A
+// refusal (*rbac.PrivilegedError) of a consumer accepted before, whose
+// user or group someone granted a privilege since, deletes the bindings
+// Accept applied (the ControlPlane RoleBinding, and the slice
+// ClusterRoleBinding where the provider binds cluster-wide) and signs
+// nothing: the certificate already issued is not re-signed, and stays
+// valid until it expires, for Kubernetes has no revocation of client
+// certificates. A deletion that fails is joined to the refusal, for the
+// caller to retry. Once the grant goes, the next Accept binds the
+// consumer again, with the certificate it holds while it is fresh.
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	return p.accept(ctx, t, nil, nil)
 }
@@ -382,7 +396,7 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 		privileges = p.checkPrivileges(asking, consumerID)
 	}
 	if err := privileges(); err != nil {
-		return nil, stepError(StepCertificateIssued, err)
+		return nil, stepError(StepCertificateIssued, p.refusePrivileged(ctx, consumerID, err))
 	}
 
 	// The role the consumer is bound to must be installed before anything
@@ -576,20 +590,67 @@ func (p *Provider) preverified(t *authv1beta1.Tenant, e nonce.Entry, digest []by
 	return v
 }
 
+// controlPlaneGroups are the groups of a ControlPlane certificate, whose
+// user is the consumer ID: what the privilege check judges with it.
+func controlPlaneGroups() []string { return []string{csr.ControlPlaneOrganization} }
+
 // checkPrivileges starts rbac.CheckUnprivileged for consumerID, unless it
-// passed within RecheckInterval, and returns the function that waits for
-// its answer.
+// passed within RecheckInterval and no Recheck came since, and returns the
+// function that waits for its answer. A pass is remembered only when no
+// Recheck came while it was asked: its answers may predate the grant.
 func (p *Provider) checkPrivileges(ctx context.Context, consumerID string) func() error {
 	if p.unprivileged.fresh(consumerID, p.opts.Clock.Now()) {
 		return func() error { return nil }
 	}
+	since := p.unprivileged.generation()
 	return startErr(func() error {
-		if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
+		if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, controlPlaneGroups()); err != nil {
 			return err
 		}
-		p.unprivileged.pass(consumerID, p.opts.Clock.Now())
+		p.unprivileged.passSince(consumerID, p.opts.Clock.Now(), since)
 		return nil
 	})
+}
+
+// Recheck makes the next Accept of each of consumerIDs check its
+// privileges again (rbac.CheckUnprivileged), however recently they
+// passed (ProviderOptions.RecheckInterval). A controller calls it when a
+// binding that names a consumer's user or groups changes, before it
+// requeues the consumer's Tenant.
+func (p *Provider) Recheck(consumerIDs ...string) {
+	for _, id := range consumerIDs {
+		p.unprivileged.forget(id)
+	}
+}
+
+// refusePrivileged returns err, the privilege check's failure for
+// consumerID. When err is a refusal (rbac.ErrPrivilegedUser), and not a
+// check that could not tell, it first deletes the bindings Accept applies
+// (the ControlPlane RoleBinding and, where the provider binds
+// cluster-wide, the slice ClusterRoleBinding): a consumer accepted before
+// its user or a group of its certificate was granted a privilege keeps
+// nothing kubepact bound. The certificate already issued is not re-signed,
+// and stays valid until it expires. A deletion that fails is joined to err.
+func (p *Provider) refusePrivileged(ctx context.Context, consumerID string, err error) error {
+	if !errors.Is(err, rbac.ErrPrivilegedUser) {
+		return err
+	}
+	namespace := clusterid.TenantNamespace(consumerID)
+	var unbind, unbindCluster error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		unbind = p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName))
+	})
+	if p.ports.ClusterRBAC != nil {
+		wg.Go(func() {
+			unbindCluster = p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID))
+		})
+	}
+	wg.Wait()
+	if unbind != nil || unbindCluster != nil {
+		return errors.Join(err, unbind, unbindCluster)
+	}
+	return err
 }
 
 // readCache starts reading the certificate cached under key and returns

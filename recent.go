@@ -19,6 +19,9 @@ type recent struct {
 	mu      sync.Mutex
 	passed  map[string]time.Time
 	sweepAt int
+	// forgets counts the calls of forget: a check that began before one
+	// may have asked before what made it forget.
+	forgets uint64
 }
 
 func newRecent(ttl time.Duration) *recent {
@@ -36,13 +39,29 @@ func (r *recent) fresh(key string, now time.Time) bool {
 	return ok && !now.Before(at) && now.Sub(at) < r.ttl
 }
 
+// generation returns the number of forgets so far, for passSince.
+func (r *recent) generation() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.forgets
+}
+
 // pass records that key passed at now.
 func (r *recent) pass(key string, now time.Time) {
+	r.passSince(key, now, r.generation())
+}
+
+// passSince records that key passed at now, in a check that began at
+// generation since, unless a forget (of any key) came after it began.
+func (r *recent) passSince(key string, now time.Time, since uint64) {
 	if r.ttl <= 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.forgets != since {
+		return
+	}
 	r.passed[key] = now
 	if len(r.passed) < r.sweepAt {
 		return
@@ -55,9 +74,11 @@ func (r *recent) pass(key string, now time.Time) {
 	r.sweepAt = max(64, 2*len(r.passed))
 }
 
-// forget drops key, so that its next check runs.
+// forget drops key, so that its next check runs, and keeps a check
+// already begun from recording a pass.
 func (r *recent) forget(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.passed, key)
+	r.forgets++
 }

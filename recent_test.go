@@ -29,3 +29,21 @@ func TestRecentSweepsExpiredEntries(t *testing.T) {
 		t.Fatal("a pass in the future of now is not fresh")
 	}
 }
+
+// A check that began before a forget records no pass: its answers may
+// predate what made the provider forget (Provider.Recheck).
+func TestRecentForgetDuringACheck(t *testing.T) {
+	t.Parallel()
+	r := newRecent(time.Minute)
+	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	since := r.generation()
+	r.forget("cl-a")
+	r.passSince("cl-a", now, since)
+	if r.fresh("cl-a", now) {
+		t.Fatal("a pass from a check begun before a forget must not count")
+	}
+	r.passSince("cl-a", now, r.generation())
+	if !r.fresh("cl-a", now) {
+		t.Fatal("a pass from a check begun after the forget counts")
+	}
+}

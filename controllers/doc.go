@@ -210,7 +210,11 @@
 //     update (the OwnerReferencesPermissionEnforcement admission plugin);
 //     secrets: get, create, patch, delete (liqo-remote-certificate and the
 //     nonce, in tenant namespaces); rolebindings: get, create, patch, delete
-//     in tenant namespaces; clusterroles: get and bind on
+//     in tenant namespaces, and list, watch cluster-wide (every binding, so
+//     that one naming a consumer's user or group has its privileges
+//     judged again); clusterrolebindings: list, watch (the same), delete
+//     (a refused consumer's slice binding); configmaps: list, watch (the
+//     revocation records, by name); clusterroles: get and bind on
 //     liqo-remote-controlplane, which must be installed (config/roles,
 //     Liqo's chart, or rbac.Install); authorization.k8s.io subjectaccessreviews:
 //     create; renews: list, watch, delete (the Renews the consumer's
@@ -327,19 +331,34 @@
 // verifies against the nonce it redeemed, under the current policy, its
 // certificate record holds its CSR and the certificate of its status,
 // which is not yet due for re-signing, no revocation record is in force,
-// and its bindings are in place. It then costs no request of its own: no
-// SubjectAccessReview, no CSR and no write; the cluster-wide bindings of
-// every Tenant are read with one list (ClusterBindingsTTL), since the
-// controller's role may not watch them. Only a Tenant's first reconcile
-// since the process started is judged so; anything else, a Tenant requeued
-// by a change or by its re-signing included, goes through Accept, which
-// decides on what the API server stores. The manager's
-// cache (CacheOptions) keeps only kubepact's objects, without their
+// its bindings are in place, and no other binding names the consumer's
+// user or the group of its certificate (liqo.io). It then costs no request
+// of its own: no SubjectAccessReview, no CSR and no write. Only a
+// Tenant's first reconcile since the process started is judged so;
+// anything else, a Tenant requeued by a change or by its re-signing
+// included, goes through Accept, which decides on what the API server
+// stores. The manager's cache (CacheOptions) keeps, without their
 // managedFields: nonce and certificate-record Secrets, revocation
-// ConfigMaps, kubepact's RoleBindings (a ControlPlane binding someone
-// deletes is applied again at its Tenant's next reconcile), and the peers'
-// CertificateSigningRequests, not every CSR of the cluster. Idle, with
-// nothing changing, the provider makes no request but its leader
-// election's and its watches' renewals (the readiness check watches the two
-// peer roles); no Tenant is requeued before its certificate's re-signing.
+// ConfigMaps (by name), every RoleBinding and ClusterRoleBinding (without
+// annotations; a ControlPlane binding someone deletes is applied again at
+// its Tenant's next reconcile), and the peers' CertificateSigningRequests,
+// not every CSR of the cluster. Idle, with nothing changing, the provider
+// makes no request but its leader election's and its watches' renewals
+// (the readiness check watches the two peer roles); no Tenant is requeued
+// before its certificate's re-signing.
+//
+// # Privileges judged again
+//
+// The privilege check (rbac.CheckUnprivileged) runs in Accept, but a
+// grant can come after it: a RoleBinding or ClusterRoleBinding created,
+// changed or deleted that names a consumer's user (its cluster ID) or the
+// group of ControlPlane certificates (liqo.io, which requeues every
+// Tenant) requeues the Tenant, and the provider forgets that its
+// privileges passed (kubepact.Provider.Recheck), so Accept asks again.
+// The provider's own bindings (rbac.IsControlPlaneRoleBinding, the slice
+// ClusterRoleBinding) requeue nothing: a provider that unpeers deletes them
+// before the Tenant. A consumer refused then loses its bindings, its
+// certificate is not re-signed, and a ConsumerPrivileged Event says until
+// when the certificate issued stays valid; when the grant goes, the
+// binding's deletion requeues the Tenant and Accept binds it again.
 package controllers

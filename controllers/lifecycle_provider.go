@@ -89,8 +89,8 @@ func watchSlices(b *builder.Builder, reader client.Reader) *builder.Builder {
 }
 
 // watchRevocations requeues a consumer's Tenant when its revocation record
-// (kube.RevocationName, labelled kube.RevocationLabel) is deleted, so that
-// a Tenant refused while it was in force is accepted as soon as the
+// (kube.RevocationName in its tenant namespace) is deleted, so that a
+// Tenant refused while it was in force is accepted as soon as the
 // administrator readmits the consumer (kubepact readmit tenant), without
 // being touched. A record created or changed needs no requeue: Accept
 // reads it on every attempt, and a refused Tenant is retried when it ends.
@@ -104,15 +104,14 @@ func watchRevocations(b *builder.Builder) *builder.Builder {
 }
 
 // tenantOfRevocation maps a revocation record to the Tenant of its
-// consumer: the record must be kube.RevocationName in the tenant namespace
-// of the cluster ID of its clusterid.Label. It only says what to requeue.
-func tenantOfRevocation(_ context.Context, o client.Object) []reconcile.Request {
-	id := o.GetLabels()[clusterid.Label]
-	if o.GetName() != kube.RevocationName || o.GetLabels()[kube.RevocationLabel] != "true" ||
-		clusterid.Validate(id) != nil || o.GetNamespace() != clusterid.TenantNamespace(id) {
+// consumer: the record is kube.RevocationName in the tenant namespace of
+// the consumer, whatever its labels say (kube.Revocations.Get reads it by
+// name). It only says what to requeue.
+func tenantOfRevocation(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetName() != kube.RevocationName {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: id}}}
+	return tenantOfSlice(ctx, o)
 }
 
 // tenantOfSlice maps a ResourceSlice to the Tenant of its tenant

@@ -79,8 +79,8 @@ const ControlPlaneIdentity = "ControlPlane"
 // refusalReasons are the reasons reasonOf finds terminal.
 var refusalReasons = []string{
 	ReasonInvalidTenant, ReasonNonceNotFound, ReasonNonceRedeemed, ReasonNonceExpired, ReasonInvalidSignature,
-	ReasonTranscriptRejected, ReasonCSRRejected, ReasonCSRDenied, ReasonPrivilegedUser, ReasonIdentityHeld,
-	ReasonConsumerRevoked, ReasonTenantDrained, ReasonTransitionRefused,
+	ReasonTranscriptRejected, ReasonCSRRejected, ReasonCSRDenied, ReasonPrivilegedUser, ReasonConsumerPrivileged,
+	ReasonIdentityHeld, ReasonConsumerRevoked, ReasonTenantDrained, ReasonTransitionRefused,
 }
 
 // handshakeReasons returns, for every flow and result, the reasons the

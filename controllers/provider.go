@@ -35,7 +35,6 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
-	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
@@ -257,22 +256,26 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		return fmt.Errorf("controllers: %s: %w", NonceControllerName, err)
 	}
 
-	bindings := newBindingReader(mgr.GetClient(), cs, realClock(cfg.Clock))
+	if err := indexGrantees(context.Background(), mgr); err != nil {
+		return err
+	}
 	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName), clock: realClock(cfg.Clock), gate: inFlight,
-		bindings: bindings,
 		// The provider's own records, as the manager's cache holds them
-		// (CacheOptions): Unchanged reads them instead of the API server.
+		// (CacheOptions), and the bindings that name a consumer, by
+		// granteeIndex: Unchanged reads them instead of the API server.
 		cached: kubepact.CachedRecords{
 			Nonces:       nonces,
 			Certificates: kube.NewCertificateCache(cs).WithReader(mgr.GetClient()),
 			Revocations:  kube.NewRevocations(cs).WithReader(mgr.GetClient()),
-			Bindings:     bindings,
+			Bindings:     newBindingReader(mgr.GetClient()),
+			Grants:       grantReader{cache: mgr.GetClient()},
 		}}
 	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	b = watchSlices(b, mgr.GetClient())
 	b = watchRevocations(b)
+	b = tr.watchGrants(b)
 	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
 			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(settled))
@@ -538,10 +541,8 @@ type tenantReconciler struct {
 	gate     *gate // left once a Tenant is accepted or refused
 	// cached are the provider's records as the manager's cache holds
 	// them, on which an accepted Tenant that changed in nothing is left
-	// as it is (kubepact.Provider.Unchanged), and bindings what says its
-	// bindings are in place.
-	cached   kubepact.CachedRecords
-	bindings *bindingReader
+	// as it is (kubepact.Provider.Unchanged).
+	cached kubepact.CachedRecords
 
 	// conditions are the Tenants' conditions last enforced, by consumer
 	// ID, to count transitions (kubepact_tenant_transitions_total);
@@ -620,9 +621,6 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	switch {
 	case err == nil:
 		r.gate.leave(id)
-		if r.bindings != nil {
-			r.bindings.appliedCluster(rbac.ResourceSliceClusterRoleBindingName(id))
-		}
 		now := r.clock.Now()
 		if !filled {
 			r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonTenantAccepted, "Accept", "Tenant status is filled")
@@ -640,7 +638,25 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, nil
 	}
 	reason, terminal := reasonOf(err, ReasonAcceptFailed)
-	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%v", err)
+	// A consumer refused as privileged whose bindings Accept failed to
+	// delete (an API error joined to the refusal) is retried until they go.
+	unbound := reason == ReasonPrivilegedUser && !transient(err)
+	if reason == ReasonPrivilegedUser && !unbound {
+		terminal = false
+	}
+	switch {
+	case filled && reason == ReasonPrivilegedUser:
+		// Accepted before, refused now.
+		reason = ReasonConsumerPrivileged
+		done := "its bindings are deleted"
+		if !unbound {
+			done = "deleting its bindings failed and is retried"
+		}
+		r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept",
+			"%v: %s and its certificate is not re-signed; the certificate issued %s", err, done, validUntil(t.Status.AuthParams.SignedCRT))
+	default:
+		r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%v", err)
+	}
 	if terminal {
 		r.gate.leave(id)
 		metrics.handshake(FlowTenant, ResultRefused, reason)
@@ -724,6 +740,17 @@ func (r *tenantReconciler) removeRenewCopies(ctx context.Context, consumerID str
 		}
 	}
 	return nil
+}
+
+// validUntil says until when the PEM certificate cert is valid, for an
+// Event: "stays valid until <its notAfter>", or less when it does not
+// parse.
+func validUntil(cert []byte) string {
+	leaf, err := csr.ParseCertificate(cert)
+	if err != nil {
+		return "stays valid until it expires"
+	}
+	return "stays valid until " + leaf.NotAfter.UTC().Format(time.RFC3339)
 }
 
 // errInvalidObject is logged for an object a reconciler refuses before

@@ -61,6 +61,13 @@ const (
 	// ReasonPrivilegedUser: the consumer's cluster ID names a user that
 	// already holds permissions on the provider.
 	ReasonPrivilegedUser = "PrivilegedUser"
+	// ReasonConsumerPrivileged: an accepted consumer's user, or a group of
+	// its certificate, was granted a permission kubepact never grants
+	// (rbac.CheckUnprivileged, judged again when a binding naming it
+	// changes): its bindings are deleted and its certificate is not
+	// re-signed; the certificate already issued stays valid until it
+	// expires. Accepted again once the grant goes.
+	ReasonConsumerPrivileged = "ConsumerPrivileged"
 	// ReasonIdentityHeld: another key holds a live certificate for the
 	// consumer's ID (lifecycle.HeldError); refused until it expires or the
 	// provider forgets the consumer.

@@ -178,10 +178,11 @@ func (a *RBAC) DeleteBinding(ctx context.Context, b lifecycle.Binding) error {
 
 // Revocation records are ConfigMaps named RevocationName in the tenant
 // namespace of their consumer, labelled clusterid.Label with the consumer's
-// ID and RevocationLabel "true" (which a watch selects them by: see
-// controllers.CacheOptions), with data keys RevocationUntilKey (RFC 3339)
-// and RevocationReasonKey. Get reads a record whatever its labels, so a
-// record written by hand without them still counts.
+// ID and RevocationLabel "true", with data keys RevocationUntilKey (RFC
+// 3339) and RevocationReasonKey. Get reads a record by its name, whatever
+// its labels, so a record written by hand without them still counts; a
+// cache that WithReader reads must select the records by name too (see
+// controllers.CacheOptions), not by label.
 const (
 	RevocationName      = "kubepact-revocation"
 	RevocationLabel     = "kubepact.io/revocation"
@@ -203,7 +204,7 @@ type Revocations struct {
 func NewRevocations(client kubernetes.Interface) *Revocations { return &Revocations{client: client} }
 
 // WithReader returns Revocations whose Get reads r, such as a controller's
-// cache of the ConfigMaps labelled RevocationLabel, which the records are;
+// cache of the ConfigMaps named RevocationName, which the records are;
 // Put and Delete still write through rv's client.
 func (rv *Revocations) WithReader(r ctrlclient.Reader) *Revocations {
 	return &Revocations{client: rv.client, reader: r}

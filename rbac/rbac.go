@@ -33,6 +33,14 @@
 // PrivilegeProbes for the identity's user and groups, AuthenticatedGroup
 // included, and refuses any identity that may make one of them.
 //
+// The check is a snapshot: a binding made later grants the same user or
+// group. RoleBindingGrantees and ClusterRoleBindingGrantees give the users
+// and groups (UserKey, GroupKey) a binding grants its role to, the
+// bindings a provider applies left out, so that a controller indexes
+// every binding by them and judges an identity again when a binding that
+// names it changes (IdentityKeys), without asking the authorizer about
+// each identity it holds.
+//
 // # Errors
 //
 // CheckUnprivileged returns a *PrivilegedError, which wraps

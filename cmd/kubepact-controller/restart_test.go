@@ -19,12 +19,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -129,11 +131,44 @@ func TestRestartAcceptedTenants(t *testing.T) {
 	bindings := s.admin.RbacV1().RoleBindings(clusterid.TenantNamespace(ids[0]))
 	name := rbac.BindingName(rbac.ControlPlaneClusterRoleName)
 	require.NoError(t, bindings.Delete(ctx, name, metav1.DeleteOptions{}))
-	startSettled(ctx, t, s, pod, probe, args, n)
+	again, _ := startSettled(ctx, t, s, pod, probe, args, n)
 	eventually(t, "the deleted binding applied again", func() bool {
 		_, err := bindings.Get(ctx, name, metav1.GetOptions{})
 		return err == nil
 	})
+
+	// An administrator binds a consumer's user to cluster-admin while the
+	// controller is down: the restart does not vouch for its Tenant (a
+	// binding other than kubepact's names the consumer), and Accept,
+	// judging its privileges, refuses it and deletes its bindings, as the
+	// controller's ServiceAccount, under its admission policy.
+	again.release()
+	granted := ids[1]
+	_, err = s.admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "admin-grants-" + granted},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: granted}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	startSettled(ctx, t, s, pod, probe, args, n)
+	grantedBindings := s.admin.RbacV1().RoleBindings(clusterid.TenantNamespace(granted))
+	eventually(t, "the granted consumer's bindings deleted on the restart", func() bool {
+		_, err := grantedBindings.Get(ctx, name, metav1.GetOptions{})
+		_, cerr := s.admin.RbacV1().ClusterRoleBindings().Get(ctx, rbac.ResourceSliceClusterRoleBindingName(granted), metav1.GetOptions{})
+		return apierrors.IsNotFound(err) && apierrors.IsNotFound(cerr)
+	})
+	eventually(t, "a ConsumerPrivileged Event", func() bool {
+		list, err := s.admin.EventsV1().Events(clusterid.TenantNamespace(granted)).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, e := range list.Items {
+			if e.Regarding.Name == granted && e.Reason == controllers.ReasonConsumerPrivileged {
+				return true
+			}
+		}
+		return false
+	})
+	_, err = bindings.Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err, "another consumer stays bound")
 }
 
 // restart is what a restart of the controller cost.

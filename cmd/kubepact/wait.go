@@ -60,7 +60,8 @@ var refusals = map[string]bool{
 	controllers.ReasonInvalidNonceSecret: true, controllers.ReasonInvalidTenant: true,
 	controllers.ReasonNonceNotFound: true, controllers.ReasonNonceRedeemed: true, controllers.ReasonNonceExpired: true,
 	controllers.ReasonInvalidSignature: true, controllers.ReasonTranscriptRejected: true, controllers.ReasonCSRRejected: true,
-	controllers.ReasonPrivilegedUser: true, controllers.ReasonIdentityHeld: true, controllers.ReasonCSRDenied: true,
+	controllers.ReasonPrivilegedUser: true, controllers.ReasonConsumerPrivileged: true,
+	controllers.ReasonIdentityHeld: true, controllers.ReasonCSRDenied: true,
 	controllers.ReasonTenantDrained: true, controllers.ReasonConsumerRevoked: true,
 	// kubepact's consumer
 	controllers.ReasonInvalidSignedNonceSecret: true, controllers.ReasonNotTenantNamespace: true,
