@@ -107,11 +107,15 @@ func watchRevocations(b *builder.Builder) *builder.Builder {
 // consumer: the record is kube.RevocationName in the tenant namespace of
 // the consumer, whatever its labels say (kube.Revocations.Get reads it by
 // name). It only says what to requeue.
-func tenantOfRevocation(ctx context.Context, o client.Object) []reconcile.Request {
+func tenantOfRevocation(_ context.Context, o client.Object) []reconcile.Request {
 	if o.GetName() != kube.RevocationName {
 		return nil
 	}
-	return tenantOfSlice(ctx, o)
+	id, ok := strings.CutPrefix(o.GetNamespace(), clusterid.TenantNamespacePrefix)
+	if !ok || clusterid.Validate(id) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: id}}}
 }
 
 // tenantOfSlice maps a ResourceSlice to the Tenant of its tenant
