@@ -57,7 +57,7 @@ func benchmarkHandshake(b *testing.B, prior int) {
 		if err := ks.Create(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}
+		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}, IdentityKeys: &fake.Keyring{}}
 		c, err := kubepact.NewConsumer(id, ports, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -249,7 +249,7 @@ func BenchmarkProviderTenants(b *testing.B) {
 		if err := ks.Create(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}
+		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}, IdentityKeys: &fake.Keyring{}}
 		c, err := kubepact.NewConsumer("cl-consumer-"+strconv.Itoa(i), ports, nil)
 		if err != nil {
 			b.Fatal(err)
