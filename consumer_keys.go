@@ -201,9 +201,11 @@ func (c *Consumer) ownControlPlaneKey(ctx context.Context, providerID string) (b
 // there, stays unattested and is never used. A kubepact-controller calls it
 // at start; it is idempotent, and a key already attested is left as it is.
 //
-// An adopted ControlPlane key of a Strict consumer is replaced at the next
-// renewal, as any key is; see SECURITY.md for what an operator should do
-// about keys that may have been planted before the upgrade.
+// An adopted ControlPlane key is replaced at the identity's next renewal,
+// Strict or not (RenewRequest), and a new CSR is never made for it
+// (controlPlaneCSRKey); an adopted slice key serves its slice until the
+// slice is forgotten. See SECURITY.md for what an operator should do about
+// keys that may have been planted before the upgrade.
 func (c *Consumer) AdoptKeys(ctx context.Context, held []HeldIdentity) error {
 	if c.ports.IdentityKeys == nil {
 		return nil
