@@ -181,6 +181,11 @@ func TestTemplateValues(t *testing.T) {
 	require.NotNil(t, sn)
 	assert.Equal(t, "request.userInfo.username != "+user, matchCondition(t, sn, "controller-service-account"))
 	assert.Equal(t, "request.userInfo.username != 'system:serviceaccount:liqo-system:liqo-controller-manager'", matchCondition(t, sn, "liqo-controller-manager"))
+	kp := find(objects, "ValidatingAdmissionPolicy", "kubepact-key-secrets")
+	require.NotNil(t, kp)
+	assert.Equal(t, "request.userInfo.username != "+user, matchCondition(t, kp, "controller-service-account"))
+	assert.Equal(t, "request.userInfo.username != 'system:serviceaccount:liqo-system:liqo-controller-manager'", matchCondition(t, kp, "liqo-controller-manager"))
+	assert.True(t, strings.HasPrefix(matchCondition(t, kp, "key-secret"), "request.namespace == 'liqo-system' &&"))
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, u := range objects {
 			if u.GetKind() != kind {
