@@ -404,8 +404,8 @@ func TestPolicyFollowsServiceAccount(t *testing.T) {
 				}
 			}
 			// The controller's and the public key record's, and from
-			// config/ the signed-nonce policy.
-			wantPolicies := 3
+			// config/ the signed-nonce and key Secret policies.
+			wantPolicies := 4
 			if tt.render == "controller" {
 				wantPolicies = 2
 			}

@@ -18,7 +18,6 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -35,6 +34,16 @@ type Cluster struct {
 	Typed client.Client
 }
 
+// The keys of the signed-nonce Secret with which kubepact authenticate asks
+// the consumer's kubepact-controller for the Tenant and a key of the
+// identity's own (controllers.TenantKey, controllers.TenantOwnKeyKey: the
+// wire format, written out so that the modules that use this package do not
+// take in the controllers' dependencies).
+const (
+	tenantKey       = "tenant.yaml"
+	tenantOwnKeyKey = "ownKey"
+)
+
 // Wait bounds each wait of Handshake for a controller's answer.
 const Wait = time.Minute
 
@@ -49,7 +58,7 @@ func Handshake(ctx context.Context, p, c Cluster) error {
 
 // HandshakeOwnKey is Handshake as kubepact authenticate runs it between
 // kubepact clusters: the signed-nonce request asks the consumer's
-// controller for the Tenant too (controllers.TenantKey), with a key of the
+// controller for the Tenant too (tenantKey), with a key of the
 // identity's own (controllers.TenantOwnKeyKey), and that Tenant is the one
 // applied on p.
 func HandshakeOwnKey(ctx context.Context, p, c Cluster) error {
@@ -84,7 +93,7 @@ func handshake(ctx context.Context, p, c Cluster, ownKey bool) error {
 	}
 	request := map[string][]byte{nonce.SecretKey: []byte(n.Text())}
 	if ownKey {
-		request[controllers.TenantOwnKeyKey] = []byte(controllers.TenantOwnKey)
+		request[tenantOwnKeyKey] = []byte("true")
 	}
 	if _, err := c.Admin.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: p.ID}},
@@ -96,14 +105,14 @@ func handshake(ctx context.Context, p, c Cluster, ownKey bool) error {
 	if err := until(ctx, c.ID+"'s signature of "+p.ID+"'s nonce", func() (bool, error) {
 		s, err := c.Admin.CoreV1().Secrets(cns).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
 		answered = s
-		return err == nil && len(s.Data[nonce.SignedSecretKey]) > 0 && (!ownKey || len(s.Data[controllers.TenantKey]) > 0), nil
+		return err == nil && len(s.Data[nonce.SignedSecretKey]) > 0 && (!ownKey || len(s.Data[tenantKey]) > 0), nil
 	}); err != nil {
 		return err
 	}
 	var tn *authv1beta1.Tenant
 	if ownKey {
 		var err error
-		if tn, err = tenant.Decode(answered.Data[controllers.TenantKey]); err != nil {
+		if tn, err = tenant.Decode(answered.Data[tenantKey]); err != nil {
 			return fmt.Errorf("the Tenant %s's controller built: %w", c.ID, err)
 		}
 	} else {

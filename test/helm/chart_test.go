@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -183,6 +184,11 @@ func TestTemplateValues(t *testing.T) {
 	require.NotNil(t, sn)
 	assert.Equal(t, "request.userInfo.username != "+user, matchCondition(t, sn, "controller-service-account"))
 	assert.Equal(t, "request.userInfo.username != 'system:serviceaccount:liqo-system:liqo-controller-manager'", matchCondition(t, sn, "liqo-controller-manager"))
+	kp := find(objects, "ValidatingAdmissionPolicy", "kubepact-key-secrets")
+	require.NotNil(t, kp)
+	assert.Equal(t, "request.userInfo.username != "+user, matchCondition(t, kp, "controller-service-account"))
+	assert.Equal(t, "request.userInfo.username != 'system:serviceaccount:liqo-system:liqo-controller-manager'", matchCondition(t, kp, "liqo-controller-manager"))
+	assert.True(t, strings.HasPrefix(matchCondition(t, kp, "key-secret"), "request.namespace == 'liqo-system' &&"))
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, u := range objects {
 			if u.GetKind() != kind {
@@ -264,39 +270,96 @@ func TestSchemaRefuses(t *testing.T) {
 		{"a re-key interval that is no duration", values("sliceBounds.rekeyInterval", "1d"), "/sliceBounds/rekeyInterval", &kind.Pattern{}},
 		{"an unknown slice bound", values("sliceBounds.maxSlices", 8), "/sliceBounds", &kind.AdditionalProperties{}},
 		{"an unknown toleration key", values("tolerations", []any{map[string]any{"keys": "x"}}), "/tolerations/0", &kind.AdditionalProperties{}},
+		// The token server may read and patch its serving Secret: never
+		// the cluster key, an identity key or its own token.
+		{"the cluster key as the serving Secret", values("tokenServer.tlsSecretName", "authentication-keys"), "/tokenServer/tlsSecretName", &kind.Not{}},
+		{"an identity key as the serving Secret", values("tokenServer.tlsSecretName", "kubepact-key-controlplane-cl-a"), "/tokenServer/tlsSecretName", &kind.Not{}},
+		{"the token as the serving Secret", values("tokenServer.tlsSecretName", "auth-token"), "/tokenServer/tlsSecretName", &kind.Not{}},
+		{"a flag with one dash", values("extraArgs", []any{"-key-namespace=other"}), "/extraArgs/0", &kind.Pattern{}},
+		{"a flag and its value in one item", values("extraArgs", []any{"--workers=4", "--key-namespace other"}), "/extraArgs/1", &kind.Not{}},
+		{"a flag's value apart", values("extraArgs", []any{"--key-namespace", "other"}), "/extraArgs/0", &kind.Not{}},
+		{"a bool flag the chart sets", values("extraArgs", []any{"--leader-elect=false"}), "/extraArgs/0", &kind.Not{}},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := renderRelease(ch, tt.vals)
-			require.Error(t, err, "Helm renders nothing with %v", tt.vals)
-
-			coalesced, cerr := chartutil.CoalesceValues(ch, tt.vals)
-			require.NoError(t, cerr)
-			verr := chartutil.ValidateAgainstSingleSchema(coalesced, ch.Schema)
-			var schemaErr chartutil.JSONSchemaValidationError
-			require.ErrorAs(t, verr, &schemaErr, "Helm's schema check of %v", tt.vals)
-
-			var failed *jsonschema.ValidationError
-			require.ErrorAs(t, schema.Validate(asJSON(t, coalesced.AsMap())), &failed)
-			leaves := leafErrors(failed)
-			found := slices.ContainsFunc(leaves, func(e *jsonschema.ValidationError) bool {
-				return "/"+strings.Join(e.InstanceLocation, "/") == tt.where && sameKind(e.ErrorKind, tt.kind)
-			})
-			if !found {
-				for _, e := range leaves {
-					t.Logf("schema error at /%s: %T %v", strings.Join(e.InstanceLocation, "/"), e.ErrorKind, e.ErrorKind.KeywordPath())
-				}
-			}
-			assert.True(t, found, "a %T at %q", tt.kind, tt.where)
-			if ak, ok := findKind[*kind.AdditionalProperties](leaves); ok {
-				assert.Len(t, ak.Properties, 1, "one unknown key, named: %v", ak.Properties)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { requireRefused(t, ch, schema, tt.vals, tt.where, tt.kind) })
 	}
 	// The values as shipped pass, and so do the representative ones.
-	for _, vals := range []map[string]any{nil, values("replicas", 1, "roles", []any{"consumer"}, "certificateLifetime", "1h30m"),
+	for _, vals := range []map[string]any{nil, values("replicas", 1, "roles", []any{"consumer"}, "certificateLifetime", "1h30m",
+		"extraArgs", []any{"--workers=4", "--tenant-namespace-pod-security=privileged"}, "tokenServer.enabled", true, "tokenServer.tlsSecretName", "kubepact-auth-tls-2"),
 		values("sliceBounds.maxSlicesPerConsumer", -1, "sliceBounds.certificatesPerHour", -1, "sliceBounds.rekeyInterval", "0s")} {
 		_, err := renderRelease(ch, vals)
 		require.NoError(t, err, "%v", vals)
+	}
+}
+
+// requireRefused fails t unless Helm refuses to render ch with vals, its
+// schema check failing with a chartutil.JSONSchemaValidationError, and the
+// schema's failure is one of k at where.
+func requireRefused(t *testing.T, ch *chart.Chart, schema *jsonschema.Schema, vals map[string]any, where string, k jsonschema.ErrorKind) {
+	t.Helper()
+	_, err := renderRelease(ch, vals)
+	require.Error(t, err, "Helm renders nothing with %v", vals)
+
+	coalesced, cerr := chartutil.CoalesceValues(ch, vals)
+	require.NoError(t, cerr)
+	verr := chartutil.ValidateAgainstSingleSchema(coalesced, ch.Schema)
+	var schemaErr chartutil.JSONSchemaValidationError
+	require.ErrorAs(t, verr, &schemaErr, "Helm's schema check of %v", vals)
+
+	var failed *jsonschema.ValidationError
+	require.ErrorAs(t, schema.Validate(asJSON(t, coalesced.AsMap())), &failed)
+	leaves := leafErrors(failed)
+	found := slices.ContainsFunc(leaves, func(e *jsonschema.ValidationError) bool {
+		return "/"+strings.Join(e.InstanceLocation, "/") == where && sameKind(e.ErrorKind, k)
+	})
+	if !found {
+		for _, e := range leaves {
+			t.Logf("schema error at /%s: %T %v", strings.Join(e.InstanceLocation, "/"), e.ErrorKind, e.ErrorKind.KeywordPath())
+		}
+	}
+	assert.True(t, found, "a %T at %q", k, where)
+	if ak, ok := findKind[*kind.AdditionalProperties](leaves); ok {
+		assert.Len(t, ak.Properties, 1, "one unknown key, named: %v", ak.Properties)
+	}
+}
+
+// TestSchemaRefusesRenderedFlags: extraArgs takes none of the flags the
+// chart renders into the controller's args, from a value or fixed, in any
+// form the controller's flag package reads: --flag, --flag=v, --flag v in
+// one item, and -flag (one dash). Appended after the chart's, one would
+// override the value the admission policies (keyNamespace), the probes
+// (the probe port) and the replicas' leader election are rendered for. The
+// flags are read off the chart's Deployment, with every value that adds
+// one set, so a flag the template gains is covered or fails here.
+func TestSchemaRefusesRenderedFlags(t *testing.T) {
+	ch := loadChart(t, chartDir)
+	schema := compileSchema(t, ch)
+	var args []string
+	for _, vals := range []map[string]any{nil, values("metrics.enabled", false), values(
+		"clusterID", "cl-a", "apiServerURL", "https://api.example:6443", "keyNamespace", "liqo-system",
+		"policy", "strict", "certificateLifetime", "72h", "localCA.secretName", "kubepact-ca",
+		"sliceBounds.maxSlicesPerConsumer", 8, "sliceBounds.rekeyInterval", "1h", "sliceBounds.certificatesPerHour", 16,
+	)} {
+		args = append(args, deploymentOf(t, render(t, ch, vals)).Spec.Template.Spec.Containers[0].Args...)
+	}
+	flags := map[string]bool{}
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		require.True(t, strings.HasPrefix(a, "--"), "the chart renders %q as --flag", a)
+		flags[name] = true
+	}
+	for _, name := range []string{"key-namespace", "cluster-id", "local-ca-key-file", "leader-elect", "max-slices-per-consumer",
+		"slice-rekey-interval", "slice-certificates-per-hour"} {
+		require.True(t, flags[name], "the values render --%s: %v", name, slices.Sorted(maps.Keys(flags)))
+	}
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		for _, arg := range []string{"--" + name, "--" + name + "=x", "--" + name + " x", "--" + name + "\tx"} {
+			t.Run(arg, func(t *testing.T) {
+				requireRefused(t, ch, schema, values("extraArgs", []any{"--workers=4", arg}), "/extraArgs/1", &kind.Not{})
+			})
+		}
+		t.Run("-"+name, func(t *testing.T) {
+			requireRefused(t, ch, schema, values("extraArgs", []any{"-" + name + "=x"}), "/extraArgs/0", &kind.Pattern{})
+		})
 	}
 }
 

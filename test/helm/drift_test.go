@@ -233,6 +233,9 @@ func TestNoDriftFromConfig(t *testing.T) {
 		{"signed-nonce policy", func(t *testing.T) []*unstructured.Unstructured {
 			return kustomizeObjects(t, "config/signed-nonce-policy")
 		}, nil, values("signedNoncePolicy.enabled", false)},
+		{"key policy", func(t *testing.T) []*unstructured.Unstructured {
+			return kustomizeObjects(t, "config/key-policy")
+		}, nil, values("keyPolicy.enabled", false)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			want := tt.config(t)

@@ -32,7 +32,7 @@ func kubectl(ctx context.Context, t *testing.T, e *env, args ...string) {
 // which finishes, with no namespace or CRD left Terminating:
 //
 //  1. kubepact goes, the peers' records stay: kubectl delete -k
-//     config/controller/ and config/signed-nonce-policy/ (the Deployment's
+//     config/controller/, config/signed-nonce-policy/ and config/key-policy/ (the Deployment's
 //     pods stop); the CRDs, the peer roles, the consumer's Tenant with its
 //     finalizer and its tenant namespace, and the ID record stay.
 //  2. the records go too: with no controller left to remove the Tenants'
@@ -62,6 +62,7 @@ func TestKustomizeUninstall(t *testing.T) {
 	require.NoError(t, ctrl.stop(t))
 	kubectl(ctx, t, p, "delete", "-k", "config/controller/", "--timeout=2m")
 	kubectl(ctx, t, p, "delete", "-k", "config/signed-nonce-policy/", "--timeout=2m")
+	kubectl(ctx, t, p, "delete", "-k", "config/key-policy/", "--timeout=2m")
 	requireGone(ctx, t, p, nil, []string{releaseNamespace})
 	requireNoneTerminating(ctx, t, p)
 	assert.Len(t, authCRDs(ctx, t, p), 4, "the CRDs stay")

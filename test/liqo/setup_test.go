@@ -137,9 +137,13 @@ func startLiqo(ctx context.Context, s *side) error {
 	if err := waitServed(ctx, s); err != nil {
 		return err
 	}
-	// kubepact's signed-nonce policy, next to Liqo: it admits Liqo's
-	// controller manager, which signs nonces and creates tenant namespaces.
-	if err := applySignedNoncePolicy(ctx, s); err != nil {
+	// kubepact's signed-nonce and key policies, next to Liqo: they admit
+	// Liqo's controller manager, which signs nonces, creates tenant
+	// namespaces and makes the cluster key authentication-keys.
+	if err := applyPolicy(ctx, s, "signed-nonce-policy", "liqo-signed-nonce"); err != nil {
+		return err
+	}
+	if err := applyPolicy(ctx, s, "key-policy", "kubepact-key-probe"); err != nil {
 		return err
 	}
 
@@ -327,12 +331,12 @@ func userKubeconfig(ctx context.Context, s *side, user string, groups ...string)
 // Liqo namespace and runs it as.
 const liqoManagerUser = "system:serviceaccount:" + liqoNamespace + ":liqo-controller-manager"
 
-// applySignedNoncePolicy applies config/signed-nonce-policy to s as kubectl
+// applyPolicy applies the admission policy of config/<dir> to s as kubectl
 // apply -k does, and waits until the API server enforces it: a user bound to
 // cluster-admin, but neither a peering admin nor an admitted controller, is
-// refused a liqo-signed-nonce Secret.
-func applySignedNoncePolicy(ctx context.Context, s *side) error {
-	objects, err := kustomize.Render(ctx, filepath.Join("..", "..", "config", "signed-nonce-policy"))
+// refused a Secret probe in the Liqo namespace.
+func applyPolicy(ctx context.Context, s *side, dir, probeName string) error {
+	objects, err := kustomize.Render(ctx, filepath.Join("..", "..", "config", dir))
 	if err != nil {
 		return err
 	}
@@ -341,7 +345,7 @@ func applySignedNoncePolicy(ctx context.Context, s *side) error {
 			return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
-	probe, err := userKubeconfig(ctx, s, "signed-nonce-policy-probe")
+	probe, err := userKubeconfig(ctx, s, dir+"-probe")
 	if err != nil {
 		return err
 	}
@@ -353,7 +357,7 @@ func applySignedNoncePolicy(ctx context.Context, s *side) error {
 	if err != nil {
 		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "liqo-signed-nonce", Namespace: liqoNamespace}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: probeName, Namespace: liqoNamespace}}
 	return eventually(ctx, time.Minute, func(ctx context.Context) error {
 		_, err := as.CoreV1().Secrets(liqoNamespace).Create(ctx, secret, metav1.CreateOptions{})
 		switch {
@@ -361,7 +365,7 @@ func applySignedNoncePolicy(ctx context.Context, s *side) error {
 			return nil
 		case err == nil:
 			_ = s.admin.CoreV1().Secrets(liqoNamespace).Delete(ctx, secret.Name, metav1.DeleteOptions{})
-			return errors.New("the signed-nonce policy is not enforced yet")
+			return fmt.Errorf("the policy of config/%s is not enforced yet", dir)
 		}
 		return err
 	})
