@@ -33,7 +33,7 @@ import (
 // and attests a key of its own.
 //
 // The key is planted with admin credentials: the shipped key admission
-// policy keeps everyone else from creating it (TestKeySecretPolicy), and
+// policy keeps everyone else from creating it (TestKeySecretWriters), and
 // the attestation stands even where that policy is missing.
 func TestPlantedKeyIsNeverUsed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
