@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // kubepactCLI runs the kubepact CLI with args, in an environment of its
@@ -29,11 +32,13 @@ func kubepactCLI(ctx context.Context, t *testing.T, args ...string) (string, err
 // that CSR (InvalidCSR), and the CLI ends at once, before its timeout,
 // naming --send-cluster-key; with it the handshake completes with the
 // cluster key, and the CLI warns where the key lands. liqoctl's own
-// handshakes are unchanged (TestInterop).
+// handshakes are unchanged (TestInterop, which runs first and leaves the
+// kubepact cluster peered with the Liqo cluster as liqoctl does).
 func TestKubepactCLIAgainstLiqoProvider(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c, p := kubepactSide, liqoSide
+	liqoDeployment(ctx, t, p)
 	pair := []string{"--kubeconfig", c.kubeconfig, "--remote-kubeconfig", p.kubeconfig, "--timeout", "3m"}
 
 	start := time.Now()
@@ -48,4 +53,33 @@ func TestKubepactCLIAgainstLiqoProvider(t *testing.T) {
 	require.NoError(t, err, "authenticate --send-cluster-key:\n%s", out)
 	require.True(t, strings.Contains(out, " WARN  --send-cluster-key"), "the CLI warns where the cluster key goes:\n%s", out)
 	requireControlPlane(ctx, t, c, p)
+}
+
+// liqoDeployment shows on s the Deployment Liqo's chart installs, ready, as
+// kubepact authenticate finds Liqo's controller manager on a real cluster:
+// here it runs as a process, without leader election, so nothing else
+// tells the CLI that a controller answers. The Deployment is gone after t.
+func liqoDeployment(ctx context.Context, t *testing.T, s *side) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": "controller-manager", "app.kubernetes.io/part-of": "liqo"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "liqo-controller-manager", Namespace: liqoNamespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "controller-manager", Image: "ghcr.io/liqotech/liqo-controller-manager:v1.2.0",
+				}}},
+			},
+		},
+	}
+	d, err := s.admin.AppsV1().Deployments(liqoNamespace).Create(ctx, d, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = s.admin.AppsV1().Deployments(liqoNamespace).Delete(context.Background(), d.Name, metav1.DeleteOptions{})
+	})
+	d.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1, ObservedGeneration: d.Generation}
+	_, err = s.admin.AppsV1().Deployments(liqoNamespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	require.NoError(t, err)
 }
