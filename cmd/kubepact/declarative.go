@@ -25,6 +25,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -497,7 +498,14 @@ func (c *clusters) authenticate(ctx context.Context, e *env, o declarativeOption
 	c.wrote("Tenant %s/%s on the provider", want.Namespace, want.Name)
 	c.tenantApplied = true
 	info("Tenant %s/%s applied on the provider", want.Namespace, want.Name)
-	accepted, err := waitTenant(c, tw)
+	// The certificate must be for the key this Tenant's CSR is for: a
+	// status an earlier handshake left holds another one, and the
+	// provider may still refuse this Tenant (Liqo's InvalidCSR).
+	asked, err := csr.Check(want.Spec.CSR, csr.ControlPlanePolicy(c.consumerID, nil))
+	if err != nil {
+		return err
+	}
+	accepted, err := waitTenant(c, tw, asked.PublicKey())
 	var refused *RefusedError
 	if ownKey && errors.As(err, &refused) && refused.Reason == liqoInvalidCSR {
 		return fmt.Errorf("%w: %w", errProviderNeedsClusterKey, err)
@@ -724,14 +732,20 @@ func waitSecret(c *clusters, w *waiter, cond func(*corev1.Secret) (bool, error))
 }
 
 // waitTenant waits, through w, for the provider's controller to fill a
-// Tenant's status.
-func waitTenant(c *clusters, w *waiter) (*authv1beta1.Tenant, error) {
+// Tenant's status with a certificate for pub, the key the Tenant's CSR is
+// for: a status left by an earlier handshake, for another key, is not an
+// answer to this one.
+func waitTenant(c *clusters, w *waiter, pub crypto.PublicKey) (*authv1beta1.Tenant, error) {
 	var t authv1beta1.Tenant
 	err := w.until(c, func(u *unstructured.Unstructured) (bool, error) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &t); err != nil {
 			return false, err
 		}
-		return t.Status.AuthParams != nil && len(t.Status.AuthParams.SignedCRT) > 0, nil
+		if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
+			return false, nil
+		}
+		cert, err := csr.ParseCertificate(t.Status.AuthParams.SignedCRT)
+		return err == nil && keys.Equal(cert.PublicKey, pub), nil
 	})
 	return &t, err
 }
