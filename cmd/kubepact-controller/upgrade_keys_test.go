@@ -89,17 +89,17 @@ func TestUpgradeAdoptsOwnKeys(t *testing.T) {
 	}
 
 	sliceKey := keys.KeyringSecretPrefix + identity.ResourceSliceKeyName(p.id, slice)
-	eventually(t, "the keys backing live Identities attested", func() bool {
+	// The old name goes last, once every key it backed has moved.
+	eventually(t, "the keys backing live Identities attested, the slice key moved", func() bool {
 		for _, name := range []string{cpKey, sliceKey} {
 			s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 			if err != nil || len(s.Data[keys.AttestationSecretKey]) == 0 {
 				return false
 			}
 		}
-		return true
+		_, err := secrets.Get(ctx, legacySliceKey, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
 	})
-	_, err = secrets.Get(ctx, legacySliceKey, metav1.GetOptions{})
-	assert.True(t, apierrors.IsNotFound(err), "the slice key left the name it had: %v", err)
 	s, err := secrets.Get(ctx, straySecret.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, s.Data[keys.AttestationSecretKey], "a key that backs no Identity is not attested")
