@@ -298,17 +298,9 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	// The Tenant's signature is the one the Secret holds, or becomes it:
 	// one signature over the nonce, whoever reads it.
 	t, err := r.consumer.BuildTenant(ctx, id, n, &kubepact.TenantOptions{ProxyURL: string(s.Data[TenantProxyURLKey]), OwnKey: ownKey})
-	if errors.Is(err, tenant.ErrInvalidProxyURL) {
-		// The error never quotes the URL, which may hold a password.
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidProxyURL, "SignNonce", "%s: %v: nothing signed", TenantProxyURLKey, err)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonInvalidProxyURL, err, false)
-	}
-	if errors.Is(err, keys.ErrUnattested) {
-		// A key planted under the identity's key name: never used, never
-		// replaced; an administrator removes it.
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonKeyUnattested, "SignNonce",
-			"building the Tenant: %v: nothing signed; delete that Secret of the key namespace, and find out who created it", err)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonKeyUnattested, err, false)
+	if reason, message, ok := tenantRefusal(err); ok {
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "SignNonce", "%s", message)
+		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, reason, err, false)
 	}
 	if err != nil {
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "building the Tenant: %v", err)
@@ -367,6 +359,21 @@ func (p *publicKeyPublisher) publishAtStart(ctx context.Context, s keys.Store, a
 	if err := p.publish(ctx, key.Public()); err != nil && ctx.Err() == nil {
 		log.Error(err, "publishing the cluster's public key", "reason", ReasonSigningNonceFailed)
 	}
+}
+
+// tenantRefusal returns the reason and Event message of a final refusal to
+// build the Tenant, one no retry ends: a bad proxy URL (the error never
+// quotes the URL, which may hold a password), or a key planted under the
+// identity's key name, never used and never replaced, which an
+// administrator removes.
+func tenantRefusal(err error) (reason, message string, ok bool) {
+	switch {
+	case errors.Is(err, tenant.ErrInvalidProxyURL):
+		return ReasonInvalidProxyURL, fmt.Sprintf("%s: %v: nothing signed", TenantProxyURLKey, err), true
+	case errors.Is(err, keys.ErrUnattested):
+		return ReasonKeyUnattested, fmt.Sprintf("building the Tenant: %v: nothing signed; delete that Secret of the key namespace, and find out who created it", err), true
+	}
+	return "", "", false
 }
 
 // adoptKeysAtStart attests the keys of its own that this consumer kept

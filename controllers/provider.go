@@ -637,26 +637,8 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Accept", "%v", err)
 		return reconcile.Result{}, nil
 	}
-	reason, terminal := reasonOf(err, ReasonAcceptFailed)
-	// A consumer refused as privileged whose bindings Accept failed to
-	// delete (an API error joined to the refusal) is retried until they go.
-	unbound := reason == ReasonPrivilegedUser && !transient(err)
-	if reason == ReasonPrivilegedUser && !unbound {
-		terminal = false
-	}
-	switch {
-	case filled && reason == ReasonPrivilegedUser:
-		// Accepted before, refused now.
-		reason = ReasonConsumerPrivileged
-		done := "its bindings are deleted"
-		if !unbound {
-			done = "deleting its bindings failed and is retried"
-		}
-		r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept",
-			"%v: %s and its certificate is not re-signed; the certificate issued %s", err, done, validUntil(t.Status.AuthParams.SignedCRT))
-	default:
-		r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%v", err)
-	}
+	reason, message, terminal := acceptRefusal(err, t.Status.AuthParams)
+	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%s", message)
 	if terminal {
 		r.gate.leave(id)
 		metrics.handshake(FlowTenant, ResultRefused, reason)
@@ -740,6 +722,29 @@ func (r *tenantReconciler) removeRenewCopies(ctx context.Context, consumerID str
 		}
 	}
 	return nil
+}
+
+// acceptRefusal returns the reason, the Event message and whether Accept's
+// error err is final, for a Tenant whose status held was (nil before its
+// first acceptance). A consumer refused as privileged after it was
+// accepted gets ReasonConsumerPrivileged, saying what became of its
+// bindings and its certificate; one whose bindings Accept failed to delete
+// (an API error joined to the refusal) is retried until they go.
+func acceptRefusal(err error, held *authv1beta1.AuthParams) (reason, message string, terminal bool) {
+	reason, terminal = reasonOf(err, ReasonAcceptFailed)
+	if reason != ReasonPrivilegedUser {
+		return reason, err.Error(), terminal
+	}
+	unbound := !transient(err)
+	if held == nil {
+		return reason, err.Error(), terminal && unbound
+	}
+	done := "its bindings are deleted"
+	if !unbound {
+		done = "deleting its bindings failed and is retried"
+	}
+	return ReasonConsumerPrivileged, fmt.Sprintf("%v: %s and its certificate is not re-signed; the certificate issued %s",
+		err, done, validUntil(held.SignedCRT)), terminal && unbound
 }
 
 // validUntil says until when the PEM certificate cert is valid, for an
