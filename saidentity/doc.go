@@ -57,7 +57,9 @@
 //     asks for the lifetime of the token it holds, within the same bounds.
 //     A consumer could ask for a longer one by hand: with the Admission
 //     port, Issue installs TokenPolicy, by which the API server refuses a
-//     token of a ServiceAccount identity longer than MaxExpiration.
+//     token of a ServiceAccount identity longer than MaxExpiration, and
+//     any service-account-token Secret naming it, which Kubernetes would
+//     fill with a token that never expires.
 //   - With the Lifecycle port (lifecycle.Gate over the provider's Tenants
 //     and revocation records), Issue answers to the provider's lifecycle
 //     decisions before it writes anything: a consumer whose Tenant is

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact/clusterid"
@@ -28,12 +29,22 @@ type Admission interface {
 }
 
 // TokenPolicy returns the ValidatingAdmissionPolicy, and its binding, that
-// refuse a TokenRequest for a ServiceAccount identity ("remote-*" in a
-// "liqo-tenant-*" namespace) asking for more than MaxExpiration. Without
-// it, a consumer allowed to refresh its token could ask the API server for
-// one that lives as long as the server allows (by default, without a
-// bound). A TokenRequest that asks for no lifetime gets the API server's
-// default of one hour.
+// keep every token of a ServiceAccount identity ("remote-*" in a
+// "liqo-tenant-*" namespace) bounded in lifetime:
+//
+//   - a TokenRequest for it asking for more than MaxExpiration is refused.
+//     Without that, a consumer allowed to refresh its token could ask the
+//     API server for one that lives as long as the server allows (by
+//     default, without a bound). A TokenRequest that asks for no lifetime
+//     gets the API server's default of one hour.
+//   - a Secret of type kubernetes.io/service-account-token naming it
+//     (annotation kubernetes.io/service-account.name) is refused, on create
+//     and on update. Kubernetes' token controller fills such a Secret with
+//     a token that never expires, so anyone allowed to create Secrets in
+//     the tenant namespace could otherwise mint one for the identity.
+//
+// Tokens and token Secrets of any other ServiceAccount are not its
+// business.
 func TokenPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	fail := admissionregistrationv1.Fail
 	max := int64(MaxExpiration / time.Second)
@@ -43,25 +54,36 @@ func TokenPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissi
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: &fail,
 			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"serviceaccounts/token"},
-						},
-					},
-				}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
+					rule("serviceaccounts/token", admissionregistrationv1.Create),
+					rule("secrets", admissionregistrationv1.Create, admissionregistrationv1.Update),
+				},
 			},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name: "serviceaccount-identity",
-				Expression: fmt.Sprintf("request.namespace.startsWith(%q) && request.name.startsWith(%q)",
-					clusterid.TenantNamespacePrefix, NamePrefix),
-			}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("has(object.spec.expirationSeconds) && object.spec.expirationSeconds <= %d", max),
-				Message:    fmt.Sprintf("a ServiceAccount identity's token may live at most %d seconds", max),
-				Reason:     ptr(metav1.StatusReasonForbidden),
-			}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{
+				{
+					Name:       "tenant-namespace",
+					Expression: fmt.Sprintf("request.namespace.startsWith(%q)", clusterid.TenantNamespacePrefix),
+				},
+				{
+					Name: "serviceaccount-identity",
+					Expression: fmt.Sprintf(`request.resource.resource == "serviceaccounts" ? request.name.startsWith(%[1]q) : `+
+						`(has(object.type) && object.type == %[2]q && has(object.metadata.annotations) && `+
+						`%[3]q in object.metadata.annotations && object.metadata.annotations[%[3]q].startsWith(%[1]q))`,
+						NamePrefix, corev1.SecretTypeServiceAccountToken, corev1.ServiceAccountNameKey),
+				},
+			},
+			Validations: []admissionregistrationv1.Validation{
+				{
+					Expression: fmt.Sprintf(`request.resource.resource != "serviceaccounts" || (has(object.spec.expirationSeconds) && object.spec.expirationSeconds <= %d)`, max),
+					Message:    fmt.Sprintf("a ServiceAccount identity's token may live at most %d seconds", max),
+					Reason:     ptr(metav1.StatusReasonForbidden),
+				},
+				{
+					Expression: `request.resource.resource != "secrets"`,
+					Message:    "a ServiceAccount identity's tokens come from the TokenRequest API only: no service-account-token Secret may name it",
+					Reason:     ptr(metav1.StatusReasonForbidden),
+				},
+			},
 		},
 	}
 	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
@@ -73,6 +95,16 @@ func TokenPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissi
 		},
 	}
 	return p, b
+}
+
+// rule matches resource (of the core API group, v1) on ops.
+func rule(resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.NamedRuleWithOperations {
+	return admissionregistrationv1.NamedRuleWithOperations{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: ops,
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}},
+		},
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
