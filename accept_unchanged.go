@@ -3,13 +3,13 @@ package kubepact
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"errors"
+	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubepact/kubepact/accept"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
@@ -117,85 +117,86 @@ func (p *Provider) Unchanged(ctx context.Context, t *authv1beta1.Tenant, recs Ca
 // errChanged is why unchanged reports a Tenant that Accept must decide.
 var errChanged = errors.New("changed")
 
+// unchanged takes Accept's decision on t over recs: the same checks, over
+// Facts from the cache (cachedFacts), and then a Plan that must be empty.
 func (p *Provider) unchanged(ctx context.Context, t *authv1beta1.Tenant, recs CachedRecords) (*authv1beta1.Identity, error) {
-	if p.endpoint.Server == "" || len(p.endpoint.CA) == 0 || recs.Nonces == nil || recs.Certificates == nil ||
-		recs.Revocations == nil || recs.Bindings == nil || recs.Grants == nil || t == nil || t.DeletionTimestamp != nil || t.UID == "" ||
-		lifecycle.FlowOf(t) != lifecycle.FlowHandshake ||
-		lifecycle.Condition(t.Spec.TenantCondition) == authv1beta1.TenantConditionDrained {
+	if !recs.complete() || t == nil || t.DeletionTimestamp != nil || t.UID == "" || lifecycle.FlowOf(t) != lifecycle.FlowHandshake {
 		return nil, errChanged
 	}
-	consumerID := t.Spec.ClusterID
-	namespace := clusterid.TenantNamespace(consumerID)
-	if clusterid.Validate(consumerID) != nil || t.Name != consumerID || t.Namespace != namespace {
-		return nil, errChanged
-	}
-	status := t.Status.AuthParams
-	if status == nil || t.Status.TenantNamespace != namespace || status.APIServer != p.endpoint.Server ||
-		!bytes.Equal(status.CA, p.endpoint.CA) || len(status.SignedCRT) == 0 {
-		return nil, errChanged
-	}
-	if !recorded(t, storedTenant(t, !p.opts.NoFinalizer)) {
-		return nil, errChanged
-	}
-	pub, err := tenant.Validate(t)
+	in, err := p.parse(t)
 	if err != nil {
 		return nil, err
 	}
-	now := p.opts.Clock.Now()
-	// A revocation record in force refuses the consumer: Accept says so.
-	switch r, err := recs.Revocations.Get(ctx, consumerID); {
-	case errors.Is(err, lifecycle.ErrNotFound):
-	case err != nil:
-		return nil, err
-	default:
-		if err := r.Check(now); err != nil {
+	if t.Name != in.consumerID || t.Namespace != clusterid.TenantNamespace(in.consumerID) {
+		return nil, errChanged
+	}
+	f := p.cachedFacts(ctx, in, t, recs)
+	for _, stage := range []accept.Stage{accept.StageRedeem, accept.StageIssue} {
+		if _, err := p.checks.Run(ctx, stage, f); err != nil {
 			return nil, err
 		}
 	}
-	// A binding that names the consumer, other than kubepact's own, is a
-	// grant only the privilege check judges: Accept decides.
-	if grants, err := recs.Grants.Grants(ctx, consumerID, controlPlaneGroups()); err != nil || len(grants) > 0 {
-		return nil, errors.Join(errChanged, err)
-	}
-	v := verifiable(t)
-	e, ok := recs.Nonces.Peek(ctx, consumerID)
-	if !ok || e.Redemption == nil || !bytes.Equal(e.Redemption.By, tenant.Digest(v)) || e.Redemption.Key != keys.Fingerprint(pub) {
+	if !accept.Decide(f, p.want(f, false)).Empty() {
 		return nil, errChanged
 	}
-	verified, err := tenant.Verify(v, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: e.Redemption.At})
-	if err != nil {
-		return nil, err
+	return identity.Build(p.id, *t.Status.AuthParams, &identity.BuildOptions{TenantNamespace: t.Status.TenantNamespace})
+}
+
+// complete reports whether every record is there to read.
+func (recs CachedRecords) complete() bool {
+	return recs.Nonces != nil && recs.Certificates != nil && recs.Revocations != nil && recs.Bindings != nil && recs.Grants != nil
+}
+
+// cachedFacts gathers the Facts of the stored Tenant t, parsed as in, from
+// recs alone:
+//
+//   - the admission judges t itself and the cached revocation record;
+//   - the signature holds only when the cached nonce was redeemed by t's
+//     digest and key, and t verifies against it as of its redemption;
+//   - the privilege check passes only when no binding but kubepact's own
+//     names the consumer's user or a group of its certificate: a grant
+//     someone made may be a privilege, which only Accept's
+//     rbac.CheckUnprivileged judges;
+//   - the peer roles pass: they guard what is signed and bound, and
+//     nothing is;
+//   - the bindings are bound when stored as Accept applies them, the
+//     ControlPlane RoleBinding owned by t.
+//
+// A record that cannot be read counts as a change.
+func (p *Provider) cachedFacts(ctx context.Context, in incoming, t *authv1beta1.Tenant, recs CachedRecords) *accept.Facts {
+	now := p.opts.Clock.Now()
+	f := &accept.Facts{ConsumerID: in.consumerID, Tenant: in.tenant, Key: in.key, Stored: t, Now: now}
+	_, f.Admission = lifecycle.Admit(ctx, storedOnly{t}, recs.Revocations, in.consumerID, now)
+	f.Verification = errChanged
+	if e, ok := recs.Nonces.Peek(ctx, in.consumerID); ok && e.Redemption != nil &&
+		bytes.Equal(e.Redemption.By, in.digest) && e.Redemption.Key == keys.Fingerprint(in.key) {
+		f.Verified, f.Verification = tenant.Verify(in.tenant, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: e.Redemption.At})
 	}
-	if verified.ProxyURL != status.ProxyURL {
-		return nil, errChanged
+	if entry, err := recs.Certificates.Get(ctx, csr.CacheKey{ConsumerID: in.consumerID}); err == nil {
+		f.Certificate = &entry
 	}
-	entry, err := recs.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID})
-	if err != nil {
-		return nil, err
-	}
-	cert := csr.Cached(entry, csr.Request{CSR: verified.CSR, Lifetime: p.opts.CertificateLifetime}, now)
-	if cert == nil || !bytes.Equal(cert, status.SignedCRT) {
-		return nil, errChanged
-	}
-	if err := lifecycle.CheckHolder(consumerID, t, &entry, []crypto.PublicKey{pub, verified.CSR.PublicKey()}, now); err != nil {
-		return nil, err
-	}
-	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
-	binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(t)}
-	if ok, err := recs.Bindings.RoleBindingApplied(ctx, binding); err != nil || !ok {
-		return nil, errors.Join(errChanged, err)
-	}
-	if p.ports.ClusterRBAC != nil {
-		if ok, err := recs.Bindings.ClusterRoleBindingApplied(ctx, rbac.ResourceSliceClusterRoleBinding(consumerID)); err != nil || !ok {
-			return nil, errors.Join(errChanged, err)
+	f.Privileges = func() error {
+		grants, err := recs.Grants.Grants(ctx, in.consumerID, controlPlaneGroups())
+		if err != nil || len(grants) > 0 {
+			return errors.Join(errChanged, err)
 		}
+		return nil
 	}
-	want := authv1beta1.TenantStatus{
-		TenantNamespace: namespace,
-		AuthParams:      &authv1beta1.AuthParams{CA: p.endpoint.CA, SignedCRT: cert, APIServer: p.endpoint.Server, ProxyURL: verified.ProxyURL},
+	binding := rbac.ControlPlaneRoleBinding(clusterid.TenantNamespace(in.consumerID), in.consumerID)
+	binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(t)}
+	f.Bound, _ = recs.Bindings.RoleBindingApplied(ctx, binding)
+	if p.ports.ClusterRBAC != nil {
+		f.ClusterBound, _ = recs.Bindings.ClusterRoleBindingApplied(ctx, rbac.ResourceSliceClusterRoleBinding(in.consumerID))
 	}
-	if !equality.Semantic.DeepEqual(t.Status, want) {
-		return nil, errChanged
+	return f
+}
+
+// storedOnly is a lifecycle.TenantReader that has only t stored.
+type storedOnly struct{ t *authv1beta1.Tenant }
+
+func (s storedOnly) Get(_ context.Context, namespace, name string) (*authv1beta1.Tenant, error) {
+	if s.t.Namespace != namespace || s.t.Name != name {
+		return nil, fmt.Errorf("Tenant %s/%s: %w", namespace, name, tenant.ErrNotFound)
 	}
-	return identity.Build(p.id, *status, &identity.BuildOptions{TenantNamespace: namespace})
+	return s.t, nil
 }

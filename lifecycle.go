@@ -281,34 +281,16 @@ func (p *Provider) Revocation(ctx context.Context, consumerID string) (lifecycle
 	return p.ports.Lifecycle.Revocations.Get(ctx, consumerID)
 }
 
-// checkHolder refuses a new identity for consumerID while another key
-// holds a live certificate for it, whatever flow issued it
-// (lifecycle.CheckHolder: a *lifecycle.HeldError). claim are the keys the
-// handshake proved it holds: the Tenant's key, by the nonce signature, and
-// its CSR's, by the CSR's self-signature.
-//
-// After an unpeering there is no accepted Tenant to say which cluster key
-// holds the cached certificate (none, or one stored by kubepact apply
-// tenant that Accept has yet to fill); the nonce's mark does (see Forget):
-// a claim of the key it names, over the very certificate it names, is the
-// holder's, which lets a consumer whose certificate has a key of its own
-// (TenantOptions.OwnKey, a Strict consumer) re-peer with its cluster key.
-func (p *Provider) checkHolder(ctx context.Context, consumerID string, stored *authv1beta1.Tenant, cached *csr.CacheEntry, claim ...crypto.PublicKey) error {
-	if cached != nil && (stored == nil || stored.Status.AuthParams == nil) {
-		held, err := p.unpeeredHolder(ctx, consumerID, cached, claim)
-		if err != nil {
-			return err
-		}
-		if held {
-			cached = nil
-		}
-	}
-	return lifecycle.CheckHolder(consumerID, stored, cached, claim, p.opts.Clock.Now())
-}
-
 // unpeeredHolder reports whether the nonce of consumerID is marked as kept
 // by an unpeering for a key among claim, and names the key of the
-// certificate in cached.
+// certificate in cached: then that certificate is the claim's, not
+// another holder's (accept.Facts.HeldAfterUnpeering). After an unpeering
+// there is no accepted Tenant to say which cluster key holds the cached
+// certificate (none, or one stored by kubepact apply tenant that Accept
+// has yet to fill); the nonce's mark does (see Forget): a claim of the key
+// it names, over the very certificate it names, is the holder's, which
+// lets a consumer whose certificate has a key of its own
+// (TenantOptions.OwnKey, a Strict consumer) re-peer with its cluster key.
 func (p *Provider) unpeeredHolder(ctx context.Context, consumerID string, cached *csr.CacheEntry, claim []crypto.PublicKey) (bool, error) {
 	e, err := p.ports.Nonces.Get(ctx, consumerID)
 	switch {

@@ -14,10 +14,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/kubepact/kubepact/accept"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
@@ -117,6 +116,12 @@ type ProviderOptions struct {
 	// stays, and a controller that comes later adds its own when it
 	// accepts the Tenant again.
 	NoFinalizer bool
+	// Checks are checks of the caller's own, which Accept and Unchanged
+	// run after the built-in ones of their stage (accept.Builtin), each
+	// before the act its stage guards. A refusal is returned as the check
+	// returns it, wrapped in its step: StepTenantApplied for
+	// accept.StageRedeem, StepCertificateIssued for accept.StageIssue.
+	Checks []accept.Check
 	// SliceBounds bounds, per consumer, the certificates AcceptSlice has
 	// signed for ResourceSlices: how many live slices get one, the
 	// shortest time between two CSRs of one slice, and how many new
@@ -139,6 +144,9 @@ type Provider struct {
 	// unprivileged holds the consumers that recently passed the privilege
 	// check; rolesFound the peer ClusterRoles recently found installed.
 	unprivileged, rolesFound *recent
+	// checks is the decision Accept and Unchanged take: accept.Builtin,
+	// then ProviderOptions.Checks.
+	checks accept.Chain
 	// sliceLedger holds, per consumer, the slice requests recently
 	// admitted (SliceBounds).
 	sliceLedger sliceLedgers
@@ -183,6 +191,7 @@ func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts 
 		p.opts.RecheckInterval = DefaultRecheckInterval
 	}
 	p.unprivileged, p.rolesFound = newRecent(p.opts.RecheckInterval), newRecent(p.opts.RecheckInterval)
+	p.checks = accept.Builtin().With(p.opts.Checks...)
 	return p, nil
 }
 
@@ -282,219 +291,6 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // consumer again, with the certificate it holds while it is fresh.
 func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	return p.accept(ctx, t, nil, nil)
-}
-
-// accept is Accept, with the reads of early when they are for t's consumer
-// (Authenticate starts them while the nonce is issued) and, when issued is
-// set, the nonce the provider issued in the same handshake, against which
-// the Tenant is verified before its redemption instead of a nonce read.
-func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acceptReads, issued *nonce.Nonce) (*authv1beta1.Identity, error) {
-	if p.endpoint.Server == "" {
-		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: %w: accepting Tenants needs it", ErrInvalidConfig, ErrNoEndpoint))
-	}
-	if len(p.endpoint.CA) == 0 {
-		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's CA", ErrInvalidConfig))
-	}
-	pub, err := tenant.Validate(t)
-	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
-	}
-	consumerID := t.Spec.ClusterID
-	namespace := clusterid.TenantNamespace(consumerID)
-	if t.Namespace != "" && t.Namespace != namespace {
-		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
-			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
-	}
-	peeker, peeks := p.ports.Nonces.(nonce.Peeker)
-	reads := early
-	if reads == nil || reads.consumerID != consumerID {
-		reads = p.startReads(ctx, consumerID, issued == nil && !peeks)
-	}
-	privileges := func() error { return nil }
-	asking, stopAsking := context.WithCancel(ctx)
-	defer func() { stopAsking(); reads.wait(); _ = privileges() }() // none outlives Accept
-
-	t = verifiable(t)
-	digest := tenant.Digest(t)
-	// A Tenant that verifies against the nonce as read lets the privilege
-	// check (below) start at once, beside the admission and the
-	// redemption: only a consumer whose signature verified makes the
-	// provider ask, and a refusal in between stops the questions. The
-	// nonce is the one issued in the same handshake, else the one a
-	// nonce.Peeker has at hand, else the one read. A stale peek fails to
-	// verify, and the check then waits for the redemption.
-	checking := false
-	pre, err := nonce.Entry{}, error(nil)
-	switch {
-	case issued != nil:
-		pre.Nonce = *issued
-	case peeks:
-		pre, _ = peeker.Peek(ctx, consumerID)
-	default:
-		pre, err = reads.nonce()
-	}
-	var verifiedPre *tenant.Verified
-	switch {
-	case err == nil:
-		if verifiedPre = p.preverified(t, pre, digest); verifiedPre != nil {
-			privileges, checking = p.checkPrivileges(asking, consumerID), true
-		}
-	case !errors.Is(err, nonce.ErrNotFound):
-		return nil, stepError(StepTenantApplied, fmt.Errorf("reading nonce of %s: %w", consumerID, err))
-	}
-	current, err := reads.admitted()
-	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
-	}
-	e, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, nonce.Redeemer{Tenant: digest, Key: keys.Fingerprint(pub)},
-		p.opts.Clock.Now(), p.nonceOptions())
-	if err != nil {
-		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "spec.signature", Err: err})
-	}
-	// A resumed handshake is judged as of its redemption, so its
-	// transcript's expiry counts as on the first attempt; a new Tenant of
-	// the same key, re-authenticating, is judged now.
-	verifyAt := p.opts.Clock.Now()
-	if bytes.Equal(e.Redemption.By, digest) {
-		verifyAt = e.Redemption.At
-	}
-	// The Tenant verified already against the nonce it redeemed needs only
-	// its transcript's expiry judged again, as of verifyAt: the rest of
-	// Verify does not depend on time. Against any other nonce (it changed
-	// since it was read) it is verified anew.
-	v := verifiedPre
-	if v != nil && e.Nonce.Equal(pre.Nonce) {
-		err = v.Recheck(verifyAt)
-	} else {
-		v, err = tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: verifyAt})
-	}
-	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
-	}
-	p.step(ctx, Step{Name: StepTenantApplied})
-
-	// No silent sharing: while another key holds a live certificate for
-	// the consumer ID, whatever flow issued it, a second key would be the
-	// same user, and Kubernetes cannot revoke the first certificate.
-	// Checked once the keys are proven, before anything is signed.
-	entry, err := reads.cached()
-	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
-	}
-	if err := p.checkHolder(ctx, consumerID, current, entry, pub, v.CSR.PublicKey()); err != nil {
-		return nil, stepError(StepTenantApplied, err)
-	}
-
-	// The cluster ID becomes a user name: refuse one that already holds
-	// permissions (an "admin" would inherit its bindings). Checked after
-	// the signature, so only a consumer with a valid nonce makes the
-	// provider ask, and before anything is signed or bound. A pass is
-	// trusted for RecheckInterval: the check is a snapshot either way, and
-	// the retry of a handshake whose certificate was pending comes moments
-	// later.
-	if !checking {
-		privileges = p.checkPrivileges(asking, consumerID)
-	}
-	if err := privileges(); err != nil {
-		return nil, stepError(StepCertificateIssued, p.refusePrivileged(ctx, consumerID, err))
-	}
-
-	// The role the consumer is bound to must be installed before anything
-	// is signed: a certificate bound to a missing role would be an
-	// identity that can do nothing, issued for nothing.
-	if err := reads.roles(); err != nil {
-		return nil, stepError(StepCertificateIssued, err)
-	}
-
-	r := csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}
-	key := csr.CacheKey{ConsumerID: consumerID}
-	var cert []byte
-	if entry != nil {
-		cert = csr.Cached(*entry, r, p.opts.Clock.Now())
-	}
-	signed := cert == nil
-	if signed {
-		if cert, err = csr.SignChecked(ctx, p.ports.Signer, r, p.opts.Clock.Now()); err != nil {
-			return nil, stepError(StepCertificateIssued, err)
-		}
-	}
-
-	// Once the certificate is issued, and not before, the writes at once:
-	// the certificate cached, the Tenant recorded (status aside), and, as
-	// Liqo's provider does when it accepts a Tenant, group consumerID bound
-	// to the cluster-wide slice role (metrics), not only with its first
-	// ResourceSlice. A Tenant read as recorded already (a retry, or the
-	// second call of a handshake whose certificate was pending) is not
-	// written again. The ControlPlane binding is owned by the Tenant
-	// (deleting the Tenant collects it): it joins them when the Tenant is
-	// stored already (a controller's Tenant, which the consumer created),
-	// else it waits for the Tenant's UID. Last comes the status, which
-	// hands the certificate out.
-	// Only a provider with a controller to remove it puts the finalizer on
-	// (see ProviderOptions.NoFinalizer): issued is set by Authenticate,
-	// which runs in-process, with no controller as the writer. One stored
-	// stays, or the field manager's apply would remove it.
-	finalize := !p.opts.NoFinalizer && issued == nil ||
-		current != nil && current.DeletionTimestamp == nil && slices.Contains(current.Finalizers, tenant.Finalizer)
-	stored := storedTenant(t, finalize)
-	owner := current
-	stable := current != nil && current.UID != "" && current.DeletionTimestamp == nil
-	binding := rbac.ControlPlaneRoleBinding(namespace, consumerID)
-	var (
-		wg                                           sync.WaitGroup
-		cacheErr, recordErr, bindErr, clusterBindErr error
-	)
-	if signed {
-		wg.Go(func() {
-			if err := p.ports.Certificates.Put(ctx, key, csr.CacheEntry{CSR: r.CSR.PEM(), Certificate: cert}); err != nil {
-				cacheErr = fmt.Errorf("writing certificate cache %s: %w", key.SecretName(), err)
-			}
-		})
-	}
-	if !recorded(current, stored) {
-		wg.Go(func() { owner, recordErr = p.ports.Tenants.Apply(ctx, stored) })
-	}
-	if p.ports.ClusterRBAC != nil {
-		wg.Go(func() {
-			clusterBindErr = p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(consumerID))
-		})
-	}
-	if stable {
-		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(current)}
-		wg.Go(func() { bindErr = p.ports.RBAC.ApplyRoleBinding(ctx, binding) })
-	}
-	wg.Wait()
-	if cacheErr != nil {
-		return nil, stepError(StepCertificateIssued, cacheErr)
-	}
-	p.step(ctx, Step{Name: StepCertificateIssued})
-	if err := errors.Join(recordErr, bindErr, clusterBindErr); err != nil {
-		return nil, stepError(StepRBACBound, err)
-	}
-	if !stable {
-		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
-		if err := p.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
-			return nil, stepError(StepRBACBound, err)
-		}
-	}
-	p.step(ctx, Step{Name: StepRBACBound})
-
-	stored.Status = authv1beta1.TenantStatus{
-		TenantNamespace: namespace,
-		AuthParams: &authv1beta1.AuthParams{
-			CA:        bytes.Clone(p.endpoint.CA),
-			SignedCRT: cert,
-			APIServer: p.endpoint.Server,
-			ProxyURL:  v.ProxyURL,
-		},
-	}
-	if !equality.Semantic.DeepEqual(owner.Status, stored.Status) {
-		if _, err := p.ports.Tenants.ApplyStatus(ctx, stored); err != nil {
-			return nil, stepError(StepTenantStatus, err)
-		}
-	}
-	p.step(ctx, Step{Name: StepTenantStatus})
-	return p.identity(ctx, stored)
 }
 
 // tenantRoles are the peer roles an accepted Tenant is bound to: the
@@ -707,60 +503,6 @@ func (p *Provider) acceptedKey(ctx context.Context, consumerID, key string) (boo
 		return false, nil // not one this provider accepted
 	}
 	return keys.Fingerprint(pub) == key, nil
-}
-
-// storedTenant returns the Tenant the provider stores for t: its spec but
-// its condition, and only the metadata the protocol defines (name,
-// namespace, the cluster ID label, kubepact's finalizer when finalize is
-// set, and the transcript annotations). Owner
-// references, finalizers, labels and annotations that came with t from the
-// other cluster are not kept: an owner reference to a missing object would
-// let the garbage collector delete the Tenant.
-func storedTenant(t *authv1beta1.Tenant, finalize bool) *authv1beta1.Tenant {
-	consumerID := t.Spec.ClusterID
-	stored := &authv1beta1.Tenant{
-		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.TenantKind},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        consumerID,
-			Namespace:   clusterid.TenantNamespace(consumerID),
-			Labels:      map[string]string{clusterid.Label: consumerID},
-			Annotations: tenant.TranscriptAnnotations(t),
-		},
-		Spec: *t.Spec.DeepCopy(),
-	}
-	if finalize {
-		stored.Finalizers = []string{tenant.Finalizer}
-	}
-	// The condition is the provider's: left out, it keeps what the
-	// administrator set (or its default, Active), whatever t says.
-	stored.Spec.TenantCondition = ""
-	return stored
-}
-
-// recorded reports whether the stored Tenant current already carries all
-// of want, the Tenant Accept records, status aside: its spec (the
-// condition, which is the provider's, aside), and its label, annotations
-// and, when want has it, finalizer. Applying want again would change
-// nothing.
-func recorded(current, want *authv1beta1.Tenant) bool {
-	if current == nil || current.DeletionTimestamp != nil || current.UID == "" {
-		return false
-	}
-	spec := current.Spec
-	spec.TenantCondition = ""
-	if !equality.Semantic.DeepEqual(spec, want.Spec) || len(want.Finalizers) > 0 && !slices.Contains(current.Finalizers, tenant.Finalizer) {
-		return false
-	}
-	for _, m := range []struct{ have, want map[string]string }{
-		{current.Labels, want.Labels}, {current.Annotations, want.Annotations},
-	} {
-		for k, v := range m.want {
-			if got, ok := m.have[k]; !ok || got != v {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {

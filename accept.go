@@ -1,0 +1,339 @@
+package kubepact
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubepact/kubepact/accept"
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// Accept decides in three parts. Gathering reads what the decision needs:
+// the API server's records for Accept (acceptGathering), a cache's for
+// Unchanged (cachedFacts). Deciding is the provider's accept.Chain over
+// those accept.Facts, stage by stage, then accept.Decide's Plan. Acting
+// (act) does what the Plan says, and nothing else.
+
+// incoming is a Tenant as it came, parsed: as its consumer signed it, its
+// consumer ID, its cluster key, and its digest.
+type incoming struct {
+	tenant     *authv1beta1.Tenant
+	consumerID string
+	key        crypto.PublicKey
+	digest     []byte
+}
+
+// parse checks what a Tenant must be before anything is read for it: the
+// provider has an endpoint to hand out, the Tenant is well formed
+// (tenant.Validate), and it is in its consumer's tenant namespace, when it
+// names one.
+func (p *Provider) parse(t *authv1beta1.Tenant) (incoming, error) {
+	if p.endpoint.Server == "" {
+		return incoming{}, fmt.Errorf("%w: %w: accepting Tenants needs it", ErrInvalidConfig, ErrNoEndpoint)
+	}
+	if len(p.endpoint.CA) == 0 {
+		return incoming{}, fmt.Errorf("%w: accepting Tenants needs the endpoint's CA", ErrInvalidConfig)
+	}
+	pub, err := tenant.Validate(t)
+	if err != nil {
+		return incoming{}, err
+	}
+	consumerID := t.Spec.ClusterID
+	if namespace := clusterid.TenantNamespace(consumerID); t.Namespace != "" && t.Namespace != namespace {
+		return incoming{}, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
+			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)}
+	}
+	v := verifiable(t)
+	return incoming{tenant: v, consumerID: consumerID, key: pub, digest: tenant.Digest(v)}, nil
+}
+
+// accept is Accept, with the reads of early when they are for t's consumer
+// (Authenticate starts them while the nonce is issued) and, when issued is
+// set, the nonce the provider issued in the same handshake, against which
+// the Tenant is verified before its redemption instead of a nonce read.
+func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acceptReads, issued *nonce.Nonce) (*authv1beta1.Identity, error) {
+	in, err := p.parse(t)
+	if err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
+	g := p.gather(ctx, in, early, issued)
+	defer g.close() // no read outlives Accept
+	f, err := g.beforeRedeem()
+	if err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
+	if _, err := p.checks.Run(ctx, accept.StageRedeem, f); err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
+	if err := g.redeem(ctx, f); err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
+	if err := g.beforeIssue(ctx, f); err != nil {
+		return nil, stepError(StepTenantApplied, err)
+	}
+	if check, err := p.checks.Run(ctx, accept.StageIssue, f); err != nil {
+		return nil, p.refused(ctx, f, check, err)
+	}
+	p.step(ctx, Step{Name: StepTenantApplied})
+	w := p.want(f, issued != nil)
+	return p.act(ctx, f, w, accept.Decide(f, w))
+}
+
+// refused returns the refusal err of check, in the step it fails: the
+// Tenant's own checks (its signature, the holder of its ID) fail applying
+// it, the others issuing its certificate. A privilege refusal first
+// deletes the bindings Accept applies (refusePrivileged).
+func (p *Provider) refused(ctx context.Context, f *accept.Facts, check *accept.Check, err error) error {
+	switch check.Name {
+	case accept.Signature:
+		return stepError(StepTenantApplied, err)
+	case accept.SingleHolder:
+		p.step(ctx, Step{Name: StepTenantApplied})
+		return stepError(StepTenantApplied, err)
+	}
+	p.step(ctx, Step{Name: StepTenantApplied})
+	return stepError(StepCertificateIssued, p.refusePrivileged(ctx, f.ConsumerID, err))
+}
+
+// want is what the provider keeps for the Tenant of f. Only a provider
+// with a controller to remove it puts the finalizer on (see
+// ProviderOptions.NoFinalizer): inProcess is set by Authenticate, which
+// runs in-process, with no controller as the writer. One stored stays, or
+// the field manager's apply would remove it.
+func (p *Provider) want(f *accept.Facts, inProcess bool) accept.Want {
+	finalize := !p.opts.NoFinalizer && !inProcess ||
+		f.Stored != nil && f.Stored.DeletionTimestamp == nil && slices.Contains(f.Stored.Finalizers, tenant.Finalizer)
+	return accept.Want{
+		Record:      accept.Record(f.Tenant, finalize),
+		Server:      p.endpoint.Server,
+		CA:          p.endpoint.CA,
+		BindCluster: p.ports.ClusterRBAC != nil,
+		Lifetime:    p.opts.CertificateLifetime,
+	}
+}
+
+// acceptGathering is what Accept reads for one Tenant, from the API
+// server: its reads start at once (acceptReads), and each is waited for
+// where the decision needs it.
+type acceptGathering struct {
+	p      *Provider
+	in     incoming
+	reads  *acceptReads
+	issued *nonce.Nonce
+	// asking is the context of the privilege check, which stops when
+	// Accept returns; privileges waits for its answer, once started.
+	asking     context.Context
+	stopAsking context.CancelFunc
+	privileges func() error
+	// pre is the nonce as read before its redemption, and what the Tenant
+	// verified as against it (nil when it did not).
+	pre         nonce.Entry
+	preverified *tenant.Verified
+}
+
+// gather starts Accept's reads for in: those of early when they are for
+// its consumer.
+func (p *Provider) gather(ctx context.Context, in incoming, early *acceptReads, issued *nonce.Nonce) *acceptGathering {
+	_, peeks := p.ports.Nonces.(nonce.Peeker)
+	reads := early
+	if reads == nil || reads.consumerID != in.consumerID {
+		reads = p.startReads(ctx, in.consumerID, issued == nil && !peeks)
+	}
+	g := &acceptGathering{p: p, in: in, reads: reads, issued: issued}
+	g.asking, g.stopAsking = context.WithCancel(ctx)
+	return g
+}
+
+// close stops the privilege check and waits for every read.
+func (g *acceptGathering) close() {
+	g.stopAsking()
+	g.reads.wait()
+	if g.privileges != nil {
+		_ = g.privileges()
+	}
+}
+
+// beforeRedeem gathers the Facts of the checks before the redemption: the
+// stored Tenant and the admission. A Tenant that verifies against the
+// nonce as read lets the privilege check start at once, beside the
+// admission and the redemption: only a consumer whose signature verified
+// makes the provider ask, and a refusal in between stops the questions.
+// The nonce is the one issued in the same handshake, else the one a
+// nonce.Peeker has at hand, else the one read. A stale peek fails to
+// verify, and the check then waits for the redemption.
+func (g *acceptGathering) beforeRedeem() (*accept.Facts, error) {
+	var err error
+	switch peeker, peeks := g.p.ports.Nonces.(nonce.Peeker); {
+	case g.issued != nil:
+		g.pre.Nonce = *g.issued
+	case peeks:
+		g.pre, _ = peeker.Peek(g.asking, g.in.consumerID)
+	default:
+		g.pre, err = g.reads.nonce()
+	}
+	switch {
+	case err == nil:
+		if g.preverified = g.p.preverified(g.in.tenant, g.pre, g.in.digest); g.preverified != nil {
+			g.privileges = g.p.checkPrivileges(g.asking, g.in.consumerID)
+		}
+	case !errors.Is(err, nonce.ErrNotFound):
+		return nil, fmt.Errorf("reading nonce of %s: %w", g.in.consumerID, err)
+	}
+	f := &accept.Facts{ConsumerID: g.in.consumerID, Tenant: g.in.tenant, Key: g.in.key, Now: g.p.opts.Clock.Now()}
+	f.Stored, f.Admission = g.reads.admitted()
+	return f, nil
+}
+
+// redeem redeems the consumer's nonce for the Tenant (a compare-and-swap)
+// and verifies the Tenant against it, into f. A resumed handshake is
+// judged as of its redemption, so its transcript's expiry counts as on the
+// first attempt; a new Tenant of the same key, re-authenticating, is
+// judged now. A Tenant verified already against the nonce it redeemed
+// needs only its transcript's expiry judged again, as of then: the rest of
+// Verify does not depend on time. Against any other nonce (it changed
+// since it was read) it is verified anew.
+func (g *acceptGathering) redeem(ctx context.Context, f *accept.Facts) error {
+	e, err := nonce.Redeem(ctx, g.p.ports.Nonces, f.ConsumerID, nonce.Redeemer{Tenant: g.in.digest, Key: keys.Fingerprint(f.Key)},
+		g.p.opts.Clock.Now(), g.p.nonceOptions())
+	if err != nil {
+		return &tenant.FieldError{Tenant: f.Tenant.Name, Field: "spec.signature", Err: err}
+	}
+	at := g.p.opts.Clock.Now()
+	if bytes.Equal(e.Redemption.By, g.in.digest) {
+		at = e.Redemption.At
+	}
+	if v := g.preverified; v != nil && e.Nonce.Equal(g.pre.Nonce) {
+		if f.Verification = v.Recheck(at); f.Verification == nil {
+			f.Verified = v
+		}
+		return nil
+	}
+	f.Verified, f.Verification = tenant.Verify(f.Tenant, e.Nonce, &tenant.VerifyOptions{ProviderID: g.p.id, Policy: g.p.opts.Policy, Now: at})
+	return nil
+}
+
+// beforeIssue gathers, for a Tenant whose signature verified, the Facts
+// of the checks before anything is issued: the certificate record, the
+// privilege check (started now, unless it started before the redemption)
+// and the peer roles. A Tenant whose signature failed gets nothing more
+// read: the signature check refuses it first.
+func (g *acceptGathering) beforeIssue(ctx context.Context, f *accept.Facts) error {
+	if f.Verified == nil {
+		return nil
+	}
+	entry, err := g.reads.cached()
+	if err != nil {
+		return err
+	}
+	f.Certificate = entry
+	if entry != nil && (f.Stored == nil || f.Stored.Status.AuthParams == nil) {
+		claim := []crypto.PublicKey{f.Key, f.Verified.CSR.PublicKey()}
+		if f.HeldAfterUnpeering, err = g.p.unpeeredHolder(ctx, f.ConsumerID, entry, claim); err != nil {
+			return err
+		}
+	}
+	// A pass of the privilege check is trusted for RecheckInterval: the
+	// check is a snapshot either way, and the retry of a handshake whose
+	// certificate was pending comes moments later.
+	f.Privileges = func() error {
+		if g.privileges == nil {
+			g.privileges = g.p.checkPrivileges(g.asking, f.ConsumerID)
+		}
+		return g.privileges()
+	}
+	f.Roles = g.reads.roles
+	return nil
+}
+
+// act does what plan says for the Tenant of f, towards w, and returns the
+// Identity its status hands out. Once the certificate is issued, and not
+// before, the writes at once: the certificate cached, the Tenant recorded
+// (status aside), and, as Liqo's provider does when it accepts a Tenant,
+// group consumerID bound to the cluster-wide slice role (metrics), not
+// only with its first ResourceSlice. The ControlPlane binding is owned by
+// the Tenant (deleting the Tenant collects it): it joins them when the
+// Tenant is stored already (a controller's Tenant, which the consumer
+// created), else it waits for the Tenant's UID. Last comes the status,
+// which hands the certificate out.
+func (p *Provider) act(ctx context.Context, f *accept.Facts, w accept.Want, plan accept.Plan) (*authv1beta1.Identity, error) {
+	cert := plan.Certificate
+	if plan.Sign {
+		var err error
+		if cert, err = csr.SignChecked(ctx, p.ports.Signer, accept.Request(f, w), p.opts.Clock.Now()); err != nil {
+			return nil, stepError(StepCertificateIssued, err)
+		}
+	}
+	if err := p.write(ctx, f, w, plan, cert); err != nil {
+		return nil, err
+	}
+	stored := w.Record
+	stored.Status = accept.Status(f, w, cert)
+	if plan.WriteStatus {
+		if _, err := p.ports.Tenants.ApplyStatus(ctx, stored); err != nil {
+			return nil, stepError(StepTenantStatus, err)
+		}
+	}
+	p.step(ctx, Step{Name: StepTenantStatus})
+	return p.identity(ctx, stored)
+}
+
+// write caches cert when it is new, records the Tenant and applies its
+// bindings, as plan says, at once where it can.
+func (p *Provider) write(ctx context.Context, f *accept.Facts, w accept.Want, plan accept.Plan, cert []byte) error {
+	owner := f.Stored
+	stable := owner != nil && owner.UID != "" && owner.DeletionTimestamp == nil
+	binding := rbac.ControlPlaneRoleBinding(clusterid.TenantNamespace(f.ConsumerID), f.ConsumerID)
+	var (
+		wg                                           sync.WaitGroup
+		cacheErr, recordErr, bindErr, clusterBindErr error
+	)
+	if plan.Sign {
+		wg.Go(func() {
+			key := csr.CacheKey{ConsumerID: f.ConsumerID}
+			if err := p.ports.Certificates.Put(ctx, key, csr.CacheEntry{CSR: f.Verified.CSR.PEM(), Certificate: cert}); err != nil {
+				cacheErr = fmt.Errorf("writing certificate cache %s: %w", key.SecretName(), err)
+			}
+		})
+	}
+	if plan.Record {
+		wg.Go(func() { owner, recordErr = p.ports.Tenants.Apply(ctx, w.Record) })
+	}
+	if plan.BindCluster {
+		wg.Go(func() {
+			clusterBindErr = p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(f.ConsumerID))
+		})
+	}
+	if stable && plan.Bind {
+		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
+		wg.Go(func() { bindErr = p.ports.RBAC.ApplyRoleBinding(ctx, binding) })
+	}
+	wg.Wait()
+	if cacheErr != nil {
+		return stepError(StepCertificateIssued, cacheErr)
+	}
+	p.step(ctx, Step{Name: StepCertificateIssued})
+	if err := errors.Join(recordErr, bindErr, clusterBindErr); err != nil {
+		return stepError(StepRBACBound, err)
+	}
+	if !stable && plan.Bind {
+		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
+		if err := p.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
+			return stepError(StepRBACBound, err)
+		}
+	}
+	p.step(ctx, Step{Name: StepRBACBound})
+	return nil
+}
