@@ -15,9 +15,9 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/renewal"
-	"github.com/kubepact/kubepact/tenant"
 )
 
 // The steps of a renewal.
@@ -37,7 +37,11 @@ var ErrNotAuthenticated = errors.New("no identity held for the provider")
 // anywhere else, naming another consumer, or asking for another identity
 // than the ControlPlane's is refused, wrapping renewal.ErrForeign or
 // renewal.ErrUnsupported. The consumer's Tenant must be accepted
-// (renewal.ErrNotAccepted) and not Drained (renewal.ErrDrained).
+// (renewal.ErrNotAccepted), and the consumer admitted as Accept admits it
+// (lifecycle.Admit): a Drained Tenant is refused with an error wrapping
+// renewal.ErrDrained and lifecycle.ErrDrained, a consumer whose
+// revocation record is in force with a *lifecycle.RevokedError, whether
+// or not a certificate is asked for.
 //
 // Without spec.csr, as a Liqo consumer sends it, Renew returns the Tenant's
 // status.authParams, which the Tenant's reconciler re-signs between half and
@@ -67,17 +71,9 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 	if err != nil {
 		return nil, stepError(StepCertificateRenewed, err)
 	}
-	namespace := clusterid.TenantNamespace(consumerID)
-	t, err := p.ports.Tenants.Get(ctx, namespace, consumerID)
-	switch {
-	case errors.Is(err, tenant.ErrNotFound):
-		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: no Tenant %s/%s", renewal.ErrNotAccepted, namespace, consumerID))
-	case err != nil:
+	t, err := p.admitRenewal(ctx, consumerID)
+	if err != nil {
 		return nil, stepError(StepCertificateRenewed, err)
-	case t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0:
-		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: Tenant %s/%s has no certificate yet", renewal.ErrNotAccepted, namespace, consumerID))
-	case t.Spec.TenantCondition == authv1beta1.TenantConditionDrained:
-		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: Tenant %s/%s", renewal.ErrDrained, namespace, consumerID))
 	}
 	params := t.Status.AuthParams.DeepCopy()
 	if len(r.Spec.CSR) == 0 {
@@ -153,6 +149,24 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 	params.SignedCRT = cert
 	p.step(ctx, Step{Name: StepCertificateRenewed})
 	return params, nil
+}
+
+// admitRenewal returns the accepted Tenant of consumerID, which asks for a
+// renewal, admitted as Accept admits it (lifecycle.Admit).
+func (p *Provider) admitRenewal(ctx context.Context, consumerID string) (*authv1beta1.Tenant, error) {
+	namespace := clusterid.TenantNamespace(consumerID)
+	t, err := lifecycle.Admit(ctx, p.ports.Tenants, p.ports.Lifecycle.Revocations, consumerID, p.opts.Clock.Now())
+	switch {
+	case errors.Is(err, lifecycle.ErrDrained):
+		return nil, fmt.Errorf("%w: %w", renewal.ErrDrained, err)
+	case err != nil:
+		return nil, err
+	case t == nil:
+		return nil, fmt.Errorf("%w: no Tenant %s/%s", renewal.ErrNotAccepted, namespace, consumerID)
+	case t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0:
+		return nil, fmt.Errorf("%w: Tenant %s/%s has no certificate yet", renewal.ErrNotAccepted, namespace, consumerID)
+	}
+	return t, nil
 }
 
 // RenewalRequest is what a consumer keeps for the renewal of one

@@ -20,6 +20,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/renewal"
@@ -434,6 +435,17 @@ func TestProviderRenewRefuses(t *testing.T) {
 			_, err = p.providerCluster.Tenants.Apply(ctx, tn)
 			require.NoError(t, err)
 		}, renewal.ErrDrained},
+		{"a consumer revoked, its Tenant still there", func(t *testing.T, p *pair, r *authv1beta1.Renew) {
+			require.NoError(t, p.providerCluster.Revocations.Put(ctx, lifecycle.Revocation{
+				ConsumerID: consumerID, Until: p.clock.Now().Add(time.Hour), Reason: lifecycle.ReasonRevoked,
+			}))
+		}, lifecycle.ErrRevoked},
+		{"a consumer revoked, asking for nothing new", func(t *testing.T, p *pair, r *authv1beta1.Renew) {
+			require.NoError(t, p.providerCluster.Revocations.Put(ctx, lifecycle.Revocation{
+				ConsumerID: consumerID, Until: p.clock.Now().Add(time.Hour), Reason: lifecycle.ReasonRevoked,
+			}))
+			r.Spec.PublicKey, r.Spec.CSR = nil, nil
+		}, lifecycle.ErrRevoked},
 		{"a new key before half the lifetime", func(t *testing.T, p *pair, r *authv1beta1.Renew) {
 			p.clock.SetTime(time.Date(2026, 11, 22, 10, 1, 0, 0, time.UTC))
 		}, renewal.ErrTooEarly},

@@ -296,8 +296,8 @@ const (
 	// ReasonInvalidRenew: the Renew is misplaced, names another consumer or
 	// identity, or its fields do not parse; it is not answered.
 	ReasonInvalidRenew = "InvalidRenew"
-	// ReasonRenewRefused: the Renew's consumer is Drained; its certificates
-	// are not renewed.
+	// ReasonRenewRefused: the Renew's consumer is Drained, or revoked by a
+	// revocation record in force; its certificates are not renewed.
 	ReasonRenewRefused = "RenewRefused"
 	// ReasonRenewTooEarly: the Renew asks for a new key before half the
 	// lifetime of the certificate its consumer holds; it is answered then.

@@ -27,6 +27,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/renewal"
 )
 
@@ -170,7 +171,7 @@ func renewReasonOf(err error) (string, bool) {
 	switch {
 	case errors.Is(err, renewal.ErrForeign), errors.Is(err, renewal.ErrUnsupported), errors.Is(err, renewal.ErrMalformed):
 		return ReasonInvalidRenew, true
-	case errors.Is(err, renewal.ErrDrained):
+	case errors.Is(err, renewal.ErrDrained), errors.Is(err, lifecycle.ErrRevoked):
 		return ReasonRenewRefused, true
 	case errors.Is(err, kubepact.ErrEndpointChanged):
 		return ReasonInvalidIdentity, true
