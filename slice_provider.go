@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
@@ -84,78 +86,22 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 	if err != nil {
 		return nil, stepError(StepSliceVerified, err)
 	}
-	deny := func(err error) (*authv1beta1.ResourceSliceStatus, error) {
-		// A slice denied now may have been accepted before: its
-		// certificate goes, and the bindings unless another slice needs
-		// them (all of them when the consumer has no accepted Tenant).
-		if consumerID, cerr := resourceslice.ConsumerOf(s.Namespace); cerr == nil {
-			tenantGone := errors.Is(err, resourceslice.ErrNoTenant)
-			if rerr := p.release(ctx, s.Namespace, consumerID, s.Name, tenantGone); rerr != nil {
-				return nil, stepError(StepSliceVerified, rerr)
-			}
-		}
-		resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
-			authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonAuthenticationDenied, err.Error(), now)
-		resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources,
-			authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonResourcesDenied, "authentication denied", now)
-		return status, stepError(StepSliceVerified, err)
-	}
-
-	var t *authv1beta1.Tenant
-	if consumerID, err := resourceslice.ConsumerOf(s.Namespace); err == nil {
-		got, err := p.ports.Tenants.Get(ctx, s.Namespace, consumerID)
-		switch {
-		case err == nil:
-			t = got
-		case !errors.Is(err, tenant.ErrNotFound):
-			return nil, stepError(StepSliceVerified, err)
-		}
-	}
-	v, err := resourceslice.Verify(s, p.id, t)
-	if err != nil {
-		return deny(err)
-	}
-	subject := v.CSR.Subject()
-	// The CN is a user name: one that is also a consumer's ID would carry
-	// that consumer's ControlPlane bindings.
-	if clusterid.Validate(subject.CommonName) == nil {
-		_, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(subject.CommonName), subject.CommonName)
-		switch {
-		case err == nil:
-			return deny(&resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "metadata.name",
-				Err: fmt.Errorf("%w: %q", resourceslice.ErrUserTaken, subject.CommonName)})
-		case !errors.Is(err, tenant.ErrNotFound):
-			return nil, stepError(StepSliceVerified, err)
-		}
-	}
-	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, subject.CommonName, subject.Organization); err != nil {
-		if !errors.Is(err, rbac.ErrPrivilegedUser) {
-			return nil, stepError(StepSliceVerified, err)
-		}
-		return deny(&resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "spec.csr", Err: err})
+	v, t, denied, err := p.verifySlice(ctx, s, now)
+	switch {
+	case err != nil:
+		return nil, stepError(StepSliceVerified, err)
+	case denied != nil:
+		return p.denySlice(ctx, s, status, denied, now)
 	}
 	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
 		authv1beta1.ResourceSliceConditionAccepted, resourceslice.ReasonAuthenticationAccepted, "authenticated", now)
 	p.step(ctx, Step{Name: StepSliceVerified})
 
-	res, why := resourceslice.Decide(s.Spec.Class, t.Spec.TenantCondition, wasAccepted)
-	if res == authv1beta1.ResourceSliceConditionAccepted {
-		refused, err := p.grant(ctx, s, status)
-		switch {
-		case err != nil:
-			return nil, stepError(StepSliceGranted, err)
-		case refused != nil:
-			res, why = authv1beta1.ResourceSliceConditionDenied, refused.Error()
-		default:
-			p.step(ctx, Step{Name: StepSliceGranted})
-		}
+	accepted, err := p.sliceResources(ctx, s, t, status, wasAccepted, now)
+	if err != nil {
+		return nil, err
 	}
-	reason := resourceslice.ReasonResourcesAccepted
-	if res == authv1beta1.ResourceSliceConditionDenied {
-		reason = resourceslice.ReasonResourcesDenied
-	}
-	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources, res, reason, why, now)
-	if res == authv1beta1.ResourceSliceConditionDenied {
+	if !accepted {
 		if err := p.release(ctx, s.Namespace, v.ConsumerID, s.Name, false); err != nil {
 			return nil, stepError(StepSliceBound, err)
 		}
@@ -189,6 +135,95 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		ProxyURL:  t.Spec.ProxyURL,
 	}
 	return status, nil
+}
+
+// sliceResources decides the Resources condition of the authenticated
+// slice s, into status: resourceslice.Decide on its class and the Tenant's
+// condition, then the grant of what it asks (grant). It reports whether
+// the resources are accepted.
+func (p *Provider) sliceResources(ctx context.Context, s *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, status *authv1beta1.ResourceSliceStatus, wasAccepted bool, now time.Time) (bool, error) {
+	res, why := resourceslice.Decide(s.Spec.Class, t.Spec.TenantCondition, wasAccepted)
+	if res == authv1beta1.ResourceSliceConditionAccepted {
+		refused, err := p.grant(ctx, s, status)
+		switch {
+		case err != nil:
+			return false, stepError(StepSliceGranted, err)
+		case refused != nil:
+			res, why = authv1beta1.ResourceSliceConditionDenied, refused.Error()
+		default:
+			p.step(ctx, Step{Name: StepSliceGranted})
+		}
+	}
+	reason := resourceslice.ReasonResourcesAccepted
+	if res == authv1beta1.ResourceSliceConditionDenied {
+		reason = resourceslice.ReasonResourcesDenied
+	}
+	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources, res, reason, why, now)
+	return res == authv1beta1.ResourceSliceConditionAccepted, nil
+}
+
+// verifySlice verifies s (resourceslice.Verify) against the Tenant stored
+// for its consumer, which it returns, and checks that the identity it asks
+// for may be issued: its consumer is not revoked (lifecycle.Revoked, as
+// Accept admits it), its user name is no consumer's ID, and its user and
+// groups hold no privilege. A refusal is returned as denied, a failure to
+// tell as err.
+func (p *Provider) verifySlice(ctx context.Context, s *authv1beta1.ResourceSlice, now time.Time) (v *resourceslice.Verified, t *authv1beta1.Tenant, denied, err error) {
+	if consumerID, err := resourceslice.ConsumerOf(s.Namespace); err == nil {
+		got, err := p.ports.Tenants.Get(ctx, s.Namespace, consumerID)
+		switch {
+		case err == nil:
+			t = got
+		case !errors.Is(err, tenant.ErrNotFound):
+			return nil, nil, nil, err
+		}
+		if err := lifecycle.Revoked(ctx, p.ports.Lifecycle.Revocations, consumerID, now); errors.Is(err, lifecycle.ErrRevoked) {
+			return nil, nil, &resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "metadata.namespace", Err: err}, nil
+		} else if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if v, err = resourceslice.Verify(s, p.id, t); err != nil {
+		return nil, nil, err, nil
+	}
+	subject := v.CSR.Subject()
+	// The CN is a user name: one that is also a consumer's ID would carry
+	// that consumer's ControlPlane bindings.
+	if clusterid.Validate(subject.CommonName) == nil {
+		_, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(subject.CommonName), subject.CommonName)
+		switch {
+		case err == nil:
+			return nil, nil, &resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "metadata.name",
+				Err: fmt.Errorf("%w: %q", resourceslice.ErrUserTaken, subject.CommonName)}, nil
+		case !errors.Is(err, tenant.ErrNotFound):
+			return nil, nil, nil, err
+		}
+	}
+	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, subject.CommonName, subject.Organization); err != nil {
+		if !errors.Is(err, rbac.ErrPrivilegedUser) {
+			return nil, nil, nil, err
+		}
+		return nil, nil, &resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "spec.csr", Err: err}, nil
+	}
+	return v, t, nil, nil
+}
+
+// denySlice denies s for why, into status. A slice denied now may have
+// been accepted before: its certificate goes, and the bindings unless
+// another slice needs them (all of them when the consumer has no accepted
+// Tenant).
+func (p *Provider) denySlice(ctx context.Context, s *authv1beta1.ResourceSlice, status *authv1beta1.ResourceSliceStatus, why error, now time.Time) (*authv1beta1.ResourceSliceStatus, error) {
+	if consumerID, err := resourceslice.ConsumerOf(s.Namespace); err == nil {
+		tenantGone := errors.Is(why, resourceslice.ErrNoTenant)
+		if err := p.release(ctx, s.Namespace, consumerID, s.Name, tenantGone); err != nil {
+			return nil, stepError(StepSliceVerified, err)
+		}
+	}
+	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
+		authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonAuthenticationDenied, why.Error(), now)
+	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources,
+		authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonResourcesDenied, "authentication denied", now)
+	return status, stepError(StepSliceVerified, why)
 }
 
 // sliceHeld reports whether the provider holds credentials it issued to

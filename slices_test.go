@@ -26,6 +26,7 @@ import (
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
@@ -242,6 +243,11 @@ func TestAcceptSliceRejectsAndBindsNothing(t *testing.T) {
 			})
 			require.NoError(t, err)
 		}, resourceslice.ErrUserTaken},
+		{"a consumer revoked, its Tenant still there", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
+			require.NoError(t, p.providerCluster.Revocations.Put(ctx, lifecycle.Revocation{
+				ConsumerID: consumerID, Until: p.clock.Now().Add(time.Hour), Reason: lifecycle.ReasonRevoked,
+			}))
+		}, lifecycle.ErrRevoked},
 		{"privileged group", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			require.NoError(t, p.providerCluster.RBAC.ApplyClusterRole(ctx, &rbacv1.ClusterRole{
 				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},

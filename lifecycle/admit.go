@@ -99,13 +99,12 @@ func Admit(ctx context.Context, tenants TenantReader, revocations Revocations, c
 	}
 	// Both reads at once: a handshake waits for the slower, not the sum.
 	var (
-		r          Revocation
 		revokedErr error
 		read       = make(chan struct{})
 	)
 	go func() {
 		defer close(read)
-		r, revokedErr = revocations.Get(ctx, consumerID)
+		revokedErr = Revoked(ctx, revocations, consumerID, now)
 	}()
 	stored, err := tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
 	<-read
@@ -117,13 +116,23 @@ func Admit(ctx context.Context, tenants TenantReader, revocations Revocations, c
 	case err != nil:
 		return nil, err
 	}
+	return stored, revokedErr
+}
+
+// Revoked is the revocation half of Admit, for a flow that judges the
+// Tenant's condition its own way (ResourceSlices): a *RevokedError when a
+// revocation record of consumerID is in force at now, nil when there is
+// none or it has ended. A record that cannot be read fails it rather than
+// passing it.
+func Revoked(ctx context.Context, revocations Revocations, consumerID string, now time.Time) error {
+	r, err := revocations.Get(ctx, consumerID)
 	switch {
-	case errors.Is(revokedErr, ErrNotFound):
-		return stored, nil
-	case revokedErr != nil:
-		return nil, revokedErr
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return err
 	}
-	return stored, r.Check(now)
+	return r.Check(now)
 }
 
 // Gate is Admit over its ports, for callers that hold the consumer ID only
