@@ -154,6 +154,13 @@ func (c Chain) With(more ...Check) Chain {
 	return append(c[:len(c):len(c)], more...)
 }
 
+// Without returns c without the checks named names, in a new Chain: for a
+// flow that proves what those check another way (the token server's
+// shared token stands for the signature).
+func (c Chain) Without(names ...string) Chain {
+	return slices.DeleteFunc(slices.Clone(c), func(ch Check) bool { return slices.Contains(names, ch.Name) })
+}
+
 // Run runs the checks of stage in c, in order, and returns the first
 // refusal and the check that made it: nil and nil when all pass.
 func (c Chain) Run(ctx context.Context, stage Stage, f *Facts) (*Check, error) {

@@ -25,6 +25,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/accept"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
@@ -274,58 +275,12 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 
 	unlock := s.locks.lock(consumerID)
 	defer unlock()
-	now := s.opts.Clock.Now()
-	// The lifecycle decisions come first, before the certificate cache is
-	// read: a drained or revoked consumer gets nothing, not even the
-	// certificate already issued, and is never bound again.
-	stored, err := lifecycle.Admit(ctx, s.ports.Tenants, s.ports.Lifecycle.Revocations, consumerID, now)
-	var revoked *lifecycle.RevokedError
-	switch {
-	case errors.Is(err, lifecycle.ErrDrained):
-		return nil, refuse(http.StatusForbidden, "the cluster ID's tenant is drained", err)
-	case errors.As(err, &revoked):
-		return nil, refuse(http.StatusForbidden, "the cluster ID's certificates were revoked", err)
-	case err != nil:
-		return nil, refuse(http.StatusInternalServerError, "reading the cluster ID's records failed", err)
-	}
-	key := csr.CacheKey{ConsumerID: consumerID}
-	var cached *csr.CacheEntry
-	switch e, err := s.ports.Certificates.Get(ctx, key); {
-	case err == nil:
-		cached = &e
-	case !errors.Is(err, csr.ErrNotFound):
-		return nil, refuse(http.StatusInternalServerError, "reading the issued certificates failed", err)
-	}
-	if err := lifecycle.CheckHolder(consumerID, stored, cached, []crypto.PublicKey{checked.PublicKey()}, now); err != nil {
-		return nil, refuse(http.StatusForbidden, "an identity was already issued for this cluster ID", err)
+	stored, checked, ref := s.decide(ctx, consumerID, checked)
+	if ref != nil {
+		return nil, ref
 	}
 	own := stored == nil || lifecycle.FlowOf(stored) == lifecycle.FlowSharedToken
-	if !own && !holds(stored, checked.PublicKey()) {
-		// A handshake's Tenant, not yet accepted, for another key.
-		return nil, refuse(http.StatusForbidden, "an identity was already issued for this cluster ID",
-			&lifecycle.HeldError{ConsumerID: consumerID, Flow: lifecycle.FlowOf(stored)})
-	}
-	if cached != nil {
-		// An identity was issued for this consumer: only its key may have
-		// it again, and gets the same CSR's certificate (csr.Issue returns
-		// the cached one while it is fresh).
-		again, err := csr.Check(cached.CSR, csr.ControlPlanePolicy(consumerID, checked.PublicKey()))
-		if err != nil {
-			return nil, refuse(http.StatusForbidden, "an identity was already issued for this cluster ID", err)
-		}
-		checked = again
-	}
-	if err := rbac.CheckUnprivileged(ctx, s.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
-		if errors.Is(err, rbac.ErrPrivilegedUser) {
-			return nil, refuse(http.StatusForbidden, "the cluster ID names a privileged user", err)
-		}
-		return nil, refuse(http.StatusInternalServerError, "checking the cluster ID's permissions failed", err)
-	}
-	if err := rbac.RequireRoles(ctx, s.ports.RBAC, rbac.ControlPlaneClusterRoleName); err != nil {
-		// The administrator's to fix: nothing is signed for a role that
-		// is not there.
-		return nil, refuse(http.StatusInternalServerError, "the provider's peer roles are not installed", err)
-	}
+	key := csr.CacheKey{ConsumerID: consumerID}
 	namespace := clusterid.TenantNamespace(consumerID)
 	if err := s.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
 		return nil, refuse(http.StatusInternalServerError, "ensuring the tenant namespace failed", err)
@@ -378,6 +333,78 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 		APIServerURL: s.endpoint.Server,
 		APIServerCA:  s.endpoint.CA,
 	}, nil
+}
+
+// checks are the provider's checks the token server takes: all but the
+// Tenant's signature, for which the shared token stands.
+var checks = accept.Builtin().Without(accept.Signature)
+
+// decide takes the provider's decision (accept.Builtin, but the
+// signature) on consumerID asking a certificate for checked, and returns
+// its stored Tenant and the request to sign: checked, or the CSR cached for
+// it when an identity was issued already. The lifecycle decisions come
+// first, before the certificate cache is read: a drained or revoked
+// consumer gets nothing, not even the certificate already issued, and is
+// never bound again.
+func (s *Server) decide(ctx context.Context, consumerID string, checked *csr.Checked) (*authv1beta1.Tenant, *csr.Checked, *refusal) {
+	f := &accept.Facts{ConsumerID: consumerID, Key: checked.PublicKey(), Now: s.opts.Clock.Now()}
+	f.Stored, f.Admission = lifecycle.Admit(ctx, s.ports.Tenants, s.ports.Lifecycle.Revocations, consumerID, f.Now)
+	if check, err := checks.Run(ctx, accept.StageRedeem, f); err != nil {
+		return nil, nil, refusalOf(check, err)
+	}
+	switch e, err := s.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID}); {
+	case err == nil:
+		f.Certificate = &e
+	case !errors.Is(err, csr.ErrNotFound):
+		return nil, nil, refuse(http.StatusInternalServerError, "reading the issued certificates failed", err)
+	}
+	if f.Stored != nil && lifecycle.FlowOf(f.Stored) != lifecycle.FlowSharedToken && !holds(f.Stored, checked.PublicKey()) {
+		// A handshake's Tenant, not yet accepted, for another key.
+		return nil, nil, refuse(http.StatusForbidden, "an identity was already issued for this cluster ID",
+			&lifecycle.HeldError{ConsumerID: consumerID, Flow: lifecycle.FlowOf(f.Stored)})
+	}
+	if f.Certificate != nil {
+		// An identity was issued for this consumer: only its key may have
+		// it again, and gets the same CSR's certificate (csr.Issue returns
+		// the cached one while it is fresh).
+		again, err := csr.Check(f.Certificate.CSR, csr.ControlPlanePolicy(consumerID, checked.PublicKey()))
+		if err != nil {
+			return nil, nil, refuse(http.StatusForbidden, "an identity was already issued for this cluster ID", err)
+		}
+		checked = again
+	}
+	f.Privileges = func() error {
+		return rbac.CheckUnprivileged(ctx, s.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization})
+	}
+	f.Roles = func() error { return rbac.RequireRoles(ctx, s.ports.RBAC, rbac.ControlPlaneClusterRoleName) }
+	if check, err := checks.Run(ctx, accept.StageIssue, f); err != nil {
+		return nil, nil, refusalOf(check, err)
+	}
+	return f.Stored, checked, nil
+}
+
+// refusalOf is the answer to a request check refused with err.
+func refusalOf(check *accept.Check, err error) *refusal {
+	var revoked *lifecycle.RevokedError
+	switch {
+	case check.Name == accept.Admitted && errors.Is(err, lifecycle.ErrDrained):
+		return refuse(http.StatusForbidden, "the cluster ID's tenant is drained", err)
+	case check.Name == accept.Admitted && errors.As(err, &revoked):
+		return refuse(http.StatusForbidden, "the cluster ID's certificates were revoked", err)
+	case check.Name == accept.Admitted:
+		return refuse(http.StatusInternalServerError, "reading the cluster ID's records failed", err)
+	case check.Name == accept.SingleHolder:
+		return refuse(http.StatusForbidden, "an identity was already issued for this cluster ID", err)
+	case check.Name == accept.Unprivileged && errors.Is(err, rbac.ErrPrivilegedUser):
+		return refuse(http.StatusForbidden, "the cluster ID names a privileged user", err)
+	case check.Name == accept.Unprivileged:
+		return refuse(http.StatusInternalServerError, "checking the cluster ID's permissions failed", err)
+	case check.Name == accept.RolesInstalled:
+		// The administrator's to fix: nothing is signed for a role that
+		// is not there.
+		return refuse(http.StatusInternalServerError, "the provider's peer roles are not installed", err)
+	}
+	return refuse(http.StatusForbidden, "the request was refused", err)
 }
 
 // sharedTokenTenant is the Tenant the server records for consumerID, whose
