@@ -3,6 +3,7 @@ package authserver
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -112,22 +113,7 @@ type AuthenticateOptions struct {
 // every run fail, naming its Secret, until a person who has looked at it
 // deletes it.
 func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts, remote Remote, opts *AuthenticateOptions) (*kubepact.Authenticated, error) {
-	var o AuthenticateOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Namespace == "" {
-		o.Namespace = authtoken.DefaultNamespace
-	}
-	if o.Rand == nil {
-		o.Rand = rand.Reader
-	}
-	if o.Clock == nil {
-		o.Clock = clock.RealClock{}
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 30 * time.Second
-	}
+	o := opts.withDefaults()
 	if c == nil || ports.Namespaces == nil || ports.Secrets == nil {
 		return nil, fmt.Errorf("%w: Authenticate needs a consumer, Namespaces and Secrets", kubepact.ErrInvalidConfig)
 	}
@@ -139,91 +125,174 @@ func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts
 	if err != nil {
 		return nil, err
 	}
-	ids, err := getIDs(ctx, hc, base)
+	a := &authentication{c: c, ports: ports, remote: remote, o: o, hc: hc, base: base}
+	if err := a.checkProvider(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.ensureNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	resp, err := a.heldIdentity(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if ids.ClusterID != providerID {
-		return nil, fmt.Errorf("%w: %s names cluster %q, want %q", ErrWrongProvider, base.Redacted(), ids.ClusterID, providerID)
-	}
-	if err := ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
-		return nil, err
-	}
-	if err := ports.Namespaces.Ensure(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}); err != nil {
-		return nil, err
-	}
-	namespace := clusterid.TenantNamespace(providerID)
-	setStatus := func(s authtoken.Status) error {
-		return ports.Secrets.Apply(ctx, authtoken.RemoteSecret(o.Namespace, authtoken.Remote{ProviderID: providerID, Token: remote.Token, Status: s}))
-	}
-
-	var resp *CertificateResponse
-	switch held, err := ports.Secrets.Get(ctx, namespace, IdentitySecretName(providerID)); {
-	case err == nil:
-		if resp, err = parseIdentitySecret(held); err != nil {
-			return nil, err
-		}
-	case !errors.Is(err, authtoken.ErrNotFound):
-		return nil, err
-	}
 	if resp == nil {
-		if err := setStatus(authtoken.StatusPending); err != nil {
-			return nil, err
-		}
-		// Stored before the CSR is built: a retry after a crash re-uses it,
-		// and a provider that signed it answers with the same certificate.
-		key, err := c.IdentityKey(ctx, providerID)
-		if err != nil {
-			return nil, err
-		}
-		pemCSR, err := csr.Create(o.Rand, key, csr.ControlPlaneSubject(c.ClusterID()))
-		if err != nil {
-			return nil, err
-		}
-		resp, err = postCSR(ctx, hc, base, &CertificateRequest{
-			Cluster:                   ClusterIdentity{ClusterID: c.ClusterID(), ClusterName: o.ClusterName},
-			DestinationClusterToken:   remote.Token.Reveal(),
-			CertificateSigningRequest: pemCSR,
-		})
-		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRefused) {
-			status := authtoken.StatusDenied
-			if remote.Token.IsZero() {
-				status = authtoken.StatusEmptyDenied
-			}
-			return nil, errors.Join(err, setStatus(status))
-		}
-		if err != nil {
-			return nil, err
-		}
-		// It cannot be fetched again by another key: keep it before
-		// anything else can fail.
-		if err := ports.Secrets.Apply(ctx, identitySecret(providerID, resp)); err != nil {
+		if resp, err = a.requestIdentity(ctx); err != nil {
 			return nil, err
 		}
 	}
-
 	key, err := c.IdentityKey(ctx, providerID)
 	if err != nil {
 		return nil, err
 	}
-	id, err := identity.Build(providerID, authv1beta1.AuthParams{CA: resp.APIServerCA, SignedCRT: resp.Certificate, APIServer: resp.APIServerURL},
-		&identity.BuildOptions{TenantNamespace: resp.Namespace})
+	id, err := a.checkIdentity(resp, key.Public())
 	if err != nil {
-		err = fmt.Errorf("the identity stored in Secret %s/%s: %w", namespace, IdentitySecretName(providerID), err)
-		return nil, errors.Join(err, setStatus(authtoken.StatusDenied))
-	}
-	if _, err := identity.Verify(id, c.ClusterID(), key.Public(), o.Clock.Now(), nil); err != nil {
-		err = fmt.Errorf("the identity stored in Secret %s/%s: %w", namespace, IdentitySecretName(providerID), err)
-		return nil, errors.Join(err, setStatus(authtoken.StatusDenied))
+		return nil, errors.Join(err, a.setStatus(ctx, authtoken.StatusDenied))
 	}
 	done, err := c.Apply(ctx, providerID, id, &kubepact.ApplyOptions{ReplaceEndpoint: o.ReplaceEndpoint})
 	if err != nil {
 		return nil, err
 	}
-	if err := setStatus(authtoken.StatusEstablished); err != nil {
+	if err := a.setStatus(ctx, authtoken.StatusEstablished); err != nil {
 		return nil, err
 	}
 	return done, nil
+}
+
+// withDefaults returns a copy of o, or of the zero value when o is nil,
+// with every unset field set to its documented default.
+func (o *AuthenticateOptions) withDefaults() AuthenticateOptions {
+	var d AuthenticateOptions
+	if o != nil {
+		d = *o
+	}
+	if d.Namespace == "" {
+		d.Namespace = authtoken.DefaultNamespace
+	}
+	if d.Rand == nil {
+		d.Rand = rand.Reader
+	}
+	if d.Clock == nil {
+		d.Clock = clock.RealClock{}
+	}
+	if d.RequestTimeout <= 0 {
+		d.RequestTimeout = 30 * time.Second
+	}
+	return d
+}
+
+// authentication is one run of Authenticate, with its checked inputs and
+// its HTTP client for the provider's server.
+type authentication struct {
+	c      *kubepact.Consumer
+	ports  ConsumerPorts
+	remote Remote
+	o      AuthenticateOptions
+	hc     *http.Client
+	base   *url.URL
+}
+
+// checkProvider checks that the server's /ids names remote.ProviderID
+// (ErrWrongProvider).
+func (a *authentication) checkProvider(ctx context.Context) error {
+	ids, err := getIDs(ctx, a.hc, a.base)
+	if err != nil {
+		return err
+	}
+	if ids.ClusterID != a.remote.ProviderID {
+		return fmt.Errorf("%w: %s names cluster %q, want %q", ErrWrongProvider, a.base.Redacted(), ids.ClusterID, a.remote.ProviderID)
+	}
+	return nil
+}
+
+// ensureNamespaces ensures the tenant namespace of the provider and the
+// namespace of the remote token Secret.
+func (a *authentication) ensureNamespaces(ctx context.Context) error {
+	if err := a.ports.Namespaces.Ensure(ctx, tenant.Namespace(a.remote.ProviderID)); err != nil {
+		return err
+	}
+	return a.ports.Namespaces.Ensure(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: a.o.Namespace}})
+}
+
+// setStatus records s in the remote token Secret.
+func (a *authentication) setStatus(ctx context.Context, s authtoken.Status) error {
+	return a.ports.Secrets.Apply(ctx, authtoken.RemoteSecret(a.o.Namespace, authtoken.Remote{ProviderID: a.remote.ProviderID, Token: a.remote.Token, Status: s}))
+}
+
+// heldIdentity returns the identity stored in the remote identity Secret,
+// nil when there is none, and identity.ErrMalformed when the Secret holds
+// no certificate or API server.
+func (a *authentication) heldIdentity(ctx context.Context) (*CertificateResponse, error) {
+	held, err := a.ports.Secrets.Get(ctx, clusterid.TenantNamespace(a.remote.ProviderID), IdentitySecretName(a.remote.ProviderID))
+	switch {
+	case err == nil:
+		return parseIdentitySecret(held)
+	case errors.Is(err, authtoken.ErrNotFound):
+		return nil, nil
+	default:
+		return nil, err
+	}
+}
+
+// requestIdentity records status Pending, posts a CSR for the identity's
+// stored key and stores the answer in the remote identity Secret. A wrong
+// token or a refusal records Denied (EmptyDenied when no token was sent).
+func (a *authentication) requestIdentity(ctx context.Context) (*CertificateResponse, error) {
+	providerID := a.remote.ProviderID
+	if err := a.setStatus(ctx, authtoken.StatusPending); err != nil {
+		return nil, err
+	}
+	// Stored before the CSR is built: a retry after a crash re-uses it,
+	// and a provider that signed it answers with the same certificate.
+	key, err := a.c.IdentityKey(ctx, providerID)
+	if err != nil {
+		return nil, err
+	}
+	pemCSR, err := csr.Create(a.o.Rand, key, csr.ControlPlaneSubject(a.c.ClusterID()))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := postCSR(ctx, a.hc, a.base, &CertificateRequest{
+		Cluster:                   ClusterIdentity{ClusterID: a.c.ClusterID(), ClusterName: a.o.ClusterName},
+		DestinationClusterToken:   a.remote.Token.Reveal(),
+		CertificateSigningRequest: pemCSR,
+	})
+	if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRefused) {
+		return nil, errors.Join(err, a.setStatus(ctx, deniedStatus(a.remote.Token)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	// It cannot be fetched again by another key: keep it before
+	// anything else can fail.
+	if err := a.ports.Secrets.Apply(ctx, identitySecret(providerID, resp)); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// deniedStatus is the status of a refused request sent with tok:
+// EmptyDenied when tok is zero, else Denied.
+func deniedStatus(tok authtoken.Token) authtoken.Status {
+	if tok.IsZero() {
+		return authtoken.StatusEmptyDenied
+	}
+	return authtoken.StatusDenied
+}
+
+// checkIdentity builds the Identity of resp and checks it for pub with
+// identity.Verify. Its errors name the remote identity Secret.
+func (a *authentication) checkIdentity(resp *CertificateResponse, pub crypto.PublicKey) (*authv1beta1.Identity, error) {
+	providerID := a.remote.ProviderID
+	id, err := identity.Build(providerID, authv1beta1.AuthParams{CA: resp.APIServerCA, SignedCRT: resp.Certificate, APIServer: resp.APIServerURL},
+		&identity.BuildOptions{TenantNamespace: resp.Namespace})
+	if err == nil {
+		_, err = identity.Verify(id, a.c.ClusterID(), pub, a.o.Clock.Now(), nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the identity stored in Secret %s/%s: %w", clusterid.TenantNamespace(providerID), IdentitySecretName(providerID), err)
+	}
+	return id, nil
 }
 
 // ReadStatus returns the status of c's authentication with providerID, as

@@ -218,59 +218,121 @@ type VerifyOptions struct {
 // provider's serving certificate, may be empty; when set it must hold PEM
 // certificates (ErrMalformed). It returns the parsed certificate.
 func Verify(id *authv1beta1.Identity, consumerID string, pub crypto.PublicKey, now time.Time, opts *VerifyOptions) (*x509.Certificate, error) {
-	if err := ValidateServer(id.Spec.AuthParams.APIServer); err != nil {
-		return nil, fmt.Errorf("spec.authParams.apiServer: %w", err)
-	}
-	if p := id.Spec.AuthParams.ProxyURL; p != nil {
-		if err := tenant.ValidateProxyURL(*p); err != nil {
-			return nil, fmt.Errorf("%w: spec.authParams.proxyURL: %w", ErrMalformed, err)
-		}
+	if err := checkEndpoint(&id.Spec.AuthParams); err != nil {
+		return nil, err
 	}
 	cert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
 	if err != nil {
 		return nil, fmt.Errorf("%w: spec.authParams.signedCRT: %w", ErrMalformed, err)
 	}
-	if ca := id.Spec.AuthParams.CA; len(ca) > 0 {
-		if len(ca) > csr.MaxCertificateSize || !x509.NewCertPool().AppendCertsFromPEM(ca) {
-			return nil, fmt.Errorf("%w: spec.authParams.ca holds no PEM certificate", ErrMalformed)
+	if err := checkServingCA(id.Spec.AuthParams.CA); err != nil {
+		return nil, err
+	}
+	if err := checkValidity(cert, now); err != nil {
+		return nil, err
+	}
+	if err := checkKey(cert, pub); err != nil {
+		return nil, err
+	}
+	if err := checkSubject(cert, consumerID, opts); err != nil {
+		return nil, err
+	}
+	if err := checkClientCertificate(cert); err != nil {
+		return nil, err
+	}
+	if err := checkChain(cert, now, opts); err != nil {
+		return nil, err
+	}
+	return cert, nil
+}
+
+// checkEndpoint checks that p names an https API server and, when set, a
+// valid proxy URL (ErrMalformed).
+func checkEndpoint(p *authv1beta1.AuthParams) error {
+	if err := ValidateServer(p.APIServer); err != nil {
+		return fmt.Errorf("spec.authParams.apiServer: %w", err)
+	}
+	if p.ProxyURL != nil {
+		if err := tenant.ValidateProxyURL(*p.ProxyURL); err != nil {
+			return fmt.Errorf("%w: spec.authParams.proxyURL: %w", ErrMalformed, err)
 		}
 	}
+	return nil
+}
+
+// checkServingCA checks that ca, the CA of the provider's serving
+// certificate, is empty or holds PEM certificates (ErrMalformed).
+func checkServingCA(ca []byte) error {
+	if len(ca) > 0 && (len(ca) > csr.MaxCertificateSize || !x509.NewCertPool().AppendCertsFromPEM(ca)) {
+		return fmt.Errorf("%w: spec.authParams.ca holds no PEM certificate", ErrMalformed)
+	}
+	return nil
+}
+
+// checkValidity checks that cert is valid at now (ErrNotYetValid,
+// ErrExpired).
+func checkValidity(cert *x509.Certificate, now time.Time) error {
 	switch {
 	case now.Before(cert.NotBefore):
-		return nil, fmt.Errorf("%w: valid from %s", ErrNotYetValid, cert.NotBefore.UTC().Format(time.RFC3339))
+		return fmt.Errorf("%w: valid from %s", ErrNotYetValid, cert.NotBefore.UTC().Format(time.RFC3339))
 	case now.After(cert.NotAfter):
-		return nil, fmt.Errorf("%w: valid until %s", ErrExpired, cert.NotAfter.UTC().Format(time.RFC3339))
+		return fmt.Errorf("%w: valid until %s", ErrExpired, cert.NotAfter.UTC().Format(time.RFC3339))
 	}
+	return nil
+}
+
+// checkKey checks that cert's key is an accepted key (ErrMalformed) and is
+// pub (ErrKeyMismatch).
+func checkKey(cert *x509.Certificate, pub crypto.PublicKey) error {
 	if err := keys.Check(cert.PublicKey); err != nil {
-		return nil, fmt.Errorf("%w: spec.authParams.signedCRT: certificate key: %w", ErrMalformed, err)
+		return fmt.Errorf("%w: spec.authParams.signedCRT: certificate key: %w", ErrMalformed, err)
 	}
 	if !keys.Equal(pub, cert.PublicKey) {
-		return nil, fmt.Errorf("%w: certificate key %s, own key %s", ErrKeyMismatch, keys.Fingerprint(cert.PublicKey), keys.Fingerprint(pub))
+		return fmt.Errorf("%w: certificate key %s, own key %s", ErrKeyMismatch, keys.Fingerprint(cert.PublicKey), keys.Fingerprint(pub))
 	}
+	return nil
+}
+
+// checkSubject checks that cert carries the CN and O of opts.Subject, else
+// of csr.ControlPlaneSubject(consumerID) (ErrSubject).
+func checkSubject(cert *x509.Certificate, consumerID string, opts *VerifyOptions) error {
 	want := csr.ControlPlaneSubject(consumerID)
 	if opts != nil && opts.Subject != nil {
 		want = *opts.Subject
 	}
 	if cert.Subject.CommonName != want.CommonName || !slices.Equal(cert.Subject.Organization, want.Organization) {
-		return nil, fmt.Errorf("%w: CN=%q O=%q, want CN=%q O=%q", ErrSubject,
+		return fmt.Errorf("%w: CN=%q O=%q, want CN=%q O=%q", ErrSubject,
 			cert.Subject.CommonName, cert.Subject.Organization, want.CommonName, want.Organization)
 	}
+	return nil
+}
+
+// checkClientCertificate checks that cert is no CA (ErrCACertificate) and
+// may authenticate a client (ErrKeyUsage).
+func checkClientCertificate(cert *x509.Certificate) error {
 	if cert.IsCA {
-		return nil, fmt.Errorf("%w: basic constraints say CA", ErrCACertificate)
+		return fmt.Errorf("%w: basic constraints say CA", ErrCACertificate)
 	}
 	if !clientAuth(cert) {
-		return nil, fmt.Errorf("%w: extended key usage %v", ErrKeyUsage, cert.ExtKeyUsage)
+		return fmt.Errorf("%w: extended key usage %v", ErrKeyUsage, cert.ExtKeyUsage)
 	}
-	if opts != nil && opts.ClientCAs != nil {
-		if _, err := cert.Verify(x509.VerifyOptions{
-			Roots:       opts.ClientCAs,
-			CurrentTime: now,
-			KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUntrusted, err)
-		}
+	return nil
+}
+
+// checkChain checks, when opts.ClientCAs is set, that cert chains to one of
+// them for client authentication at now (ErrUntrusted).
+func checkChain(cert *x509.Certificate, now time.Time, opts *VerifyOptions) error {
+	if opts == nil || opts.ClientCAs == nil {
+		return nil
 	}
-	return cert, nil
+	if _, err := cert.Verify(x509.VerifyOptions{
+		Roots:       opts.ClientCAs,
+		CurrentTime: now,
+		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrUntrusted, err)
+	}
+	return nil
 }
 
 // clientAuth reports whether cert may authenticate a client as Go's TLS

@@ -1,6 +1,7 @@
 package identity_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -174,6 +175,18 @@ func TestVerifyRejects(t *testing.T) {
 		{"API server without host", func(id *authv1beta1.Identity) {
 			id.Spec.AuthParams.APIServer = "https:///api"
 		}, f.key, epoch, identity.ErrInvalidServer},
+		{"proxy URL not http", func(id *authv1beta1.Identity) {
+			proxy := "socks5://proxy.example:1080"
+			id.Spec.AuthParams.ProxyURL = &proxy
+		}, f.key, epoch, identity.ErrMalformed},
+		{"proxy URL without host", func(id *authv1beta1.Identity) {
+			proxy := "http://"
+			id.Spec.AuthParams.ProxyURL = &proxy
+		}, f.key, epoch, identity.ErrMalformed},
+		{"CA over the size limit", func(id *authv1beta1.Identity) {
+			ca := id.Spec.AuthParams.CA
+			id.Spec.AuthParams.CA = bytes.Repeat(ca, csr.MaxCertificateSize/len(ca)+1)
+		}, f.key, epoch, identity.ErrMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,6 +197,20 @@ func TestVerifyRejects(t *testing.T) {
 			require.ErrorIs(t, err, tt.want)
 		})
 	}
+}
+
+// TestVerifySubjectOption: with VerifyOptions.Subject, the certificate must
+// carry that subject, and the ControlPlane subject is refused.
+func TestVerifySubjectOption(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.identity(t)
+	want := csr.ResourceSliceSubject(consumerID, "slice-a")
+	_, err := identity.Verify(id, consumerID, f.key.Public(), epoch, &identity.VerifyOptions{Subject: &want})
+	require.ErrorIs(t, err, identity.ErrSubject)
+	cp := csr.ControlPlaneSubject(consumerID)
+	_, err = identity.Verify(id, consumerID, f.key.Public(), epoch, &identity.VerifyOptions{Subject: &cp})
+	require.NoError(t, err)
 }
 
 func TestValidateServer(t *testing.T) {

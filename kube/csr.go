@@ -297,17 +297,41 @@ func specMismatch(got, want *certificatesv1.CertificateSigningRequestSpec) strin
 // labelled with the request's digest, from the API server's watch cache,
 // only when the request's own name is taken by one it may not use.
 func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.CertificateSigningRequest, now time.Time) (*certificatesv1.CertificateSigningRequest, error) {
-	api := s.client.CertificatesV1().CertificateSigningRequests()
 	hash := want.Labels[CSRHashLabel]
-	if name, user := s.recall(hash); name != "" {
-		obj, err := api.Get(ctx, name, metav1.GetOptions{})
-		if err == nil && reusable(obj, want, now) && obj.Spec.Username == user {
-			return obj, nil
-		}
-		s.forget(hash)
+	if obj := s.recalled(ctx, hash, want, now); obj != nil {
+		return obj, nil
 	}
-	// First the request's own name: created, it is kubepact's, with no
-	// list; found, it is re-used only as a listed one would be.
+	if obj, err := s.ensureNamed(ctx, hash, want, now); obj != nil || err != nil {
+		return obj, err
+	}
+	if obj, err := s.listed(ctx, hash, want, now); obj != nil || err != nil {
+		return obj, err
+	}
+	return s.create(ctx, hash, want)
+}
+
+// recalled returns the object s last used for the request of digest hash,
+// read by name, when it is still reusable for want and was made by s's
+// user; else it forgets it and returns nil.
+func (s *CSRSigner) recalled(ctx context.Context, hash string, want *certificatesv1.CertificateSigningRequest, now time.Time) *certificatesv1.CertificateSigningRequest {
+	name, user := s.recall(hash)
+	if name == "" {
+		return nil
+	}
+	obj, err := s.client.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+	if err == nil && reusable(obj, want, now) && obj.Spec.Username == user {
+		return obj
+	}
+	s.forget(hash)
+	return nil
+}
+
+// ensureNamed creates want under the request's own name (CSRGenerateName
+// and hash): created, it is kubepact's, with no list. When the name is
+// taken, it returns the object holding it only when it would re-use a
+// listed one (see own); else nil and no error.
+func (s *CSRSigner) ensureNamed(ctx context.Context, hash string, want *certificatesv1.CertificateSigningRequest, now time.Time) (*certificatesv1.CertificateSigningRequest, error) {
+	api := s.client.CertificatesV1().CertificateSigningRequests()
 	named := want.DeepCopy()
 	named.GenerateName, named.Name = "", CSRGenerateName+hash
 	created, err := api.Create(ctx, named, metav1.CreateOptions{})
@@ -319,22 +343,23 @@ func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.Certificate
 	case !apierrors.IsAlreadyExists(err):
 		return nil, fmt.Errorf("creating CertificateSigningRequest: %w", err)
 	}
-	if obj, err := api.Get(ctx, named.Name, metav1.GetOptions{}); err == nil && reusable(obj, want, now) {
-		user, err := s.username(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if user != "" && obj.Spec.Username == user {
-			s.remember(hash, obj.Name)
-			return obj, nil
-		}
+	obj, err := api.Get(ctx, named.Name, metav1.GetOptions{})
+	if err != nil || !reusable(obj, want, now) {
+		return nil, nil
 	}
-	// Served from the API server's watch cache (resourceVersion "0"): a
-	// consistent list of a cluster-scoped kind waits for that cache to
-	// catch up with etcd, which costs a handshake more than its CSR round.
-	// A list that misses an object created moments ago only costs a
-	// second object; what is re-used is checked all the same.
-	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: CSRLabel + "=true," + CSRHashLabel + "=" + hash, ResourceVersion: "0"})
+	return s.own(ctx, hash, []*certificatesv1.CertificateSigningRequest{obj})
+}
+
+// listed returns a reusable object for want among those labelled with hash
+// that s's user made (see own), or nil and no error when there is none.
+//
+// The list is served from the API server's watch cache (resourceVersion
+// "0"): a consistent list of a cluster-scoped kind waits for that cache to
+// catch up with etcd, which costs a handshake more than its CSR round. A
+// list that misses an object created moments ago only costs a second
+// object; what is re-used is checked all the same.
+func (s *CSRSigner) listed(ctx context.Context, hash string, want *certificatesv1.CertificateSigningRequest, now time.Time) (*certificatesv1.CertificateSigningRequest, error) {
+	list, err := s.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: CSRLabel + "=true," + CSRHashLabel + "=" + hash, ResourceVersion: "0"})
 	if err != nil {
 		return nil, fmt.Errorf("listing CertificateSigningRequests: %w", err)
 	}
@@ -344,19 +369,33 @@ func (s *CSRSigner) ensure(ctx context.Context, want *certificatesv1.Certificate
 			candidates = append(candidates, obj)
 		}
 	}
-	if len(candidates) > 0 {
-		user, err := s.username(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, obj := range candidates {
-			if user != "" && obj.Spec.Username == user {
-				s.remember(hash, obj.Name)
-				return obj, nil
-			}
+	return s.own(ctx, hash, candidates)
+}
+
+// own returns the first of candidates, reusable objects for the request of
+// digest hash, that the user s's client authenticates as made, and
+// remembers it; nil and no error when there is none or the user is
+// unknown. It asks for the user only when there are candidates.
+func (s *CSRSigner) own(ctx context.Context, hash string, candidates []*certificatesv1.CertificateSigningRequest) (*certificatesv1.CertificateSigningRequest, error) {
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	user, err := s.username(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range candidates {
+		if user != "" && obj.Spec.Username == user {
+			s.remember(hash, obj.Name)
+			return obj, nil
 		}
 	}
-	created, err = api.Create(ctx, want, metav1.CreateOptions{})
+	return nil, nil
+}
+
+// create creates want under a generated name and remembers it.
+func (s *CSRSigner) create(ctx context.Context, hash string, want *certificatesv1.CertificateSigningRequest) (*certificatesv1.CertificateSigningRequest, error) {
+	created, err := s.client.CertificatesV1().CertificateSigningRequests().Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating CertificateSigningRequest: %w", err)
 	}

@@ -75,84 +75,119 @@ func (n *Namespaces) WithReader(r ctrlclient.Reader) *Namespaces {
 // creator who can also set those labels gets past this; an admission
 // policy stops that one (config/signed-nonce-policy).
 func (n *Namespaces) Ensure(ctx context.Context, ns *corev1.Namespace) error {
-	if n.reader != nil {
-		cur := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
-		if n.reader.Get(ctx, ctrlclient.ObjectKey{Name: ns.Name}, cur) == nil && adoptable(ns.Name, cur.Labels) == nil && hasLabels(cur.Labels, ns.Labels, n.onCreate) {
-			return nil
-		}
-	}
-	api := n.client.CoreV1().Namespaces()
-	if n.readFirst {
-		cur, err := api.Get(ctx, ns.Name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			if err := adoptable(ns.Name, cur.Labels); err != nil {
-				return wrap(err, "ensuring", "Namespace", "", ns.Name)
-			}
-			if hasLabels(cur.Labels, ns.Labels, n.onCreate) {
-				return nil
-			}
-		case !apierrors.IsNotFound(err):
-			return wrap(err, "ensuring", "Namespace", "", ns.Name)
-		}
-	}
-	if len(n.onCreate) > 0 {
-		created := ns.DeepCopy()
-		if created.Labels == nil {
-			created.Labels = map[string]string{}
-		}
-		for k, v := range n.onCreate {
-			if _, set := created.Labels[k]; !set {
-				created.Labels[k] = v
-			}
-		}
-		ns = created
-	}
-	_, err := api.Create(ctx, ns, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return wrap(err, "ensuring", "Namespace", "", ns.Name)
-		}
+	if n.cached(ctx, ns) {
 		return nil
 	}
-	err = retryOnConflict(ctx, func() error {
-		cur, err := api.Get(ctx, ns.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = api.Create(ctx, ns, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("namespaces"), ns.Name, err)
-			}
-			return err
-		}
+	if n.readFirst {
+		done, err := n.present(ctx, ns)
 		if err != nil {
-			return err
+			return wrap(err, "ensuring", "Namespace", "", ns.Name)
 		}
-		if err := adoptable(ns.Name, cur.Labels); err != nil {
-			return err
-		}
-		merged := maps.Clone(cur.Labels)
-		if merged == nil {
-			merged = map[string]string{}
-		}
-		for k, v := range ns.Labels {
-			if _, onCreate := n.onCreate[k]; !onCreate {
-				merged[k] = v
-			}
-		}
-		if maps.Equal(merged, cur.Labels) {
+		if done {
 			return nil
 		}
-		next := cur.DeepCopy()
-		next.Labels = merged
-		// The update carries cur's resourceVersion: labels taken away
-		// since the check make it conflict, and the check runs again.
-		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
-		return err
-	})
+	}
+	ns = n.withCreateLabels(ns)
+	_, err := n.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		err = retryOnConflict(ctx, func() error { return n.adopt(ctx, ns) })
+	}
 	if err != nil {
 		return wrap(err, "ensuring", "Namespace", "", ns.Name)
 	}
 	return nil
+}
+
+// cached reports whether n's reader holds ns, adoptable and with its
+// labels: then Ensure has nothing to do and makes no request.
+func (n *Namespaces) cached(ctx context.Context, ns *corev1.Namespace) bool {
+	if n.reader == nil {
+		return false
+	}
+	cur := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+	return n.reader.Get(ctx, ctrlclient.ObjectKey{Name: ns.Name}, cur) == nil && adoptable(ns.Name, cur.Labels) == nil && hasLabels(cur.Labels, ns.Labels, n.onCreate)
+}
+
+// present reads ns on the API server and reports whether it exists with
+// its labels. An existing namespace that is not adoptable is refused with
+// adoptable's error; a missing one is no error.
+func (n *Namespaces) present(ctx context.Context, ns *corev1.Namespace) (bool, error) {
+	cur, err := n.client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	if err := adoptable(ns.Name, cur.Labels); err != nil {
+		return false, err
+	}
+	return hasLabels(cur.Labels, ns.Labels, n.onCreate), nil
+}
+
+// withCreateLabels returns ns with the labels of WithCreateLabels that ns
+// does not set itself, or ns unchanged when there are none.
+func (n *Namespaces) withCreateLabels(ns *corev1.Namespace) *corev1.Namespace {
+	if len(n.onCreate) == 0 {
+		return ns
+	}
+	created := ns.DeepCopy()
+	if created.Labels == nil {
+		created.Labels = map[string]string{}
+	}
+	for k, v := range n.onCreate {
+		if _, set := created.Labels[k]; !set {
+			created.Labels[k] = v
+		}
+	}
+	return created
+}
+
+// adopt adds ns's labels, but those of WithCreateLabels, to the existing
+// namespace, provided it is adoptable; it creates ns if it is gone. It
+// returns a conflict, for retryOnConflict to run it again, when the
+// namespace changed under it.
+func (n *Namespaces) adopt(ctx context.Context, ns *corev1.Namespace) error {
+	api := n.client.CoreV1().Namespaces()
+	cur, err := api.Get(ctx, ns.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = api.Create(ctx, ns, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return apierrors.NewConflict(corev1.Resource("namespaces"), ns.Name, err)
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if err := adoptable(ns.Name, cur.Labels); err != nil {
+		return err
+	}
+	merged := mergeLabels(cur.Labels, ns.Labels, n.onCreate)
+	if maps.Equal(merged, cur.Labels) {
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.Labels = merged
+	// The update carries cur's resourceVersion: labels taken away
+	// since the check make it conflict, and the check runs again.
+	_, err = api.Update(ctx, next, metav1.UpdateOptions{})
+	return err
+}
+
+// mergeLabels returns a copy of have with every label of want but those of
+// onCreate, which are set on creation only.
+func mergeLabels(have, want, onCreate map[string]string) map[string]string {
+	merged := maps.Clone(have)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	for k, v := range want {
+		if _, created := onCreate[k]; !created {
+			merged[k] = v
+		}
+	}
+	return merged
 }
 
 // adoptable returns nil when an existing namespace called name with labels

@@ -260,60 +260,110 @@ type Verified struct {
 // providerID, given the Tenant t stored for the consumer of s's namespace
 // (nil when there is none). See the package documentation for the rules.
 func Verify(s *authv1beta1.ResourceSlice, providerID string, t *authv1beta1.Tenant) (*Verified, error) {
-	deny := func(field string, err error) error {
-		return &DeniedError{Slice: s.Namespace + "/" + s.Name, Field: field, Err: err}
-	}
 	if err := ValidateName(s.Name); err != nil {
-		return nil, deny("metadata.name", err)
+		return nil, deny(s, "metadata.name", err)
 	}
 	consumerID, err := ConsumerOf(s.Namespace)
 	if err != nil {
-		return nil, deny("metadata.namespace", err)
+		return nil, deny(s, "metadata.namespace", err)
 	}
+	if err := checkConsumerID(s, consumerID); err != nil {
+		return nil, err
+	}
+	if err := checkProviderID(s, providerID); err != nil {
+		return nil, err
+	}
+	if err := checkTenant(s, t, consumerID); err != nil {
+		return nil, err
+	}
+	policy, avoid, err := keyPolicy(s, t, consumerID)
+	if err != nil {
+		return nil, err
+	}
+	checked, err := csr.Check(s.Spec.CSR, policy)
+	if err != nil {
+		return nil, deny(s, "spec.csr", err)
+	}
+	if err := checkFreshKey(s, checked, avoid); err != nil {
+		return nil, err
+	}
+	return &Verified{ConsumerID: consumerID, CSR: checked}, nil
+}
+
+// deny returns the *DeniedError of slice s for field and cause err.
+func deny(s *authv1beta1.ResourceSlice, field string, err error) error {
+	return &DeniedError{Slice: s.Namespace + "/" + s.Name, Field: field, Err: err}
+}
+
+// checkConsumerID checks that s's spec.consumerClusterID is set
+// (clusterid.ErrInvalid) and is consumerID, the consumer of s's namespace
+// (ErrWrongNamespace).
+func checkConsumerID(s *authv1beta1.ResourceSlice, consumerID string) error {
 	switch c := s.Spec.ConsumerClusterID; {
 	case c == nil || *c == "":
-		return nil, deny("spec.consumerClusterID", fmt.Errorf("%w: empty", clusterid.ErrInvalid))
+		return deny(s, "spec.consumerClusterID", fmt.Errorf("%w: empty", clusterid.ErrInvalid))
 	case *c != consumerID:
-		return nil, deny("spec.consumerClusterID", fmt.Errorf("%w: %q lives in the tenant namespace of %q", ErrWrongNamespace, quote(*c), consumerID))
+		return deny(s, "spec.consumerClusterID", fmt.Errorf("%w: %q lives in the tenant namespace of %q", ErrWrongNamespace, quote(*c), consumerID))
 	}
+	return nil
+}
+
+// checkProviderID checks that s's spec.providerClusterID is providerID
+// (ErrWrongProvider).
+func checkProviderID(s *authv1beta1.ResourceSlice, providerID string) error {
 	if p := s.Spec.ProviderClusterID; p == nil || *p != providerID {
 		got := ""
 		if p != nil {
 			got = *p
 		}
-		return nil, deny("spec.providerClusterID", fmt.Errorf("%w: %q, this provider is %q", ErrWrongProvider, quote(got), providerID))
+		return deny(s, "spec.providerClusterID", fmt.Errorf("%w: %q, this provider is %q", ErrWrongProvider, quote(got), providerID))
 	}
+	return nil
+}
+
+// checkTenant checks that t is the authenticated, live Tenant of consumerID
+// in s's namespace (ErrNoTenant).
+func checkTenant(s *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, consumerID string) error {
 	if t == nil || t.Status.AuthParams == nil || t.DeletionTimestamp != nil ||
 		t.Spec.ClusterID != consumerID || t.Namespace != s.Namespace {
-		return nil, deny("metadata.namespace", fmt.Errorf("%w: consumer %q", ErrNoTenant, consumerID))
+		return deny(s, "metadata.namespace", fmt.Errorf("%w: consumer %q", ErrNoTenant, consumerID))
 	}
+	return nil
+}
+
+// keyPolicy returns the policy s's CSR must meet, and the keys its CSR must
+// not be for. Unless t tolerates no handshake, the CSR must be for the
+// consumer's cluster key, or, when the consumer's ControlPlane identity has
+// a key of its own, for a fresh key: neither of those two. A Tenant whose
+// public key does not parse is no Tenant (ErrNoTenant).
+func keyPolicy(s *authv1beta1.ResourceSlice, t *authv1beta1.Tenant, consumerID string) (csr.Policy, []crypto.PublicKey, error) {
 	policy := csr.ResourceSlicePolicy(consumerID, s.Name, nil)
-	var avoid []crypto.PublicKey
-	if t.Spec.AuthzPolicy != authv1beta1.TolerateNoHandshake {
-		clusterKey, err := keys.ParsePublicKey(t.Spec.PublicKey)
-		if err != nil {
-			return nil, deny("metadata.namespace", fmt.Errorf("%w: its public key: %w", ErrNoTenant, err))
-		}
-		cp, err := x509.ParseCertificateRequest(pemBody(t.Spec.CSR))
-		switch {
-		case err == nil && !keys.Equal(cp.PublicKey, clusterKey):
-			// A per-identity key: the slice needs a fresh one.
-			avoid = []crypto.PublicKey{clusterKey, cp.PublicKey}
-		default:
-			policy.PublicKey = clusterKey
-		}
+	if t.Spec.AuthzPolicy == authv1beta1.TolerateNoHandshake {
+		return policy, nil, nil
 	}
-	checked, err := csr.Check(s.Spec.CSR, policy)
+	clusterKey, err := keys.ParsePublicKey(t.Spec.PublicKey)
 	if err != nil {
-		return nil, deny("spec.csr", err)
+		return policy, nil, deny(s, "metadata.namespace", fmt.Errorf("%w: its public key: %w", ErrNoTenant, err))
 	}
+	cp, err := x509.ParseCertificateRequest(pemBody(t.Spec.CSR))
+	if err == nil && !keys.Equal(cp.PublicKey, clusterKey) {
+		// A per-identity key: the slice needs a fresh one.
+		return policy, []crypto.PublicKey{clusterKey, cp.PublicKey}, nil
+	}
+	policy.PublicKey = clusterKey
+	return policy, nil, nil
+}
+
+// checkFreshKey checks that checked's key is none of avoid
+// (csr.ErrKeyMismatch).
+func checkFreshKey(s *authv1beta1.ResourceSlice, checked *csr.Checked, avoid []crypto.PublicKey) error {
 	for _, k := range avoid {
 		if keys.Equal(k, checked.PublicKey()) {
-			return nil, deny("spec.csr", fmt.Errorf("%w: key %s is already the key of another identity of the consumer, want a fresh one",
+			return deny(s, "spec.csr", fmt.Errorf("%w: key %s is already the key of another identity of the consumer, want a fresh one",
 				csr.ErrKeyMismatch, keys.Fingerprint(k)))
 		}
 	}
-	return &Verified{ConsumerID: consumerID, CSR: checked}, nil
+	return nil
 }
 
 // quote bounds a peer-chosen string quoted in an error.

@@ -87,9 +87,15 @@ func TestIssueRejections(t *testing.T) {
 		endpoint *saidentity.Endpoint
 		opts     *saidentity.IssueOptions
 		plant    func(m *memProvider)
+		ports    func(p *saidentity.ProviderPorts)
 		want     error
-		nsStays  bool
+		// foreign is the Kind a *saidentity.ForeignError must name.
+		foreign string
+		nsStays bool
 	}{
+		{name: "no Namespaces", ports: func(p *saidentity.ProviderPorts) { p.Namespaces = nil }, want: saidentity.ErrInvalidOptions},
+		{name: "no ServiceAccounts", ports: func(p *saidentity.ProviderPorts) { p.ServiceAccounts = nil }, want: saidentity.ErrInvalidOptions},
+		{name: "no RBAC", ports: func(p *saidentity.ProviderPorts) { p.RBAC = nil }, want: saidentity.ErrInvalidOptions},
 		{name: "invalid ID", id: "UPPER", want: clusterid.ErrInvalid},
 		{name: "ID too long", id: strings.Repeat("a", 52), want: clusterid.ErrInvalid},
 		{name: "no server", endpoint: &saidentity.Endpoint{}, want: saidentity.ErrInvalidOptions},
@@ -110,7 +116,7 @@ func TestIssueRejections(t *testing.T) {
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saidentity.Name(id)}},
 				RoleRef:  rbacv1.RoleRef{Kind: "ClusterRole", Name: "pods"}})
 		}},
-		{name: "hostile ServiceAccount", want: saidentity.ErrForeign, nsStays: true, plant: func(m *memProvider) {
+		{name: "hostile ServiceAccount", want: saidentity.ErrForeign, foreign: "ServiceAccount", nsStays: true, plant: func(m *memProvider) {
 			sa := saidentity.ServiceAccount(id)
 			sa.Labels = nil
 			m.sas.Plant(sa)
@@ -138,10 +144,20 @@ func TestIssueRejections(t *testing.T) {
 			if tc.plant != nil {
 				tc.plant(m)
 			}
+			ports := m.ports()
+			if tc.ports != nil {
+				tc.ports(&ports)
+			}
 			roles, bindings := len(m.rbac.Roles.Objects("")), len(m.rbac.ClusterRoleBindings.Objects(""))
-			_, err := saidentity.Issue(t.Context(), m.ports(), ep, consumerID, tc.opts)
+			_, err := saidentity.Issue(t.Context(), ports, ep, consumerID, tc.opts)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Issue: %v, want %v", err, tc.want)
+			}
+			if tc.foreign != "" {
+				var fe *saidentity.ForeignError
+				if !errors.As(err, &fe) || fe.Kind != tc.foreign {
+					t.Fatalf("Issue: %v, want a *ForeignError for a %s", err, tc.foreign)
+				}
 			}
 			if sa, ok := m.sas.Get(clusterid.TenantNamespace(consumerID), saidentity.Name(consumerID)); ok && saidentity.Owned(sa, consumerID) {
 				t.Error("a ServiceAccount of kubepact's was left")

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/rbac"
@@ -122,72 +124,155 @@ func Issue(ctx context.Context, p ProviderPorts, endpoint Endpoint, consumerID s
 	if endpoint.Server == "" {
 		return nil, fmt.Errorf("%w: the provider's endpoint has no server", ErrInvalidOptions)
 	}
-	var o IssueOptions
-	if opts != nil {
-		o = *opts
+	o := opts.orZero()
+	if err := o.checkProviderID(); err != nil {
+		return nil, err
 	}
-	if o.ProviderID != "" {
-		if err := clusterid.Validate(o.ProviderID); err != nil {
-			return nil, fmt.Errorf("%w: provider ID: %w", ErrInvalidOptions, err)
-		}
-	}
-	// Refuse a malformed endpoint before anything is written.
-	if _, err := kubeconfig.BuildToken(kubeconfig.TokenParams{Name: "check", Server: endpoint.Server, CA: endpoint.CA, Token: "check", ProxyURL: endpoint.ProxyURL}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	if err := checkEndpoint(endpoint); err != nil {
+		return nil, err
 	}
 	grants, err := BuildGrants(consumerID)
 	if err != nil {
 		return nil, err
 	}
-	if p.Lifecycle != nil {
-		if _, err := p.Lifecycle.Admit(ctx, consumerID); err != nil {
-			return nil, fmt.Errorf("saidentity: %w", err)
-		}
+	if err := admit(ctx, p, consumerID); err != nil {
+		return nil, err
 	}
 	if err := CheckUnprivileged(ctx, p.RBAC, consumerID); err != nil {
 		return nil, err
 	}
-	if err := p.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
-		return nil, fmt.Errorf("saidentity: %w", err)
-	}
 	want := ServiceAccount(consumerID)
-	sa, created, err := p.ServiceAccounts.Ensure(ctx, want)
+	sa, created, err := ensureServiceAccount(ctx, p, consumerID, want)
 	if err != nil {
-		return nil, fmt.Errorf("saidentity: %w", err)
+		return nil, err
 	}
-	if !Owned(sa, consumerID) {
-		return nil, &ForeignError{Kind: "ServiceAccount", Namespace: want.Namespace, Name: want.Name}
+	if err := checkOwned(sa, want, consumerID); err != nil {
+		return nil, err
 	}
-	if err := p.RBAC.Grant(ctx, grants); err != nil {
-		if created && errors.Is(err, ErrForeign) {
-			// Grant wrote nothing: take back the ServiceAccount this call
-			// made, so that a refusal leaves nothing behind.
-			err = errors.Join(err, p.ServiceAccounts.Delete(ctx, want.Namespace, want.Name))
-		}
-		return nil, fmt.Errorf("saidentity: %w", err)
+	if err := grant(ctx, p, grants, want, created); err != nil {
+		return nil, err
 	}
 	// Bindings planted between the first check and the grant count too.
 	if err := CheckUnprivileged(ctx, p.RBAC, consumerID); err != nil {
 		return nil, err
 	}
-	if p.Admission != nil {
-		policy, binding := TokenPolicy()
-		if err := p.Admission.ApplyPolicy(ctx, policy, binding); err != nil {
-			return nil, fmt.Errorf("saidentity: %w", err)
-		}
+	if err := applyTokenPolicy(ctx, p); err != nil {
+		return nil, err
 	}
 	tok, err := p.ServiceAccounts.Token(ctx, want.Namespace, want.Name, TokenRequest{Expiration: exp, Audiences: slices.Clone(o.Audiences)})
 	if err != nil {
 		return nil, fmt.Errorf("saidentity: requesting a token: %w", err)
 	}
-	if ns, name, uid := tok.ServiceAccount(); ns != sa.Namespace || name != sa.Name || uid != sa.UID {
-		return nil, fmt.Errorf("%w: %v, want %s/%s with UID %s", ErrWrongServiceAccount, tok, sa.Namespace, sa.Name, sa.UID)
+	if err := checkTokenFor(tok, sa); err != nil {
+		return nil, err
 	}
 	cfg, err := Kubeconfig(endpoint, consumerID, o.ProviderID, tok)
 	if err != nil {
 		return nil, err
 	}
 	return &Identity{ConsumerID: consumerID, Token: tok, Kubeconfig: cfg}, nil
+}
+
+// orZero returns *o, or the zero value when o is nil.
+func (o *IssueOptions) orZero() IssueOptions {
+	if o == nil {
+		return IssueOptions{}
+	}
+	return *o
+}
+
+// checkProviderID checks that o.ProviderID, when set, is a valid cluster ID
+// (ErrInvalidOptions).
+func (o IssueOptions) checkProviderID() error {
+	if o.ProviderID == "" {
+		return nil
+	}
+	if err := clusterid.Validate(o.ProviderID); err != nil {
+		return fmt.Errorf("%w: provider ID: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+// checkEndpoint refuses an endpoint a kubeconfig cannot be built for
+// (ErrInvalidOptions), before anything is written.
+func checkEndpoint(endpoint Endpoint) error {
+	if _, err := kubeconfig.BuildToken(kubeconfig.TokenParams{Name: "check", Server: endpoint.Server, CA: endpoint.CA, Token: "check", ProxyURL: endpoint.ProxyURL}); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+// admit asks p.Lifecycle, when set, whether consumerID may be issued an
+// identity: an error wrapping lifecycle.ErrDrained, or a
+// *lifecycle.RevokedError, when the provider drained or revoked it.
+func admit(ctx context.Context, p ProviderPorts, consumerID string) error {
+	if p.Lifecycle == nil {
+		return nil
+	}
+	if _, err := p.Lifecycle.Admit(ctx, consumerID); err != nil {
+		return fmt.Errorf("saidentity: %w", err)
+	}
+	return nil
+}
+
+// ensureServiceAccount ensures consumerID's tenant namespace and its
+// ServiceAccount want, and returns the stored ServiceAccount and whether
+// this call created it.
+func ensureServiceAccount(ctx context.Context, p ProviderPorts, consumerID string, want *corev1.ServiceAccount) (*corev1.ServiceAccount, bool, error) {
+	if err := p.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
+		return nil, false, fmt.Errorf("saidentity: %w", err)
+	}
+	sa, created, err := p.ServiceAccounts.Ensure(ctx, want)
+	if err != nil {
+		return nil, false, fmt.Errorf("saidentity: %w", err)
+	}
+	return sa, created, nil
+}
+
+// checkOwned checks that sa, stored for want, is consumerID's and not one
+// another made under its name (*ForeignError).
+func checkOwned(sa, want *corev1.ServiceAccount, consumerID string) error {
+	if !Owned(sa, consumerID) {
+		return &ForeignError{Kind: "ServiceAccount", Namespace: want.Namespace, Name: want.Name}
+	}
+	return nil
+}
+
+// grant writes grants, the RBAC of the ServiceAccount want. When Grant
+// finds a foreign object it writes nothing; then a ServiceAccount this call
+// created is deleted, so that a refusal leaves nothing behind.
+func grant(ctx context.Context, p ProviderPorts, grants Grants, want *corev1.ServiceAccount, created bool) error {
+	if err := p.RBAC.Grant(ctx, grants); err != nil {
+		if created && errors.Is(err, ErrForeign) {
+			// Grant wrote nothing: take back the ServiceAccount this call
+			// made, so that a refusal leaves nothing behind.
+			err = errors.Join(err, p.ServiceAccounts.Delete(ctx, want.Namespace, want.Name))
+		}
+		return fmt.Errorf("saidentity: %w", err)
+	}
+	return nil
+}
+
+// applyTokenPolicy applies the admission policy on token requests when
+// p.Admission is set.
+func applyTokenPolicy(ctx context.Context, p ProviderPorts) error {
+	if p.Admission == nil {
+		return nil
+	}
+	policy, binding := TokenPolicy()
+	if err := p.Admission.ApplyPolicy(ctx, policy, binding); err != nil {
+		return fmt.Errorf("saidentity: %w", err)
+	}
+	return nil
+}
+
+// checkTokenFor checks that tok was issued for sa, the same object and not
+// one deleted and created again under its name (ErrWrongServiceAccount).
+func checkTokenFor(tok *Token, sa *corev1.ServiceAccount) error {
+	if ns, name, uid := tok.ServiceAccount(); ns != sa.Namespace || name != sa.Name || uid != sa.UID {
+		return fmt.Errorf("%w: %v, want %s/%s with UID %s", ErrWrongServiceAccount, tok, sa.Namespace, sa.Name, sa.UID)
+	}
+	return nil
 }
 
 // Revoke removes consumerID's ServiceAccount identity: the ServiceAccount
