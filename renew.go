@@ -81,15 +81,10 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 		return params, nil
 	}
 
-	pub, err := keys.ParsePublicKey(r.Spec.PublicKey)
-	if err != nil {
-		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: spec.publicKey: %w", renewal.ErrMalformed, err))
-	}
-	checked, err := csr.Check(r.Spec.CSR, csr.ControlPlanePolicy(consumerID, pub))
+	req, err := p.renewalRequest(r, consumerID)
 	if err != nil {
 		return nil, stepError(StepCertificateRenewed, err)
 	}
-	req := csr.Request{CSR: checked, Lifetime: p.opts.CertificateLifetime}
 	now := p.opts.Clock.Now()
 	record := renewal.RecordKey(consumerID)
 	var renewed []byte
@@ -102,7 +97,7 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 	// Recorded before it leaves: a consumer given a certificate holds it,
 	// whatever it writes in the Renew's status afterwards.
 	keep := func(cert []byte) error {
-		if err := p.ports.Certificates.Put(ctx, record, csr.CacheEntry{CSR: checked.PEM(), Certificate: cert}); err != nil {
+		if err := p.ports.Certificates.Put(ctx, record, csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: cert}); err != nil {
 			return stepError(StepCertificateRenewed, fmt.Errorf("writing certificate record %s/%s: %w", record.Namespace(), record.SecretName(), err))
 		}
 		return nil
@@ -124,24 +119,9 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 			return params, nil
 		}
 	}
-	// A new key: not before half the lifetime of the certificate the
-	// consumer holds, the last one the Renew gave or else the Tenant's.
-	holds := params.SignedCRT
-	if cert, err := csr.ParseCertificate(renewed); err == nil && cert.Subject.CommonName == consumerID {
-		holds = renewed
-	}
-	if cert, err := csr.ParseCertificate(holds); err == nil && now.Before(cert.NotAfter) && now.Before(renewal.EarliestNewKey(cert)) {
-		return nil, stepError(StepCertificateRenewed, &renewal.TooEarlyError{Until: renewal.EarliestNewKey(cert)})
-	}
-	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization}); err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
-	}
-	cert, err := p.ports.Signer.Sign(ctx, req)
+	cert, err := p.signNewKey(ctx, consumerID, req, renewed, params.SignedCRT, now)
 	if err != nil {
 		return nil, stepError(StepCertificateRenewed, err)
-	}
-	if _, err := csr.CheckIssued(cert, req, now); err != nil {
-		return nil, stepError(StepCertificateRenewed, fmt.Errorf("certificate issued for %s: %w", consumerID, err))
 	}
 	if err := keep(cert); err != nil {
 		return nil, err
@@ -149,6 +129,46 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 	params.SignedCRT = cert
 	p.step(ctx, Step{Name: StepCertificateRenewed})
 	return params, nil
+}
+
+// renewalRequest is the request of r, a Renew of consumerID with a CSR:
+// its key must parse, and its CSR pass the exact ControlPlane policy of
+// that consumer for that key.
+func (p *Provider) renewalRequest(r *authv1beta1.Renew, consumerID string) (csr.Request, error) {
+	pub, err := keys.ParsePublicKey(r.Spec.PublicKey)
+	if err != nil {
+		return csr.Request{}, fmt.Errorf("%w: spec.publicKey: %w", renewal.ErrMalformed, err)
+	}
+	checked, err := csr.Check(r.Spec.CSR, csr.ControlPlanePolicy(consumerID, pub))
+	if err != nil {
+		return csr.Request{}, err
+	}
+	return csr.Request{CSR: checked, Lifetime: p.opts.CertificateLifetime}, nil
+}
+
+// signNewKey signs req, a renewal of consumerID to a new key, and checks
+// what was issued. A new key comes not before half the lifetime of the
+// certificate the consumer holds: the last one the Renew gave (renewed),
+// or else the Tenant's. The consumer's user name must hold no privilege.
+func (p *Provider) signNewKey(ctx context.Context, consumerID string, req csr.Request, renewed, tenants []byte, now time.Time) ([]byte, error) {
+	holds := tenants
+	if cert, err := csr.ParseCertificate(renewed); err == nil && cert.Subject.CommonName == consumerID {
+		holds = renewed
+	}
+	if cert, err := csr.ParseCertificate(holds); err == nil && now.Before(cert.NotAfter) && now.Before(renewal.EarliestNewKey(cert)) {
+		return nil, &renewal.TooEarlyError{Until: renewal.EarliestNewKey(cert)}
+	}
+	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, controlPlaneGroups()); err != nil {
+		return nil, err
+	}
+	cert, err := p.ports.Signer.Sign(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := csr.CheckIssued(cert, req, now); err != nil {
+		return nil, fmt.Errorf("certificate issued for %s: %w", consumerID, err)
+	}
+	return cert, nil
 }
 
 // admitRenewal returns the accepted Tenant of consumerID, which asks for a
