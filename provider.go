@@ -578,15 +578,7 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 	case err != nil:
 		return stepError(StepForgetTenant, err)
 	}
-	reason := lifecycle.ReasonRevoked
-	switch {
-	case revoke:
-	case stored != nil && lifecycle.Condition(stored.Spec.TenantCondition) == authv1beta1.TenantConditionDrained:
-		reason = lifecycle.ReasonDrained
-	case stored != nil && stored.Annotations[lifecycle.RevokeAnnotation] == "true":
-	default:
-		reason = ""
-	}
+	reason := forgetReason(stored, revoke)
 	if reason != "" {
 		if err := p.revoke(ctx, consumerID, reason); err != nil {
 			return err
@@ -599,18 +591,8 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 			return stepError(StepForgetTenant, err)
 		}
 	}
-	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
+	if err := p.unbind(ctx, consumerID); err != nil {
 		return stepError(StepForgetTenant, err)
-	}
-	// Every slice binding goes with the Tenant, whatever the slices' labels
-	// (which the consumer's replicator sets) say.
-	if err := p.unbindSlices(ctx, consumerID); err != nil {
-		return stepError(StepForgetTenant, err)
-	}
-	if p.ports.ClusterRBAC != nil {
-		if err := p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID)); err != nil {
-			return stepError(StepForgetTenant, err)
-		}
 	}
 	if reason != "" {
 		if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID}); err != nil {
@@ -627,6 +609,39 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 	}
 	p.unprivileged.forget(consumerID)
 	p.step(ctx, Step{Name: StepForgetTenant})
+	return nil
+}
+
+// forgetReason is the revocation reason an unpeering of the consumer
+// whose stored Tenant is stored records, "" for none: ReasonRevoked when
+// asked (revoke) or when the Tenant carries lifecycle.RevokeAnnotation
+// "true", ReasonDrained for a Drained Tenant.
+func forgetReason(stored *authv1beta1.Tenant, revoke bool) string {
+	switch {
+	case revoke:
+		return lifecycle.ReasonRevoked
+	case stored != nil && lifecycle.Condition(stored.Spec.TenantCondition) == authv1beta1.TenantConditionDrained:
+		return lifecycle.ReasonDrained
+	case stored != nil && stored.Annotations[lifecycle.RevokeAnnotation] == "true":
+		return lifecycle.ReasonRevoked
+	}
+	return ""
+}
+
+// unbind deletes every binding the provider made for consumerID: its
+// ControlPlane RoleBinding, and every slice binding, whatever the slices'
+// labels (which the consumer's replicator sets) say, cluster-wide too.
+func (p *Provider) unbind(ctx context.Context, consumerID string) error {
+	namespace := clusterid.TenantNamespace(consumerID)
+	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
+		return err
+	}
+	if err := p.unbindSlices(ctx, consumerID); err != nil {
+		return err
+	}
+	if p.ports.ClusterRBAC != nil {
+		return p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID))
+	}
 	return nil
 }
 
