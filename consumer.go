@@ -403,31 +403,68 @@ func (c *Consumer) Apply(ctx context.Context, providerID string, id *authv1beta1
 	return c.apply(ctx, providerID, id, opts, func() (*authv1beta1.Identity, error) { return c.controlPlaneHeld(ctx, providerID) })
 }
 
-// apply is Apply, reading the ControlPlane Identity already held with held.
-func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1.Identity, opts *ApplyOptions,
-	held func() (*authv1beta1.Identity, error)) (*Authenticated, error) {
+// verifiedKubeconfig verifies id, an Identity from providerID, against
+// the key it is for (identity.Verify, with opts' client CAs), and returns
+// the kubeconfig it makes, and that kubeconfig's bytes.
+func (c *Consumer) verifiedKubeconfig(ctx context.Context, providerID string, id *authv1beta1.Identity, opts *ApplyOptions) (*kubeconfig.Config, []byte, error) {
 	if id == nil {
-		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: no identity", identity.ErrMalformed))
+		return nil, nil, fmt.Errorf("%w: no identity", identity.ErrMalformed)
 	}
 	if err := identity.CheckProvider(id, providerID); err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, nil, err
 	}
 	key, err := c.tlsKey(ctx, providerID, id)
 	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, nil, err
 	}
 	var verify *identity.VerifyOptions
 	if opts != nil && opts.ClientCAs != nil {
 		verify = &identity.VerifyOptions{ClientCAs: opts.ClientCAs}
 	}
 	if _, err := identity.Verify(id, c.id, key.Public(), c.opts.Clock.Now(), verify); err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, nil, err
 	}
 	cfg, err := kubeconfig.FromIdentity(id, key)
 	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, nil, err
 	}
 	data, err := cfg.Marshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, data, nil
+}
+
+// storeIdentity stores want, whose credentials are cfg, over current, the
+// Identity held (nil when none), and returns it as stored. With a
+// Reviewer, the provider confirms cfg first (identity.Confirm): credentials
+// the provider refuses must not replace working ones. When the Identity
+// held asks for these very credentials (a consumer's controller answering
+// it, or a re-run), applying it again replaces nothing, so it goes while
+// the provider is asked.
+func (c *Consumer) storeIdentity(ctx context.Context, current, want *authv1beta1.Identity, cfg *kubeconfig.Config) (*authv1beta1.Identity, error) {
+	if c.ports.Reviewer == nil {
+		return c.ports.Identities.Apply(ctx, want)
+	}
+	if current != nil && equality.Semantic.DeepEqual(current.Spec, want.Spec) {
+		applied := start(func() (*authv1beta1.Identity, error) { return c.ports.Identities.Apply(ctx, want) })
+		confirmErr := identity.Confirm(ctx, c.ports.Reviewer, cfg, c.id)
+		stored, applyErr := applied()
+		if err := cmp.Or(confirmErr, applyErr); err != nil {
+			return nil, err
+		}
+		return stored, nil
+	}
+	if err := identity.Confirm(ctx, c.ports.Reviewer, cfg, c.id); err != nil {
+		return nil, err
+	}
+	return c.ports.Identities.Apply(ctx, want)
+}
+
+// apply is Apply, reading the ControlPlane Identity already held with held.
+func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1.Identity, opts *ApplyOptions,
+	held func() (*authv1beta1.Identity, error)) (*Authenticated, error) {
+	cfg, data, err := c.verifiedKubeconfig(ctx, providerID, id, opts)
 	if err != nil {
 		return nil, stepError(StepIdentityApplied, err)
 	}
@@ -446,31 +483,9 @@ func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1
 		// Ours, not the peer's: lets a store go straight to an update.
 		want.ResourceVersion = current.ResourceVersion
 	}
-	var stored *authv1beta1.Identity
-	switch {
-	case c.ports.Reviewer != nil && current != nil && equality.Semantic.DeepEqual(current.Spec, want.Spec):
-		// The Identity held asks for these very credentials (a consumer's
-		// controller answering it, or a re-run): applying it again
-		// replaces nothing, so it goes while the provider is asked. The
-		// kubeconfig waits for the answer.
-		applied := start(func() (*authv1beta1.Identity, error) { return c.ports.Identities.Apply(ctx, want) })
-		confirmErr := identity.Confirm(ctx, c.ports.Reviewer, cfg, c.id)
-		var applyErr error
-		stored, applyErr = applied()
-		if err := cmp.Or(confirmErr, applyErr); err != nil {
-			return nil, stepError(StepIdentityApplied, err)
-		}
-	default:
-		if c.ports.Reviewer != nil {
-			// Before anything is written: credentials the provider
-			// refuses must not replace working ones.
-			if err := identity.Confirm(ctx, c.ports.Reviewer, cfg, c.id); err != nil {
-				return nil, stepError(StepIdentityApplied, err)
-			}
-		}
-		if stored, err = c.ports.Identities.Apply(ctx, want); err != nil {
-			return nil, stepError(StepIdentityApplied, err)
-		}
+	stored, err := c.storeIdentity(ctx, current, want, cfg)
+	if err != nil {
+		return nil, stepError(StepIdentityApplied, err)
 	}
 	c.step(ctx, Step{Name: StepIdentityApplied})
 
