@@ -165,6 +165,55 @@ func (c *Consumer) sliceKey(ctx context.Context, providerID, name string, create
 	return c.clusterKey(ctx, false)
 }
 
+// sliceAnswered returns nil when the provider accepted s and answered it
+// with credentials (status.authParams), else a *StepError: ErrSliceDenied
+// for a slice denied, whose identity it first removes, ErrSlicePending
+// for one not answered yet, identity.ErrMalformed for an API server URL
+// over maxAPIServerLength.
+func (c *Consumer) sliceAnswered(ctx context.Context, s *authv1beta1.ResourceSlice) error {
+	if cond := resourceslice.Condition(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication); cond != nil &&
+		cond.Status == authv1beta1.ResourceSliceConditionDenied {
+		if err := c.removeSliceIdentity(ctx, s.Namespace, s.Name); err != nil {
+			return stepError(StepSliceIdentityRemoved, err)
+		}
+		return stepError(StepSliceIdentityApplied, fmt.Errorf("%w: slice %s/%s: %s", ErrSliceDenied, s.Namespace, s.Name, truncated(cond.Message)))
+	}
+	if !resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication) || s.Status.AuthParams == nil {
+		return stepError(StepSliceIdentityApplied, fmt.Errorf("%w: slice %s/%s", ErrSlicePending, s.Namespace, s.Name))
+	}
+	if n := len(s.Status.AuthParams.APIServer); n > maxAPIServerLength {
+		return stepError(StepSliceIdentityApplied, fmt.Errorf("%w: status.authParams.apiServer of slice %s/%s: %d bytes",
+			identity.ErrMalformed, s.Namespace, s.Name, n))
+	}
+	return nil
+}
+
+// sliceIdentity is the Identity the consumer keeps for s, a slice of
+// providerID that was answered: owned by s when s is stored.
+func sliceIdentity(s *authv1beta1.ResourceSlice, providerID string) *authv1beta1.Identity {
+	want := &authv1beta1.Identity{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      identity.ResourceSliceName(s.Name),
+			Namespace: s.Namespace,
+			Labels:    map[string]string{clusterid.Label: providerID, resourceslice.IdentityLabel: s.Name},
+		},
+		Spec: authv1beta1.IdentitySpec{
+			ClusterID:  providerID,
+			Type:       authv1beta1.ResourceSliceIdentityType,
+			AuthParams: *s.Status.AuthParams.DeepCopy(),
+		},
+	}
+	if s.UID != "" {
+		controller, block := true, true
+		want.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.ResourceSliceKind,
+			Name: s.Name, UID: s.UID, Controller: &controller, BlockOwnerDeletion: &block,
+		}}
+	}
+	return want
+}
+
 // ApplySliceIdentity turns the provider's answer in the status of the local
 // slice s into the slice's Identity, "resourceslice-<slice>" of type
 // ResourceSlice in s's namespace, owned by s (when s has a UID) and
@@ -186,40 +235,10 @@ func (c *Consumer) ApplySliceIdentity(ctx context.Context, s *authv1beta1.Resour
 	if err != nil {
 		return nil, stepError(StepSliceIdentityApplied, err)
 	}
-	if cond := resourceslice.Condition(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication); cond != nil &&
-		cond.Status == authv1beta1.ResourceSliceConditionDenied {
-		if err := c.removeSliceIdentity(ctx, s.Namespace, s.Name); err != nil {
-			return nil, stepError(StepSliceIdentityRemoved, err)
-		}
-		return nil, stepError(StepSliceIdentityApplied, fmt.Errorf("%w: slice %s/%s: %s", ErrSliceDenied, s.Namespace, s.Name, truncated(cond.Message)))
+	if err := c.sliceAnswered(ctx, s); err != nil {
+		return nil, err
 	}
-	if !resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication) || s.Status.AuthParams == nil {
-		return nil, stepError(StepSliceIdentityApplied, fmt.Errorf("%w: slice %s/%s", ErrSlicePending, s.Namespace, s.Name))
-	}
-	if n := len(s.Status.AuthParams.APIServer); n > maxAPIServerLength {
-		return nil, stepError(StepSliceIdentityApplied, fmt.Errorf("%w: status.authParams.apiServer of slice %s/%s: %d bytes",
-			identity.ErrMalformed, s.Namespace, s.Name, n))
-	}
-	want := &authv1beta1.Identity{
-		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      identity.ResourceSliceName(s.Name),
-			Namespace: s.Namespace,
-			Labels:    map[string]string{clusterid.Label: providerID, resourceslice.IdentityLabel: s.Name},
-		},
-		Spec: authv1beta1.IdentitySpec{
-			ClusterID:  providerID,
-			Type:       authv1beta1.ResourceSliceIdentityType,
-			AuthParams: *s.Status.AuthParams.DeepCopy(),
-		},
-	}
-	if s.UID != "" {
-		controller, block := true, true
-		want.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.ResourceSliceKind,
-			Name: s.Name, UID: s.UID, Controller: &controller, BlockOwnerDeletion: &block,
-		}}
-	}
+	want := sliceIdentity(s, providerID)
 	key, err := c.sliceKey(ctx, providerID, s.Name, false)
 	if err != nil {
 		return nil, stepError(StepSliceIdentityApplied, err)
