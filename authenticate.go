@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/nonce"
 )
@@ -62,44 +63,145 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 		topts.ProxyURL = opts.ProxyURL
 		aopts = &ApplyOptions{ReplaceEndpoint: opts.ReplaceEndpoint}
 	}
-	providerID := p.ClusterID()
-	// Each side's requests go at once where they do not depend on each
-	// other: the consumer's tenant namespace and cluster key, and the reads
-	// the provider's acceptance starts with, while the provider issues its
-	// nonce; the signed nonce recorded, and the Identity already held read,
-	// while the provider accepts the Tenant.
-	namespaced := c.ensureNamespace(ctx, providerID)
-	keyed := c.loadKey(ctx)
-	var reads *acceptReads
-	if clusterid.Validate(c.ClusterID()) == nil {
-		reads = p.startReads(ctx, c.ClusterID(), false)
-		defer reads.wait()
-	}
-	n, err := p.IssueNonce(ctx, c.ClusterID())
-	nsErr, keyErr := namespaced(), keyed()
-	if err = cmp.Or(err, nsErr, keyErr); err != nil {
+	cs := c.Session(ctx, p.ClusterID())
+	defer cs.Close()
+	ps := p.Session(ctx, c.ClusterID())
+	defer ps.Close()
+	n, err := ps.IssueNonce(ctx)
+	if err = cmp.Or(err, cs.Ready()); err != nil {
 		return nil, err
+	}
+	t, err := cs.Tenant(ctx, n, topts)
+	if err != nil {
+		return nil, err
+	}
+	id, err := ps.Accept(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return cs.Apply(ctx, id, aopts)
+}
+
+// A ProviderSession is one handshake on the provider's side, for one
+// consumer, as Authenticate runs it in-process: the reads Accept starts
+// with (the stored Tenant, the revocation record, the certificate cache,
+// the peer roles) go while the nonce is issued, and the Tenant is
+// verified against the nonce the session issued before it is redeemed.
+// Close it when done: no read outlives it. A session is for one
+// goroutine.
+type ProviderSession struct {
+	p          *Provider
+	consumerID string
+	reads      *acceptReads
+	issued     *nonce.Nonce
+}
+
+// Session starts a handshake with consumerID: the reads of its Accept
+// start at once.
+func (p *Provider) Session(ctx context.Context, consumerID string) *ProviderSession {
+	s := &ProviderSession{p: p, consumerID: consumerID}
+	if clusterid.Validate(consumerID) == nil {
+		s.reads = p.startReads(ctx, consumerID, false)
+	}
+	return s
+}
+
+// IssueNonce is Provider.IssueNonce for the session's consumer; Accept
+// verifies against the nonce it returns.
+func (s *ProviderSession) IssueNonce(ctx context.Context) (nonce.Nonce, error) {
+	n, err := s.p.IssueNonce(ctx, s.consumerID)
+	if err != nil {
+		return n, err
 	}
 	if n.IsZero() {
-		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+		return n, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
 	}
-	t, err := c.buildTenant(ctx, providerID, n, topts)
+	s.issued = &n
+	return n, nil
+}
+
+// Accept is Provider.Accept, with the session's reads and nonce. As
+// Authenticate runs in-process, with no controller to remove it, the
+// Tenant is recorded without tenant.Finalizer (see
+// ProviderOptions.NoFinalizer).
+func (s *ProviderSession) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
+	if s.issued == nil {
+		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: the session issued no nonce", ErrInvalidConfig))
+	}
+	return s.p.accept(ctx, t, s.reads, s.issued)
+}
+
+// Close waits for the session's reads.
+func (s *ProviderSession) Close() {
+	if s.reads != nil {
+		s.reads.wait()
+	}
+}
+
+// A ConsumerSession is one handshake on the consumer's side, with one
+// provider, as Authenticate runs it in-process: the tenant namespace and
+// the cluster key are ensured while the provider issues its nonce, and the
+// signed-nonce Secret is written, and the Identity held read, while the
+// provider accepts the Tenant. Close it when done: no request outlives
+// it. A session is for one goroutine.
+type ConsumerSession struct {
+	c                 *Consumer
+	providerID        string
+	namespaced, keyed func() error
+	recorded          func() error
+	held              func() (*authv1beta1.Identity, error)
+}
+
+// Session starts a handshake with providerID: its tenant namespace and
+// the cluster key are ensured at once.
+func (c *Consumer) Session(ctx context.Context, providerID string) *ConsumerSession {
+	return &ConsumerSession{c: c, providerID: providerID, namespaced: c.ensureNamespace(ctx, providerID), keyed: c.loadKey(ctx)}
+}
+
+// Ready waits until the tenant namespace and the cluster key are there.
+func (s *ConsumerSession) Ready() error {
+	return cmp.Or(s.namespaced(), s.keyed())
+}
+
+// Tenant builds the Tenant that answers n (Consumer.Tenant), then starts
+// writing the signed-nonce Secret (StepNonceSigned is reported once the
+// nonce is signed; a failure to write it is returned by Apply) and
+// reading the Identity held.
+func (s *ConsumerSession) Tenant(ctx context.Context, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
+	if err := s.Ready(); err != nil {
+		return nil, err
+	}
+	t, err := s.c.buildTenant(ctx, s.providerID, n, opts)
 	if err != nil {
 		return nil, err
 	}
-	recorded := startErr(func() error { return c.recordSignedNonce(ctx, providerID, n, t) })
-	held := c.readHeld(ctx, providerID)
-	defer func() { _, _ = held() }() // no read outlives Authenticate
-	c.step(ctx, Step{Name: StepNonceSigned})
-	c.step(ctx, Step{Name: StepTenantGenerated})
-	id, err := p.accept(ctx, t, reads, &n)
-	if recErr := recorded(); err == nil {
-		err = recErr
+	s.recorded = startErr(func() error { return s.c.recordSignedNonce(ctx, s.providerID, n, t) })
+	s.held = s.c.readHeld(ctx, s.providerID)
+	s.c.step(ctx, Step{Name: StepNonceSigned})
+	s.c.step(ctx, Step{Name: StepTenantGenerated})
+	return t, nil
+}
+
+// Apply applies id, the provider's answer to the session's Tenant
+// (Consumer.Apply), once the signed-nonce Secret is written.
+func (s *ConsumerSession) Apply(ctx context.Context, id *authv1beta1.Identity, opts *ApplyOptions) (*Authenticated, error) {
+	if s.recorded == nil {
+		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: the session built no Tenant", ErrInvalidConfig))
 	}
-	if err != nil {
+	if err := s.recorded(); err != nil {
 		return nil, err
 	}
-	return c.apply(ctx, providerID, id, aopts, held)
+	return s.c.apply(ctx, s.providerID, id, opts, s.held)
+}
+
+// Close waits for the session's requests.
+func (s *ConsumerSession) Close() {
+	_ = s.namespaced()
+	_ = s.keyed()
+	if s.recorded != nil {
+		_ = s.recorded()
+		_, _ = s.held()
+	}
 }
 
 // Unauthenticate removes the consumer's Identity and kubeconfig Secret for

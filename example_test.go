@@ -199,3 +199,36 @@ func ExampleConsumer_BuildTenant() {
 	// identity: controlplane-cl-provider
 	// zero nonce refused: true
 }
+
+// Authenticate's handshake, composed from the sessions it runs on: each
+// side's requests that do not depend on the other's go at once, as in
+// Authenticate.
+func ExampleProvider_Session() {
+	ctx := context.Background()
+	provider, consumer := newExampleClusters()
+
+	cs := consumer.Session(ctx, provider.ClusterID())
+	defer cs.Close()
+	ps := provider.Session(ctx, consumer.ClusterID())
+	defer ps.Close()
+
+	n, err := ps.IssueNonce(ctx)
+	if err != nil {
+		panic(err)
+	}
+	t, err := cs.Tenant(ctx, n, &kubepact.TenantOptions{OwnKey: true})
+	if err != nil {
+		panic(err)
+	}
+	id, err := ps.Accept(ctx, t)
+	if err != nil {
+		panic(err)
+	}
+	done, err := cs.Apply(ctx, id, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("user:", done.Kubeconfig.User())
+	// Output:
+	// user: cl-consumer
+}
