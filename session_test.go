@@ -24,6 +24,7 @@ func TestSessionsOutOfOrder(t *testing.T) {
 	require.NoError(t, err)
 	tn, err := cs.Tenant(ctx, n, &kubepact.TenantOptions{OwnKey: true})
 	require.NoError(t, err)
+	cs.Close() // the signed-nonce Secret is written
 	writes := p.writes()
 	_, err = ps.Accept(ctx, tn)
 	require.ErrorIs(t, err, kubepact.ErrInvalidConfig, "Accept before the session issued a nonce")
