@@ -40,8 +40,15 @@
 //     points the Identity's status at it (Consumer.Apply).
 //
 // Authenticate runs the four steps when both clusters are reachable from one
-// process; Unauthenticate undoes them. Each step is also usable on its own,
-// so the Tenant and the Identity can travel as YAML files moved by hand.
+// process, through Provider.Session and Consumer.Session, which start each
+// side's requests that do not wait for the other's at once;
+// Unauthenticate undoes them. Each step is also usable on its own, so the
+// Tenant and the Identity can travel as YAML files moved by hand.
+//
+// Accept decides in three parts: it gathers what the decision needs, runs
+// the provider's checks over it (package accept: a chain of named checks,
+// extended with ProviderOptions.Checks), and does what the resulting plan
+// says. Provider.Unchanged runs the same checks over a cache.
 //
 // # After the handshake
 //
