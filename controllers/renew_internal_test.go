@@ -3,6 +3,7 @@ package controllers
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/renewal"
 )
 
@@ -39,4 +41,18 @@ func selfSigned(t *testing.T, notBefore time.Time, life time.Duration) []byte {
 	der, err := x509.CreateCertificate(nil, tmpl, tmpl, key.Public(), key)
 	require.NoError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestRenewRefusalsAreFinal: a Renew of a consumer that is drained, or
+// revoked by a record in force, gets RenewRefused, and is not retried.
+func TestRenewRefusalsAreFinal(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		fmt.Errorf("%w: %w", renewal.ErrDrained, lifecycle.ErrDrained),
+		&lifecycle.RevokedError{ConsumerID: "cl-consumer", Reason: lifecycle.ReasonRevoked},
+	} {
+		reason, final := renewReasonOf(err)
+		require.Equal(t, ReasonRenewRefused, reason, "%v", err)
+		require.True(t, final, "%v", err)
+	}
 }
