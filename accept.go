@@ -317,7 +317,7 @@ func (p *Provider) write(ctx context.Context, f *accept.Facts, w accept.Want, pl
 		})
 	}
 	if stable && plan.Bind {
-		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
+		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(f.Stored)}
 		wg.Go(func() { bindErr = p.ports.RBAC.ApplyRoleBinding(ctx, binding) })
 	}
 	wg.Wait()
