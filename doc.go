@@ -76,12 +76,12 @@
 // # On real clusters
 //
 // Package kube adapts every port to a Kubernetes API server, and
-// kube.Connect wires them in one call: it connects to a cluster from its
-// *rest.Config, and the returned kube.Cluster's Provider and Consumer are
+// wire.Connect wires them in one call: it connects to a cluster from its
+// *rest.Config, and the returned wire.Cluster's Provider and Consumer are
 // that cluster's Provider and Consumer, under the cluster ID the cluster
 // records, which its controllers and liqoctl use (an ID given that differs
-// is refused with a *kube.ClusterIDMismatchError). With
-// kube.ConnectOptions.Install it first creates what a fresh cluster lacks:
+// is refused with a *wire.ClusterIDMismatchError). With
+// wire.ConnectOptions.Install it first creates what a fresh cluster lacks:
 // the CRDs, the peer ClusterRoles and the ID record. Package kube's
 // Example_realClusters runs a handshake between two clusters that way, in
 // a few lines; package controllers runs it declaratively instead.

@@ -192,22 +192,3 @@ func waitEstablished(ctx context.Context, api dynamic.NamespaceableResourceInter
 		return false, nil
 	})
 }
-
-// crdNames returns the names of the CRDs of crd.Manifests, such as
-// "tenants.authentication.liqo.io", sorted.
-func crdNames() ([]string, error) {
-	var names []string
-	for _, manifest := range crd.Manifests() {
-		var m struct {
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-		}
-		if err := yaml.Unmarshal(manifest, &m); err != nil {
-			return nil, fmt.Errorf("decoding CRD manifest: %w", err)
-		}
-		names = append(names, m.Metadata.Name)
-	}
-	sort.Strings(names)
-	return names, nil
-}

@@ -1,13 +1,11 @@
-package kube
+package wire
 
 import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -16,12 +14,12 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/kube"
 )
 
-// Errors of EndpointFromConfig. None quotes the config's credentials.
+// Errors of EndpointFromConfig, besides kube.ErrNoServer. None quotes the
+// config's credentials.
 var (
-	// ErrNoServer reports a rest.Config without an API server host.
-	ErrNoServer = errors.New("rest config names no API server")
 	// ErrNotHTTPS reports an API server URL that is not a plain https URL
 	// (another scheme, or user info, a query or a fragment in it).
 	ErrNotHTTPS = errors.New("API server URL is not a plain https URL")
@@ -95,7 +93,7 @@ type ConsumerPortsOptions struct {
 	Offline bool
 	// Reviewer tunes the IdentityReviewer (extra roots for a provider API
 	// server whose kubeconfig has no CA, a timeout); nil uses its defaults.
-	Reviewer *IdentityReviewerOptions
+	Reviewer *kube.IdentityReviewerOptions
 	// QPS and Burst, when positive, replace cfg's QPS and Burst (and any
 	// RateLimiter of cfg); zero keeps cfg's own. A handshake makes 8 to 12
 	// requests to the consumer's API server (12 for a Strict consumer), so
@@ -137,7 +135,7 @@ func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.Co
 // turns rate limiting off, as in client-go.
 func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface, client.Client, error) {
 	if cfg == nil {
-		return nil, nil, fmt.Errorf("%w: nil rest config", ErrNoServer)
+		return nil, nil, fmt.Errorf("%w: nil rest config", kube.ErrNoServer)
 	}
 	cfg = rest.CopyConfig(cfg)
 	if qps > 0 || burst > 0 {
@@ -162,33 +160,15 @@ func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface,
 	if err != nil {
 		return nil, nil, err
 	}
-	cs, err := NewClientset(cfg, h)
+	cs, err := kube.NewClientset(cfg, h)
 	if err != nil {
 		return nil, nil, err
 	}
-	typed, err := NewClient(cfg, h)
+	typed, err := kube.NewClient(cfg, h)
 	if err != nil {
 		return nil, nil, err
 	}
 	return cs, typed, nil
-}
-
-// NewClientset returns a clientset for cfg over httpClient (nil makes one
-// from cfg) that sends and accepts protobuf, as the control plane's own
-// controllers do, unless cfg names a content type: the API server encodes
-// and decodes it at a fraction of JSON's cost. The clientset serves only
-// built-in kinds, which all speak protobuf; the authentication.liqo.io
-// kinds go through NewClient, which speaks JSON to them.
-func NewClientset(cfg *rest.Config, httpClient *http.Client) (kubernetes.Interface, error) {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.ContentType == "" {
-		cfg.ContentType = runtime.ContentTypeProtobuf
-		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	}
-	if httpClient == nil {
-		return kubernetes.NewForConfig(cfg)
-	}
-	return kubernetes.NewForConfigAndClient(cfg, httpClient)
 }
 
 // EndpointFromConfig returns how consumers reach the API server of cfg, for
@@ -201,14 +181,14 @@ func NewClientset(cfg *rest.Config, httpClient *http.Client) (kubernetes.Interfa
 // no error quotes credentials.
 func EndpointFromConfig(cfg *rest.Config) (kubepact.Endpoint, error) {
 	if cfg == nil || cfg.Host == "" {
-		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w", ErrNoServer)
+		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w", kube.ErrNoServer)
 	}
 	// A Host without a scheme is https when TLS is configured, as it must
 	// be here. The parse error is dropped: it would quote the Host, and
 	// with it any password in it.
 	u, _, err := rest.DefaultServerURL(cfg.Host, "", schema.GroupVersion{}, true)
 	if err != nil || u.Host == "" {
-		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: its host is neither a URL nor host:port", ErrNoServer)
+		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: its host is neither a URL nor host:port", kube.ErrNoServer)
 	}
 	if u.Scheme != "https" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: scheme %q, host %s", ErrNotHTTPS, u.Scheme, u.Host)

@@ -1,4 +1,4 @@
-package kube
+package wire
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/kube"
 )
 
 // The ConfigMap kubeadm publishes for clients joining the cluster: its
@@ -38,7 +39,7 @@ func EndpointFromClusterInfo(ctx context.Context, client kubernetes.Interface) (
 		return kubepact.Endpoint{}, fmt.Errorf("%w: %w", ErrNoClusterInfo, err)
 	}
 	if err != nil {
-		return kubepact.Endpoint{}, wrap(err, "reading", "ConfigMap", ClusterInfoNamespace, ClusterInfoName)
+		return kubepact.Endpoint{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ClusterInfoNamespace, ClusterInfoName, err)
 	}
 	cfg, err := clientcmd.Load([]byte(cm.Data[ClusterInfoKey]))
 	if err != nil {
@@ -48,5 +49,5 @@ func EndpointFromClusterInfo(ctx context.Context, client kubernetes.Interface) (
 		// kubeadm writes one cluster, named "".
 		return EndpointFromConfig(&rest.Config{Host: c.Server, TLSClientConfig: rest.TLSClientConfig{CAData: c.CertificateAuthorityData}})
 	}
-	return kubepact.Endpoint{}, fmt.Errorf("ConfigMap %s/%s: %w: its kubeconfig names no cluster", ClusterInfoNamespace, ClusterInfoName, ErrNoServer)
+	return kubepact.Endpoint{}, fmt.Errorf("ConfigMap %s/%s: %w: its kubeconfig names no cluster", ClusterInfoNamespace, ClusterInfoName, kube.ErrNoServer)
 }

@@ -1,10 +1,11 @@
-package kube
+package wire
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,12 +18,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/config/crd"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -113,7 +117,7 @@ type ConnectOptions struct {
 	// the cluster's ID record (see EnsureClusterID).
 	KeyNamespace string
 	Offline      bool
-	Reviewer     *IdentityReviewerOptions
+	Reviewer     *kube.IdentityReviewerOptions
 	// Install makes the cluster ready for a handshake, creating only what
 	// it lacks and changing nothing it has: the authentication.liqo.io
 	// CRDs that are not served (InstallCRDs), the peer ClusterRoles that
@@ -180,7 +184,7 @@ func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
 		o = *opts
 	}
 	if cfg == nil {
-		return nil, fmt.Errorf("connect: %w: nil rest config", ErrNoServer)
+		return nil, fmt.Errorf("connect: %w: nil rest config", kube.ErrNoServer)
 	}
 	if o.QPS <= 0 && cfg.QPS == 0 && cfg.RateLimiter == nil {
 		o.QPS = DefaultQPS
@@ -290,7 +294,7 @@ func (c *Cluster) recorded() (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	id, err := RecordedClusterID(ctx, c.client, c.idNamespace)
+	id, err := kube.RecordedClusterID(ctx, c.client, c.idNamespace)
 	if err != nil {
 		return "", fmt.Errorf("reading the cluster ID: %w", err)
 	}
@@ -326,7 +330,7 @@ func (c *Cluster) clusterID(role, given string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	id, _, err := EnsureClusterID(ctx, c.client, given, &ClusterIDOptions{Namespace: c.idNamespace})
+	id, _, err := kube.EnsureClusterID(ctx, c.client, given, &kube.ClusterIDOptions{Namespace: c.idNamespace})
 	var conflict *clusterid.ConflictError
 	if errors.As(err, &conflict) {
 		// Recorded by another writer since it was read.
@@ -363,7 +367,7 @@ func install(cfg *rest.Config, cs kubernetes.Interface, notServed error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	if missing != nil {
-		if err := InstallCRDs(ctx, cfg); err != nil {
+		if err := kube.InstallCRDs(ctx, cfg); err != nil {
 			return err
 		}
 		// Established is not yet served: discovery may lag behind it by
@@ -385,7 +389,7 @@ func install(cfg *rest.Config, cs kubernetes.Interface, notServed error) error {
 			return err
 		}
 	}
-	roles := NewRBAC(cs)
+	roles := kube.NewRBAC(cs)
 	for _, r := range rbac.PeerRoles() {
 		switch ok, err := roles.HasClusterRole(ctx, r.Name); {
 		case err != nil:
@@ -412,39 +416,39 @@ func (c *Cluster) Client() client.Client { return c.typed }
 // controller-runtime client; a nil signer signs through the CSR API.
 func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Signer) kubepact.ProviderPorts {
 	if signer == nil {
-		signer = NewCSRSigner(cs, NewApprover(cs))
+		signer = kube.NewCSRSigner(cs, kube.NewApprover(cs))
 	}
-	rbac := NewRBAC(cs)
+	rbac := kube.NewRBAC(cs)
 	return kubepact.ProviderPorts{
-		Namespaces:   NewNamespaces(cs),
-		Nonces:       NewNonceStore(cs),
-		Tenants:      NewTenantStore(typed),
+		Namespaces:   kube.NewNamespaces(cs),
+		Nonces:       kube.NewNonceStore(cs),
+		Tenants:      kube.NewTenantStore(typed),
 		Signer:       signer,
-		Certificates: NewCertificateCache(cs),
+		Certificates: kube.NewCertificateCache(cs),
 		RBAC:         rbac,
 		ClusterRBAC:  rbac,
-		Slices:       NewSliceStore(typed),
-		Lifecycle:    NewLifecyclePorts(cs, typed),
+		Slices:       kube.NewSliceStore(typed),
+		Lifecycle:    kube.NewLifecyclePorts(cs, typed),
 	}
 }
 
 // consumerPorts returns the ports of a consumer over one clientset and one
 // controller-runtime client, keeping keys in keyNamespace (empty:
 // keys.DefaultNamespace), with an IdentityReviewer unless offline.
-func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace string, offline bool, reviewer *IdentityReviewerOptions) (kubepact.ConsumerPorts, error) {
+func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace string, offline bool, reviewer *kube.IdentityReviewerOptions) (kubepact.ConsumerPorts, error) {
 	if keyNamespace == "" {
 		keyNamespace = keys.DefaultNamespace
 	}
 	ports := kubepact.ConsumerPorts{
-		Namespaces:   NewNamespaces(cs),
-		Keys:         NewKeyStore(cs, keyNamespace),
-		Identities:   NewIdentityStore(typed),
-		Secrets:      NewSecretWriter(cs),
-		IdentityKeys: NewKeyring(cs, keyNamespace),
-		Slices:       NewSliceStore(typed),
+		Namespaces:   kube.NewNamespaces(cs),
+		Keys:         kube.NewKeyStore(cs, keyNamespace),
+		Identities:   kube.NewIdentityStore(typed),
+		Secrets:      kube.NewSecretWriter(cs),
+		IdentityKeys: kube.NewKeyring(cs, keyNamespace),
+		Slices:       kube.NewSliceStore(typed),
 	}
 	if !offline {
-		r, err := NewIdentityReviewer(reviewer)
+		r, err := kube.NewIdentityReviewer(reviewer)
 		if err != nil {
 			return kubepact.ConsumerPorts{}, err
 		}
@@ -489,4 +493,23 @@ func serverHost(cfg *rest.Config) string {
 		return "the API server"
 	}
 	return u.Host
+}
+
+// crdNames returns the names of the CRDs of crd.Manifests, such as
+// "tenants.authentication.liqo.io", sorted.
+func crdNames() ([]string, error) {
+	var names []string
+	for _, manifest := range crd.Manifests() {
+		var m struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(manifest, &m); err != nil {
+			return nil, fmt.Errorf("decoding CRD manifest: %w", err)
+		}
+		names = append(names, m.Metadata.Name)
+	}
+	sort.Strings(names)
+	return names, nil
 }
