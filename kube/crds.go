@@ -51,7 +51,8 @@ func (e *CRDFieldMissingError) Is(target error) bool { return target == ErrCRDIn
 //
 // cfg needs create, get, list and watch on
 // customresourcedefinitions.apiextensions.k8s.io; cfg itself is not changed.
-// Connect checks that a cluster serves the CRDs, with a *CRDNotServedError.
+// wire.Connect checks that a cluster serves the CRDs, with a
+// *wire.CRDNotServedError.
 func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 	if cfg == nil {
 		return fmt.Errorf("installing CRDs: %w: nil rest config", ErrNoServer)

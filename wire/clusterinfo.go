@@ -30,7 +30,7 @@ var ErrNoClusterInfo = errors.New("no kube-public/cluster-info")
 // EndpointFromClusterInfo returns the API server's URL and CA as kubeadm
 // publishes them in kube-public/cluster-info, checked as EndpointFromConfig
 // checks a config. It returns an error wrapping ErrNoClusterInfo when there
-// is no such ConfigMap, and ErrNoServer when it names no cluster. Note that
+// is no such ConfigMap, and kube.ErrNoServer when it names no cluster. Note that
 // kind's names the endpoint inside its Docker network, which other clusters
 // may not reach: a flag naming the URL wins over it.
 func EndpointFromClusterInfo(ctx context.Context, client kubernetes.Interface) (kubepact.Endpoint, error) {

@@ -45,7 +45,7 @@ var ErrCRDNotServed = errors.New("authentication.liqo.io CustomResourceDefinitio
 
 // CRDNotServedError names the CustomResourceDefinitions of
 // authentication.liqo.io/v1beta1 that a cluster does not serve: install
-// Liqo, or call InstallCRDs.
+// Liqo, or call kube.InstallCRDs.
 type CRDNotServedError struct {
 	// Server is the host (and port) of the API server asked.
 	Server string
@@ -56,7 +56,7 @@ type CRDNotServedError struct {
 
 func (e *CRDNotServedError) Error() string {
 	return fmt.Sprintf("%s does not serve authentication.liqo.io/v1beta1 %s: install Liqo, or kubepact's CRDs "+
-		"(connect with kube.ConnectOptions{Install: true}, or kube.InstallCRDs)",
+		"(connect with wire.ConnectOptions{Install: true}, or kube.InstallCRDs)",
 		e.Server, strings.Join(e.CRDs, ", "))
 }
 
@@ -114,16 +114,16 @@ type ConnectOptions struct {
 	Signer csr.Signer
 	// KeyNamespace, Offline and Reviewer configure the consumer's ports, as
 	// in ConsumerPortsOptions. KeyNamespace, the Liqo namespace, also holds
-	// the cluster's ID record (see EnsureClusterID).
+	// the cluster's ID record (see kube.EnsureClusterID).
 	KeyNamespace string
 	Offline      bool
 	Reviewer     *kube.IdentityReviewerOptions
 	// Install makes the cluster ready for a handshake, creating only what
 	// it lacks and changing nothing it has: the authentication.liqo.io
-	// CRDs that are not served (InstallCRDs), the peer ClusterRoles that
+	// CRDs that are not served (kube.InstallCRDs), the peer ClusterRoles that
 	// are missing (rbac.PeerRoles, applied as rbac.Install does), and,
 	// when Provider or Consumer is called while the cluster records no
-	// cluster ID, the record of the ID they use (EnsureClusterID: the one
+	// cluster ID, the record of the ID they use (kube.EnsureClusterID: the one
 	// given, or a new one), where Liqo and kubepact-controller read it. It
 	// needs a cluster administrator's rights. Each install step is bounded
 	// by a minute.
@@ -161,10 +161,10 @@ type Cluster struct {
 // middle of a handshake: it returns a *CRDNotServedError (errors.Is
 // ErrCRDNotServed) naming them, unless opts.Install is set, which installs
 // them, and the missing peer ClusterRoles. cfg itself is not changed.
-// Other errors are ErrNoServer for a nil cfg, ErrRootCAsNotPEM for a
+// Other errors are kube.ErrNoServer for a nil cfg, kube.ErrRootCAsNotPEM for a
 // refused opts.Reviewer, client-go's for a cfg that cannot make a client,
 // the discovery request's own (an unreachable server, say), and those of
-// InstallCRDs and of applying a ClusterRole; none quotes cfg's
+// kube.InstallCRDs and of applying a ClusterRole; none quotes cfg's
 // credentials.
 //
 // Connect reads nothing else: the cluster's ID is read, once, by the first
@@ -221,7 +221,7 @@ func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
 
 // Endpoint returns how consumers reach this cluster's API server:
 // ConnectOptions.Endpoint, else what EndpointFromConfig read from the
-// rest.Config, else its error (ErrNoServer, ErrNotHTTPS, ErrNoCA or a
+// rest.Config, else its error (kube.ErrNoServer, ErrNotHTTPS, ErrNoCA or a
 // *fs.PathError).
 func (c *Cluster) Endpoint() (kubepact.Endpoint, error) {
 	if c.endpointErr != nil {
@@ -233,7 +233,7 @@ func (c *Cluster) Endpoint() (kubepact.Endpoint, error) {
 // ProviderPorts returns the ports of a kubepact.Provider over this cluster,
 // as NewProviderPorts does: all but SlicePolicy and StorageClasses, which
 // are policy (set them on a copy to offer StorageClasses with
-// NewStorageClasses). Each call returns the same ports.
+// kube.NewStorageClasses). Each call returns the same ports.
 func (c *Cluster) ProviderPorts() kubepact.ProviderPorts { return c.provider }
 
 // ConsumerPorts returns every port of a kubepact.Consumer over this
@@ -278,9 +278,9 @@ func (c *Cluster) Consumer(clusterID string, opts *kubepact.ConsumerOptions) (*k
 }
 
 // ClusterID returns the ID the cluster records in ConnectOptions.KeyNamespace
-// (RecordedClusterID), which its controllers and liqoctl use, read with the
+// (kube.RecordedClusterID), which its controllers and liqoctl use, read with the
 // first call and kept; "" when it records none. Errors are
-// RecordedClusterID's.
+// kube.RecordedClusterID's.
 func (c *Cluster) ClusterID() (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -404,11 +404,11 @@ func install(cfg *rest.Config, cs kubernetes.Interface, notServed error) error {
 }
 
 // Clientset returns the Cluster's clientset, for the ports Connect does not
-// build (NewRBAC for rbac.Install, NewTokenStore, saidentity's); it shares
+// build (kube.NewRBAC for rbac.Install, kube.NewTokenStore, saidentity's); it shares
 // the Cluster's rate limiter.
 func (c *Cluster) Clientset() kubernetes.Interface { return c.client }
 
-// Client returns the Cluster's controller-runtime client (NewClient), which
+// Client returns the Cluster's controller-runtime client (kube.NewClient), which
 // shares the Cluster's rate limiter.
 func (c *Cluster) Client() client.Client { return c.typed }
 
@@ -434,7 +434,7 @@ func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Sign
 
 // consumerPorts returns the ports of a consumer over one clientset and one
 // controller-runtime client, keeping keys in keyNamespace (empty:
-// keys.DefaultNamespace), with an IdentityReviewer unless offline.
+// keys.DefaultNamespace), with a kube.IdentityReviewer unless offline.
 func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace string, offline bool, reviewer *kube.IdentityReviewerOptions) (kubepact.ConsumerPorts, error) {
 	if keyNamespace == "" {
 		keyNamespace = keys.DefaultNamespace

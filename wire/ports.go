@@ -29,8 +29,8 @@ var (
 )
 
 // ProviderPortsOptions tunes NewProviderPorts. The zero value, like a nil
-// pointer, signs certificates through the API server's CSR API (CSRSigner
-// with Approver) and keeps cfg's rate limits (QPS and Burst, else
+// pointer, signs certificates through the API server's CSR API (kube.CSRSigner
+// with kube.Approver) and keeps cfg's rate limits (QPS and Burst, else
 // client-go's defaults of 5 and 10).
 type ProviderPortsOptions struct {
 	// Signer, when set, signs consumers' certificates instead of the CSR
@@ -47,11 +47,11 @@ type ProviderPortsOptions struct {
 }
 
 // NewProviderPorts returns the ports of a kubepact.Provider over the API
-// server of cfg: Namespaces, NonceStore, TenantStore, CSRSigner with
-// Approver (or opts.Signer), CertificateCache, RBAC (also as ClusterRBAC),
-// SliceStore and the lifecycle ports; it leaves SlicePolicy and
+// server of cfg: kube.Namespaces, kube.NonceStore, kube.TenantStore, kube.CSRSigner with
+// kube.Approver (or opts.Signer), kube.CertificateCache, RBAC (also as ClusterRBAC),
+// kube.SliceStore and the lifecycle ports; it leaves SlicePolicy and
 // StorageClasses, which are policy, nil. It builds one
-// clientset, one controller-runtime client (NewClient), one HTTP client and one client-side rate
+// clientset, one controller-runtime client (kube.NewClient), one HTTP client and one client-side rate
 // limiter, shared by all the ports; cfg itself is not changed. It fails only
 // when cfg cannot make a client.
 //
@@ -80,7 +80,7 @@ func NewProviderPorts(cfg *rest.Config, opts *ProviderPortsOptions) (kubepact.Pr
 
 // ConsumerPortsOptions tunes NewConsumerPorts. The zero value, like a nil
 // pointer, keeps keys in keys.DefaultNamespace, confirms Identities online
-// with an IdentityReviewer that trusts the system roots for API servers
+// with a kube.IdentityReviewer that trusts the system roots for API servers
 // without a CA, and keeps cfg's rate limits.
 type ConsumerPortsOptions struct {
 	// KeyNamespace holds the cluster key and the identities' own keys (of
@@ -91,7 +91,7 @@ type ConsumerPortsOptions struct {
 	// the Identity itself allows (identity.Verify): for a consumer that
 	// cannot reach its providers' API servers.
 	Offline bool
-	// Reviewer tunes the IdentityReviewer (extra roots for a provider API
+	// Reviewer tunes the kube.IdentityReviewer (extra roots for a provider API
 	// server whose kubeconfig has no CA, a timeout); nil uses its defaults.
 	Reviewer *kube.IdentityReviewerOptions
 	// QPS and Burst, when positive, replace cfg's QPS and Burst (and any
@@ -103,14 +103,14 @@ type ConsumerPortsOptions struct {
 }
 
 // NewConsumerPorts returns every port of a kubepact.Consumer over the API
-// server of cfg: Namespaces, KeyStore and Keyring in opts.KeyNamespace,
-// IdentityStore, SecretWriter, SliceStore, and an IdentityReviewer as Reviewer (unless
+// server of cfg: kube.Namespaces, kube.KeyStore and kube.Keyring in opts.KeyNamespace,
+// kube.IdentityStore, kube.SecretWriter, kube.SliceStore, and a kube.IdentityReviewer as Reviewer (unless
 // opts.Offline), so that Authenticate and Apply ask the provider who the new
-// kubeconfig authenticates as before writing it. The Keyring makes the ports
+// kubeconfig authenticates as before writing it. The kube.Keyring makes the ports
 // fit a Strict consumer as well as a Compatible one. The ports share one
 // clientset, one controller-runtime client and one rate limiter; cfg itself is not
 // changed. It fails when cfg cannot make a client or opts.Reviewer is
-// refused by NewIdentityReviewer.
+// refused by kube.NewIdentityReviewer.
 func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.ConsumerPorts, error) {
 	var o ConsumerPortsOptions
 	if opts != nil {
@@ -176,7 +176,7 @@ func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface,
 // no scheme, as client-go does) and the PEM CA of its serving certificate
 // (cfg.CAData, else the file cfg.CAFile names). Consumers get exactly this
 // URL, so cfg must name the API server as they reach it;
-// TLSClientConfig.ServerName is not carried. It returns ErrNoServer,
+// TLSClientConfig.ServerName is not carried. It returns kube.ErrNoServer,
 // ErrNotHTTPS or ErrNoCA, or the *fs.PathError of an unreadable CA file;
 // no error quotes credentials.
 func EndpointFromConfig(cfg *rest.Config) (kubepact.Endpoint, error) {
