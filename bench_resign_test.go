@@ -66,7 +66,7 @@ func (r *resignProvider) consumer(tb testing.TB, id string) *kubepact.Consumer {
 	tb.Helper()
 	ks := &fake.KeyStore{}
 	require.NoError(tb, ks.Create(context.Background(), r.key))
-	ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}, IdentityKeys: &fake.Keyring{}}
+	ports := kubepact.ConsumerPorts{ConsumerCore: kubepact.ConsumerCore{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
 	c, err := kubepact.NewConsumer(id, ports, &kubepact.ConsumerOptions{Clock: r.clock})
 	require.NoError(tb, err)
 	return c

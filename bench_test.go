@@ -58,7 +58,7 @@ func benchmarkHandshake(b *testing.B, prior int) {
 		if err := ks.Create(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}, IdentityKeys: &fake.Keyring{}}
+		ports := kubepact.ConsumerPorts{ConsumerCore: kubepact.ConsumerCore{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
 		c, err := kubepact.NewConsumer(id, ports, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -250,7 +250,7 @@ func BenchmarkProviderTenants(b *testing.B) {
 		if err := ks.Create(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}, IdentityKeys: &fake.Keyring{}}
+		ports := kubepact.ConsumerPorts{ConsumerCore: kubepact.ConsumerCore{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
 		c, err := kubepact.NewConsumer("cl-consumer-"+strconv.Itoa(i), ports, nil)
 		if err != nil {
 			b.Fatal(err)

@@ -278,7 +278,7 @@ func TestAcceptWithAPeekedNonce(t *testing.T) {
 			ports := p.providerCluster.ProviderPorts()
 			counting := &countingBinder{Binder: ports.RBAC}
 			peeking := &peekingNonces{Store: ports.Nonces}
-			ports.RBAC, ports.Nonces = counting, peeking
+			ports.RBAC, ports.Nonces, ports.Peek = counting, peeking, peeking
 			var err error
 			p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports, &kubepact.ProviderOptions{Clock: p.clock})
 			require.NoError(t, err)

@@ -419,16 +419,22 @@ func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Sign
 		signer = kube.NewCSRSigner(cs, kube.NewApprover(cs))
 	}
 	rbac := kube.NewRBAC(cs)
+	nonces := kube.NewNonceStore(cs)
 	return kubepact.ProviderPorts{
-		Namespaces:   kube.NewNamespaces(cs),
-		Nonces:       kube.NewNonceStore(cs),
-		Tenants:      kube.NewTenantStore(typed),
-		Signer:       signer,
-		Certificates: kube.NewCertificateCache(cs),
-		RBAC:         rbac,
-		ClusterRBAC:  rbac,
-		Slices:       kube.NewSliceStore(typed),
-		Lifecycle:    kube.NewLifecyclePorts(cs, typed),
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   kube.NewNamespaces(cs),
+			Nonces:       nonces,
+			Peek:         nonces,
+			Tenants:      kube.NewTenantStore(typed),
+			Signer:       signer,
+			Certificates: kube.NewCertificateCache(cs),
+			RBAC:         rbac,
+		},
+		SlicePorts: kubepact.SlicePorts{
+			ClusterRBAC: rbac,
+			Slices:      kube.NewSliceStore(typed),
+		},
+		Lifecycle: kube.NewLifecyclePorts(cs, typed),
 	}
 }
 
@@ -440,10 +446,12 @@ func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace st
 		keyNamespace = keys.DefaultNamespace
 	}
 	ports := kubepact.ConsumerPorts{
-		Namespaces:   kube.NewNamespaces(cs),
-		Keys:         kube.NewKeyStore(cs, keyNamespace),
-		Identities:   kube.NewIdentityStore(typed),
-		Secrets:      kube.NewSecretWriter(cs),
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: kube.NewNamespaces(cs),
+			Keys:       kube.NewKeyStore(cs, keyNamespace),
+			Identities: kube.NewIdentityStore(typed),
+			Secrets:    kube.NewSecretWriter(cs),
+		},
 		IdentityKeys: kube.NewKeyring(cs, keyNamespace),
 		Slices:       kube.NewSliceStore(typed),
 	}

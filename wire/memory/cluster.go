@@ -113,16 +113,21 @@ func (c *Cluster) Endpoint() kubepact.Endpoint {
 // ProviderPorts returns the ports a kubepact.Provider needs.
 func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
 	return kubepact.ProviderPorts{
-		Namespaces:     c.Namespaces,
-		Nonces:         c.Nonces,
-		Tenants:        c.Tenants,
-		Signer:         c.Signer,
-		Certificates:   c.Certificates,
-		RBAC:           c.RBAC,
-		ClusterRBAC:    c.RBAC,
-		Slices:         c.Slices,
-		Lifecycle:      c.LifecyclePorts(),
-		StorageClasses: c.StorageClasses,
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   c.Namespaces,
+			Nonces:       c.Nonces,
+			Peek:         c.Nonces,
+			Tenants:      c.Tenants,
+			Signer:       c.Signer,
+			Certificates: c.Certificates,
+			RBAC:         c.RBAC,
+		},
+		SlicePorts: kubepact.SlicePorts{
+			ClusterRBAC:    c.RBAC,
+			Slices:         c.Slices,
+			StorageClasses: c.StorageClasses,
+		},
+		Lifecycle: c.LifecyclePorts(),
 	}
 }
 
@@ -136,10 +141,12 @@ func (c *Cluster) LifecyclePorts() lifecycle.Ports {
 // online; until then the consumer applies them offline.
 func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts {
 	ports := kubepact.ConsumerPorts{
-		Namespaces:   c.Namespaces,
-		Keys:         c.Keys,
-		Identities:   c.Identities,
-		Secrets:      c.Secrets,
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: c.Namespaces,
+			Keys:       c.Keys,
+			Identities: c.Identities,
+			Secrets:    c.Secrets,
+		},
 		IdentityKeys: c.IdentityKeys,
 		Slices:       c.Slices,
 	}
