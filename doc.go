@@ -70,8 +70,15 @@
 // interfaces declared beside the step that uses them: nonce.Store,
 // tenant.Namespaces, tenant.Store, csr.Signer, csr.Approver, csr.Cache,
 // rbac.Applier, keys.Store, identity.Store and kubeconfig.SecretWriter.
-// Package fake implements all of them in memory. Time and randomness are
-// options (a clock.PassiveClock and an io.Reader) wherever they matter.
+// ProviderPorts and ConsumerPorts group them: a required core
+// (ProviderCore, ConsumerCore), the provider's required Lifecycle, and
+// optional ports (SlicePorts, ProviderCore.Peek, the consumer's Reviewer,
+// IdentityKeys and Slices). NewProvider and NewConsumer check the groups
+// and name the first port missing in a *MissingPortError. Package fake
+// implements every port in memory and package kube over an API server;
+// package wire and its subpackages put them together. Time and randomness
+// are options (a clock.PassiveClock and an io.Reader) wherever they
+// matter.
 //
 // # On real clusters
 //

@@ -16,6 +16,9 @@
 //   - Every type is safe for concurrent use; each guards its state with its
 //     own mutex, so a Consume of a nonce hands it to exactly one caller, and
 //     of concurrent Creates of a key exactly one succeeds.
+//   - NonceStore is also a nonce.Peeker whose Peek sees what is stored, as a
+//     cache that has caught up would: a provider over the fakes peeks as
+//     the controller does.
 //   - Objects are deep-copied in and out: callers never share memory with
 //     the store.
 //   - Apply and Write create or update and assign a UID and a
