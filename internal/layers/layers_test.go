@@ -41,7 +41,7 @@ func TestLeaves(t *testing.T) {
 			continue
 		}
 		for _, d := range p.Deps {
-			if d == "." || strings.HasPrefix(d, "wire") || strings.HasPrefix(d, "controllers") {
+			if d == "." || d == "wire" || strings.HasPrefix(d, "wire/") || d == "controllers" || strings.HasPrefix(d, "controllers/") {
 				t.Errorf("%s depends on %s", p.Path, d)
 			}
 		}
