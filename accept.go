@@ -147,10 +147,9 @@ type acceptGathering struct {
 // gather starts Accept's reads for in: those of early when they are for
 // its consumer.
 func (p *Provider) gather(ctx context.Context, in incoming, early *acceptReads, issued *nonce.Nonce) *acceptGathering {
-	_, peeks := p.ports.Nonces.(nonce.Peeker)
 	reads := early
 	if reads == nil || reads.consumerID != in.consumerID {
-		reads = p.startReads(ctx, in.consumerID, issued == nil && !peeks)
+		reads = p.startReads(ctx, in.consumerID, issued == nil && p.ports.Peek == nil)
 	}
 	g := &acceptGathering{p: p, in: in, reads: reads, issued: issued}
 	g.asking, g.stopAsking = context.WithCancel(ctx)
@@ -171,16 +170,16 @@ func (g *acceptGathering) close() {
 // nonce as read lets the privilege check start at once, beside the
 // admission and the redemption: only a consumer whose signature verified
 // makes the provider ask, and a refusal in between stops the questions.
-// The nonce is the one issued in the same handshake, else the one a
-// nonce.Peeker has at hand, else the one read. A stale peek fails to
+// The nonce is the one issued in the same handshake, else the one the
+// ProviderCore.Peek port has at hand, else the one read. A stale peek fails to
 // verify, and the check then waits for the redemption.
 func (g *acceptGathering) beforeRedeem() (*accept.Facts, error) {
 	var err error
-	switch peeker, peeks := g.p.ports.Nonces.(nonce.Peeker); {
+	switch {
 	case g.issued != nil:
 		g.pre.Nonce = *g.issued
-	case peeks:
-		g.pre, _ = peeker.Peek(g.asking, g.in.consumerID)
+	case g.p.ports.Peek != nil:
+		g.pre, _ = g.p.ports.Peek.Peek(g.asking, g.in.consumerID)
 	default:
 		g.pre, err = g.reads.nonce()
 	}

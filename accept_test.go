@@ -14,13 +14,13 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/internal/weakkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/intercept"
 )
 
 // ourTenantFor returns the Tenant the pair's consumer sends for nonce n.
@@ -59,7 +59,7 @@ func TestAcceptResumesAfterAFaultAtEveryCall(t *testing.T) {
 	}
 }
 
-func acceptWithFault(t *testing.T, strict bool, target fake.Call, occurrence int, fault error) {
+func acceptWithFault(t *testing.T, strict bool, target intercept.Call, occurrence int, fault error) {
 	ctx := context.Background()
 	p := newFaultyPair(t, strict)
 	n, err := p.provider.IssueNonce(ctx, consumerID)

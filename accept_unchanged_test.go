@@ -19,11 +19,12 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // cachedRecords reads the fake provider's records as a cache would hold
 // them.
-func cachedRecords(c *fake.Cluster) kubepact.CachedRecords {
+func cachedRecords(c *memory.Cluster) kubepact.CachedRecords {
 	return kubepact.CachedRecords{
 		Nonces:       peeker{c.Nonces},
 		Certificates: c.Certificates,

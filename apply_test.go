@@ -13,11 +13,11 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // consumerState is everything a consumer cluster holds.
@@ -29,7 +29,7 @@ type consumerState struct {
 	identityKeys int
 }
 
-func stateOf(t *testing.T, c *fake.Cluster) consumerState {
+func stateOf(t *testing.T, c *memory.Cluster) consumerState {
 	t.Helper()
 	s := consumerState{
 		identities:   c.Identities.Objects(""),
@@ -57,7 +57,7 @@ func heldKubeconfig(t *testing.T, p *pair) *kubeconfig.Config {
 // client certificate still chains, but the CA held changes.
 func withOtherCA(t *testing.T, p *pair, ca []byte) []byte {
 	t.Helper()
-	other, err := fake.NewCluster("cl-other", &fake.ClusterOptions{Clock: p.clock})
+	other, err := memory.NewCluster("cl-other", &memory.ClusterOptions{Clock: p.clock})
 	require.NoError(t, err)
 	return append(other.Signer.CA.Certificate(), ca...)
 }

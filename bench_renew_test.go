@@ -9,8 +9,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubepact/kubepact"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // BenchmarkProviderRenewLiqo measures a provider answering a Liqo
@@ -65,9 +65,9 @@ func BenchmarkStrictRenewal(b *testing.B) {
 func newStrictPair(tb testing.TB) *pair {
 	tb.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	pc, err := fake.NewCluster(providerID, &fake.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
+	pc, err := memory.NewCluster(providerID, &memory.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
 	require.NoError(tb, err)
-	cc, err := fake.NewCluster(consumerID, &fake.ClusterOptions{Clock: clk})
+	cc, err := memory.NewCluster(consumerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(tb, err)
 	require.NoError(tb, cc.Reach(pc))
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // resignLifetime is the lifetime of the certificates of resignProvider: the
@@ -27,7 +28,7 @@ const resignLifetime = 10 * time.Minute
 // Tenants in one burst: every certificate was issued in the same instant.
 type resignProvider struct {
 	clock    *clocktesting.FakeClock
-	cluster  *fake.Cluster
+	cluster  *memory.Cluster
 	provider *kubepact.Provider
 	key      *keys.PrivateKey
 	tenants  []*authv1beta1.Tenant
@@ -39,7 +40,7 @@ func newResignProvider(tb testing.TB, n int) *resignProvider {
 	tb.Helper()
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	pc, err := fake.NewCluster(providerID, &fake.ClusterOptions{Clock: clk})
+	pc, err := memory.NewCluster(providerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(tb, err)
 	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(),
 		&kubepact.ProviderOptions{Clock: clk, CertificateLifetime: resignLifetime})
@@ -65,7 +66,7 @@ func (r *resignProvider) consumer(tb testing.TB, id string) *kubepact.Consumer {
 	tb.Helper()
 	ks := &fake.KeyStore{}
 	require.NoError(tb, ks.Create(context.Background(), r.key))
-	ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}, IdentityKeys: &fake.Keyring{}}
+	ports := kubepact.ConsumerPorts{ConsumerCore: kubepact.ConsumerCore{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
 	c, err := kubepact.NewConsumer(id, ports, &kubepact.ConsumerOptions{Clock: r.clock})
 	require.NoError(tb, err)
 	return c

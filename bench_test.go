@@ -16,6 +16,7 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // BenchmarkHandshake runs the whole in-memory handshake for a consumer whose
@@ -40,7 +41,7 @@ func BenchmarkHandshake(b *testing.B) {
 
 func benchmarkHandshake(b *testing.B, prior int) {
 	ctx := context.Background()
-	pc, err := fake.NewCluster(providerID, nil)
+	pc, err := memory.NewCluster(providerID, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func benchmarkHandshake(b *testing.B, prior int) {
 		if err := ks.Create(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}, IdentityKeys: &fake.Keyring{}}
+		ports := kubepact.ConsumerPorts{ConsumerCore: kubepact.ConsumerCore{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
 		c, err := kubepact.NewConsumer(id, ports, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -227,7 +228,7 @@ func BenchmarkBareCryptoAllChecks(b *testing.B) {
 // tenants accumulate.
 func BenchmarkProviderTenants(b *testing.B) {
 	ctx := context.Background()
-	pc, err := fake.NewCluster(providerID, nil)
+	pc, err := memory.NewCluster(providerID, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func BenchmarkProviderTenants(b *testing.B) {
 		if err := ks.Create(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		ports := kubepact.ConsumerPorts{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}, IdentityKeys: &fake.Keyring{}}
+		ports := kubepact.ConsumerPorts{ConsumerCore: kubepact.ConsumerCore{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
 		c, err := kubepact.NewConsumer("cl-consumer-"+strconv.Itoa(i), ports, nil)
 		if err != nil {
 			b.Fatal(err)

@@ -28,29 +28,8 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/renewal"
-	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
-
-// ConsumerPorts are the consumer's I/O. All are required, except
-// IdentityKeys, which only a Strict consumer needs (a consumer that has it
-// also applies Identities issued to a Strict run of itself), and Reviewer.
-type ConsumerPorts struct {
-	Namespaces tenant.Namespaces
-	Keys       keys.Store
-	Identities identity.Store
-	Secrets    kubeconfig.SecretWriter
-	// IdentityKeys keeps the per-identity TLS keys of a Strict consumer,
-	// and the key a renewal moves to (renewal.NextKeyName).
-	IdentityKeys keys.Keyring
-	// Reviewer, when set, reaches providers' API servers: Apply asks the
-	// provider who the new kubeconfig authenticates as (identity.Confirm)
-	// before writing anything. Nil applies Identities offline, with only
-	// the checks the Identity itself allows (identity.Verify).
-	Reviewer identity.Reviewer
-	// Slices, needed only by ForgetForce, are the consumer's ResourceSlices.
-	Slices resourceslice.Store
-}
 
 // ConsumerOptions tunes a Consumer. The zero value, like a nil pointer, uses
 // the real clock, crypto/rand.Reader, Ed25519 for new keys, transcripts valid
@@ -97,15 +76,12 @@ func NewConsumer(clusterID string, ports ConsumerPorts, opts *ConsumerOptions) (
 	if err := clusterid.Validate(clusterID); err != nil {
 		return nil, err
 	}
-	if ports.Namespaces == nil || ports.Keys == nil || ports.Identities == nil || ports.Secrets == nil {
-		return nil, fmt.Errorf("%w: every consumer port is required", ErrInvalidConfig)
-	}
 	c := &Consumer{id: clusterID, ports: ports}
 	if opts != nil {
 		c.opts = *opts
 	}
-	if c.opts.Strict && ports.IdentityKeys == nil {
-		return nil, fmt.Errorf("%w: a strict consumer needs IdentityKeys", ErrInvalidConfig)
+	if err := ports.check(c.opts.Strict); err != nil {
+		return nil, err
 	}
 	if c.opts.TranscriptLifetime <= 0 {
 		c.opts.TranscriptLifetime = tenant.DefaultTranscriptLifetime

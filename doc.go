@@ -77,18 +77,25 @@
 // interfaces declared beside the step that uses them: nonce.Store,
 // tenant.Namespaces, tenant.Store, csr.Signer, csr.Approver, csr.Cache,
 // rbac.Applier, keys.Store, identity.Store and kubeconfig.SecretWriter.
-// Package fake implements all of them in memory. Time and randomness are
-// options (a clock.PassiveClock and an io.Reader) wherever they matter.
+// ProviderPorts and ConsumerPorts group them: a required core
+// (ProviderCore, ConsumerCore), the provider's required Lifecycle, and
+// optional ports (SlicePorts, ProviderCore.Peek, the consumer's Reviewer,
+// IdentityKeys and Slices). NewProvider and NewConsumer check the groups
+// and name the first port missing in a *MissingPortError. Package fake
+// implements every port in memory and package kube over an API server;
+// package wire and its subpackages put them together. Time and randomness
+// are options (a clock.PassiveClock and an io.Reader) wherever they
+// matter.
 //
 // # On real clusters
 //
 // Package kube adapts every port to a Kubernetes API server, and
-// kube.Connect wires them in one call: it connects to a cluster from its
-// *rest.Config, and the returned kube.Cluster's Provider and Consumer are
+// wire.Connect wires them in one call: it connects to a cluster from its
+// *rest.Config, and the returned wire.Cluster's Provider and Consumer are
 // that cluster's Provider and Consumer, under the cluster ID the cluster
 // records, which its controllers and liqoctl use (an ID given that differs
-// is refused with a *kube.ClusterIDMismatchError). With
-// kube.ConnectOptions.Install it first creates what a fresh cluster lacks:
+// is refused with a *wire.ClusterIDMismatchError). With
+// wire.ConnectOptions.Install it first creates what a fresh cluster lacks:
 // the CRDs, the peer ClusterRoles and the ID record. Package kube's
 // Example_realClusters runs a handshake between two clusters that way, in
 // a few lines; package controllers runs it declaratively instead.

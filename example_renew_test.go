@@ -9,8 +9,8 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // A Strict consumer renews its ControlPlane certificate with a fresh key:
@@ -19,8 +19,8 @@ import (
 func ExampleConsumer_Renewed() {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	pc, _ := fake.NewCluster("cl-provider", &fake.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
-	cc, _ := fake.NewCluster("cl-consumer", &fake.ClusterOptions{Clock: clk})
+	pc, _ := memory.NewCluster("cl-provider", &memory.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
+	cc, _ := memory.NewCluster("cl-consumer", &memory.ClusterOptions{Clock: clk})
 	_ = cc.Reach(pc) // the consumer proves new credentials online
 	provider, _ := kubepact.NewProvider("cl-provider", pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk})
 	consumer, _ := kubepact.NewConsumer("cl-consumer", cc.ConsumerPorts(), &kubepact.ConsumerOptions{Clock: clk, Strict: true})

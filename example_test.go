@@ -7,20 +7,20 @@ import (
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // newExampleClusters returns a provider and a consumer over in-memory ports.
 func newExampleClusters() (*kubepact.Provider, *kubepact.Consumer) {
-	pc, err := fake.NewCluster("cl-provider", &fake.ClusterOptions{Server: "https://provider.example:6443"})
+	pc, err := memory.NewCluster("cl-provider", &memory.ClusterOptions{Server: "https://provider.example:6443"})
 	if err != nil {
 		panic(err)
 	}
-	cc, err := fake.NewCluster("cl-consumer", nil)
+	cc, err := memory.NewCluster("cl-consumer", nil)
 	if err != nil {
 		panic(err)
 	}

@@ -14,36 +14,37 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubepact/kubepact"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/intercept"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // faultyPair is a provider and a consumer whose ports fail on demand.
 type faultyPair struct {
 	*pair
-	faults *fake.Faults
+	faults *intercept.Faults
 }
 
 func newFaultyPair(t *testing.T, strict bool) *faultyPair {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	pc, err := fake.NewCluster(providerID, &fake.ClusterOptions{Clock: clk})
+	pc, err := memory.NewCluster(providerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
-	cc, err := fake.NewCluster(consumerID, &fake.ClusterOptions{Clock: clk})
+	cc, err := memory.NewCluster(consumerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
-	faults := &fake.Faults{}
+	faults := &intercept.Faults{}
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
 	policy := tenant.Compatible
 	if strict {
 		policy = tenant.Strict
 	}
-	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), fake.InterceptProvider(pc.ProviderPorts(), faults),
+	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), intercept.Provider(pc.ProviderPorts(), faults),
 		&kubepact.ProviderOptions{Clock: clk, Policy: policy, SliceNamespaces: offloaded})
 	require.NoError(t, err)
-	p.consumer, err = kubepact.NewConsumer(consumerID, fake.InterceptConsumer(cc.ConsumerPorts(), faults),
+	p.consumer, err = kubepact.NewConsumer(consumerID, intercept.Consumer(cc.ConsumerPorts(), faults),
 		&kubepact.ConsumerOptions{Clock: clk, Strict: strict})
 	require.NoError(t, err)
 	return &faultyPair{pair: p, faults: faults}
@@ -79,8 +80,8 @@ func TestFaultAtEveryCall(t *testing.T) {
 // eachFault runs, in parallel subtests, run with every call of calls as
 // the target (counting earlier calls alike to it) and every injected
 // failure.
-func eachFault(t *testing.T, strict bool, calls []fake.Call,
-	run func(t *testing.T, strict bool, target fake.Call, occurrence int, fault error)) {
+func eachFault(t *testing.T, strict bool, calls []intercept.Call,
+	run func(t *testing.T, strict bool, target intercept.Call, occurrence int, fault error)) {
 	t.Helper()
 	require.NotEmpty(t, calls)
 	for i, c := range calls {
@@ -102,13 +103,13 @@ func eachFault(t *testing.T, strict bool, calls []fake.Call,
 
 // failOnce makes the occurrence-th call matching target fail with fault,
 // and no other; the function it returns reports whether it has.
-func failOnce(f *fake.Faults, target fake.Call, occurrence int, fault error) (fired func() bool) {
+func failOnce(f *intercept.Faults, target intercept.Call, occurrence int, fault error) (fired func() bool) {
 	var (
 		mu   sync.Mutex
 		seen int
 		done bool
 	)
-	f.Set(func(_ context.Context, c fake.Call) error {
+	f.Set(func(_ context.Context, c intercept.Call) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if c != target || done {
@@ -130,7 +131,7 @@ func failOnce(f *fake.Faults, target fake.Call, occurrence int, fault error) (fi
 
 // runWithFault runs a handshake whose occurrence-th call matching target
 // fails with fault, then runs it again without faults.
-func runWithFault(t *testing.T, strict bool, target fake.Call, occurrence int, fault error) {
+func runWithFault(t *testing.T, strict bool, target intercept.Call, occurrence int, fault error) {
 	ctx := context.Background()
 	p := newFaultyPair(t, strict)
 	fired := failOnce(p.faults, target, occurrence, fault)

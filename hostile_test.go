@@ -21,12 +21,12 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // hostileCSR returns a PEM CSR from tmpl signed by key, whatever it asks.
@@ -38,7 +38,7 @@ func hostileCSR(t *testing.T, key crypto.Signer, tmpl x509.CertificateRequest) [
 }
 
 // providerWrites counts what a provider wrote: objects and certificates.
-func providerWrites(c *fake.Cluster) int {
+func providerWrites(c *memory.Cluster) int {
 	return c.Tenants.Writes() + c.RBAC.ClusterRoles.Writes() + c.RBAC.RoleBindings.Writes() + c.Certificates.Len() + c.Signer.Signed()
 }
 
@@ -230,7 +230,7 @@ func TestHostileIdentities(t *testing.T) {
 		want   error
 	}{
 		{"certificate from another CA", func(t *testing.T, p *pair, id *authv1beta1.Identity) {
-			other, err := fake.NewCluster("cl-other", &fake.ClusterOptions{Clock: p.clock})
+			other, err := memory.NewCluster("cl-other", &memory.ClusterOptions{Clock: p.clock})
 			require.NoError(t, err)
 			key, err := p.consumerCluster.Keys.Get(context.Background())
 			require.NoError(t, err)

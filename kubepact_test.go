@@ -16,7 +16,6 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
@@ -25,6 +24,7 @@ import (
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 const (
@@ -34,8 +34,8 @@ const (
 
 type pair struct {
 	clock            *clocktesting.FakeClock
-	providerCluster  *fake.Cluster
-	consumerCluster  *fake.Cluster
+	providerCluster  *memory.Cluster
+	consumerCluster  *memory.Cluster
 	provider         *kubepact.Provider
 	consumer         *kubepact.Consumer
 	providerStepsLog []kubepact.StepName
@@ -50,9 +50,9 @@ func newPair(t testing.TB) *pair {
 func newPairWith(t testing.TB, sliceNamespaces func(consumerID string) []string) *pair {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	pc, err := fake.NewCluster(providerID, &fake.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
+	pc, err := memory.NewCluster(providerID, &memory.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
 	require.NoError(t, err)
-	cc, err := fake.NewCluster(consumerID, &fake.ClusterOptions{Clock: clk})
+	cc, err := memory.NewCluster(consumerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
 	require.NoError(t, cc.Reach(pc)) // the consumer confirms Identities online
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
@@ -66,7 +66,7 @@ func newPairWith(t testing.TB, sliceNamespaces func(consumerID string) []string)
 // writes counts every write on both clusters.
 func (p *pair) writes() int {
 	n := 0
-	for _, c := range []*fake.Cluster{p.providerCluster, p.consumerCluster} {
+	for _, c := range []*memory.Cluster{p.providerCluster, p.consumerCluster} {
 		n += c.Namespaces.Writes() + c.Tenants.Writes() + c.Identities.Writes() + c.Secrets.Writes() +
 			c.RBAC.ClusterRoles.Writes() + c.RBAC.RoleBindings.Writes() + c.Signer.Signed()
 	}
@@ -145,9 +145,9 @@ func TestHandshakeReportsEveryStep(t *testing.T) {
 		steps []kubepact.StepName
 	)
 	record := func(s kubepact.Step) { mu.Lock(); steps = append(steps, s.Name); mu.Unlock() }
-	pc, err := fake.NewCluster(providerID, nil)
+	pc, err := memory.NewCluster(providerID, nil)
 	require.NoError(t, err)
-	cc, err := fake.NewCluster(consumerID, nil)
+	cc, err := memory.NewCluster(consumerID, nil)
 	require.NoError(t, err)
 	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{OnStep: record})
 	require.NoError(t, err)
@@ -358,7 +358,7 @@ func TestApplyRejectsForeignIdentityAndWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 
 	// Another consumer, with its own key, receives this consumer's Identity.
-	cc, err := fake.NewCluster("cl-intruder", &fake.ClusterOptions{Clock: p.clock})
+	cc, err := memory.NewCluster("cl-intruder", &memory.ClusterOptions{Clock: p.clock})
 	require.NoError(t, err)
 	intruder, err := kubepact.NewConsumer("cl-intruder", cc.ConsumerPorts(), &kubepact.ConsumerOptions{Clock: p.clock})
 	require.NoError(t, err)
@@ -418,7 +418,7 @@ func TestConcurrentHandshakes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now())
-	pc, err := fake.NewCluster(providerID, &fake.ClusterOptions{Clock: clk})
+	pc, err := memory.NewCluster(providerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
 	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk})
 	require.NoError(t, err)
@@ -428,7 +428,7 @@ func TestConcurrentHandshakes(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		id := fmt.Sprintf("cl-consumer-%d", i)
-		cc, err := fake.NewCluster(id, &fake.ClusterOptions{Clock: clk})
+		cc, err := memory.NewCluster(id, &memory.ClusterOptions{Clock: clk})
 		require.NoError(t, err)
 		consumer, err := kubepact.NewConsumer(id, cc.ConsumerPorts(), &kubepact.ConsumerOptions{Clock: clk})
 		require.NoError(t, err)
@@ -461,7 +461,7 @@ func isNonceRace(err error) bool {
 
 func TestNewRejectsMissingPorts(t *testing.T) {
 	t.Parallel()
-	pc, err := fake.NewCluster(providerID, nil)
+	pc, err := memory.NewCluster(providerID, nil)
 	require.NoError(t, err)
 	ports := pc.ProviderPorts()
 	ports.Signer = nil
@@ -471,7 +471,7 @@ func TestNewRejectsMissingPorts(t *testing.T) {
 	require.NoError(t, err, "a provider that only issues nonces needs no endpoint")
 	n, err := noEndpoint.IssueNonce(context.Background(), consumerID)
 	require.NoError(t, err)
-	cc, err := fake.NewCluster(consumerID, nil)
+	cc, err := memory.NewCluster(consumerID, nil)
 	require.NoError(t, err)
 	consumer, err := kubepact.NewConsumer(consumerID, cc.ConsumerPorts(), nil)
 	require.NoError(t, err)
@@ -492,7 +492,7 @@ func TestNewRejectsMissingPorts(t *testing.T) {
 var errorsIs = errors.Is
 
 // secretNames returns the names of the Secrets stored on cluster c, sorted.
-func secretNames(c *fake.Cluster) []string {
+func secretNames(c *memory.Cluster) []string {
 	var names []string
 	for _, s := range c.Secrets.Objects("") {
 		names = append(names, s.Name)

@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/wire/intercept"
 )
 
 // drainable returns a faulty pair whose consumer authenticated and holds a
@@ -29,11 +29,11 @@ func drainable(t *testing.T) *faultyPair {
 }
 
 // resetFaults starts recording calls afresh.
-func resetFaults(t *testing.T, p *faultyPair) *fake.Faults {
+func resetFaults(t *testing.T, p *faultyPair) *intercept.Faults {
 	t.Helper()
-	f := &fake.Faults{}
+	f := &intercept.Faults{}
 	var err error
-	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), fake.InterceptProvider(p.providerCluster.ProviderPorts(), f),
+	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), intercept.Provider(p.providerCluster.ProviderPorts(), f),
 		&kubepact.ProviderOptions{Clock: p.clock})
 	require.NoError(t, err)
 	return f
@@ -57,7 +57,7 @@ func TestDrainFaultAtEveryCall(t *testing.T) {
 	probe := drainable(t)
 	require.NoError(t, probe.provider.Drain(context.Background(), consumerID))
 	requireDrained(t, probe)
-	eachFault(t, false, probe.faults.Calls(), func(t *testing.T, _ bool, target fake.Call, occurrence int, fault error) {
+	eachFault(t, false, probe.faults.Calls(), func(t *testing.T, _ bool, target intercept.Call, occurrence int, fault error) {
 		p := drainable(t)
 		fired := failOnce(p.faults, target, occurrence, fault)
 		err := p.provider.Drain(context.Background(), consumerID)
@@ -75,7 +75,7 @@ func TestRevokeRecordsFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p := drainable(t)
-	fired := failOnce(p.faults, fake.Call{Op: "Revocations.Put"}, 0, injected[1].err)
+	fired := failOnce(p.faults, intercept.Call{Op: "Revocations.Put"}, 0, injected[1].err)
 	require.ErrorIs(t, p.provider.Revoke(ctx, consumerID), injected[1].err)
 	require.True(t, fired())
 	_, ok := p.providerCluster.RBAC.RoleBinding(tenantNS, rbac.BindingName(rbac.ControlPlaneClusterRoleName))

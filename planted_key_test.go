@@ -9,13 +9,13 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/tenant"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // plant puts, under name in the consumer's keyring, a key made by someone
@@ -177,7 +177,7 @@ func TestSliceKeysPerProvider(t *testing.T) {
 // anotherProvider returns a second provider, id, that p's consumer reaches.
 func anotherProvider(t *testing.T, p *pair, id string) *kubepact.Provider {
 	t.Helper()
-	pc, err := fake.NewCluster(id, &fake.ClusterOptions{Clock: p.clock, Server: "https://" + id + ".example:6443"})
+	pc, err := memory.NewCluster(id, &memory.ClusterOptions{Clock: p.clock, Server: "https://" + id + ".example:6443"})
 	require.NoError(t, err)
 	require.NoError(t, p.consumerCluster.Reach(pc))
 	prov, err := kubepact.NewProvider(id, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: p.clock, SliceNamespaces: offloaded})

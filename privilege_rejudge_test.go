@@ -14,6 +14,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/wire/intercept"
 )
 
 // A consumer accepted before its user, or the group of its certificate,
@@ -127,7 +128,7 @@ func TestAcceptRefusingAPrivilegedConsumerReportsAFailedUnbinding(t *testing.T) 
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "everything"},
 	}))
 	p.provider.Recheck(consumerID)
-	p.faults.Set(func(_ context.Context, c fake.Call) error {
+	p.faults.Set(func(_ context.Context, c intercept.Call) error {
 		if c.Op == "RBAC.DeleteRoleBinding" && !c.After {
 			return errUnbind
 		}

@@ -42,30 +42,6 @@ type Endpoint struct {
 	CA []byte
 }
 
-// ProviderPorts are the provider's I/O. All are required.
-type ProviderPorts struct {
-	Namespaces   tenant.Namespaces
-	Nonces       nonce.Store
-	Tenants      tenant.Store
-	Signer       csr.Signer
-	Certificates csr.Cache
-	// RBAC binds the consumer's role, after checking (rbac.Reviewer) that
-	// the consumer's user name holds no privilege of its own.
-	RBAC rbac.Binder
-	// ClusterRBAC and Slices are needed only by AcceptSlice and ForgetSlice.
-	ClusterRBAC rbac.ClusterBinder
-	Slices      resourceslice.Store
-	// SlicePolicy, when set, caps or refuses the resources AcceptSlice
-	// grants; nil grants every slice what it asks (with the offer's
-	// default quantities).
-	SlicePolicy resourceslice.Policy
-	// StorageClasses, when set, lists the StorageClasses AcceptSlice
-	// offers; nil offers none, as Liqo does with --enable-storage=false.
-	StorageClasses resourceslice.StorageClassLister
-	// Lifecycle cordons, drains and revokes tenants (see Cordon, Drain).
-	Lifecycle lifecycle.Ports
-}
-
 // ProviderOptions tunes a Provider. The zero value, like a nil pointer, uses
 // the real clock, crypto/rand.Reader, nonce.DefaultTTL,
 // DefaultCertificateLifetime, resourceslice.DefaultOffer(), the default
@@ -154,14 +130,16 @@ type Provider struct {
 
 // NewProvider returns the Provider of cluster clusterID, reachable at
 // endpoint. The endpoint may be empty for a Provider that only issues nonces
-// and forgets consumers; Accept needs it.
+// and forgets consumers; Accept needs it. It returns clusterid.Validate's
+// error for an invalid clusterID, and a *MissingPortError (errors.Is
+// ErrInvalidConfig) naming the first port ports lacks that ProviderPorts
+// says is required.
 func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts *ProviderOptions) (*Provider, error) {
 	if err := clusterid.Validate(clusterID); err != nil {
 		return nil, err
 	}
-	if ports.Namespaces == nil || ports.Nonces == nil || ports.Tenants == nil ||
-		ports.Signer == nil || ports.Certificates == nil || ports.RBAC == nil || !ports.Lifecycle.Complete() {
-		return nil, fmt.Errorf("%w: every provider port is required", ErrInvalidConfig)
+	if err := ports.check(); err != nil {
+		return nil, err
 	}
 	p := &Provider{id: clusterID, endpoint: endpoint, ports: ports}
 	if opts != nil {

@@ -17,11 +17,11 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/intercept"
 )
 
 // countingBinder counts the privilege questions and ClusterRole reads
@@ -135,7 +135,7 @@ func TestForgetDropsThePassedCheck(t *testing.T) {
 
 // tenantWrites counts the Tenant writes among calls: each Apply and
 // ApplyStatus that ran.
-func tenantWrites(calls []fake.Call) (applies, statuses int) {
+func tenantWrites(calls []intercept.Call) (applies, statuses int) {
 	for _, c := range calls {
 		switch {
 		case !c.After:
@@ -160,7 +160,7 @@ func TestAcceptWritesTheTenantOnlyWhenItChanges(t *testing.T) {
 	tn, err := p.consumer.Tenant(ctx, providerID, n, nil)
 	require.NoError(t, err)
 
-	p.faults.Set(func(_ context.Context, c fake.Call) error {
+	p.faults.Set(func(_ context.Context, c intercept.Call) error {
 		if c.Op == "Signer.Sign" && !c.After {
 			return fmt.Errorf("%w: not issued yet", csr.ErrPending)
 		}
@@ -278,7 +278,7 @@ func TestAcceptWithAPeekedNonce(t *testing.T) {
 			ports := p.providerCluster.ProviderPorts()
 			counting := &countingBinder{Binder: ports.RBAC}
 			peeking := &peekingNonces{Store: ports.Nonces}
-			ports.RBAC, ports.Nonces = counting, peeking
+			ports.RBAC, ports.Nonces, ports.Peek = counting, peeking, peeking
 			var err error
 			p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports, &kubepact.ProviderOptions{Clock: p.clock})
 			require.NoError(t, err)

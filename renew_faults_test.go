@@ -12,28 +12,29 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/renewal"
+	"github.com/kubepact/kubepact/wire/intercept"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 var errInjected = errors.New("injected failure")
 
 // newFaultyStrictPair returns an authenticated Strict pair whose
 // consumer's ports go through faults.
-func newFaultyStrictPair(t *testing.T, faults *fake.Faults) *pair {
+func newFaultyStrictPair(t *testing.T, faults *intercept.Faults) *pair {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	pc, err := fake.NewCluster(providerID, &fake.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
+	pc, err := memory.NewCluster(providerID, &memory.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
 	require.NoError(t, err)
-	cc, err := fake.NewCluster(consumerID, &fake.ClusterOptions{Clock: clk})
+	cc, err := memory.NewCluster(consumerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
 	require.NoError(t, cc.Reach(pc))
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
 	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk})
 	require.NoError(t, err)
-	p.consumer, err = kubepact.NewConsumer(consumerID, fake.InterceptConsumer(cc.ConsumerPorts(), faults), &kubepact.ConsumerOptions{Clock: clk, Strict: true})
+	p.consumer, err = kubepact.NewConsumer(consumerID, intercept.Consumer(cc.ConsumerPorts(), faults), &kubepact.ConsumerOptions{Clock: clk, Strict: true})
 	require.NoError(t, err)
 	_, err = kubepact.Authenticate(context.Background(), p.consumer, p.provider, nil)
 	require.NoError(t, err)
@@ -81,7 +82,7 @@ func requireWorkingKubeconfig(t *testing.T, p *pair) *keys.PrivateKey {
 func TestStrictRenewalSurvivesEveryFailure(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clean := &fake.Faults{}
+	clean := &intercept.Faults{}
 	p := newFaultyStrictPair(t, clean)
 	before := len(clean.Calls())
 	require.NoError(t, renewalRound(ctx, p))
@@ -91,13 +92,13 @@ func TestStrictRenewalSurvivesEveryFailure(t *testing.T) {
 	for i, c := range calls {
 		t.Run(fmt.Sprintf("%d %s after=%t", i, c.Op, c.After), func(t *testing.T) {
 			t.Parallel()
-			faults := &fake.Faults{}
+			faults := &intercept.Faults{}
 			p := newFaultyStrictPair(t, faults)
 			name := identity.ControlPlaneName(providerID)
 			oldKey, err := p.consumerCluster.IdentityKeys.Get(ctx, name)
 			require.NoError(t, err)
 			n := -1
-			faults.Set(func(_ context.Context, got fake.Call) error {
+			faults.Set(func(_ context.Context, got intercept.Call) error {
 				if n++; n == i {
 					return errInjected
 				}

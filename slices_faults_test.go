@@ -9,10 +9,10 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/wire/intercept"
 )
 
 // sliceRun is one slice end to end after the handshake: built, replicated,
@@ -47,7 +47,7 @@ func TestSliceFaultAtEveryCall(t *testing.T) {
 		require.NoError(t, sliceRun(ctx, t, probe))
 		calls := probe.faults.Calls()[before:]
 
-		eachFault(t, strict, calls, func(t *testing.T, strict bool, target fake.Call, occurrence int, fault error) {
+		eachFault(t, strict, calls, func(t *testing.T, strict bool, target intercept.Call, occurrence int, fault error) {
 			p := newFaultyPair(t, strict)
 			_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 			require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/wire/intercept"
 )
 
 // requireQuantities checks got holds exactly want, compared by value.
@@ -129,14 +130,14 @@ func TestAcceptSliceOfferAndPolicy(t *testing.T) {
 	require.Equal(t, signed, p.providerCluster.Signer.Signed())
 
 	// A failing policy or StorageClass list decides nothing.
-	faults := &fake.Faults{}
-	faults.Set(func(_ context.Context, c fake.Call) error {
+	faults := &intercept.Faults{}
+	faults.Set(func(_ context.Context, c intercept.Call) error {
 		if c.Op == "StorageClasses.List" {
 			return context.DeadlineExceeded
 		}
 		return nil
 	})
-	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), fake.InterceptProvider(ports, faults),
+	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), intercept.Provider(ports, faults),
 		&kubepact.ProviderOptions{Clock: p.clock, SliceOffer: offer})
 	require.NoError(t, err)
 	status, err = p.provider.AcceptSlice(ctx, replicate(t, p, createSlice(t, p, "slice-io")))

@@ -14,11 +14,11 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // newModePair returns a provider with policy and a consumer, strict or not,
@@ -26,9 +26,9 @@ import (
 func newModePair(t *testing.T, policy tenant.Policy, strictConsumer bool) *pair {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	pc, err := fake.NewCluster(providerID, &fake.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
+	pc, err := memory.NewCluster(providerID, &memory.ClusterOptions{Clock: clk, Server: "https://provider.example:6443"})
 	require.NoError(t, err)
-	cc, err := fake.NewCluster(consumerID, &fake.ClusterOptions{Clock: clk})
+	cc, err := memory.NewCluster(consumerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
 	require.NoError(t, cc.Reach(pc)) // the consumer confirms Identities online
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
@@ -228,7 +228,7 @@ func TestStrictConsumerKeepsPendingKey(t *testing.T) {
 
 func TestStrictConsumerNeedsIdentityKeys(t *testing.T) {
 	t.Parallel()
-	cc, err := fake.NewCluster(consumerID, nil)
+	cc, err := memory.NewCluster(consumerID, nil)
 	require.NoError(t, err)
 	ports := cc.ConsumerPorts()
 	ports.IdentityKeys = nil

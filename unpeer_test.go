@@ -9,13 +9,13 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire/intercept"
 )
 
 // Unauthenticate is an unpeering: the same consumer authenticates again at
@@ -187,7 +187,7 @@ func TestUnpeerMarksTheNonceFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p := drainable(t)
-	fired := failOnce(p.faults, fake.Call{Op: "Nonces.Put"}, 0, injected[1].err)
+	fired := failOnce(p.faults, intercept.Call{Op: "Nonces.Put"}, 0, injected[1].err)
 	require.ErrorIs(t, p.provider.Forget(ctx, consumerID), injected[1].err)
 	require.True(t, fired())
 	_, ok := p.providerCluster.RBAC.RoleBinding(tenantNS, rbac.BindingName(rbac.ControlPlaneClusterRoleName))

@@ -26,7 +26,7 @@ func TestAcceptRejudgesAPreverifiedTenant(t *testing.T) {
 		p := newPair(t)
 		ports := p.providerCluster.ProviderPorts()
 		peeking := &peekingNonces{Store: ports.Nonces}
-		ports.Nonces = peeking
+		ports.Nonces, ports.Peek = peeking, peeking
 		var err error
 		p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports, &kubepact.ProviderOptions{Clock: p.clock})
 		require.NoError(t, err)

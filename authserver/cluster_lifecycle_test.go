@@ -16,8 +16,8 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // TestClusterTokenConsumerLifecycle: on a real provider, a token consumer
@@ -103,11 +103,11 @@ func TestClusterTokenConsumerLifecycle(t *testing.T) {
 func adminProvider(t *testing.T, id string) (*kubepact.Provider, kubepact.ProviderPorts) {
 	t.Helper()
 	cfg := providerCluster.cluster.AdminConfig()
-	pports, err := kube.NewProviderPorts(cfg, nil)
+	pports, err := wire.NewProviderPorts(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoint, err := kube.EndpointFromConfig(cfg)
+	endpoint, err := wire.EndpointFromConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/wire"
 )
 
 var resourceSlices = schema.GroupVersionResource{Group: "authentication.liqo.io", Version: "v1beta1", Resource: "resourceslices"}
@@ -44,11 +45,11 @@ func newRealProvider(tb testing.TB, id string, signer csr.Signer) *realProvider 
 	tb.Helper()
 	ctx := context.Background()
 	cfg := providerCluster.cluster.AdminConfig()
-	ports, err := kube.NewProviderPorts(cfg, &kube.ProviderPortsOptions{Signer: signer, QPS: 2000, Burst: 4000})
+	ports, err := wire.NewProviderPorts(cfg, &wire.ProviderPortsOptions{Signer: signer, QPS: 2000, Burst: 4000})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	endpoint, err := kube.EndpointFromConfig(cfg)
+	endpoint, err := wire.EndpointFromConfig(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func (p *realProvider) remote(tok authtoken.Token) authserver.Remote {
 // kubeconfig with the provider's API server.
 func realConsumer(t *testing.T, id string) (*kubepact.Consumer, authserver.ConsumerPorts) {
 	t.Helper()
-	ports, err := kube.NewConsumerPorts(consumerCluster.cluster.AdminConfig(), nil)
+	ports, err := wire.NewConsumerPorts(consumerCluster.cluster.AdminConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

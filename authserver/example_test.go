@@ -9,18 +9,19 @@ import (
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/fake"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // A provider serves its token authentication on loopback; a consumer that
 // was given the token, the URL and the server's CA authenticates. On real
-// clusters the ports come from package kube (kube.Connect's
+// clusters the ports come from package kube (wire.Connect's
 // Cluster.ProviderPorts and ConsumerPorts, kube.NewTokenStore and
 // kube.NewSecrets over Cluster.Clientset).
 func ExampleAuthenticate() {
 	ctx := context.Background()
 
 	// Provider.
-	provider, _ := fake.NewCluster("provider-a", nil)
+	provider, _ := memory.NewCluster("provider-a", nil)
 	tokens := &fake.TokenStore{}
 	token, _ := authtoken.Ensure(ctx, tokens, nil)
 	srv, err := authserver.New("provider-a", provider.Endpoint(), provider.ProviderPorts(), tokens, nil)
@@ -35,7 +36,7 @@ func ExampleAuthenticate() {
 	go srv.Serve(serveCtx, ln, tlsConfig)
 
 	// Consumer.
-	cluster, _ := fake.NewCluster("consumer-a", nil)
+	cluster, _ := memory.NewCluster("consumer-a", nil)
 	consumer, _ := kubepact.NewConsumer("consumer-a", cluster.ConsumerPorts(), nil)
 	secrets := &fake.Secrets{}
 	done, err := authserver.Authenticate(ctx, consumer,

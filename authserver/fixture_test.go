@@ -25,6 +25,7 @@ import (
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // logBuffer collects a logger's lines, safe for concurrent use.
@@ -49,7 +50,7 @@ func (l *logBuffer) String() string {
 
 // fixture is a provider in memory serving over TLS on loopback.
 type fixture struct {
-	provider *fake.Cluster
+	provider *memory.Cluster
 	tokens   *fake.TokenStore
 	token    authtoken.Token
 	server   *authserver.Server
@@ -63,7 +64,7 @@ const providerID = "provider-x"
 
 func newFixture(t *testing.T, opts *authserver.Options) *fixture {
 	t.Helper()
-	p, err := fake.NewCluster(providerID, nil)
+	p, err := memory.NewCluster(providerID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,14 +153,14 @@ func (f *fixture) assertNothingIssued(t *testing.T, consumerID string) {
 
 // consumer is one consumer cluster in memory.
 type consumer struct {
-	cluster *fake.Cluster
+	cluster *memory.Cluster
 	c       *kubepact.Consumer
 	secrets *fake.Secrets
 }
 
 func newConsumer(t testing.TB, id string) *consumer {
 	t.Helper()
-	cl, err := fake.NewCluster(id, nil)
+	cl, err := memory.NewCluster(id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // errorSink is a logr.LogSink that keeps the error values logged, so a
@@ -84,7 +84,7 @@ func (f *lifecycleFixture) bound(consumerID string) bool {
 }
 
 // cluster is the provider cluster in memory.
-func (f *lifecycleFixture) cluster() *fake.Cluster { return f.fixture.provider }
+func (f *lifecycleFixture) cluster() *memory.Cluster { return f.fixture.provider }
 
 // TestTokenConsumerHasATenant: the server records the Tenant that cordon
 // and drain act on, owning the binding; cordon works on it and does not

@@ -36,6 +36,7 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // The benchmarks' own clients are not what is measured: their client-side
@@ -152,7 +153,7 @@ func benchRequestNonce(ctx context.Context, tb testing.TB, pc benchClients, cons
 // sends any Tenant gets them this way.
 func benchIssueNonces(ctx context.Context, tb testing.TB, providerID string, consumerIDs []string) map[string]nonce.Nonce {
 	tb.Helper()
-	c, err := kube.Connect(providerEnv.cluster.AdminConfig(), nil)
+	c, err := wire.Connect(providerEnv.cluster.AdminConfig(), nil)
 	require.NoError(tb, err)
 	p, err := c.Provider(providerID, nil)
 	require.NoError(tb, err)

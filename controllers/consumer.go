@@ -109,10 +109,12 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		return err
 	}
 	ports := kubepact.ConsumerPorts{
-		Namespaces:   namespaces,
-		Keys:         kube.NewKeyStore(cs, keyNS),
-		Identities:   kube.NewIdentityStore(uncached),
-		Secrets:      kube.NewSecretWriter(cs),
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: namespaces,
+			Keys:       kube.NewKeyStore(cs, keyNS),
+			Identities: kube.NewIdentityStore(uncached),
+			Secrets:    kube.NewSecretWriter(cs),
+		},
 		IdentityKeys: kube.NewKeyring(cs, keyNS),
 		Slices:       kube.NewSliceStore(uncached),
 	}

@@ -210,16 +210,21 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	// which watches nonce Secrets, and writes on what it read.
 	nonces := newEmptyNonceStore(cs, mgr.GetClient())
 	ports := kubepact.ProviderPorts{
-		Namespaces:   namespaces,
-		Nonces:       nonces,
-		Tenants:      kube.NewTenantStore(uncached),
-		Signer:       signer,
-		Certificates: kube.NewCertificateCache(cs),
-		RBAC:         kube.NewRBAC(cs),
-		ClusterRBAC:  kube.NewRBAC(cs),
-		Slices:       kube.NewSliceStore(uncached),
-		Lifecycle:    lifecyclePorts,
-		SlicePolicy:  cfg.SlicePolicy,
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   namespaces,
+			Nonces:       nonces,
+			Peek:         nonces,
+			Tenants:      kube.NewTenantStore(uncached),
+			Signer:       signer,
+			Certificates: kube.NewCertificateCache(cs),
+			RBAC:         kube.NewRBAC(cs),
+		},
+		SlicePorts: kubepact.SlicePorts{
+			ClusterRBAC: kube.NewRBAC(cs),
+			Slices:      kube.NewSliceStore(uncached),
+			SlicePolicy: cfg.SlicePolicy,
+		},
+		Lifecycle: lifecyclePorts,
 	}
 	if !cfg.DisableStorage {
 		ports.StorageClasses = kube.NewStorageClasses(cs)

@@ -236,10 +236,12 @@ func TestRenewalStrictFreshKey(t *testing.T) {
 	require.NoError(t, err)
 	ring := kube.NewKeyring(consumerEnv.core, keyNS)
 	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		Namespaces:   kube.NewNamespaces(consumerEnv.core),
-		Keys:         kube.NewKeyStore(consumerEnv.core, keyNS),
-		Identities:   kube.NewIdentityStore(typed),
-		Secrets:      kube.NewSecretWriter(consumerEnv.core),
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: kube.NewNamespaces(consumerEnv.core),
+			Keys:       kube.NewKeyStore(consumerEnv.core, keyNS),
+			Identities: kube.NewIdentityStore(typed),
+			Secrets:    kube.NewSecretWriter(consumerEnv.core),
+		},
 		IdentityKeys: ring,
 	}, &kubepact.ConsumerOptions{Strict: true, KeyNamespace: keyNS})
 	require.NoError(t, err)

@@ -1,11 +1,12 @@
 // Package fake holds in-memory implementations of every kubepact port, for
 // tests and for running the handshake in one process.
 //
-// NewCluster returns one cluster's worth of them, sharing a local CA, ready to
-// be a provider (Cluster.ProviderPorts) or a consumer (Cluster.ConsumerPorts).
-// Faults, with InterceptProvider and InterceptConsumer, injects failures
-// before or after any call of any port implementation, these fakes and
-// package kube's adapters alike, and records the calls it sees.
+// The package is a leaf: it imports the step packages and never the root
+// package or any other that composes them. Package wire/memory composes one
+// cluster's worth of these fakes (memory.NewCluster), sharing a local CA,
+// ready to be a provider or a consumer; package wire/intercept injects
+// failures into any port implementation, these fakes and package kube's
+// adapters alike.
 //
 // Every fake passes the same conformance suites (the xxxtest packages) as
 // the client-go adapters do on a real API server.
@@ -15,6 +16,9 @@
 //   - Every type is safe for concurrent use; each guards its state with its
 //     own mutex, so a Consume of a nonce hands it to exactly one caller, and
 //     of concurrent Creates of a key exactly one succeeds.
+//   - NonceStore is also a nonce.Peeker whose Peek sees what is stored, as a
+//     cache that has caught up would: a provider over the fakes peeks as
+//     the controller does.
 //   - Objects are deep-copied in and out: callers never share memory with
 //     the store.
 //   - Apply and Write create or update and assign a UID and a
@@ -36,7 +40,7 @@
 //     resourceVersion), no admission, no defaulting, no authorization of
 //     the callers themselves, no garbage collection of owned objects, no
 //     watch, and deleting a namespace does not delete what is in it. Use
-//     Faults to see how callers cope with conflicts and other failures.
+//     intercept.Faults to see how callers cope with conflicts and other failures.
 //   - RBAC answers reviews (rbac.Reviewer) from the ClusterRoles,
 //     RoleBindings and ClusterRoleBindings it holds, as Kubernetes RBAC
 //     evaluates them: ApplyClusterRoleBinding (also rbac.ClusterBinder's)
@@ -55,20 +59,20 @@
 //     slice at one set of limits and refuses the slices Refuse names.
 //   - The Signer signs with a csr.LocalCA in memory; it does not model the
 //     Kubernetes CSR API's objects, garbage collection or signer caps.
-//   - Reviewer plays the API servers of the providers a Cluster reaches
-//     (Cluster.Reach): it takes a client certificate that chains to that
+//   - Reviewer plays the API servers of the providers a memory.Cluster
+//     reaches (memory.Cluster.Reach): it takes a client certificate that chains to that
 //     server's client CAs, is valid and matches the kubeconfig's key, and
 //     answers with its CN as user and its O as groups. It checks no server
 //     certificate, and models no proxy and no anonymous request.
-//   - KeyStore, Keyring and the Cluster print redacted: they hold private
+//   - KeyStore and Keyring print redacted: they hold private
 //     keys. TokenStore prints redacted: it holds the shared token.
 //   - TokenStore and Secrets serve the shared-token flow (authtoken,
-//     authserver); they are not part of a Cluster.
+//     authserver); they are not part of a memory.Cluster.
 //   - ServiceAccounts issues unsigned JWTs with a ServiceAccount token's
 //     claims, which only its TokenClient authenticates; ServiceAccountRBAC
 //     evaluates Roles as well as ClusterRoles; Admission stores policies and
 //     enforces none (it evaluates no CEL).
-//   - The lifecycle ports (Cluster.LifecyclePorts): TenantStore.SetCondition
+//   - The lifecycle ports (memory.Cluster.LifecyclePorts): TenantStore.SetCondition
 //     checks the resourceVersion, as a patch with a precondition does, and
 //     TenantStore.Apply keeps the stored condition when it applies none, as
 //     a server-side apply that does not name it does. ResourceSlices counts

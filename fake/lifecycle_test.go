@@ -8,14 +8,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
-	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/lifecycle/lifecycletest"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 func TestLifecyclePortsConformance(t *testing.T) {
 	t.Parallel()
 	lifecycletest.Run(t, lifecycletest.Harness{New: func(t *testing.T) lifecycletest.Env {
-		c, err := fake.NewCluster("lifecycle", nil)
+		c, err := memory.NewCluster("lifecycle", nil)
 		require.NoError(t, err)
 		return lifecycletest.Env{
 			Ports:    c.LifecyclePorts(),

@@ -89,7 +89,7 @@ func (n *Namespaces) Delete(ctx context.Context, name string) error {
 // Get returns the namespace named name.
 func (n *Namespaces) Get(name string) (*corev1.Namespace, bool) { return n.get("", name) }
 
-// NonceStore is an in-memory nonce.Store.
+// NonceStore is an in-memory nonce.Store and nonce.Peeker.
 type NonceStore struct {
 	mu      sync.Mutex
 	entries map[string]nonce.Entry
@@ -121,6 +121,19 @@ func (s *NonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, er
 		return nonce.Entry{}, fmt.Errorf("%w: cluster %s", nonce.ErrNotFound, clusterID)
 	}
 	return copyEntry(e), nil
+}
+
+// Peek returns the entry of clusterID as stored, as a controller's
+// cache that has caught up would; false when there is none. It is what
+// kubepact.ProviderCore.Peek takes.
+func (s *NonceStore) Peek(_ context.Context, clusterID string) (nonce.Entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[clusterID]
+	if !ok {
+		return nonce.Entry{}, false
+	}
+	return copyEntry(e), true
 }
 
 // MarkRedeemed records r on the entry of clusterID unless it has a

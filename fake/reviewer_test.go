@@ -14,6 +14,7 @@ import (
 	"github.com/kubepact/kubepact/identity/identitytest"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 func TestReviewerConformance(t *testing.T) {
@@ -40,9 +41,9 @@ func TestReviewerPlaysProviders(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	pc, err := fake.NewCluster("cl-provider", &fake.ClusterOptions{Clock: clk})
+	pc, err := memory.NewCluster("cl-provider", &memory.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
-	cc, err := fake.NewCluster("cl-consumer", &fake.ClusterOptions{Clock: clk})
+	cc, err := memory.NewCluster("cl-consumer", &memory.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
 	require.Nil(t, cc.ConsumerPorts().Reviewer, "offline until it reaches a provider")
 	require.NoError(t, cc.Reach(pc))

@@ -235,21 +235,27 @@ func TestBesideLiqo(t *testing.T) {
 
 	const providerID, consumerID, liqoConsumerID = "cl-provider-beside", "cl-consumer-beside", "cl-liqo-consumer-beside"
 	pc := prov.client
+	nonces := kube.NewNonceStore(pc)
 	p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: prov.cluster.Host(), CA: prov.cluster.CA()}, kubepact.ProviderPorts{
-		Namespaces:   kube.NewNamespaces(pc),
-		Nonces:       kube.NewNonceStore(pc),
-		Tenants:      kube.NewTenantStore(prov.typed),
-		Signer:       kube.NewCSRSigner(pc, kube.NewApprover(pc)),
-		Certificates: kube.NewCertificateCache(pc),
-		RBAC:         kube.NewRBAC(pc),
-		Lifecycle:    kube.NewLifecyclePorts(pc, prov.typed),
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   kube.NewNamespaces(pc),
+			Nonces:       nonces,
+			Peek:         nonces,
+			Tenants:      kube.NewTenantStore(prov.typed),
+			Signer:       kube.NewCSRSigner(pc, kube.NewApprover(pc)),
+			Certificates: kube.NewCertificateCache(pc),
+			RBAC:         kube.NewRBAC(pc),
+		},
+		Lifecycle: kube.NewLifecyclePorts(pc, prov.typed),
 	}, nil)
 	require.NoError(t, err)
 	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		Namespaces:   kube.NewNamespaces(cons.client),
-		Keys:         kube.NewKeyStore(cons.client, "liqo"),
-		Identities:   kube.NewIdentityStore(cons.typed),
-		Secrets:      kube.NewSecretWriter(cons.client),
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: kube.NewNamespaces(cons.client),
+			Keys:       kube.NewKeyStore(cons.client, "liqo"),
+			Identities: kube.NewIdentityStore(cons.typed),
+			Secrets:    kube.NewSecretWriter(cons.client),
+		},
 		IdentityKeys: kube.NewKeyring(cons.client, "liqo"),
 	}, nil)
 	require.NoError(t, err)

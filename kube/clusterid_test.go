@@ -22,6 +22,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire"
 )
 
 func record(name, id string) *corev1.ConfigMap {
@@ -132,24 +133,24 @@ func TestEndpointFromClusterInfo(t *testing.T) {
 		cfg.Clusters[""] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
 		b, err := clientcmd.Write(*cfg)
 		require.NoError(t, err)
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.ClusterInfoName, Namespace: kube.ClusterInfoNamespace},
-			Data: map[string]string{kube.ClusterInfoKey: string(b)}}
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: wire.ClusterInfoName, Namespace: wire.ClusterInfoNamespace},
+			Data: map[string]string{wire.ClusterInfoKey: string(b)}}
 	}
 
-	_, err = kube.EndpointFromClusterInfo(ctx, k8sfake.NewClientset())
-	require.ErrorIs(t, err, kube.ErrNoClusterInfo)
+	_, err = wire.EndpointFromClusterInfo(ctx, k8sfake.NewClientset())
+	require.ErrorIs(t, err, wire.ErrNoClusterInfo)
 
-	e, err := kube.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(clusterInfo("https://10.0.0.1:6443")))
+	e, err := wire.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(clusterInfo("https://10.0.0.1:6443")))
 	require.NoError(t, err)
 	require.Equal(t, "https://10.0.0.1:6443", e.Server)
 	require.Equal(t, caPEM, e.CA)
 
-	_, err = kube.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(clusterInfo("http://10.0.0.1:8080")))
-	require.ErrorIs(t, err, kube.ErrNotHTTPS)
+	_, err = wire.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(clusterInfo("http://10.0.0.1:8080")))
+	require.ErrorIs(t, err, wire.ErrNotHTTPS)
 
 	empty := clusterInfo("")
-	empty.Data[kube.ClusterInfoKey] = "apiVersion: v1\nkind: Config\n"
-	_, err = kube.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(empty))
+	empty.Data[wire.ClusterInfoKey] = "apiVersion: v1\nkind: Config\n"
+	_, err = wire.EndpointFromClusterInfo(ctx, k8sfake.NewClientset(empty))
 	require.ErrorIs(t, err, kube.ErrNoServer)
 }
 

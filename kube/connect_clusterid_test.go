@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // TestConnectClusterID checks the IDs Cluster.Provider and Cluster.Consumer
@@ -23,9 +24,9 @@ func TestConnectClusterID(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel) // after the parallel subtests
-	connect := func(t *testing.T, opts *kube.ConnectOptions) *kube.Cluster {
+	connect := func(t *testing.T, opts *wire.ConnectOptions) *wire.Cluster {
 		t.Helper()
-		c, err := kube.Connect(provider.cluster.AdminConfig(), opts)
+		c, err := wire.Connect(provider.cluster.AdminConfig(), opts)
 		require.NoError(t, err)
 		return c
 	}
@@ -38,11 +39,11 @@ func TestConnectClusterID(t *testing.T) {
 
 	t.Run("none recorded", func(t *testing.T) {
 		t.Parallel()
-		c := connect(t, &kube.ConnectOptions{KeyNamespace: "liqo-connect-no-id"})
+		c := connect(t, &wire.ConnectOptions{KeyNamespace: "liqo-connect-no-id"})
 		_, err := c.Provider("", nil)
-		require.ErrorIs(t, err, kube.ErrNoClusterID)
+		require.ErrorIs(t, err, wire.ErrNoClusterID)
 		_, err = c.Consumer("", nil)
-		require.ErrorIs(t, err, kube.ErrNoClusterID)
+		require.ErrorIs(t, err, wire.ErrNoClusterID)
 		_, err = c.Consumer("Not_an_ID", nil)
 		require.ErrorIs(t, err, clusterid.ErrInvalid)
 		p, err := c.Provider("cl-given", nil)
@@ -56,7 +57,7 @@ func TestConnectClusterID(t *testing.T) {
 		ns := "liqo-connect-recorded"
 		_, _, err := kube.EnsureClusterID(ctx, provider.client, "cl-recorded", &kube.ClusterIDOptions{Namespace: ns})
 		require.NoError(t, err)
-		c := connect(t, &kube.ConnectOptions{KeyNamespace: ns})
+		c := connect(t, &wire.ConnectOptions{KeyNamespace: ns})
 		p, err := c.Provider("", nil)
 		require.NoError(t, err)
 		require.Equal(t, "cl-recorded", p.ClusterID())
@@ -73,9 +74,9 @@ func TestConnectClusterID(t *testing.T) {
 		} {
 			err := call()
 			require.ErrorIs(t, err, clusterid.ErrConflict, role)
-			var mismatch *kube.ClusterIDMismatchError
+			var mismatch *wire.ClusterIDMismatchError
 			require.ErrorAs(t, err, &mismatch, role)
-			require.Equal(t, kube.ClusterIDMismatchError{Role: role, Given: "cl-consumer", Recorded: "cl-recorded",
+			require.Equal(t, wire.ClusterIDMismatchError{Role: role, Given: "cl-consumer", Recorded: "cl-recorded",
 				Where: "the ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in " + ns}, *mismatch)
 		}
 	})
@@ -83,7 +84,7 @@ func TestConnectClusterID(t *testing.T) {
 	t.Run("Install records one", func(t *testing.T) {
 		t.Parallel()
 		ns := "liqo-connect-install"
-		c := connect(t, &kube.ConnectOptions{KeyNamespace: ns, Install: true})
+		c := connect(t, &wire.ConnectOptions{KeyNamespace: ns, Install: true})
 		cons, err := c.Consumer("", nil)
 		require.NoError(t, err)
 		require.NoError(t, clusterid.Validate(cons.ClusterID()))
@@ -96,13 +97,13 @@ func TestConnectClusterID(t *testing.T) {
 		require.Equal(t, cons.ClusterID(), id)
 
 		ns = "liqo-connect-install-given"
-		c = connect(t, &kube.ConnectOptions{KeyNamespace: ns, Install: true})
+		c = connect(t, &wire.ConnectOptions{KeyNamespace: ns, Install: true})
 		p, err = c.Provider("cl-wanted", nil)
 		require.NoError(t, err)
 		require.Equal(t, "cl-wanted", p.ClusterID())
 		require.Equal(t, "cl-wanted", recorded(t, ns))
 		_, err = c.Consumer("cl-other", nil)
-		var mismatch *kube.ClusterIDMismatchError
+		var mismatch *wire.ClusterIDMismatchError
 		require.ErrorAs(t, err, &mismatch)
 		require.Equal(t, "cl-wanted", mismatch.Recorded)
 	})
@@ -112,7 +113,7 @@ func TestConnectClusterID(t *testing.T) {
 		// A user with no rights but discovery's.
 		cfg := provider.cluster.AdminConfig()
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "kubepact-nobody", Groups: []string{"system:authenticated"}}
-		c, err := kube.Connect(cfg, nil)
+		c, err := wire.Connect(cfg, nil)
 		require.NoError(t, err)
 		_, err = c.Consumer("", nil)
 		require.True(t, apierrors.IsForbidden(err), "%v", err)

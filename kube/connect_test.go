@@ -14,6 +14,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // TestConnect connects to the real provider cluster, which serves the CRDs:
@@ -25,7 +26,7 @@ func TestConnect(t *testing.T) {
 	cfg := countingConfig(provider.cluster.AdminConfig(), &requests)
 	qps, burst := cfg.QPS, cfg.Burst
 
-	c, err := kube.Connect(cfg, nil)
+	c, err := wire.Connect(cfg, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), requests.Load(), "one discovery request")
 	require.Equal(t, qps, cfg.QPS)
@@ -73,7 +74,7 @@ func TestConnectOptions(t *testing.T) {
 	t.Run("endpoint option", func(t *testing.T) {
 		t.Parallel()
 		want := kubepact.Endpoint{Server: "https://peers.example.com:6443", CA: ca}
-		c, err := kube.Connect(provider.cluster.AdminConfig(), &kube.ConnectOptions{Endpoint: &want})
+		c, err := wire.Connect(provider.cluster.AdminConfig(), &wire.ConnectOptions{Endpoint: &want})
 		require.NoError(t, err)
 		got, err := c.Endpoint()
 		require.NoError(t, err)
@@ -84,19 +85,19 @@ func TestConnectOptions(t *testing.T) {
 		t.Parallel()
 		cfg := provider.cluster.AdminConfig()
 		cfg.CAData, cfg.Insecure = nil, true
-		c, err := kube.Connect(cfg, nil)
+		c, err := wire.Connect(cfg, nil)
 		require.NoError(t, err)
 		_, err = c.Endpoint()
-		require.ErrorIs(t, err, kube.ErrNoCA)
+		require.ErrorIs(t, err, wire.ErrNoCA)
 		_, err = c.Provider("cl-provider-no-ca", nil)
-		require.ErrorIs(t, err, kube.ErrNoCA)
+		require.ErrorIs(t, err, wire.ErrNoCA)
 		_, err = c.Consumer("cl-consumer-no-ca", nil)
 		require.NoError(t, err)
 	})
 
 	t.Run("offline", func(t *testing.T) {
 		t.Parallel()
-		c, err := kube.Connect(consumer.cluster.AdminConfig(), &kube.ConnectOptions{Offline: true})
+		c, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{Offline: true})
 		require.NoError(t, err)
 		require.Nil(t, c.ConsumerPorts().Reviewer)
 	})
@@ -106,7 +107,7 @@ func TestConnectOptions(t *testing.T) {
 		caCert, caKey := provider.cluster.SecondClientCA()
 		localCA, err := csr.NewLocalCA(caCert, caKey, nil)
 		require.NoError(t, err)
-		c, err := kube.Connect(provider.cluster.AdminConfig(), &kube.ConnectOptions{Signer: localCA})
+		c, err := wire.Connect(provider.cluster.AdminConfig(), &wire.ConnectOptions{Signer: localCA})
 		require.NoError(t, err)
 		_, isCSRSigner := c.ProviderPorts().Signer.(*kube.CSRSigner)
 		require.False(t, isCSRSigner)
@@ -114,7 +115,7 @@ func TestConnectOptions(t *testing.T) {
 
 	t.Run("key namespace", func(t *testing.T) {
 		t.Parallel()
-		c, err := kube.Connect(consumer.cluster.AdminConfig(), &kube.ConnectOptions{KeyNamespace: "keys-connect-option"})
+		c, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{KeyNamespace: "keys-connect-option"})
 		require.NoError(t, err)
 		_, err = keys.Ensure(t.Context(), c.ConsumerPorts().Keys, nil, keys.Ed25519)
 		require.NoError(t, err)
@@ -124,13 +125,13 @@ func TestConnectOptions(t *testing.T) {
 
 	t.Run("nil config", func(t *testing.T) {
 		t.Parallel()
-		_, err := kube.Connect(nil, nil)
+		_, err := wire.Connect(nil, nil)
 		require.ErrorIs(t, err, kube.ErrNoServer)
 	})
 
 	t.Run("refused reviewer roots", func(t *testing.T) {
 		t.Parallel()
-		_, err := kube.Connect(consumer.cluster.AdminConfig(), &kube.ConnectOptions{Reviewer: &kube.IdentityReviewerOptions{RootCAs: []byte("not PEM")}})
+		_, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{Reviewer: &kube.IdentityReviewerOptions{RootCAs: []byte("not PEM")}})
 		require.ErrorIs(t, err, kube.ErrRootCAsNotPEM)
 	})
 
@@ -143,10 +144,10 @@ func TestConnectOptions(t *testing.T) {
 		cfg := provider.cluster.AdminConfig()
 		cfg.Host = "https://" + addr
 		cfg.Timeout = 5 * time.Second
-		_, err = kube.Connect(cfg, nil)
+		_, err = wire.Connect(cfg, nil)
 		var opErr *net.OpError
 		require.ErrorAs(t, err, &opErr, "the dial error, not a verdict on the CRDs")
-		require.False(t, errors.Is(err, kube.ErrCRDNotServed))
+		require.False(t, errors.Is(err, wire.ErrCRDNotServed))
 	})
 }
 
@@ -158,7 +159,7 @@ func TestConnectRateLimits(t *testing.T) {
 	t.Parallel()
 	t.Run("options", func(t *testing.T) {
 		t.Parallel()
-		c, err := kube.Connect(consumer.cluster.AdminConfig(), &kube.ConnectOptions{KeyNamespace: "keys-connect-rate", QPS: 4, Burst: 1})
+		c, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{KeyNamespace: "keys-connect-rate", QPS: 4, Burst: 1})
 		require.NoError(t, err)
 		start := time.Now()
 		for range 3 {
@@ -175,7 +176,7 @@ func TestConnectRateLimits(t *testing.T) {
 		t.Parallel()
 		cfg := consumer.cluster.AdminConfig()
 		cfg.QPS, cfg.Burst = 0, 0
-		c, err := kube.Connect(cfg, &kube.ConnectOptions{KeyNamespace: "keys-connect-default-rate"})
+		c, err := wire.Connect(cfg, &wire.ConnectOptions{KeyNamespace: "keys-connect-default-rate"})
 		require.NoError(t, err)
 		start := time.Now()
 		for range 40 {

@@ -51,7 +51,8 @@ func (e *CRDFieldMissingError) Is(target error) bool { return target == ErrCRDIn
 //
 // cfg needs create, get, list and watch on
 // customresourcedefinitions.apiextensions.k8s.io; cfg itself is not changed.
-// Connect checks that a cluster serves the CRDs, with a *CRDNotServedError.
+// wire.Connect checks that a cluster serves the CRDs, with a
+// *wire.CRDNotServedError.
 func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 	if cfg == nil {
 		return fmt.Errorf("installing CRDs: %w: nil rest config", ErrNoServer)
@@ -191,23 +192,4 @@ func waitEstablished(ctx context.Context, api dynamic.NamespaceableResourceInter
 		}
 		return false, nil
 	})
-}
-
-// crdNames returns the names of the CRDs of crd.Manifests, such as
-// "tenants.authentication.liqo.io", sorted.
-func crdNames() ([]string, error) {
-	var names []string
-	for _, manifest := range crd.Manifests() {
-		var m struct {
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-		}
-		if err := yaml.Unmarshal(manifest, &m); err != nil {
-			return nil, fmt.Errorf("decoding CRD manifest: %w", err)
-		}
-		names = append(names, m.Metadata.Name)
-	}
-	sort.Strings(names)
-	return names, nil
 }

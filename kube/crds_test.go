@@ -16,6 +16,7 @@ import (
 	"github.com/kubepact/kubepact/config/crd"
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/wire"
 )
 
 var crdsResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -103,9 +104,9 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 	// and does so again, naming fewer, once some are there.
 	requireNotServed := func(t *testing.T, want ...string) {
 		t.Helper()
-		_, err := kube.Connect(cfg, nil)
-		require.ErrorIs(t, err, kube.ErrCRDNotServed)
-		var notServed *kube.CRDNotServedError
+		_, err := wire.Connect(cfg, nil)
+		require.ErrorIs(t, err, wire.ErrCRDNotServed)
+		var notServed *wire.CRDNotServedError
 		require.ErrorAs(t, err, &notServed)
 		require.Equal(t, want, notServed.CRDs)
 		require.Equal(t, strings.TrimPrefix(clusters[0].Host(), "https://"), notServed.Server)
@@ -192,7 +193,7 @@ func TestInstallCRDsKeepsExisting(t *testing.T) {
 
 		// InstallCRDs returns once the CRDs are served: Connect accepts
 		// the cluster at once.
-		_, err = kube.Connect(cfg, nil)
+		_, err = wire.Connect(cfg, nil)
 		require.NoError(t, err)
 	})
 }

@@ -1,10 +1,10 @@
 // Package kube implements kubepact's ports over a Kubernetes API server with
 // client-go: every type here is the real counterpart of one in package fake.
 //
-// Connect is the way in: from a cluster's *rest.Config it builds every
-// port of a provider and of a consumer, the Endpoint consumers reach the
-// cluster at, and the clients under them, and checks once that the cluster
-// serves the authentication.liqo.io CRDs. Built-in kinds go through
+// The package is a leaf: it imports the step packages and never the root
+// package or any other that composes them. Package wire composes these
+// adapters into a kubepact.Provider and a kubepact.Consumer (wire.Connect,
+// from a cluster's *rest.Config). Built-in kinds go through
 // kubernetes.Interface, speaking protobuf (NewClientset); the
 // authentication.liqo.io kinds (Tenant, Identity, ResourceSlice, Renew),
 // which have no generated clientset, go through a typed controller-runtime
@@ -70,17 +70,6 @@
 //     TokenRequest made with a kubeconfig's own token (401, 403 and a
 //     deleted ServiceAccount wrap identity.ErrRejected), and the consumer's
 //     kubeconfig Secrets read back.
-//   - Connect makes one clientset, one controller-runtime client, one HTTP
-//     client and one rate limiter (DefaultQPS and DefaultBurst unless the
-//     config or ConnectOptions set others; Connect's doc has the
-//     arithmetic) shared by every port of the Cluster. It asks discovery,
-//     in one request, for authentication.liqo.io/v1beta1 and returns a
-//     *CRDNotServedError (errors.Is ErrCRDNotServed) naming each CRD not
-//     served, before anything is signed or bound. The Endpoint comes from
-//     ConnectOptions.Endpoint or the config (EndpointFromConfig); a config
-//     without one still makes a consumer, and Cluster.Provider returns why
-//     (ErrNoServer, ErrNotHTTPS, ErrNoCA). NewProviderPorts and
-//     NewConsumerPorts build the ports of one role without that check.
 //   - TokenStore keeps the shared token of the token flow in the Secret
 //     "auth-token" (authtoken.Store): Create creates it, Replace applies it,
 //     and Get reads it from the API server on every call, so a server that
@@ -90,8 +79,8 @@
 // # Security
 //
 // Secrets' data never reaches an error, and no error quotes a
-// rest.Config's credentials. Connect's check needs only discovery, which
-// system:discovery grants every authenticated user. The provider's
+// rest.Config's credentials. wire.Connect's check needs only discovery,
+// which system:discovery grants every authenticated user. The provider's
 // credentials need:
 // namespaces (get, create, update, delete), secrets, tenants and
 // rolebindings in tenant namespaces, clusterroles, create on

@@ -30,14 +30,18 @@ import (
 func newProvider(t testing.TB, id string) *kubepact.Provider {
 	t.Helper()
 	c := provider.client
+	nonces := kube.NewNonceStore(c)
 	p, err := kubepact.NewProvider(id, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
-		Namespaces:   kube.NewNamespaces(c),
-		Nonces:       kube.NewNonceStore(c),
-		Tenants:      kube.NewTenantStore(provider.typed),
-		Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
-		Certificates: kube.NewCertificateCache(c),
-		RBAC:         kube.NewRBAC(c),
-		Lifecycle:    kube.NewLifecyclePorts(c, provider.typed),
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   kube.NewNamespaces(c),
+			Nonces:       nonces,
+			Peek:         nonces,
+			Tenants:      kube.NewTenantStore(provider.typed),
+			Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
+			Certificates: kube.NewCertificateCache(c),
+			RBAC:         kube.NewRBAC(c),
+		},
+		Lifecycle: kube.NewLifecyclePorts(c, provider.typed),
 	}, nil)
 	require.NoError(t, err)
 	return p
@@ -49,10 +53,12 @@ func newConsumer(t testing.TB, id, keyNamespace string) *kubepact.Consumer {
 	t.Helper()
 	c := consumer.client
 	cons, err := kubepact.NewConsumer(id, kubepact.ConsumerPorts{
-		Namespaces:   kube.NewNamespaces(c),
-		Keys:         kube.NewKeyStore(c, keyNamespace),
-		Identities:   kube.NewIdentityStore(consumer.typed),
-		Secrets:      kube.NewSecretWriter(c),
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: kube.NewNamespaces(c),
+			Keys:       kube.NewKeyStore(c, keyNamespace),
+			Identities: kube.NewIdentityStore(consumer.typed),
+			Secrets:    kube.NewSecretWriter(c),
+		},
 		IdentityKeys: kube.NewKeyring(c, keyNamespace),
 	}, &kubepact.ConsumerOptions{KeyNamespace: keyNamespace})
 	require.NoError(t, err)
@@ -225,22 +231,28 @@ func TestStrictAuthenticateEndToEnd(t *testing.T) {
 	defer cancel()
 	const providerID, consumerID = "cl-provider-strict", "cl-consumer-strict"
 	c := provider.client
+	nonces := kube.NewNonceStore(c)
 	p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
-		Namespaces:   kube.NewNamespaces(c),
-		Nonces:       kube.NewNonceStore(c),
-		Tenants:      kube.NewTenantStore(provider.typed),
-		Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
-		Certificates: kube.NewCertificateCache(c),
-		RBAC:         kube.NewRBAC(c),
-		Lifecycle:    kube.NewLifecyclePorts(c, provider.typed),
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   kube.NewNamespaces(c),
+			Nonces:       nonces,
+			Peek:         nonces,
+			Tenants:      kube.NewTenantStore(provider.typed),
+			Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
+			Certificates: kube.NewCertificateCache(c),
+			RBAC:         kube.NewRBAC(c),
+		},
+		Lifecycle: kube.NewLifecyclePorts(c, provider.typed),
 	}, &kubepact.ProviderOptions{Policy: tenant.Strict})
 	require.NoError(t, err)
 	cc := consumer.client
 	cons, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		Namespaces:   kube.NewNamespaces(cc),
-		Keys:         kube.NewKeyStore(cc, "liqo-strict"),
-		Identities:   kube.NewIdentityStore(consumer.typed),
-		Secrets:      kube.NewSecretWriter(cc),
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: kube.NewNamespaces(cc),
+			Keys:       kube.NewKeyStore(cc, "liqo-strict"),
+			Identities: kube.NewIdentityStore(consumer.typed),
+			Secrets:    kube.NewSecretWriter(cc),
+		},
 		IdentityKeys: kube.NewKeyring(cc, "liqo-strict"),
 	}, &kubepact.ConsumerOptions{Strict: true, KeyNamespace: "liqo-strict"})
 	require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubepact/kubepact"
-	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // The consumer cluster obtains an identity on the provider cluster. Both are
@@ -27,9 +27,9 @@ import (
 func Example_realClusters() {
 	providerCfg := must(clientcmd.BuildConfigFromFlags("", os.Getenv("PROVIDER_KUBECONFIG")))
 	consumerCfg := must(clientcmd.BuildConfigFromFlags("", os.Getenv("CONSUMER_KUBECONFIG")))
-	setUp := &kube.ConnectOptions{Install: true} // CRDs, peer roles and a cluster ID, where missing
-	providerCluster := must(kube.Connect(providerCfg, setUp))
-	consumerCluster := must(kube.Connect(consumerCfg, setUp))
+	setUp := &wire.ConnectOptions{Install: true} // CRDs, peer roles and a cluster ID, where missing
+	providerCluster := must(wire.Connect(providerCfg, setUp))
+	consumerCluster := must(wire.Connect(consumerCfg, setUp))
 	provider := must(providerCluster.Provider("", nil)) // "": the ID the cluster records
 	consumer := must(consumerCluster.Consumer("", nil))
 	done := must(kubepact.Authenticate(context.Background(), consumer, provider, nil))

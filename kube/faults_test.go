@@ -64,15 +64,28 @@ func TestLostResponseAtEveryRequest(t *testing.T) {
 		keyNS := "keys-" + consumerID
 		pc, pd := lossyClients(t, provider.cluster.AdminConfig(), &pn, pLose)
 		cc, cd := lossyClients(t, consumer.cluster.AdminConfig(), &cn, cLose)
+		nonces := kube.NewNonceStore(pc)
 		p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
-			Namespaces: kube.NewNamespaces(pc), Nonces: kube.NewNonceStore(pc), Tenants: kube.NewTenantStore(pd),
-			Signer: kube.NewCSRSigner(pc, kube.NewApprover(pc)), Certificates: kube.NewCertificateCache(pc), RBAC: kube.NewRBAC(pc),
+			ProviderCore: kubepact.ProviderCore{
+				Namespaces:   kube.NewNamespaces(pc),
+				Nonces:       nonces,
+				Peek:         nonces,
+				Tenants:      kube.NewTenantStore(pd),
+				Signer:       kube.NewCSRSigner(pc, kube.NewApprover(pc)),
+				Certificates: kube.NewCertificateCache(pc),
+				RBAC:         kube.NewRBAC(pc),
+			},
 			Lifecycle: kube.NewLifecyclePorts(pc, pd),
 		}, nil)
 		require.NoError(t, err)
 		c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-			Namespaces: kube.NewNamespaces(cc), Keys: kube.NewKeyStore(cc, keyNS),
-			Identities: kube.NewIdentityStore(cd), Secrets: kube.NewSecretWriter(cc), IdentityKeys: kube.NewKeyring(cc, keyNS),
+			ConsumerCore: kubepact.ConsumerCore{
+				Namespaces: kube.NewNamespaces(cc),
+				Keys:       kube.NewKeyStore(cc, keyNS),
+				Identities: kube.NewIdentityStore(cd),
+				Secrets:    kube.NewSecretWriter(cc),
+			},
+			IdentityKeys: kube.NewKeyring(cc, keyNS),
 		}, &kubepact.ConsumerOptions{KeyNamespace: keyNS})
 		require.NoError(t, err)
 		return p, c, providerID, consumerID, keyNS

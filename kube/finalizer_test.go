@@ -11,6 +11,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // TestAcceptFinalizer checks on the real provider cluster who puts
@@ -25,9 +26,9 @@ func TestAcceptFinalizer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const providerID, consumerID = "cl-provider-finalizer", "cl-consumer-finalizer"
-	pc, err := kube.Connect(provider.cluster.AdminConfig(), nil)
+	pc, err := wire.Connect(provider.cluster.AdminConfig(), nil)
 	require.NoError(t, err)
-	cc, err := kube.Connect(consumer.cluster.AdminConfig(), &kube.ConnectOptions{KeyNamespace: "liqo-finalizer-keys"})
+	cc, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{KeyNamespace: "liqo-finalizer-keys"})
 	require.NoError(t, err)
 	unattended, err := pc.Provider(providerID, &kubepact.ProviderOptions{NoFinalizer: true})
 	require.NoError(t, err)

@@ -230,11 +230,13 @@ func TestIdentityReviewerApply(t *testing.T) {
 	require.NoError(t, kube.NewKeyStore(consumer.client, keyNamespace).Create(ctx, key))
 	r := newIdentityReviewer(t, &kube.IdentityReviewerOptions{RootCAs: provider.cluster.CA()})
 	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		Namespaces: kube.NewNamespaces(consumer.client),
-		Keys:       kube.NewKeyStore(consumer.client, keyNamespace),
-		Identities: kube.NewIdentityStore(consumer.typed),
-		Secrets:    kube.NewSecretWriter(consumer.client),
-		Reviewer:   r,
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: kube.NewNamespaces(consumer.client),
+			Keys:       kube.NewKeyStore(consumer.client, keyNamespace),
+			Identities: kube.NewIdentityStore(consumer.typed),
+			Secrets:    kube.NewSecretWriter(consumer.client),
+		},
+		Reviewer: r,
 	}, nil)
 	require.NoError(t, err)
 	namespace := clusterid.TenantNamespace(providerID)

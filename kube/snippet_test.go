@@ -31,6 +31,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // TestREADMESnippet runs the README's real-cluster snippet,
@@ -57,7 +58,7 @@ func TestREADMESnippet(t *testing.T) {
 		require.Equal(t, consumerID+" in "+clusterid.TenantNamespace(consumerID)+"\n", out)
 		require.NotEqual(t, consumerID, providerID)
 		for _, e := range []*freshCluster{p, c} {
-			_, err := kube.Connect(e.cluster.AdminConfig(), nil)
+			_, err := wire.Connect(e.cluster.AdminConfig(), nil)
 			require.NoError(t, err, "%s serves the CRDs", e.cluster.Name())
 			for _, name := range rbac.PeerRoleNames() {
 				_, err := e.client.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})

@@ -26,12 +26,13 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // TestWiringAuthenticate builds a Provider and a Consumer on the two real
 // clusters from nothing but their rest.Configs, runs the handshake, which
 // the consumer confirms online, and uses the kubeconfig it returns. It logs
-// the API requests each cluster served, the figures kube.NewProviderPorts
+// the API requests each cluster served, the figures wire.NewProviderPorts
 // documents, and holds them to that documentation.
 func TestWiringAuthenticate(t *testing.T) {
 	caCert, caKey := provider.cluster.SecondClientCA()
@@ -56,13 +57,13 @@ func TestWiringAuthenticate(t *testing.T) {
 			providerCfg := countingConfig(provider.cluster.AdminConfig(), &providerRequests)
 			consumerCfg := countingConfig(consumer.cluster.AdminConfig(), &consumerRequests)
 
-			endpoint, err := kube.EndpointFromConfig(providerCfg)
+			endpoint, err := wire.EndpointFromConfig(providerCfg)
 			require.NoError(t, err)
 			require.Equal(t, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, endpoint)
-			pports, err := kube.NewProviderPorts(providerCfg, &kube.ProviderPortsOptions{Signer: tt.signer})
+			pports, err := wire.NewProviderPorts(providerCfg, &wire.ProviderPortsOptions{Signer: tt.signer})
 			require.NoError(t, err)
 			keyNS := "keys-" + tt.consumerID
-			cports, err := kube.NewConsumerPorts(consumerCfg, &kube.ConsumerPortsOptions{KeyNamespace: keyNS})
+			cports, err := wire.NewConsumerPorts(consumerCfg, &wire.ConsumerPortsOptions{KeyNamespace: keyNS})
 			require.NoError(t, err)
 			require.NotNil(t, cports.Reviewer, "online by default")
 			var popts *kubepact.ProviderOptions
@@ -113,23 +114,23 @@ func TestWiringOptions(t *testing.T) {
 	t.Parallel()
 	cfg := provider.cluster.AdminConfig()
 	qps, burst := cfg.QPS, cfg.Burst
-	_, err := kube.NewProviderPorts(cfg, &kube.ProviderPortsOptions{QPS: 1, Burst: 1})
+	_, err := wire.NewProviderPorts(cfg, &wire.ProviderPortsOptions{QPS: 1, Burst: 1})
 	require.NoError(t, err)
-	_, err = kube.NewConsumerPorts(cfg, &kube.ConsumerPortsOptions{QPS: 1, Burst: 1})
+	_, err = wire.NewConsumerPorts(cfg, &wire.ConsumerPortsOptions{QPS: 1, Burst: 1})
 	require.NoError(t, err)
 	require.Equal(t, qps, cfg.QPS)
 	require.Equal(t, burst, cfg.Burst)
 	require.Nil(t, cfg.RateLimiter)
 
-	offline, err := kube.NewConsumerPorts(cfg, &kube.ConsumerPortsOptions{Offline: true})
+	offline, err := wire.NewConsumerPorts(cfg, &wire.ConsumerPortsOptions{Offline: true})
 	require.NoError(t, err)
 	require.Nil(t, offline.Reviewer)
 
-	_, err = kube.NewProviderPorts(nil, nil)
+	_, err = wire.NewProviderPorts(nil, nil)
 	require.Error(t, err)
-	_, err = kube.NewConsumerPorts(nil, nil)
+	_, err = wire.NewConsumerPorts(nil, nil)
 	require.Error(t, err)
-	_, err = kube.NewConsumerPorts(cfg, &kube.ConsumerPortsOptions{Reviewer: &kube.IdentityReviewerOptions{RootCAs: []byte("not PEM")}})
+	_, err = wire.NewConsumerPorts(cfg, &wire.ConsumerPortsOptions{Reviewer: &kube.IdentityReviewerOptions{RootCAs: []byte("not PEM")}})
 	require.Error(t, err)
 }
 
@@ -137,7 +138,7 @@ func TestWiringOptions(t *testing.T) {
 // through one limiter that the clientset and the dynamic client share.
 func TestWiringRateLimitShared(t *testing.T) {
 	t.Parallel()
-	ports, err := kube.NewConsumerPorts(consumer.cluster.AdminConfig(), &kube.ConsumerPortsOptions{
+	ports, err := wire.NewConsumerPorts(consumer.cluster.AdminConfig(), &wire.ConsumerPortsOptions{
 		KeyNamespace: "keys-wiring-rate", QPS: 4, Burst: 1,
 	})
 	require.NoError(t, err)
@@ -181,7 +182,7 @@ func TestEndpointFromConfig(t *testing.T) {
 	}
 	for _, tt := range ok {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := kube.EndpointFromConfig(tt.cfg)
+			got, err := wire.EndpointFromConfig(tt.cfg)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 		})
@@ -195,16 +196,16 @@ func TestEndpointFromConfig(t *testing.T) {
 		{"nil config", nil, kube.ErrNoServer},
 		{"no host", &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNoServer},
 		{"not a host", &rest.Config{Host: "https://", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNoServer},
-		{"http host", &rest.Config{Host: "http://127.0.0.1:8080", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNotHTTPS},
-		{"password in the URL", &rest.Config{Host: "https://admin:" + password + "@127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNotHTTPS},
-		{"query in the URL", &rest.Config{Host: "https://127.0.0.1:6443?token=" + password, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, kube.ErrNotHTTPS},
-		{"no CA", &rest.Config{Host: "https://127.0.0.1:6443", BearerToken: password}, kube.ErrNoCA},
-		{"CA not PEM", &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte(password)}}, kube.ErrNoCA},
+		{"http host", &rest.Config{Host: "http://127.0.0.1:8080", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, wire.ErrNotHTTPS},
+		{"password in the URL", &rest.Config{Host: "https://admin:" + password + "@127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, wire.ErrNotHTTPS},
+		{"query in the URL", &rest.Config{Host: "https://127.0.0.1:6443?token=" + password, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, wire.ErrNotHTTPS},
+		{"no CA", &rest.Config{Host: "https://127.0.0.1:6443", BearerToken: password}, wire.ErrNoCA},
+		{"CA not PEM", &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte(password)}}, wire.ErrNoCA},
 		{"unreadable CA file", &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(t.TempDir(), "missing.crt")}}, fs.ErrNotExist},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := kube.EndpointFromConfig(tt.cfg)
+			_, err := wire.EndpointFromConfig(tt.cfg)
 			require.ErrorIs(t, err, tt.want)
 			require.NotContains(t, err.Error(), password)
 			if errors.Is(tt.want, fs.ErrNotExist) {

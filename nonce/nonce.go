@@ -242,7 +242,9 @@ type Store interface {
 // last wrote. Such an entry may be stale, so it only ever serves to guess:
 // a provider verifies a Tenant against it to start work early that the
 // Tenant's redemption, which reads the stored entry, must then confirm.
-// Peek returns false when it has no entry of clusterID at hand.
+// Peek returns false when it has no entry of clusterID at hand. A provider
+// peeks only through the Peeker it is given as such
+// (kubepact.ProviderCore.Peek), never by asking its Store whether it is one.
 type Peeker interface {
 	Store
 	Peek(ctx context.Context, clusterID string) (Entry, bool)

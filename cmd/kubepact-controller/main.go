@@ -124,6 +124,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // LeaderElectionID names the Lease replicas elect their leader with.
@@ -456,9 +457,9 @@ func (o *options) providerConfig(ctx context.Context, cfg *rest.Config, client k
 	o.offer.configure(&pc)
 	o.bounds.configure(&pc)
 	if pc.Endpoint.Server == "" {
-		e, err := kube.EndpointFromClusterInfo(ctx, client)
+		e, err := wire.EndpointFromClusterInfo(ctx, client)
 		switch {
-		case errors.Is(err, kube.ErrNoClusterInfo):
+		case errors.Is(err, wire.ErrNoClusterInfo):
 			return pc, o.signer(&pc)
 		case err != nil:
 			return pc, fmt.Errorf("the API server URL from kube-public/cluster-info (pass --api-server-url instead): %w", err)

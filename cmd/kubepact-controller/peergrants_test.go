@@ -35,6 +35,7 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/saidentity"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // TestPeerIdentitiesReachNothingOfOurs makes a two-way peering between the
@@ -316,7 +317,7 @@ func tokenServerIdentity(ctx context.Context, t *testing.T, us, them peer) *rest
 		require.NoError(t, err)
 	}
 	require.NotNil(t, key, "the ControlPlane kubeconfig holds a key")
-	ports, err := kube.NewProviderPorts(us.cluster.AdminConfig(), nil)
+	ports, err := wire.NewProviderPorts(us.cluster.AdminConfig(), nil)
 	require.NoError(t, err)
 	tokens := kube.NewTokenStore(us.admin, keys.DefaultNamespace)
 	_, err = us.admin.CoreV1().Secrets(keys.DefaultNamespace).Get(ctx, authtoken.SecretName, metav1.GetOptions{})

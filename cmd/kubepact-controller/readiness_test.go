@@ -20,8 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubepact/kubepact/controllers"
-	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // podController is one kubepact-controller run in this process as if in
@@ -176,7 +176,7 @@ func deleteRole(ctx context.Context, t *testing.T, s *side, name string) {
 // as a managed cluster may not.
 func requireNoClusterInfo(ctx context.Context, t *testing.T, s *side) {
 	t.Helper()
-	_, err := s.admin.CoreV1().ConfigMaps(kube.ClusterInfoNamespace).Get(ctx, kube.ClusterInfoName, metav1.GetOptions{})
+	_, err := s.admin.CoreV1().ConfigMaps(wire.ClusterInfoNamespace).Get(ctx, wire.ClusterInfoName, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "kube-public/cluster-info must be missing: %v", err)
 }
 

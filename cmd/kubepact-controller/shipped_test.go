@@ -22,7 +22,7 @@ import (
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/internal/testcluster"
-	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // shippedArgs returns the controller container's args of the Deployment in
@@ -190,9 +190,9 @@ func publishClusterInfo(ctx context.Context, t *testing.T, admin kubernetes.Inte
 	cfg.Clusters[""] = &clientcmdapi.Cluster{Server: c.Host(), CertificateAuthorityData: c.CA()}
 	b, err := clientcmd.Write(*cfg)
 	require.NoError(t, err)
-	_, err = admin.CoreV1().ConfigMaps(kube.ClusterInfoNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: kube.ClusterInfoName, Namespace: kube.ClusterInfoNamespace},
-		Data:       map[string]string{kube.ClusterInfoKey: string(b)},
+	_, err = admin.CoreV1().ConfigMaps(wire.ClusterInfoNamespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ClusterInfoName, Namespace: wire.ClusterInfoNamespace},
+		Data:       map[string]string{wire.ClusterInfoKey: string(b)},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 }

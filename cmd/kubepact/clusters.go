@@ -275,16 +275,22 @@ func requireCRDs(d discovery.DiscoveryInterface, role string, resources ...strin
 
 // provider returns the Provider of this cluster, whose ID is id.
 func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact.ProviderOptions) (*kubepact.Provider, error) {
+	nonces := kube.NewNonceStore(c.client)
 	return kubepact.NewProvider(id, endpoint, kubepact.ProviderPorts{
-		Namespaces:   kube.NewNamespaces(c.client),
-		Nonces:       kube.NewNonceStore(c.client),
-		Tenants:      kube.NewTenantStore(c.typed),
-		Signer:       kube.NewCSRSigner(c.client, kube.NewApprover(c.client)),
-		Certificates: kube.NewCertificateCache(c.client),
-		RBAC:         kube.NewRBAC(c.client),
-		ClusterRBAC:  kube.NewRBAC(c.client),
-		Slices:       kube.NewSliceStore(c.typed),
-		Lifecycle:    kube.NewLifecyclePorts(c.client, c.typed),
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   kube.NewNamespaces(c.client),
+			Nonces:       nonces,
+			Peek:         nonces,
+			Tenants:      kube.NewTenantStore(c.typed),
+			Signer:       kube.NewCSRSigner(c.client, kube.NewApprover(c.client)),
+			Certificates: kube.NewCertificateCache(c.client),
+			RBAC:         kube.NewRBAC(c.client),
+		},
+		SlicePorts: kubepact.SlicePorts{
+			ClusterRBAC: kube.NewRBAC(c.client),
+			Slices:      kube.NewSliceStore(c.typed),
+		},
+		Lifecycle: kube.NewLifecyclePorts(c.client, c.typed),
 	}, opts)
 }
 
@@ -299,10 +305,12 @@ func (c *cluster) consumer(id string, reviewer identity.Reviewer, opts *kubepact
 	}
 	o.KeyNamespace = c.namespace // where the keys are, which their attestations name
 	return kubepact.NewConsumer(id, kubepact.ConsumerPorts{
-		Namespaces:   kube.NewNamespaces(c.client),
-		Keys:         kube.NewKeyStore(c.client, c.namespace),
-		Identities:   kube.NewIdentityStore(c.typed),
-		Secrets:      kube.NewSecretWriter(c.client),
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: kube.NewNamespaces(c.client),
+			Keys:       kube.NewKeyStore(c.client, c.namespace),
+			Identities: kube.NewIdentityStore(c.typed),
+			Secrets:    kube.NewSecretWriter(c.client),
+		},
 		IdentityKeys: kube.NewKeyring(c.client, c.namespace),
 		Reviewer:     reviewer,
 		Slices:       kube.NewSliceStore(c.typed),

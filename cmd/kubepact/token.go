@@ -19,6 +19,7 @@ import (
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // defaultServingSecret is the kubernetes.io/tls Secret that serve uses, and
@@ -96,7 +97,7 @@ func serveCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
-		ports, err := kube.NewProviderPorts(cl.config, nil)
+		ports, err := wire.NewProviderPorts(cl.config, nil)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kubepact/kubepact"
-	"github.com/kubepact/kubepact/fake"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 func main() {
@@ -24,11 +24,11 @@ func run(ctx context.Context, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 
-	providerCluster, err := fake.NewCluster("cl-provider", nil)
+	providerCluster, err := memory.NewCluster("cl-provider", nil)
 	if err != nil {
 		return err
 	}
-	consumerCluster, err := fake.NewCluster("cl-consumer", nil)
+	consumerCluster, err := memory.NewCluster("cl-consumer", nil)
 	if err != nil {
 		return err
 	}

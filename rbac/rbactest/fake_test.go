@@ -11,6 +11,8 @@ import (
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/rbac/rbactest"
+	"github.com/kubepact/kubepact/wire/intercept"
+	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // The in-memory fake passes the Reviewer suite; package kube runs it on a
@@ -28,15 +30,15 @@ func TestReviewerConformance(t *testing.T) {
 	})
 }
 
-// The same suite through fake.Faults, which wraps every provider port: the
+// The same suite through intercept.Faults, which wraps every provider port: the
 // hooks pass reviews through, record them, and inject failures that
 // CheckUnprivileged does not mistake for "unprivileged".
 func TestReviewerConformanceThroughFaults(t *testing.T) {
 	t.Parallel()
-	c, err := fake.NewCluster("provider", nil)
+	c, err := memory.NewCluster("provider", nil)
 	require.NoError(t, err)
-	f := &fake.Faults{}
-	b, ok := fake.InterceptProvider(c.ProviderPorts(), f).RBAC.(rbac.Binder)
+	f := &intercept.Faults{}
+	b, ok := intercept.Provider(c.ProviderPorts(), f).RBAC.(rbac.Binder)
 	require.True(t, ok, "the intercepted RBAC port is an rbac.Binder")
 	t.Run("Suite", func(t *testing.T) {
 		rbactest.RunReviewer(t, rbactest.ReviewerHarness{
@@ -54,12 +56,12 @@ func TestReviewerConformanceThroughFaults(t *testing.T) {
 			Parallel: true,
 		})
 	})
-	require.Contains(t, f.Calls(), fake.Call{Op: "RBAC.Allowed"})
-	require.Contains(t, f.Calls(), fake.Call{Op: "RBAC.Allowed", After: true})
+	require.Contains(t, f.Calls(), intercept.Call{Op: "RBAC.Allowed"})
+	require.Contains(t, f.Calls(), intercept.Call{Op: "RBAC.Allowed", After: true})
 
 	for _, after := range []bool{false, true} {
 		injected := errors.New("injected")
-		f.Set(func(_ context.Context, call fake.Call) error {
+		f.Set(func(_ context.Context, call intercept.Call) error {
 			if call.Op == "RBAC.Allowed" && call.After == after {
 				return injected
 			}

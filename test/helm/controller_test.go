@@ -31,6 +31,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // wait bounds each wait of the package's tests for the controller: to be
@@ -204,9 +205,9 @@ func publishClusterInfo(ctx context.Context, t *testing.T, e *env) {
 	cfg.Clusters[""] = &clientcmdapi.Cluster{Server: e.cluster.Host(), CertificateAuthorityData: e.cluster.CA()}
 	b, err := clientcmd.Write(*cfg)
 	require.NoError(t, err)
-	_, err = e.admin.CoreV1().ConfigMaps(kube.ClusterInfoNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: kube.ClusterInfoName, Namespace: kube.ClusterInfoNamespace},
-		Data:       map[string]string{kube.ClusterInfoKey: string(b)},
+	_, err = e.admin.CoreV1().ConfigMaps(wire.ClusterInfoNamespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ClusterInfoName, Namespace: wire.ClusterInfoNamespace},
+		Data:       map[string]string{wire.ClusterInfoKey: string(b)},
 	}, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
@@ -237,7 +238,7 @@ type peering struct {
 // whose kubepact-controller answers: liqoctl's steps on the provider (the
 // tenant namespace, the nonce Secret the controller fills, the Tenant whose
 // status it writes) and the library's consumer on the consumer cluster
-// (kube.Connect, Consumer.Tenant signs the nonce, Consumer.Apply stores the
+// (wire.Connect, Consumer.Tenant signs the nonce, Consumer.Apply stores the
 // Identity's kubeconfig after checking it with the provider). The
 // kubeconfig then authenticates on the provider as the consumer.
 func handshake(ctx context.Context, t *testing.T, p *env) peering {
@@ -246,12 +247,12 @@ func handshake(ctx context.Context, t *testing.T, p *env) peering {
 	providerID := recordedID(ctx, t, p)
 	// Connect installs the CRDs on the consumer cluster the first time,
 	// and waits for them to be established; the API server's discovery
-	// may serve them a moment later (kube.ErrCRDNotServed meanwhile).
-	var connected *kube.Cluster
+	// may serve them a moment later (wire.ErrCRDNotServed meanwhile).
+	var connected *wire.Cluster
 	var err error
 	eventually(t, "the consumer cluster connected", func() bool {
-		connected, err = kube.Connect(c.cluster.AdminConfig(), &kube.ConnectOptions{Install: true})
-		if errors.Is(err, kube.ErrCRDNotServed) {
+		connected, err = wire.Connect(c.cluster.AdminConfig(), &wire.ConnectOptions{Install: true})
+		if errors.Is(err, wire.ErrCRDNotServed) {
 			return false
 		}
 		require.NoError(t, err)

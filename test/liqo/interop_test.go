@@ -34,8 +34,8 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/controllers"
-	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/renewal"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // TestInterop runs the peering steps in both directions at once, on the
@@ -385,7 +385,7 @@ func allowed(ctx context.Context, t *testing.T, cs kubernetes.Interface, attrs *
 // administrator of p holds it.
 func kubepactProvider(t *testing.T, p *side) *kubepact.Provider {
 	t.Helper()
-	ports, err := kube.NewProviderPorts(p.cluster.AdminConfig(), nil)
+	ports, err := wire.NewProviderPorts(p.cluster.AdminConfig(), nil)
 	require.NoError(t, err)
 	prov, err := kubepact.NewProvider(p.id, kubepact.Endpoint{Server: p.cluster.Host(), CA: p.cluster.CA()}, ports, nil)
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ import (
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/internal/kustomize"
-	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // liqoClusterID is the Liqo cluster's ID, as Helm would record it.
@@ -236,9 +236,9 @@ func startKubepact(ctx context.Context, s *side) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.admin.CoreV1().ConfigMaps(kube.ClusterInfoNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: kube.ClusterInfoName, Namespace: kube.ClusterInfoNamespace},
-		Data:       map[string]string{kube.ClusterInfoKey: string(b)},
+	if _, err := s.admin.CoreV1().ConfigMaps(wire.ClusterInfoNamespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: wire.ClusterInfoName, Namespace: wire.ClusterInfoNamespace},
+		Data:       map[string]string{wire.ClusterInfoKey: string(b)},
 	}, metav1.CreateOptions{}); err != nil {
 		return err
 	}

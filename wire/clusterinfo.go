@@ -1,4 +1,4 @@
-package kube
+package wire
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/kube"
 )
 
 // The ConfigMap kubeadm publishes for clients joining the cluster: its
@@ -29,7 +30,7 @@ var ErrNoClusterInfo = errors.New("no kube-public/cluster-info")
 // EndpointFromClusterInfo returns the API server's URL and CA as kubeadm
 // publishes them in kube-public/cluster-info, checked as EndpointFromConfig
 // checks a config. It returns an error wrapping ErrNoClusterInfo when there
-// is no such ConfigMap, and ErrNoServer when it names no cluster. Note that
+// is no such ConfigMap, and kube.ErrNoServer when it names no cluster. Note that
 // kind's names the endpoint inside its Docker network, which other clusters
 // may not reach: a flag naming the URL wins over it.
 func EndpointFromClusterInfo(ctx context.Context, client kubernetes.Interface) (kubepact.Endpoint, error) {
@@ -38,7 +39,7 @@ func EndpointFromClusterInfo(ctx context.Context, client kubernetes.Interface) (
 		return kubepact.Endpoint{}, fmt.Errorf("%w: %w", ErrNoClusterInfo, err)
 	}
 	if err != nil {
-		return kubepact.Endpoint{}, wrap(err, "reading", "ConfigMap", ClusterInfoNamespace, ClusterInfoName)
+		return kubepact.Endpoint{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ClusterInfoNamespace, ClusterInfoName, err)
 	}
 	cfg, err := clientcmd.Load([]byte(cm.Data[ClusterInfoKey]))
 	if err != nil {
@@ -48,5 +49,5 @@ func EndpointFromClusterInfo(ctx context.Context, client kubernetes.Interface) (
 		// kubeadm writes one cluster, named "".
 		return EndpointFromConfig(&rest.Config{Host: c.Server, TLSClientConfig: rest.TLSClientConfig{CAData: c.CertificateAuthorityData}})
 	}
-	return kubepact.Endpoint{}, fmt.Errorf("ConfigMap %s/%s: %w: its kubeconfig names no cluster", ClusterInfoNamespace, ClusterInfoName, ErrNoServer)
+	return kubepact.Endpoint{}, fmt.Errorf("ConfigMap %s/%s: %w: its kubeconfig names no cluster", ClusterInfoNamespace, ClusterInfoName, kube.ErrNoServer)
 }

@@ -1,4 +1,4 @@
-package fake
+package memory
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
 )
@@ -36,23 +37,23 @@ type ClusterOptions struct {
 type Cluster struct {
 	Name         string
 	Server       string
-	Namespaces   *Namespaces
-	Nonces       *NonceStore
-	Tenants      *TenantStore
-	Identities   *IdentityStore
-	Secrets      *SecretWriter
-	Certificates *CertificateCache
-	RBAC         *RBAC
-	Keys         *KeyStore
-	IdentityKeys *Keyring
-	Approver     *Approver
-	Signer       *Signer
-	Reviewer     *Reviewer
-	Slices       *ResourceSlices
-	Revocations  *Revocations
+	Namespaces   *fake.Namespaces
+	Nonces       *fake.NonceStore
+	Tenants      *fake.TenantStore
+	Identities   *fake.IdentityStore
+	Secrets      *fake.SecretWriter
+	Certificates *fake.CertificateCache
+	RBAC         *fake.RBAC
+	Keys         *fake.KeyStore
+	IdentityKeys *fake.Keyring
+	Approver     *fake.Approver
+	Signer       *fake.Signer
+	Reviewer     *fake.Reviewer
+	Slices       *fake.ResourceSlices
+	Revocations  *fake.Revocations
 	// StorageClasses are the cluster's StorageClasses, offered to the
 	// ResourceSlices a provider accepts.
-	StorageClasses *StorageClasses
+	StorageClasses *fake.StorageClasses
 }
 
 // NewCluster returns an in-memory cluster called name, empty but for the
@@ -72,7 +73,7 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake cluster %s: %w", name, err)
 	}
-	approver := &Approver{}
+	approver := &fake.Approver{}
 	ca, err := csr.NewLocalCA(caPEM, caKey, &csr.LocalCAOptions{Clock: o.Clock, Rand: o.Rand, Approver: approver})
 	if err != nil {
 		return nil, fmt.Errorf("fake cluster %s: %w", name, err)
@@ -80,21 +81,21 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 	c := &Cluster{
 		Name:           name,
 		Server:         o.Server,
-		Namespaces:     &Namespaces{},
-		Nonces:         &NonceStore{},
-		Tenants:        &TenantStore{},
-		Identities:     &IdentityStore{},
-		Secrets:        &SecretWriter{},
-		Certificates:   &CertificateCache{},
-		RBAC:           &RBAC{},
-		Keys:           &KeyStore{},
-		IdentityKeys:   &Keyring{},
+		Namespaces:     &fake.Namespaces{},
+		Nonces:         &fake.NonceStore{},
+		Tenants:        &fake.TenantStore{},
+		Identities:     &fake.IdentityStore{},
+		Secrets:        &fake.SecretWriter{},
+		Certificates:   &fake.CertificateCache{},
+		RBAC:           &fake.RBAC{},
+		Keys:           &fake.KeyStore{},
+		IdentityKeys:   &fake.Keyring{},
 		Approver:       approver,
-		Signer:         &Signer{CA: ca},
-		Reviewer:       &Reviewer{Clock: o.Clock},
-		Slices:         &ResourceSlices{},
-		Revocations:    &Revocations{},
-		StorageClasses: &StorageClasses{},
+		Signer:         &fake.Signer{CA: ca},
+		Reviewer:       &fake.Reviewer{Clock: o.Clock},
+		Slices:         &fake.ResourceSlices{},
+		Revocations:    &fake.Revocations{},
+		StorageClasses: &fake.StorageClasses{},
 	}
 	if !o.NoPeerRoles {
 		if err := rbac.Install(context.Background(), c.RBAC); err != nil {
@@ -112,16 +113,21 @@ func (c *Cluster) Endpoint() kubepact.Endpoint {
 // ProviderPorts returns the ports a kubepact.Provider needs.
 func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
 	return kubepact.ProviderPorts{
-		Namespaces:     c.Namespaces,
-		Nonces:         c.Nonces,
-		Tenants:        c.Tenants,
-		Signer:         c.Signer,
-		Certificates:   c.Certificates,
-		RBAC:           c.RBAC,
-		ClusterRBAC:    c.RBAC,
-		Slices:         c.Slices,
-		Lifecycle:      c.LifecyclePorts(),
-		StorageClasses: c.StorageClasses,
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   c.Namespaces,
+			Nonces:       c.Nonces,
+			Peek:         c.Nonces,
+			Tenants:      c.Tenants,
+			Signer:       c.Signer,
+			Certificates: c.Certificates,
+			RBAC:         c.RBAC,
+		},
+		SlicePorts: kubepact.SlicePorts{
+			ClusterRBAC:    c.RBAC,
+			Slices:         c.Slices,
+			StorageClasses: c.StorageClasses,
+		},
+		Lifecycle: c.LifecyclePorts(),
 	}
 }
 
@@ -135,10 +141,12 @@ func (c *Cluster) LifecyclePorts() lifecycle.Ports {
 // online; until then the consumer applies them offline.
 func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts {
 	ports := kubepact.ConsumerPorts{
-		Namespaces:   c.Namespaces,
-		Keys:         c.Keys,
-		Identities:   c.Identities,
-		Secrets:      c.Secrets,
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: c.Namespaces,
+			Keys:       c.Keys,
+			Identities: c.Identities,
+			Secrets:    c.Secrets,
+		},
 		IdentityKeys: c.IdentityKeys,
 		Slices:       c.Slices,
 	}

@@ -1,4 +1,4 @@
-package fake
+package intercept
 
 import (
 	"context"
@@ -29,8 +29,7 @@ type Call struct {
 	After bool
 }
 
-// Faults injects failures into ports wrapped by InterceptProvider or
-// InterceptConsumer. Its zero value injects nothing and records every call.
+// Faults injects failures into ports wrapped by Provider or Consumer. Its zero value injects nothing and records every call.
 // Package fake's in-memory ports and package kube's adapters can both be
 // wrapped.
 // It is safe for concurrent use.
@@ -100,17 +99,24 @@ func call1[T any](ctx context.Context, f *Faults, op string, fn func() (T, error
 	return v, nil
 }
 
-// InterceptProvider returns ports that call f around every call of p's.
-func InterceptProvider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPorts {
+// Provider returns ports that call f around every call of p's, and that
+// have the optional ports p has: ProviderCore.Peek, which is kept as it is,
+// and SlicePorts.
+func Provider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPorts {
 	out := kubepact.ProviderPorts{
-		Namespaces:   namespacesHook{p.Namespaces, f},
-		Nonces:       noncesHook{p.Nonces, f},
-		Tenants:      tenantsHook{p.Tenants, f},
-		Signer:       signerHook{p.Signer, f},
-		Certificates: cacheHook{p.Certificates, f},
-		RBAC:         rbacHook{p.RBAC, f},
-		Lifecycle:    interceptLifecycle(p.Lifecycle, f),
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   namespacesHook{p.Namespaces, f},
+			Nonces:       noncesHook{p.Nonces, f},
+			Tenants:      tenantsHook{p.Tenants, f},
+			Signer:       signerHook{p.Signer, f},
+			Certificates: cacheHook{p.Certificates, f},
+			RBAC:         rbacHook{p.RBAC, f},
+		},
+		Lifecycle: interceptLifecycle(p.Lifecycle, f),
 	}
+	// Peek cannot fail, so it has no hook: it is kept as it is, and the
+	// provider peeks as it does without Faults.
+	out.Peek = p.Peek
 	if p.ClusterRBAC != nil {
 		out.ClusterRBAC = clusterBinderHook{p.ClusterRBAC, f}
 	}
@@ -126,13 +132,15 @@ func InterceptProvider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPor
 	return out
 }
 
-// InterceptConsumer returns ports that call f around every call of c's.
-func InterceptConsumer(c kubepact.ConsumerPorts, f *Faults) kubepact.ConsumerPorts {
+// Consumer returns ports that call f around every call of c's.
+func Consumer(c kubepact.ConsumerPorts, f *Faults) kubepact.ConsumerPorts {
 	out := kubepact.ConsumerPorts{
-		Namespaces: namespacesHook{c.Namespaces, f},
-		Keys:       keysHook{c.Keys, f},
-		Identities: identitiesHook{c.Identities, f},
-		Secrets:    secretsHook{c.Secrets, f},
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: namespacesHook{c.Namespaces, f},
+			Keys:       keysHook{c.Keys, f},
+			Identities: identitiesHook{c.Identities, f},
+			Secrets:    secretsHook{c.Secrets, f},
+		},
 	}
 	if c.IdentityKeys != nil {
 		out.IdentityKeys = keyringHook{c.IdentityKeys, f}

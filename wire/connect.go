@@ -1,10 +1,11 @@
-package kube
+package wire
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,12 +18,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/config/crd"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -41,7 +45,7 @@ var ErrCRDNotServed = errors.New("authentication.liqo.io CustomResourceDefinitio
 
 // CRDNotServedError names the CustomResourceDefinitions of
 // authentication.liqo.io/v1beta1 that a cluster does not serve: install
-// Liqo, or call InstallCRDs.
+// Liqo, or call kube.InstallCRDs.
 type CRDNotServedError struct {
 	// Server is the host (and port) of the API server asked.
 	Server string
@@ -52,7 +56,7 @@ type CRDNotServedError struct {
 
 func (e *CRDNotServedError) Error() string {
 	return fmt.Sprintf("%s does not serve authentication.liqo.io/v1beta1 %s: install Liqo, or kubepact's CRDs "+
-		"(connect with kube.ConnectOptions{Install: true}, or kube.InstallCRDs)",
+		"(connect with wire.ConnectOptions{Install: true}, or kube.InstallCRDs)",
 		e.Server, strings.Join(e.CRDs, ", "))
 }
 
@@ -110,16 +114,16 @@ type ConnectOptions struct {
 	Signer csr.Signer
 	// KeyNamespace, Offline and Reviewer configure the consumer's ports, as
 	// in ConsumerPortsOptions. KeyNamespace, the Liqo namespace, also holds
-	// the cluster's ID record (see EnsureClusterID).
+	// the cluster's ID record (see kube.EnsureClusterID).
 	KeyNamespace string
 	Offline      bool
-	Reviewer     *IdentityReviewerOptions
+	Reviewer     *kube.IdentityReviewerOptions
 	// Install makes the cluster ready for a handshake, creating only what
 	// it lacks and changing nothing it has: the authentication.liqo.io
-	// CRDs that are not served (InstallCRDs), the peer ClusterRoles that
+	// CRDs that are not served (kube.InstallCRDs), the peer ClusterRoles that
 	// are missing (rbac.PeerRoles, applied as rbac.Install does), and,
 	// when Provider or Consumer is called while the cluster records no
-	// cluster ID, the record of the ID they use (EnsureClusterID: the one
+	// cluster ID, the record of the ID they use (kube.EnsureClusterID: the one
 	// given, or a new one), where Liqo and kubepact-controller read it. It
 	// needs a cluster administrator's rights. Each install step is bounded
 	// by a minute.
@@ -157,10 +161,10 @@ type Cluster struct {
 // middle of a handshake: it returns a *CRDNotServedError (errors.Is
 // ErrCRDNotServed) naming them, unless opts.Install is set, which installs
 // them, and the missing peer ClusterRoles. cfg itself is not changed.
-// Other errors are ErrNoServer for a nil cfg, ErrRootCAsNotPEM for a
+// Other errors are kube.ErrNoServer for a nil cfg, kube.ErrRootCAsNotPEM for a
 // refused opts.Reviewer, client-go's for a cfg that cannot make a client,
 // the discovery request's own (an unreachable server, say), and those of
-// InstallCRDs and of applying a ClusterRole; none quotes cfg's
+// kube.InstallCRDs and of applying a ClusterRole; none quotes cfg's
 // credentials.
 //
 // Connect reads nothing else: the cluster's ID is read, once, by the first
@@ -180,7 +184,7 @@ func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
 		o = *opts
 	}
 	if cfg == nil {
-		return nil, fmt.Errorf("connect: %w: nil rest config", ErrNoServer)
+		return nil, fmt.Errorf("connect: %w: nil rest config", kube.ErrNoServer)
 	}
 	if o.QPS <= 0 && cfg.QPS == 0 && cfg.RateLimiter == nil {
 		o.QPS = DefaultQPS
@@ -217,7 +221,7 @@ func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
 
 // Endpoint returns how consumers reach this cluster's API server:
 // ConnectOptions.Endpoint, else what EndpointFromConfig read from the
-// rest.Config, else its error (ErrNoServer, ErrNotHTTPS, ErrNoCA or a
+// rest.Config, else its error (kube.ErrNoServer, ErrNotHTTPS, ErrNoCA or a
 // *fs.PathError).
 func (c *Cluster) Endpoint() (kubepact.Endpoint, error) {
 	if c.endpointErr != nil {
@@ -229,7 +233,7 @@ func (c *Cluster) Endpoint() (kubepact.Endpoint, error) {
 // ProviderPorts returns the ports of a kubepact.Provider over this cluster,
 // as NewProviderPorts does: all but SlicePolicy and StorageClasses, which
 // are policy (set them on a copy to offer StorageClasses with
-// NewStorageClasses). Each call returns the same ports.
+// kube.NewStorageClasses). Each call returns the same ports.
 func (c *Cluster) ProviderPorts() kubepact.ProviderPorts { return c.provider }
 
 // ConsumerPorts returns every port of a kubepact.Consumer over this
@@ -274,9 +278,9 @@ func (c *Cluster) Consumer(clusterID string, opts *kubepact.ConsumerOptions) (*k
 }
 
 // ClusterID returns the ID the cluster records in ConnectOptions.KeyNamespace
-// (RecordedClusterID), which its controllers and liqoctl use, read with the
+// (kube.RecordedClusterID), which its controllers and liqoctl use, read with the
 // first call and kept; "" when it records none. Errors are
-// RecordedClusterID's.
+// kube.RecordedClusterID's.
 func (c *Cluster) ClusterID() (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -290,7 +294,7 @@ func (c *Cluster) recorded() (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	id, err := RecordedClusterID(ctx, c.client, c.idNamespace)
+	id, err := kube.RecordedClusterID(ctx, c.client, c.idNamespace)
 	if err != nil {
 		return "", fmt.Errorf("reading the cluster ID: %w", err)
 	}
@@ -326,7 +330,7 @@ func (c *Cluster) clusterID(role, given string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	id, _, err := EnsureClusterID(ctx, c.client, given, &ClusterIDOptions{Namespace: c.idNamespace})
+	id, _, err := kube.EnsureClusterID(ctx, c.client, given, &kube.ClusterIDOptions{Namespace: c.idNamespace})
 	var conflict *clusterid.ConflictError
 	if errors.As(err, &conflict) {
 		// Recorded by another writer since it was read.
@@ -363,7 +367,7 @@ func install(cfg *rest.Config, cs kubernetes.Interface, notServed error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	if missing != nil {
-		if err := InstallCRDs(ctx, cfg); err != nil {
+		if err := kube.InstallCRDs(ctx, cfg); err != nil {
 			return err
 		}
 		// Established is not yet served: discovery may lag behind it by
@@ -385,7 +389,7 @@ func install(cfg *rest.Config, cs kubernetes.Interface, notServed error) error {
 			return err
 		}
 	}
-	roles := NewRBAC(cs)
+	roles := kube.NewRBAC(cs)
 	for _, r := range rbac.PeerRoles() {
 		switch ok, err := roles.HasClusterRole(ctx, r.Name); {
 		case err != nil:
@@ -400,11 +404,11 @@ func install(cfg *rest.Config, cs kubernetes.Interface, notServed error) error {
 }
 
 // Clientset returns the Cluster's clientset, for the ports Connect does not
-// build (NewRBAC for rbac.Install, NewTokenStore, saidentity's); it shares
+// build (kube.NewRBAC for rbac.Install, kube.NewTokenStore, saidentity's); it shares
 // the Cluster's rate limiter.
 func (c *Cluster) Clientset() kubernetes.Interface { return c.client }
 
-// Client returns the Cluster's controller-runtime client (NewClient), which
+// Client returns the Cluster's controller-runtime client (kube.NewClient), which
 // shares the Cluster's rate limiter.
 func (c *Cluster) Client() client.Client { return c.typed }
 
@@ -412,39 +416,47 @@ func (c *Cluster) Client() client.Client { return c.typed }
 // controller-runtime client; a nil signer signs through the CSR API.
 func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Signer) kubepact.ProviderPorts {
 	if signer == nil {
-		signer = NewCSRSigner(cs, NewApprover(cs))
+		signer = kube.NewCSRSigner(cs, kube.NewApprover(cs))
 	}
-	rbac := NewRBAC(cs)
+	rbac := kube.NewRBAC(cs)
+	nonces := kube.NewNonceStore(cs)
 	return kubepact.ProviderPorts{
-		Namespaces:   NewNamespaces(cs),
-		Nonces:       NewNonceStore(cs),
-		Tenants:      NewTenantStore(typed),
-		Signer:       signer,
-		Certificates: NewCertificateCache(cs),
-		RBAC:         rbac,
-		ClusterRBAC:  rbac,
-		Slices:       NewSliceStore(typed),
-		Lifecycle:    NewLifecyclePorts(cs, typed),
+		ProviderCore: kubepact.ProviderCore{
+			Namespaces:   kube.NewNamespaces(cs),
+			Nonces:       nonces,
+			Peek:         nonces,
+			Tenants:      kube.NewTenantStore(typed),
+			Signer:       signer,
+			Certificates: kube.NewCertificateCache(cs),
+			RBAC:         rbac,
+		},
+		SlicePorts: kubepact.SlicePorts{
+			ClusterRBAC: rbac,
+			Slices:      kube.NewSliceStore(typed),
+		},
+		Lifecycle: kube.NewLifecyclePorts(cs, typed),
 	}
 }
 
 // consumerPorts returns the ports of a consumer over one clientset and one
 // controller-runtime client, keeping keys in keyNamespace (empty:
-// keys.DefaultNamespace), with an IdentityReviewer unless offline.
-func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace string, offline bool, reviewer *IdentityReviewerOptions) (kubepact.ConsumerPorts, error) {
+// keys.DefaultNamespace), with a kube.IdentityReviewer unless offline.
+func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace string, offline bool, reviewer *kube.IdentityReviewerOptions) (kubepact.ConsumerPorts, error) {
 	if keyNamespace == "" {
 		keyNamespace = keys.DefaultNamespace
 	}
 	ports := kubepact.ConsumerPorts{
-		Namespaces:   NewNamespaces(cs),
-		Keys:         NewKeyStore(cs, keyNamespace),
-		Identities:   NewIdentityStore(typed),
-		Secrets:      NewSecretWriter(cs),
-		IdentityKeys: NewKeyring(cs, keyNamespace),
-		Slices:       NewSliceStore(typed),
+		ConsumerCore: kubepact.ConsumerCore{
+			Namespaces: kube.NewNamespaces(cs),
+			Keys:       kube.NewKeyStore(cs, keyNamespace),
+			Identities: kube.NewIdentityStore(typed),
+			Secrets:    kube.NewSecretWriter(cs),
+		},
+		IdentityKeys: kube.NewKeyring(cs, keyNamespace),
+		Slices:       kube.NewSliceStore(typed),
 	}
 	if !offline {
-		r, err := NewIdentityReviewer(reviewer)
+		r, err := kube.NewIdentityReviewer(reviewer)
 		if err != nil {
 			return kubepact.ConsumerPorts{}, err
 		}
@@ -489,4 +501,23 @@ func serverHost(cfg *rest.Config) string {
 		return "the API server"
 	}
 	return u.Host
+}
+
+// crdNames returns the names of the CRDs of crd.Manifests, such as
+// "tenants.authentication.liqo.io", sorted.
+func crdNames() ([]string, error) {
+	var names []string
+	for _, manifest := range crd.Manifests() {
+		var m struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(manifest, &m); err != nil {
+			return nil, fmt.Errorf("decoding CRD manifest: %w", err)
+		}
+		names = append(names, m.Metadata.Name)
+	}
+	sort.Strings(names)
+	return names, nil
 }

@@ -1,13 +1,11 @@
-package kube
+package wire
 
 import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -16,12 +14,12 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/kube"
 )
 
-// Errors of EndpointFromConfig. None quotes the config's credentials.
+// Errors of EndpointFromConfig, besides kube.ErrNoServer. None quotes the
+// config's credentials.
 var (
-	// ErrNoServer reports a rest.Config without an API server host.
-	ErrNoServer = errors.New("rest config names no API server")
 	// ErrNotHTTPS reports an API server URL that is not a plain https URL
 	// (another scheme, or user info, a query or a fragment in it).
 	ErrNotHTTPS = errors.New("API server URL is not a plain https URL")
@@ -31,8 +29,8 @@ var (
 )
 
 // ProviderPortsOptions tunes NewProviderPorts. The zero value, like a nil
-// pointer, signs certificates through the API server's CSR API (CSRSigner
-// with Approver) and keeps cfg's rate limits (QPS and Burst, else
+// pointer, signs certificates through the API server's CSR API (kube.CSRSigner
+// with kube.Approver) and keeps cfg's rate limits (QPS and Burst, else
 // client-go's defaults of 5 and 10).
 type ProviderPortsOptions struct {
 	// Signer, when set, signs consumers' certificates instead of the CSR
@@ -49,11 +47,11 @@ type ProviderPortsOptions struct {
 }
 
 // NewProviderPorts returns the ports of a kubepact.Provider over the API
-// server of cfg: Namespaces, NonceStore, TenantStore, CSRSigner with
-// Approver (or opts.Signer), CertificateCache, RBAC (also as ClusterRBAC),
-// SliceStore and the lifecycle ports; it leaves SlicePolicy and
+// server of cfg: kube.Namespaces, kube.NonceStore, kube.TenantStore, kube.CSRSigner with
+// kube.Approver (or opts.Signer), kube.CertificateCache, RBAC (also as ClusterRBAC),
+// kube.SliceStore and the lifecycle ports; it leaves SlicePolicy and
 // StorageClasses, which are policy, nil. It builds one
-// clientset, one controller-runtime client (NewClient), one HTTP client and one client-side rate
+// clientset, one controller-runtime client (kube.NewClient), one HTTP client and one client-side rate
 // limiter, shared by all the ports; cfg itself is not changed. It fails only
 // when cfg cannot make a client.
 //
@@ -82,7 +80,7 @@ func NewProviderPorts(cfg *rest.Config, opts *ProviderPortsOptions) (kubepact.Pr
 
 // ConsumerPortsOptions tunes NewConsumerPorts. The zero value, like a nil
 // pointer, keeps keys in keys.DefaultNamespace, confirms Identities online
-// with an IdentityReviewer that trusts the system roots for API servers
+// with a kube.IdentityReviewer that trusts the system roots for API servers
 // without a CA, and keeps cfg's rate limits.
 type ConsumerPortsOptions struct {
 	// KeyNamespace holds the cluster key and the identities' own keys (of
@@ -93,9 +91,9 @@ type ConsumerPortsOptions struct {
 	// the Identity itself allows (identity.Verify): for a consumer that
 	// cannot reach its providers' API servers.
 	Offline bool
-	// Reviewer tunes the IdentityReviewer (extra roots for a provider API
+	// Reviewer tunes the kube.IdentityReviewer (extra roots for a provider API
 	// server whose kubeconfig has no CA, a timeout); nil uses its defaults.
-	Reviewer *IdentityReviewerOptions
+	Reviewer *kube.IdentityReviewerOptions
 	// QPS and Burst, when positive, replace cfg's QPS and Burst (and any
 	// RateLimiter of cfg); zero keeps cfg's own. A handshake makes 8 to 12
 	// requests to the consumer's API server (12 for a Strict consumer), so
@@ -105,14 +103,14 @@ type ConsumerPortsOptions struct {
 }
 
 // NewConsumerPorts returns every port of a kubepact.Consumer over the API
-// server of cfg: Namespaces, KeyStore and Keyring in opts.KeyNamespace,
-// IdentityStore, SecretWriter, SliceStore, and an IdentityReviewer as Reviewer (unless
+// server of cfg: kube.Namespaces, kube.KeyStore and kube.Keyring in opts.KeyNamespace,
+// kube.IdentityStore, kube.SecretWriter, kube.SliceStore, and a kube.IdentityReviewer as Reviewer (unless
 // opts.Offline), so that Authenticate and Apply ask the provider who the new
-// kubeconfig authenticates as before writing it. The Keyring makes the ports
+// kubeconfig authenticates as before writing it. The kube.Keyring makes the ports
 // fit a Strict consumer as well as a Compatible one. The ports share one
 // clientset, one controller-runtime client and one rate limiter; cfg itself is not
 // changed. It fails when cfg cannot make a client or opts.Reviewer is
-// refused by NewIdentityReviewer.
+// refused by kube.NewIdentityReviewer.
 func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.ConsumerPorts, error) {
 	var o ConsumerPortsOptions
 	if opts != nil {
@@ -137,7 +135,7 @@ func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.Co
 // turns rate limiting off, as in client-go.
 func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface, client.Client, error) {
 	if cfg == nil {
-		return nil, nil, fmt.Errorf("%w: nil rest config", ErrNoServer)
+		return nil, nil, fmt.Errorf("%w: nil rest config", kube.ErrNoServer)
 	}
 	cfg = rest.CopyConfig(cfg)
 	if qps > 0 || burst > 0 {
@@ -162,33 +160,15 @@ func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface,
 	if err != nil {
 		return nil, nil, err
 	}
-	cs, err := NewClientset(cfg, h)
+	cs, err := kube.NewClientset(cfg, h)
 	if err != nil {
 		return nil, nil, err
 	}
-	typed, err := NewClient(cfg, h)
+	typed, err := kube.NewClient(cfg, h)
 	if err != nil {
 		return nil, nil, err
 	}
 	return cs, typed, nil
-}
-
-// NewClientset returns a clientset for cfg over httpClient (nil makes one
-// from cfg) that sends and accepts protobuf, as the control plane's own
-// controllers do, unless cfg names a content type: the API server encodes
-// and decodes it at a fraction of JSON's cost. The clientset serves only
-// built-in kinds, which all speak protobuf; the authentication.liqo.io
-// kinds go through NewClient, which speaks JSON to them.
-func NewClientset(cfg *rest.Config, httpClient *http.Client) (kubernetes.Interface, error) {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.ContentType == "" {
-		cfg.ContentType = runtime.ContentTypeProtobuf
-		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	}
-	if httpClient == nil {
-		return kubernetes.NewForConfig(cfg)
-	}
-	return kubernetes.NewForConfigAndClient(cfg, httpClient)
 }
 
 // EndpointFromConfig returns how consumers reach the API server of cfg, for
@@ -196,19 +176,19 @@ func NewClientset(cfg *rest.Config, httpClient *http.Client) (kubernetes.Interfa
 // no scheme, as client-go does) and the PEM CA of its serving certificate
 // (cfg.CAData, else the file cfg.CAFile names). Consumers get exactly this
 // URL, so cfg must name the API server as they reach it;
-// TLSClientConfig.ServerName is not carried. It returns ErrNoServer,
+// TLSClientConfig.ServerName is not carried. It returns kube.ErrNoServer,
 // ErrNotHTTPS or ErrNoCA, or the *fs.PathError of an unreadable CA file;
 // no error quotes credentials.
 func EndpointFromConfig(cfg *rest.Config) (kubepact.Endpoint, error) {
 	if cfg == nil || cfg.Host == "" {
-		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w", ErrNoServer)
+		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w", kube.ErrNoServer)
 	}
 	// A Host without a scheme is https when TLS is configured, as it must
 	// be here. The parse error is dropped: it would quote the Host, and
 	// with it any password in it.
 	u, _, err := rest.DefaultServerURL(cfg.Host, "", schema.GroupVersion{}, true)
 	if err != nil || u.Host == "" {
-		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: its host is neither a URL nor host:port", ErrNoServer)
+		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: its host is neither a URL nor host:port", kube.ErrNoServer)
 	}
 	if u.Scheme != "https" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: scheme %q, host %s", ErrNotHTTPS, u.Scheme, u.Host)
