@@ -18,6 +18,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/kubeconfig"
 )
 
@@ -30,6 +31,7 @@ var (
 // kubepactCLI builds the kubepact CLI once and returns its path.
 func kubepactCLI(t *testing.T) string {
 	t.Helper()
+	env := testenv.New(t, testenv.Options{Go: true})
 	cliOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "kubepact-cli")
 		if err != nil {
@@ -37,7 +39,9 @@ func kubepactCLI(t *testing.T) string {
 			return
 		}
 		cliPath = filepath.Join(dir, "kubepact")
-		out, err := exec.Command("go", "build", "-o", cliPath, "../kubepact").CombinedOutput()
+		build := exec.Command("go", "build", "-o", cliPath, "../kubepact")
+		build.Env = env
+		out, err := build.CombinedOutput()
 		if err != nil {
 			cliErr = &exec.ExitError{Stderr: out}
 		}
@@ -46,13 +50,15 @@ func kubepactCLI(t *testing.T) string {
 	return cliPath
 }
 
-// runCLI runs the CLI with args and stdin, and returns its stdout; it
-// fails t unless the CLI succeeds.
+// runCLI runs the CLI with args and stdin, in an environment of its own (no
+// kubeconfig but the one args name), and returns its stdout; it fails t
+// unless the CLI succeeds.
 func runCLI(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kubepactCLI(t), args...)
+	cmd.Env = testenv.New(t, testenv.Options{})
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

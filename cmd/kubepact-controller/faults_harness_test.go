@@ -37,6 +37,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
@@ -62,6 +63,7 @@ func buildShippedBinary(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kubepact-controller")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Env = testenv.New(t, testenv.Options{Go: true})
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run(), "go build ./cmd/kubepact-controller")
 	return bin
@@ -105,8 +107,8 @@ func supervise(t *testing.T, name, bin, kubeconfig string, args []string) *super
 	t.Helper()
 	// The Pod's name, namespace and UID, as the Deployment gives them from
 	// the downward API: the same across the restarts of a replica.
-	env := append(os.Environ(), "KUBECONFIG="+kubeconfig,
-		"POD_NAME=kubepact-controller-"+name, "POD_NAMESPACE=kubepact-system", "POD_UID="+string(uuid.NewUUID()))
+	env := testenv.New(t, testenv.Options{Kubeconfig: kubeconfig, Set: []string{
+		"POD_NAME=kubepact-controller-" + name, "POD_NAMESPACE=kubepact-system", "POD_UID=" + string(uuid.NewUUID())}})
 	s := &supervised{name: name, bin: bin, args: args, env: env, done: make(chan struct{})}
 	require.NoError(t, s.start())
 	go s.loop()

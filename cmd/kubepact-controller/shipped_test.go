@@ -23,6 +23,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/wire"
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // shippedArgs returns the controller container's args of the Deployment in
@@ -69,6 +70,7 @@ func TestShippedArgs(t *testing.T) {
 	defer cancel()
 	bin := filepath.Join(t.TempDir(), "kubepact-controller")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Env = testenv.New(t, testenv.Options{Go: true})
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run(), "go build ./cmd/kubepact-controller")
 
@@ -111,7 +113,7 @@ func TestShippedArgs(t *testing.T) {
 	// A flag that disagrees with the record stops the start, with exit 1.
 	cmd := exec.CommandContext(ctx, bin, "--cluster-id=cl-typo", "--roles=consumer", "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Env = testenv.New(t, testenv.Options{Kubeconfig: kubeconfig})
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "%s", out)
@@ -125,7 +127,7 @@ func runShipped(ctx context.Context, t *testing.T, bin, kubeconfig, probe, metri
 	t.Helper()
 	var logs lockedBuffer
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Env = testenv.New(t, testenv.Options{Kubeconfig: kubeconfig})
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/internal/prevbuild"
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
 )
@@ -205,7 +205,7 @@ func startBinary(ctx context.Context, t *testing.T, bin string, p peer, args []s
 	args, probe, _ := withPorts(t, args)
 	logs := &lockedBuffer{}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+serviceAccountKubeconfig(t, p.cluster))
+	cmd.Env = testenv.New(t, testenv.Options{Kubeconfig: serviceAccountKubeconfig(t, p.cluster)})
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	pr := &process{cmd: cmd, exited: make(chan error, 1)}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"go/parser"
 	"go/token"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -22,6 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // cliErr runs the CLI in-process over e (stdin empty when e.stdin is nil)
@@ -129,22 +130,24 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
-// TestKubectlPlugin builds the CLI as kubectl-kubepact, puts it on PATH and
-// runs it through kubectl.
+// TestKubectlPlugin builds the CLI as kubectl-kubepact and runs it through
+// kubectl, with a PATH of only its directory and kubectl's: a
+// kubectl-kubepact the developer installed (as the README's install block
+// does) or another plugin of theirs does not show.
 func TestKubectlPlugin(t *testing.T) {
 	t.Parallel()
 	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		kubectl = "/usr/bin/kubectl"
-	}
+	require.NoError(t, err, "kubectl must be on the PATH")
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test", "-o", filepath.Join(dir, "kubectl-kubepact"), ".")
+	build.Env = testenv.New(t, testenv.Options{Go: true})
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	env := testenv.New(t, testenv.Options{Dirs: []string{dir}, Programs: []string{kubectl}})
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(kubectl, args...)
-		cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
 		return string(out)

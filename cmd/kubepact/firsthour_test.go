@@ -32,6 +32,7 @@ import (
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
@@ -403,6 +404,7 @@ func TestAuthenticateInterrupted(t *testing.T) {
 
 	// As a process: SIGINT.
 	cmd := exec.CommandContext(ctx, bin, args("authenticate", "--timeout", "2m")...)
+	cmd.Env = testenv.New(t, testenv.Options{})
 	pipe, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -443,6 +445,7 @@ var (
 // buildCLI builds the kubepact binary once for the package's tests.
 func buildCLI(t *testing.T) string {
 	t.Helper()
+	env := testenv.New(t, testenv.Options{Go: true})
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "kubepact-bin-")
 		if err != nil {
@@ -450,7 +453,9 @@ func buildCLI(t *testing.T) string {
 			return
 		}
 		builtCLI = filepath.Join(dir, "kubepact")
-		out, err := exec.Command("go", "build", "-o", builtCLI, ".").CombinedOutput()
+		build := exec.Command("go", "build", "-o", builtCLI, ".")
+		build.Env = env
+		out, err := build.CombinedOutput()
 		if err != nil {
 			buildErr = errors.New(string(out))
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testcluster"
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/rbac"
@@ -82,6 +83,7 @@ func TestREADMECLIBlock(t *testing.T) {
 	// The binary is built while the clusters start.
 	bin := t.TempDir()
 	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, "kubepact"), ".")
+	build.Env = testenv.New(t, testenv.Options{Go: true})
 	var buildOut strings.Builder
 	build.Stdout, build.Stderr = &buildOut, &buildOut
 	require.NoError(t, build.Start())
@@ -157,19 +159,16 @@ func TestREADMECLIBlock(t *testing.T) {
 }
 
 // runREADMEBlock runs block with bash, set -euo pipefail, in dir, with bin
-// first on the PATH and KUBECONFIG naming no file, so that a command
-// without --kubeconfig fails. It fails t unless the block exits 0 and
-// prints no key or kubeconfig credentials, and returns what it printed.
+// first on a PATH that holds besides only bash and kubectl, in a HOME of its
+// own, and KUBECONFIG naming no file, so that a command without
+// --kubeconfig fails. It fails t unless the block exits 0 and prints no key
+// or kubeconfig credentials, and returns what it printed.
 func runREADMEBlock(t *testing.T, ctx context.Context, dir, bin, name, block string) string {
 	t.Helper()
-	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "KUBECONFIG=" + filepath.Join(dir, "absent.kubeconfig")}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "KUBECONFIG=") {
-			env = append(env, kv)
-		}
-	}
 	cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+block)
-	cmd.Dir, cmd.Env = dir, env
+	cmd.Dir = dir
+	cmd.Env = testenv.New(t, testenv.Options{Kubeconfig: filepath.Join(dir, "absent.kubeconfig"), Dirs: []string{bin},
+		Programs: []string{"bash", "kubectl"}})
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the README's CLI block %s:\n%s\nprinted:\n%s", name, block, out)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubepact/kubepact/internal/testenv"
 	buildversion "github.com/kubepact/kubepact/internal/version"
 )
 
@@ -33,10 +34,11 @@ func readmeBlock(t *testing.T, heading string) string {
 }
 
 // TestREADMEInstall runs the README's CLI install block as written, from
-// the repository's root, with an empty GOBIN on the PATH: it installs
-// kubepact, which the README's examples run, and the kubectl plugin; both
-// print the version; bash completes kubepact and kubectl completes
-// "kubectl kubepact".
+// the repository's root, with an empty GOBIN first on a PATH that holds
+// besides only what the block runs (go, kubectl, bash, ln, chmod), in a HOME
+// of its own: it installs kubepact, which the README's examples run, and
+// the kubectl plugin; both print the version; bash completes kubepact and
+// kubectl completes "kubectl kubepact".
 func TestREADMEInstall(t *testing.T) {
 	t.Parallel()
 	kubectl, err := exec.LookPath("kubectl")
@@ -45,7 +47,8 @@ func TestREADMEInstall(t *testing.T) {
 	require.Contains(t, block, "go install ./cmd/kubepact", "the install block")
 
 	bin := t.TempDir()
-	env := append(os.Environ(), "GOBIN="+bin, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env := testenv.New(t, testenv.Options{Dirs: []string{bin}, Programs: []string{"bash", kubectl, "ln", "chmod"}, Go: true,
+		Set: []string{"GOBIN=" + bin}})
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	// The block as written, then what it set up, in the same shell.

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 const (
@@ -57,7 +59,9 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 // kustomize.
 func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), "kubectl", "kustomize", dir).Output()
+	cmd := exec.CommandContext(t.Context(), "kubectl", "kustomize", dir)
+	cmd.Env = testenv.New(t, testenv.Options{Programs: []string{"kubectl"}})
+	out, err := cmd.Output()
 	if exit, ok := err.(*exec.ExitError); ok {
 		t.Fatalf("kubectl kustomize %s: %v: %s", dir, err, exit.Stderr)
 	}

@@ -28,6 +28,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // ErrNoRepository reports that the directory Build starts from is in no git
@@ -66,8 +68,10 @@ type Options struct {
 // resolves to a commit) and that commit's source tree, so that its config/
 // can be rendered. The first call extracts the tree with git archive and
 // builds ./cmd/kubepact-controller in it with the go command on the PATH,
-// the module and build caches of the environment, and no workspace; later
-// calls find both in the cache.
+// the module and build caches and settings `go env` reports, and no
+// workspace; later calls find both in the cache. git, tar and go run in an
+// environment of their own (see internal/testenv): a HOME of Build's, a
+// PATH of only them.
 func Build(ctx context.Context, commit string, opts *Options) (bin, tree string, err error) {
 	if opts == nil {
 		opts = &Options{}
@@ -75,6 +79,18 @@ func Build(ctx context.Context, commit string, opts *Options) (bin, tree string,
 	dir := opts.Dir
 	if dir == "" {
 		dir = "."
+	}
+	home, err := os.MkdirTemp("", "prevbuild-home-")
+	if err != nil {
+		return "", "", fmt.Errorf("prevbuild: %w", err)
+	}
+	defer os.RemoveAll(home)
+	env, err := testenv.Build(testenv.Options{Home: home, Programs: []string{"git", "tar"}, Go: true})
+	if err != nil {
+		return "", "", fmt.Errorf("prevbuild: %w", err)
+	}
+	git := func(ctx context.Context, dir string, args ...string) (string, error) {
+		return runGit(ctx, env, dir, args...)
 	}
 	root, err := git(ctx, dir, "rev-parse", "--show-toplevel")
 	if err != nil {
@@ -107,11 +123,11 @@ func Build(ctx context.Context, commit string, opts *Options) (bin, tree string,
 		return "", "", fmt.Errorf("prevbuild: %w", err)
 	}
 	if treeErr != nil {
-		if err := extract(ctx, root, full, entry, tree); err != nil {
+		if err := extract(ctx, env, root, full, entry, tree); err != nil {
 			return "", "", err
 		}
 	}
-	if err := build(ctx, full, tree, bin); err != nil {
+	if err := build(ctx, env, full, tree, bin); err != nil {
 		return "", "", err
 	}
 	return bin, tree, nil
@@ -119,8 +135,8 @@ func Build(ctx context.Context, commit string, opts *Options) (bin, tree string,
 
 // extract writes commit's tree, from git archive, to tree: extracted beside
 // it in entry and then renamed, so that an interrupted run leaves no half
-// tree under the name later runs trust.
-func extract(ctx context.Context, root, commit, entry, tree string) error {
+// tree under the name later runs trust. git and tar run with env.
+func extract(ctx context.Context, env []string, root, commit, entry, tree string) error {
 	tmp, err := os.MkdirTemp(entry, "src-")
 	if err != nil {
 		return fmt.Errorf("prevbuild: %w", err)
@@ -128,6 +144,7 @@ func extract(ctx context.Context, root, commit, entry, tree string) error {
 	defer os.RemoveAll(tmp)
 	archive := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", commit)
 	untar := exec.CommandContext(ctx, "tar", "-x", "-C", tmp)
+	archive.Env, untar.Env = env, env
 	var archiveErr, untarErr bytes.Buffer
 	archive.Stderr, untar.Stderr = &archiveErr, &untarErr
 	if untar.Stdin, err = archive.StdoutPipe(); err != nil {
@@ -153,13 +170,14 @@ func extract(ctx context.Context, root, commit, entry, tree string) error {
 }
 
 // build builds ./cmd/kubepact-controller of tree into bin, through a file
-// of this process's own that is renamed into place.
-func build(ctx context.Context, commit, tree, bin string) error {
+// of this process's own that is renamed into place. go runs with env, no
+// workspace, and flags of its own.
+func build(ctx context.Context, env []string, commit, tree, bin string) error {
 	partial := bin + ".partial-" + strconv.Itoa(os.Getpid())
 	defer os.Remove(partial)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", partial, "./cmd/kubepact-controller")
 	cmd.Dir = tree
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
+	cmd.Env = append(env, "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("prevbuild: go build ./cmd/kubepact-controller of %s in %s: %w\n%s", commit, tree, err, out)
 	}
@@ -169,10 +187,11 @@ func build(ctx context.Context, commit, tree, bin string) error {
 	return nil
 }
 
-// git runs git in dir and returns its output without the trailing newline,
-// or an error with what git wrote to its standard error.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
+// runGit runs git in dir with env and returns its output without the
+// trailing newline, or an error with what git wrote to its standard error.
+func runGit(ctx context.Context, env []string, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

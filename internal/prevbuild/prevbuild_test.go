@@ -13,13 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact/internal/prevbuild"
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
-// gitIn runs git in dir with a fixed identity and returns its output.
+// gitIn runs git in dir with a fixed identity, in an environment of its
+// own, and returns its output.
 func gitIn(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=test", "-c", "user.email=test@example.com",
 		"-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Env = testenv.New(t, testenv.Options{Programs: []string{"git"}})
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "git %v: %s", args, out)
 	return strings.TrimSpace(string(out))
@@ -70,7 +73,9 @@ func TestBuild(t *testing.T) {
 	bin, tree, err := prevbuild.Build(ctx, first, opts)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(cache, "prev-"+first, "kubepact-controller"), bin)
-	out, err := exec.Command(bin).CombinedOutput()
+	run := exec.Command(bin)
+	run.Env = testenv.New(t, testenv.Options{})
+	out, err := run.CombinedOutput()
 	require.NoError(t, err)
 	assert.Equal(t, "one\n", string(out), "the first commit's binary")
 	v, err := os.ReadFile(filepath.Join(tree, "config", "version"))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // Versions of the control-plane components, as built by hack/controlplane.sh.
@@ -28,6 +30,16 @@ var binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
 
 // buildScript is the repository-relative path of the script that builds the binaries.
 const buildScript = "hack/controlplane.sh"
+
+// scriptPrograms are the programs buildScript runs besides go (and what go runs): its PATH holds
+// their directories and nothing else of the test process's.
+var scriptPrograms = []string{"bash", "cat", "cp", "flock", "grep", "mkdir", "mktemp", "mv", "rm"}
+
+// scriptEnv is the environment buildScript runs in, with home as HOME and the binaries' directory
+// dir: built from nothing (see internal/testenv), with go's settings.
+func scriptEnv(home, dir string) ([]string, error) {
+	return testenv.Build(testenv.Options{Home: home, Programs: scriptPrograms, Go: true, Set: []string{BinDirEnv + "=" + dir}})
+}
 
 // DefaultBinDir returns the directory that holds the control-plane binaries: $KUBEPACT_CONTROLPLANE_DIR
 // if set, else $HOME/.cache/kubepact/controlplane/<KubernetesVersion>, the default of
@@ -83,8 +95,17 @@ func EnsureBinaries(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	home, err := os.MkdirTemp("", "kubepact-controlplane-home-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(home)
+	env, err := scriptEnv(home, dir)
+	if err != nil {
+		return "", err
+	}
 	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Env = append(os.Environ(), BinDirEnv+"="+dir)
+	cmd.Env = env
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = scriptProcAttr()
 	cmd.Cancel = func() error { return terminateGroup(cmd) }

@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // TestBuildScriptReadsVersionsWhole: hack/controlplane.sh takes binaries
@@ -38,8 +41,12 @@ func TestBuildScriptReadsVersionsWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The script's environment, with the fake go first on PATH and sleep,
+	// which the fakes run, after.
+	env := testenv.New(t, testenv.Options{Dirs: []string{tools}, Programs: append(slices.Clone(scriptPrograms), "sleep"),
+		Set: []string{BinDirEnv + "=" + dir}})
 	cmd := exec.CommandContext(t.Context(), "bash", script)
-	cmd.Env = append(os.Environ(), BinDirEnv+"="+dir, "PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -56,7 +63,7 @@ func TestBuildScriptReadsVersionsWhole(t *testing.T) {
 	// to build (and the fake go fails).
 	fake("etcd", "etcd Version: 3.5.0")
 	cmd = exec.CommandContext(t.Context(), "bash", script)
-	cmd.Env = append(os.Environ(), BinDirEnv+"="+dir, "PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = env
 	stderr.Reset()
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err == nil {
@@ -64,5 +71,31 @@ func TestBuildScriptReadsVersionsWhole(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "fake go: no build expected") {
 		t.Errorf("%s did not try to build:\n%s", script, stderr.String())
+	}
+}
+
+// TestScriptEnv: the environment EnsureBinaries runs hack/controlplane.sh
+// in finds every program the script runs, go among them, with the test
+// process's Go caches, and names the binaries' directory.
+func TestScriptEnv(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env, err := scriptEnv(t.TempDir(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-c", `command -v "$@" >/dev/null && go env GOCACHE && echo "$` + BinDirEnv + `"`, "bash", "go"}, scriptPrograms...)
+	cmd := exec.CommandContext(t.Context(), "bash", args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := string(gocache) + dir + "\n"; string(out) != want {
+		t.Errorf("the script's environment: %q, want %q", out, want)
 	}
 }

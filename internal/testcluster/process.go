@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // process is one running control-plane component.
@@ -24,15 +26,24 @@ type process struct {
 	waitErr error         // the result of cmd.Wait, valid once done is closed
 }
 
-// startProcess starts bin with args. Its output is appended to logPath and, when extra is not nil,
-// copied line by line to extra with prefix in front of each line.
-func startProcess(name, bin string, args []string, logPath string, extra io.Writer, prefix string) (*process, error) {
+// startProcess starts bin with args, in an environment of its own with HOME home (see
+// internal/testenv): nothing of the test process's, such as the ETCD_* variables that etcd would
+// read as flags or a KUBECONFIG, reaches a component. Its output is appended to logPath and, when
+// extra is not nil, copied line by line to extra with prefix in front of each line.
+func startProcess(name, bin string, args []string, home, logPath string, extra io.Writer, prefix string) (*process, error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	env, err := testenv.Build(testenv.Options{Home: home})
+	if err != nil {
+		return nil, err
+	}
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = componentEnv()
+	cmd.Env = env
 	cmd.SysProcAttr = componentProcAttr()
 	// If a component leaves a descendant holding its output open, give up on the output rather
 	// than hanging in Wait.
@@ -130,18 +141,6 @@ func fileTail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// componentEnv is the environment of the components: the test process' own, without the ETCD_*
-// variables that etcd would read as flags.
-func componentEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ETCD_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // logMu serializes writes to Options.LogWriter, which several components, possibly of several

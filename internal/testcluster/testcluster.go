@@ -515,7 +515,7 @@ func (c *Cluster) start(component string, args []string) error {
 		prefix = "[" + c.name + "/" + component + "] "
 	}
 	p, err := startProcess(component, filepath.Join(c.binDir, component), args,
-		c.path(component+".log"), c.logWriter, prefix)
+		c.path("home"), c.path(component+".log"), c.logWriter, prefix)
 	if err != nil {
 		return err
 	}

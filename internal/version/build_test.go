@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // repoRoot is the repository root, relative to this package.
@@ -23,9 +25,10 @@ type built struct{ cli, controller string }
 // build builds the CLI and kubepact-controller from the module at dir with
 // goflags after the GOFLAGS in effect (the later flag wins) and the extra
 // build arguments, and returns the versions they report and the directory
-// that holds them.
+// that holds them. go and the binaries run in environments of their own.
 func build(t *testing.T, dir, goflags string, args ...string) (built, string) {
 	t.Helper()
+	env := testenv.New(t, testenv.Options{Go: true})
 	base, err := exec.CommandContext(t.Context(), "go", "env", "GOFLAGS").Output()
 	require.NoError(t, err, "go env GOFLAGS")
 	goflags = strings.TrimSpace(string(base) + " " + goflags)
@@ -33,7 +36,7 @@ func build(t *testing.T, dir, goflags string, args ...string) (built, string) {
 	cmd := exec.CommandContext(t.Context(), "go", append(append([]string{"build", "-trimpath"}, args...),
 		"-o", out+string(filepath.Separator), "./cmd/kubepact", "./cmd/kubepact-controller")...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS="+goflags)
+	cmd.Env = append(env, "GOFLAGS="+goflags)
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build %s: %s", strings.Join(args, " "), b)
 
@@ -41,6 +44,7 @@ func build(t *testing.T, dir, goflags string, args ...string) (built, string) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
 		cmd := exec.CommandContext(t.Context(), filepath.Join(out, name), args...)
+		cmd.Env = testenv.New(t, testenv.Options{})
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		require.NoError(t, cmd.Run(), "%s %s: %s", name, strings.Join(args, " "), stderr.String())
 		return stdout.String()
@@ -92,7 +96,9 @@ func TestBuiltBinaries(t *testing.T) {
 		// the checkout had changes, and the module version (the release
 		// only at a clean checkout of its tag). The work tree and HEAD may
 		// change meanwhile, so they are read from the binary.
-		out, err := exec.CommandContext(t.Context(), "go", "version", "-m", filepath.Join(bin, "kubepact")).Output()
+		version := exec.CommandContext(t.Context(), "go", "version", "-m", filepath.Join(bin, "kubepact"))
+		version.Env = testenv.New(t, testenv.Options{Go: true})
+		out, err := version.Output()
 		require.NoError(t, err)
 		stamp := map[string]string{}
 		for _, l := range strings.Split(string(out), "\n") {
@@ -127,6 +133,7 @@ func TestBuiltBinaries(t *testing.T) {
 		git := func(args ...string) []byte {
 			cmd := exec.CommandContext(t.Context(), "git", args...)
 			cmd.Dir = repoRoot
+			cmd.Env = testenv.New(t, testenv.Options{Programs: []string{"git"}})
 			out, err := cmd.Output()
 			require.NoError(t, err, "git %s", strings.Join(args, " "))
 			return out
@@ -134,6 +141,7 @@ func TestBuiltBinaries(t *testing.T) {
 		if len(git("status", "--porcelain")) == 0 {
 			// The tarball of the commit, as git archive makes it.
 			tar := exec.CommandContext(t.Context(), "tar", "-x", "-C", dir)
+			tar.Env = testenv.New(t, testenv.Options{Programs: []string{"tar"}})
 			tar.Stdin = bytes.NewReader(git("archive", "--format=tar", "HEAD"))
 			out, err := tar.CombinedOutput()
 			require.NoError(t, err, "tar -x: %s", out)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
@@ -102,7 +102,7 @@ func startBinary(t *testing.T, e *env, bin, namespace string, deployed []string)
 	}
 	require.NotEmpty(t, c.probe, "the Deployment's args set --health-probe-bind-address")
 	c.cmd = exec.Command(bin, args...)
-	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+serviceAccountKubeconfig(t, e, namespace))
+	c.cmd.Env = testenv.New(t, testenv.Options{Kubeconfig: serviceAccountKubeconfig(t, e, namespace)})
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	require.NoError(t, c.cmd.Start())
 	go func() { c.exited <- c.cmd.Wait() }()

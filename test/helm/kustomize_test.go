@@ -11,17 +11,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/tenant"
 )
 
 // kubectl runs kubectl with e's administrator kubeconfig, from the
-// repository root, as the README's commands run, and fails t on an error
-// with kubectl's output. kubectl delete waits for what it deletes to be
+// repository root, as the README's commands run, in an environment of its
+// own (no plugin, cache or kubeconfig of the developer's), and fails t on an
+// error with kubectl's output. kubectl delete waits for what it deletes to be
 // gone, up to the --timeout each call passes.
 func kubectl(ctx context.Context, t *testing.T, e *env, args ...string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
 	cmd.Dir = root
+	cmd.Env = testenv.New(t, testenv.Options{Kubeconfig: e.kubeconfig, Programs: []string{"kubectl"}})
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "kubectl %v:\n%s", args, out)
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 const (
@@ -45,7 +46,9 @@ var peerRoles = []string{"liqo-remote-controlplane", "liqo-virtual-kubelet-remot
 // installs it with.
 func liqoChart(t *testing.T) *chart.Chart {
 	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", "github.com/liqotech/liqo@"+liqoVersion).Output()
+	download := exec.Command("go", "mod", "download", "-json", "github.com/liqotech/liqo@"+liqoVersion)
+	download.Env = testenv.New(t, testenv.Options{Go: true})
+	out, err := download.Output()
 	require.NoError(t, err, "go mod download github.com/liqotech/liqo@%s", liqoVersion)
 	var mod struct{ Dir string }
 	require.NoError(t, json.Unmarshal(out, &mod))

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact/internal/testcluster"
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/kube"
 )
 
@@ -81,8 +82,18 @@ func start() error {
 	built := make(chan error, 1)
 	go func() {
 		controllerBin = filepath.Join(workDir, "kubepact-controller")
+		home := filepath.Join(workDir, "go-home")
+		if err := os.Mkdir(home, 0o700); err != nil {
+			built <- err
+			return
+		}
+		env, err := testenv.Build(testenv.Options{Home: home, Go: true})
+		if err != nil {
+			built <- err
+			return
+		}
 		build := exec.CommandContext(ctx, "go", "build", "-o", controllerBin, "./cmd/kubepact-controller")
-		build.Dir = root
+		build.Dir, build.Env = root, env
 		out, err := build.CombinedOutput()
 		if err != nil {
 			err = fmt.Errorf("go build ./cmd/kubepact-controller: %w\n%s", err, out)

@@ -34,6 +34,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/wire"
 )
@@ -261,6 +262,11 @@ func liqoctlErr(ctx context.Context, args ...string) (string, error) {
 	liqoctlMu.Lock()
 	defer liqoctlMu.Unlock()
 	cmd := exec.CommandContext(ctx, bins.liqoctl, args...)
+	env, err := programEnv(testenv.Options{})
+	if err != nil {
+		return "", err
+	}
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -27,6 +27,7 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 
 	"github.com/kubepact/kubepact/internal/testcluster"
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // certificateLifetime is the longest certificate either cluster's CSR signer
@@ -62,7 +63,19 @@ type side struct {
 var (
 	liqoSide, kubepactSide *side
 	bins                   binaries
+	// home is the HOME of every program the suite runs, a directory of its
+	// own: see programEnv.
+	home string
 )
+
+// programEnv is the environment of a program the suite runs, built from
+// nothing but o (see internal/testenv), with home as its HOME: nothing of
+// the developer's set-up (a kubeconfig, kubectl plugins, a PATH) reaches
+// liqoctl, the controllers or go.
+func programEnv(o testenv.Options) ([]string, error) {
+	o.Home = home
+	return testenv.Build(o)
+}
 
 // binaries are the programs the suite runs, built once from the module
 // graph of this module (Liqo's) and of kubepact's root module.
@@ -84,6 +97,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	home = filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 
 	// The binaries build while the control planes start.
 	built := make(chan error, 1)
@@ -140,6 +158,10 @@ func run(m *testing.M) int {
 // Liqo's module, as this module requires it, and kubepact-controller and the
 // kubepact CLI from kubepact's own module, as they ship.
 func build(ctx context.Context, dir string) error {
+	env, err := programEnv(testenv.Options{Go: true})
+	if err != nil {
+		return err
+	}
 	bins = binaries{
 		liqoctl:            filepath.Join(dir, "liqoctl"),
 		controllerManager:  filepath.Join(dir, "liqo-controller-manager"),
@@ -151,12 +173,13 @@ func build(ctx context.Context, dir string) error {
 		"github.com/liqotech/liqo/cmd/liqoctl",
 		"github.com/liqotech/liqo/cmd/liqo-controller-manager",
 		"github.com/liqotech/liqo/cmd/crd-replicator")
+	liqo.Env = env
 	if out, err := liqo.CombinedOutput(); err != nil {
 		return fmt.Errorf("building Liqo's binaries: %w\n%s", err, out)
 	}
 	for bin, pkg := range map[string]string{bins.kubepactController: "./cmd/kubepact-controller", bins.kubepact: "./cmd/kubepact"} {
 		kp := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
-		kp.Dir = filepath.Join("..", "..")
+		kp.Dir, kp.Env = filepath.Join("..", ".."), env
 		if out, err := kp.CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %w\n%s", pkg, err, out)
 		}
@@ -205,16 +228,20 @@ type proc struct {
 	err  error
 }
 
-// start runs bin with args and the environment env, its output in a file of
-// s's cluster directory.
+// start runs bin with args and the environment env (NAME=value pairs, on
+// top of programEnv's), its output in a file of s's cluster directory.
 func (s *side) start(name, bin string, env []string, args ...string) (*proc, error) {
 	p := &proc{name: name, log: filepath.Join(s.cluster.Dir(), name+".log"), done: make(chan struct{})}
+	procEnv, err := programEnv(testenv.Options{Set: env})
+	if err != nil {
+		return nil, err
+	}
 	out, err := os.Create(p.log)
 	if err != nil {
 		return nil, err
 	}
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = procEnv
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {

@@ -12,6 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // kubepactCLI runs the kubepact CLI with args, in an environment of its
@@ -19,9 +21,7 @@ import (
 func kubepactCLI(ctx context.Context, t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, bins.kubepact, args...)
-	home := t.TempDir()
-	cmd.Env = []string{"PATH=" + filepath.Dir(bins.kubepact), "HOME=" + home, "KUBECONFIG=" + filepath.Join(home, "none"),
-		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}
+	cmd.Env = testenv.New(t, testenv.Options{Dirs: []string{filepath.Dir(bins.kubepact)}})
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

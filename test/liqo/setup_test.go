@@ -27,6 +27,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/internal/kustomize"
 	"github.com/kubepact/kubepact/wire"
+	"github.com/kubepact/kubepact/internal/testenv"
 )
 
 // liqoClusterID is the Liqo cluster's ID, as Helm would record it.
@@ -41,7 +42,13 @@ var peerRoleNames = []string{"remote-controlplane", "virtual-kubelet-remote", "v
 
 // liqoModuleDir returns where the Go module cache holds Liqo's module.
 func liqoModuleDir(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/liqotech/liqo").Output()
+	env, err := programEnv(testenv.Options{Go: true})
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/liqotech/liqo")
+	cmd.Env = env
+	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("locating Liqo's module: %w", err)
 	}
