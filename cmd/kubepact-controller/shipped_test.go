@@ -22,8 +22,8 @@ import (
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/internal/testcluster"
-	"github.com/kubepact/kubepact/wire"
 	"github.com/kubepact/kubepact/internal/testenv"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // shippedArgs returns the controller container's args of the Deployment in

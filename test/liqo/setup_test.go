@@ -26,8 +26,8 @@ import (
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/internal/kustomize"
-	"github.com/kubepact/kubepact/wire"
 	"github.com/kubepact/kubepact/internal/testenv"
+	"github.com/kubepact/kubepact/wire"
 )
 
 // liqoClusterID is the Liqo cluster's ID, as Helm would record it.
