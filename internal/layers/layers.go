@@ -56,7 +56,7 @@ var Order = []Layer{
 		"internal/decode", "internal/objwatch", "internal/version",
 		"internal/wiretest", "internal/floor", "internal/kustomize",
 		"internal/prevbuild", "internal/testcluster", "internal/testkeys",
-		"internal/weakkeys", "internal/layers",
+		"internal/weakkeys", "internal/layers", "internal/testenv",
 	}},
 	{Name: "adapters and fakes", Packages: []string{
 		"kube/...", "fake/...",
