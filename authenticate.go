@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/step"
 )
 
 // AuthenticateOptions tunes Authenticate. The zero value, like a nil pointer,
@@ -48,7 +49,7 @@ type AuthenticateOptions struct {
 // acceptance starts with (the stored Tenant, the revocation record, the
 // certificate cache, the peer roles), while the provider issues the nonce;
 // the signed-nonce Secret and the read of the Identity held while the
-// provider accepts the Tenant (StepNonceSigned is reported once the nonce
+// provider accepts the Tenant (step.NonceSigned is reported once the nonce
 // is signed; a failure to record it is returned once Accept is done).
 func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *AuthenticateOptions) (*Authenticated, error) {
 	// p is kubepact's: the identity gets a key of its own, and the cluster
@@ -81,7 +82,7 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 		return nil, err
 	}
 	if n.IsZero() {
-		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+		return nil, stepError(step.NonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
 	}
 	t, err := c.buildTenant(ctx, providerID, n, topts)
 	if err != nil {
@@ -90,8 +91,8 @@ func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *Authentic
 	recorded := startErr(func() error { return c.recordSignedNonce(ctx, providerID, n, t) })
 	held := c.readHeld(ctx, providerID)
 	defer func() { _, _ = held() }() // no read outlives Authenticate
-	c.step(ctx, Step{Name: StepNonceSigned})
-	c.step(ctx, Step{Name: StepTenantGenerated})
+	c.step(ctx, step.Done{Name: step.NonceSigned})
+	c.step(ctx, step.Done{Name: step.TenantGenerated})
 	id, err := p.accept(ctx, t, reads, &n)
 	if recErr := recorded(); err == nil {
 		err = recErr

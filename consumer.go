@@ -29,6 +29,7 @@ import (
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -75,7 +76,7 @@ type ConsumerOptions struct {
 	// (keys.Attester). Empty means keys.DefaultNamespace.
 	KeyNamespace string
 	// OnStep, when set, is called after each completed step.
-	OnStep func(Step)
+	OnStep func(step.Done)
 }
 
 // Consumer runs the consumer's side of the handshake: it builds Tenants and
@@ -127,7 +128,7 @@ func (c *Consumer) ClusterID() string { return c.id }
 
 // step reports a completed step to the observer and, at V(1), to the
 // logger in ctx.
-func (c *Consumer) step(ctx context.Context, s Step) {
+func (c *Consumer) step(ctx context.Context, s step.Done) {
 	s.Cluster = c.id
 	logr.FromContextOrDiscard(ctx).V(1).Info(string(s.Name), "cluster", s.Cluster, "role", "consumer")
 	if c.opts.OnStep != nil {
@@ -224,7 +225,7 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 		return nil, err
 	}
 	if n.IsZero() {
-		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+		return nil, stepError(step.NonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
 	}
 	// The Tenant is built, from the keys of their own namespace, while
 	// the tenant namespace is ensured.
@@ -239,22 +240,22 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	if err := c.recordSignedNonce(ctx, providerID, n, t); err != nil {
 		return nil, err
 	}
-	c.step(ctx, Step{Name: StepNonceSigned})
-	c.step(ctx, Step{Name: StepTenantGenerated})
+	c.step(ctx, step.Done{Name: step.NonceSigned})
+	c.step(ctx, step.Done{Name: step.TenantGenerated})
 	return t, nil
 }
 
 // ensureNamespace starts ensuring the tenant namespace for providerID and
-// returns the function that waits for it: it reports StepConsumerNamespace
-// and StepNonceRetrieved, or returns the StepError of the first.
+// returns the function that waits for it: it reports step.ConsumerNamespace
+// and step.NonceRetrieved, or returns the StepError of the first.
 func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func() error {
 	wait := startErr(func() error { return c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) })
 	return sync.OnceValue(func() error {
 		if err := wait(); err != nil {
-			return stepError(StepConsumerNamespace, err)
+			return stepError(step.ConsumerNamespace, err)
 		}
-		c.step(ctx, Step{Name: StepConsumerNamespace})
-		c.step(ctx, Step{Name: StepNonceRetrieved})
+		c.step(ctx, step.Done{Name: step.ConsumerNamespace})
+		c.step(ctx, step.Done{Name: step.NonceRetrieved})
 		return nil
 	})
 }
@@ -265,7 +266,7 @@ func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func(
 func (c *Consumer) loadKey(ctx context.Context) func() error {
 	return startErr(func() error {
 		if _, err := c.clusterKey(ctx, true); err != nil {
-			return stepError(StepNonceSigned, err)
+			return stepError(step.NonceSigned, err)
 		}
 		return nil
 	})
@@ -281,7 +282,7 @@ func (c *Consumer) readHeld(ctx context.Context, providerID string) func() (*aut
 // holding n and t's signature, as Liqo consumers do.
 func (c *Consumer) recordSignedNonce(ctx context.Context, providerID string, n nonce.Nonce, t *authv1beta1.Tenant) error {
 	if err := c.ports.Secrets.Write(ctx, nonce.SignedSecret(providerID, n, t.Spec.Signature)); err != nil {
-		return stepError(StepNonceSigned, err)
+		return stepError(step.NonceSigned, err)
 	}
 	return nil
 }
@@ -302,7 +303,7 @@ func (c *Consumer) BuildTenant(ctx context.Context, providerID string, n nonce.N
 		return nil, err
 	}
 	if n.IsZero() {
-		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+		return nil, stepError(step.NonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
 	}
 	return c.buildTenant(ctx, providerID, n, opts)
 }
@@ -310,7 +311,7 @@ func (c *Consumer) BuildTenant(ctx context.Context, providerID string, n nonce.N
 func (c *Consumer) buildTenant(ctx context.Context, providerID string, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
 	key, err := c.clusterKey(ctx, true)
 	if err != nil {
-		return nil, stepError(StepNonceSigned, err)
+		return nil, stepError(step.NonceSigned, err)
 	}
 	build := &tenant.BuildOptions{
 		Rand:       c.opts.Rand,
@@ -324,18 +325,18 @@ func (c *Consumer) buildTenant(ctx context.Context, providerID string, n nonce.N
 		ownKey = ownKey || opts.OwnKey
 	}
 	if ownKey && c.ports.IdentityKeys == nil {
-		return nil, stepError(StepTenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", ErrInvalidConfig))
+		return nil, stepError(step.TenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", ErrInvalidConfig))
 	}
 	if ownKey {
 		// Stored before the CSR is built: a retry after a crash re-uses it.
 		build.IdentityKey, err = c.controlPlaneCSRKey(ctx, providerID)
 		if err != nil {
-			return nil, stepError(StepTenantGenerated, err)
+			return nil, stepError(step.TenantGenerated, err)
 		}
 	}
 	t, err := tenant.Build(c.id, key, n, build)
 	if err != nil {
-		return nil, stepError(StepTenantGenerated, err)
+		return nil, stepError(step.TenantGenerated, err)
 	}
 	return t, nil
 }
@@ -407,40 +408,40 @@ func (c *Consumer) Apply(ctx context.Context, providerID string, id *authv1beta1
 func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1.Identity, opts *ApplyOptions,
 	held func() (*authv1beta1.Identity, error)) (*Authenticated, error) {
 	if id == nil {
-		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: no identity", identity.ErrMalformed))
+		return nil, stepError(step.IdentityApplied, fmt.Errorf("%w: no identity", identity.ErrMalformed))
 	}
 	if err := identity.CheckProvider(id, providerID); err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, stepError(step.IdentityApplied, err)
 	}
 	key, err := c.tlsKey(ctx, providerID, id)
 	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, stepError(step.IdentityApplied, err)
 	}
 	var verify *identity.VerifyOptions
 	if opts != nil && opts.ClientCAs != nil {
 		verify = &identity.VerifyOptions{ClientCAs: opts.ClientCAs}
 	}
 	if _, err := identity.Verify(id, c.id, key.Public(), c.opts.Clock.Now(), verify); err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, stepError(step.IdentityApplied, err)
 	}
 	cfg, err := kubeconfig.FromIdentity(id, key)
 	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, stepError(step.IdentityApplied, err)
 	}
 	data, err := cfg.Marshal()
 	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, stepError(step.IdentityApplied, err)
 	}
 
 	want := storedIdentity(providerID, id)
 	current, err := held()
 	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, stepError(step.IdentityApplied, err)
 	}
 	if current != nil {
 		if opts == nil || !opts.ReplaceEndpoint {
 			if err := sameEndpoint(current, want); err != nil {
-				return nil, stepError(StepIdentityApplied, err)
+				return nil, stepError(step.IdentityApplied, err)
 			}
 		}
 		// Ours, not the peer's: lets a store go straight to an update.
@@ -458,27 +459,27 @@ func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1
 		var applyErr error
 		stored, applyErr = applied()
 		if err := cmp.Or(confirmErr, applyErr); err != nil {
-			return nil, stepError(StepIdentityApplied, err)
+			return nil, stepError(step.IdentityApplied, err)
 		}
 	default:
 		if c.ports.Reviewer != nil {
 			// Before anything is written: credentials the provider
 			// refuses must not replace working ones.
 			if err := identity.Confirm(ctx, c.ports.Reviewer, cfg, c.id); err != nil {
-				return nil, stepError(StepIdentityApplied, err)
+				return nil, stepError(step.IdentityApplied, err)
 			}
 		}
 		if stored, err = c.ports.Identities.Apply(ctx, want); err != nil {
-			return nil, stepError(StepIdentityApplied, err)
+			return nil, stepError(step.IdentityApplied, err)
 		}
 	}
-	c.step(ctx, Step{Name: StepIdentityApplied})
+	c.step(ctx, step.Done{Name: step.IdentityApplied})
 
 	secret := kubeconfig.Secret(stored, data)
 	if err := c.ports.Secrets.Write(ctx, secret); err != nil {
-		return nil, stepError(StepKubeconfigWritten, err)
+		return nil, stepError(step.KubeconfigWritten, err)
 	}
-	c.step(ctx, Step{Name: StepKubeconfigWritten})
+	c.step(ctx, step.Done{Name: step.KubeconfigWritten})
 
 	stored.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret.Name}
 	if s, ok := c.ports.Identities.(identity.StatusApplier); ok {
@@ -487,9 +488,9 @@ func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1
 		stored, err = c.ports.Identities.Apply(ctx, stored)
 	}
 	if err != nil {
-		return nil, stepError(StepIdentityStatus, err)
+		return nil, stepError(step.IdentityStatus, err)
 	}
-	c.step(ctx, Step{Name: StepIdentityStatus})
+	c.step(ctx, step.Done{Name: step.IdentityStatus})
 	return &Authenticated{Identity: stored, Secret: secret, Kubeconfig: cfg}, nil
 }
 
@@ -577,33 +578,33 @@ func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 	namespace := clusterid.TenantNamespace(providerID)
 	ids, err := c.ports.Identities.List(ctx, namespace)
 	if err != nil {
-		return stepError(StepForgetIdentity, err)
+		return stepError(step.ForgetIdentity, err)
 	}
 	for _, id := range ids {
 		if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
-			return stepError(StepForgetIdentity, fmt.Errorf("%w: ResourceSlice identity %s/%s still exists", ErrInUse, namespace, id.Name))
+			return stepError(step.ForgetIdentity, fmt.Errorf("%w: ResourceSlice identity %s/%s still exists", ErrInUse, namespace, id.Name))
 		}
 	}
 	if err := c.slicesInUse(ctx, namespace); err != nil {
-		return stepError(StepForgetIdentity, err)
+		return stepError(step.ForgetIdentity, err)
 	}
 	name := identity.ControlPlaneName(providerID)
 	for _, secret := range []string{kubeconfig.SecretName(name), nonce.SignedSecretName} {
 		if err := c.ports.Secrets.Delete(ctx, namespace, secret); err != nil {
-			return stepError(StepForgetIdentity, err)
+			return stepError(step.ForgetIdentity, err)
 		}
 	}
 	if err := c.ports.Identities.Delete(ctx, namespace, name); err != nil {
-		return stepError(StepForgetIdentity, err)
+		return stepError(step.ForgetIdentity, err)
 	}
 	if c.ports.IdentityKeys != nil {
 		for _, key := range []string{name, renewal.NextKeyName(name)} {
 			if err := c.ports.IdentityKeys.Delete(ctx, key); err != nil {
-				return stepError(StepForgetIdentity, err)
+				return stepError(step.ForgetIdentity, err)
 			}
 		}
 	}
-	c.step(ctx, Step{Name: StepForgetIdentity})
+	c.step(ctx, step.Done{Name: step.ForgetIdentity})
 	return nil
 }
 

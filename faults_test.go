@@ -18,6 +18,7 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -137,7 +138,7 @@ func runWithFault(t *testing.T, strict bool, target fake.Call, occurrence int, f
 	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.True(t, fired(), "the fault must have been injected")
 	require.ErrorIs(t, err, fault)
-	var se *kubepact.StepError
+	var se *step.Error
 	require.ErrorAs(t, err, &se, "every failure names its step")
 
 	// Keys stored by the failed run must survive the retry.

@@ -27,6 +27,7 @@ import (
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -86,7 +87,7 @@ type ProviderOptions struct {
 	// default) accepts Liqo consumers, tenant.Strict requires a transcript.
 	Policy tenant.Policy
 	// OnStep, when set, is called after each completed step.
-	OnStep func(Step)
+	OnStep func(step.Done)
 	// RecheckInterval is how long a passed privilege check of a consumer
 	// (rbac.CheckUnprivileged), and a peer ClusterRole found installed
 	// (rbac.RequireRoles), are trusted before Accept repeats them: a handshake
@@ -191,7 +192,7 @@ func (p *Provider) ClusterID() string { return p.id }
 
 // step reports a completed step to the observer and, at V(1), to the
 // logger in ctx.
-func (p *Provider) step(ctx context.Context, s Step) {
+func (p *Provider) step(ctx context.Context, s step.Done) {
 	s.Cluster = p.id
 	logr.FromContextOrDiscard(ctx).V(1).Info(string(s.Name), "cluster", s.Cluster, "role", "provider")
 	if p.opts.OnStep != nil {
@@ -220,9 +221,9 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 	nonces := prefetch(ctx, p.ports.Nonces, consumerID)
 	if err := p.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
 		_, _ = nonces.Get(ctx, consumerID)
-		return nonce.Nonce{}, stepError(StepProviderNamespace, err)
+		return nonce.Nonce{}, stepError(step.ProviderNamespace, err)
 	}
-	p.step(ctx, Step{Name: StepProviderNamespace})
+	p.step(ctx, step.Done{Name: step.ProviderNamespace})
 	opts := p.nonceOptions()
 	opts.KeepRedeemed = func(ctx context.Context, r nonce.Redemption) (bool, error) {
 		if r.Unpeered != "" && r.Key != "" {
@@ -232,9 +233,9 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 	}
 	n, err := nonce.Ensure(ctx, nonces, consumerID, p.opts.Clock.Now(), opts)
 	if err != nil {
-		return nonce.Nonce{}, stepError(StepNonceGenerated, err)
+		return nonce.Nonce{}, stepError(step.NonceGenerated, err)
 	}
-	p.step(ctx, Step{Name: StepNonceGenerated})
+	p.step(ctx, step.Done{Name: step.NonceGenerated})
 	return n, nil
 }
 
@@ -290,19 +291,19 @@ func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1be
 // the Tenant is verified before its redemption instead of a nonce read.
 func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acceptReads, issued *nonce.Nonce) (*authv1beta1.Identity, error) {
 	if p.endpoint.Server == "" {
-		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: %w: accepting Tenants needs it", ErrInvalidConfig, ErrNoEndpoint))
+		return nil, stepError(step.TenantApplied, fmt.Errorf("%w: %w: accepting Tenants needs it", ErrInvalidConfig, ErrNoEndpoint))
 	}
 	if len(p.endpoint.CA) == 0 {
-		return nil, stepError(StepTenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's CA", ErrInvalidConfig))
+		return nil, stepError(step.TenantApplied, fmt.Errorf("%w: accepting Tenants needs the endpoint's CA", ErrInvalidConfig))
 	}
 	pub, err := tenant.Validate(t)
 	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
 	consumerID := t.Spec.ClusterID
 	namespace := clusterid.TenantNamespace(consumerID)
 	if t.Namespace != "" && t.Namespace != namespace {
-		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
+		return nil, stepError(step.TenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "metadata.namespace",
 			Err: fmt.Errorf("%w: %q is not the tenant namespace %q", clusterid.ErrInvalid, t.Namespace, namespace)})
 	}
 	peeker, peeks := p.ports.Nonces.(nonce.Peeker)
@@ -340,16 +341,16 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 			privileges, checking = p.checkPrivileges(asking, consumerID), true
 		}
 	case !errors.Is(err, nonce.ErrNotFound):
-		return nil, stepError(StepTenantApplied, fmt.Errorf("reading nonce of %s: %w", consumerID, err))
+		return nil, stepError(step.TenantApplied, fmt.Errorf("reading nonce of %s: %w", consumerID, err))
 	}
 	current, err := reads.admitted()
 	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
 	e, err := nonce.Redeem(ctx, p.ports.Nonces, consumerID, nonce.Redeemer{Tenant: digest, Key: keys.Fingerprint(pub)},
 		p.opts.Clock.Now(), p.nonceOptions())
 	if err != nil {
-		return nil, stepError(StepTenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "spec.signature", Err: err})
+		return nil, stepError(step.TenantApplied, &tenant.FieldError{Tenant: t.Name, Field: "spec.signature", Err: err})
 	}
 	// A resumed handshake is judged as of its redemption, so its
 	// transcript's expiry counts as on the first attempt; a new Tenant of
@@ -369,9 +370,9 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 		v, err = tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: verifyAt})
 	}
 	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
-	p.step(ctx, Step{Name: StepTenantApplied})
+	p.step(ctx, step.Done{Name: step.TenantApplied})
 
 	// No silent sharing: while another key holds a live certificate for
 	// the consumer ID, whatever flow issued it, a second key would be the
@@ -379,10 +380,10 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 	// Checked once the keys are proven, before anything is signed.
 	entry, err := reads.cached()
 	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
 	if err := p.checkHolder(ctx, consumerID, current, entry, pub, v.CSR.PublicKey()); err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
 
 	// The cluster ID becomes a user name: refuse one that already holds
@@ -396,14 +397,14 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 		privileges = p.checkPrivileges(asking, consumerID)
 	}
 	if err := privileges(); err != nil {
-		return nil, stepError(StepCertificateIssued, p.refusePrivileged(ctx, consumerID, err))
+		return nil, stepError(step.CertificateIssued, p.refusePrivileged(ctx, consumerID, err))
 	}
 
 	// The role the consumer is bound to must be installed before anything
 	// is signed: a certificate bound to a missing role would be an
 	// identity that can do nothing, issued for nothing.
 	if err := reads.roles(); err != nil {
-		return nil, stepError(StepCertificateIssued, err)
+		return nil, stepError(step.CertificateIssued, err)
 	}
 
 	r := csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}
@@ -415,7 +416,7 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 	signed := cert == nil
 	if signed {
 		if cert, err = csr.SignChecked(ctx, p.ports.Signer, r, p.opts.Clock.Now()); err != nil {
-			return nil, stepError(StepCertificateIssued, err)
+			return nil, stepError(step.CertificateIssued, err)
 		}
 	}
 
@@ -465,19 +466,19 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 	}
 	wg.Wait()
 	if cacheErr != nil {
-		return nil, stepError(StepCertificateIssued, cacheErr)
+		return nil, stepError(step.CertificateIssued, cacheErr)
 	}
-	p.step(ctx, Step{Name: StepCertificateIssued})
+	p.step(ctx, step.Done{Name: step.CertificateIssued})
 	if err := errors.Join(recordErr, bindErr, clusterBindErr); err != nil {
-		return nil, stepError(StepRBACBound, err)
+		return nil, stepError(step.RBACBound, err)
 	}
 	if !stable {
 		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
 		if err := p.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
-			return nil, stepError(StepRBACBound, err)
+			return nil, stepError(step.RBACBound, err)
 		}
 	}
-	p.step(ctx, Step{Name: StepRBACBound})
+	p.step(ctx, step.Done{Name: step.RBACBound})
 
 	stored.Status = authv1beta1.TenantStatus{
 		TenantNamespace: namespace,
@@ -490,10 +491,10 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 	}
 	if !equality.Semantic.DeepEqual(owner.Status, stored.Status) {
 		if _, err := p.ports.Tenants.ApplyStatus(ctx, stored); err != nil {
-			return nil, stepError(StepTenantStatus, err)
+			return nil, stepError(step.TenantStatus, err)
 		}
 	}
-	p.step(ctx, Step{Name: StepTenantStatus})
+	p.step(ctx, step.Done{Name: step.TenantStatus})
 	return p.identity(ctx, stored)
 }
 
@@ -766,9 +767,9 @@ func recorded(current, want *authv1beta1.Tenant) bool {
 func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	id, err := identity.Build(p.id, *t.Status.AuthParams, &identity.BuildOptions{TenantNamespace: t.Status.TenantNamespace})
 	if err != nil {
-		return nil, stepError(StepIdentityGenerated, err)
+		return nil, stepError(step.IdentityGenerated, err)
 	}
-	p.step(ctx, Step{Name: StepIdentityGenerated})
+	p.step(ctx, step.Done{Name: step.IdentityGenerated})
 	return id, nil
 }
 
@@ -834,7 +835,7 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 	case errors.Is(err, tenant.ErrNotFound):
 		stored = nil
 	case err != nil:
-		return stepError(StepForgetTenant, err)
+		return stepError(step.ForgetTenant, err)
 	}
 	reason := lifecycle.ReasonRevoked
 	switch {
@@ -854,37 +855,37 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 	keepNonce := reason != lifecycle.ReasonRevoked
 	if keepNonce {
 		if err := p.keepNonce(ctx, consumerID, stored); err != nil {
-			return stepError(StepForgetTenant, err)
+			return stepError(step.ForgetTenant, err)
 		}
 	}
 	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
-		return stepError(StepForgetTenant, err)
+		return stepError(step.ForgetTenant, err)
 	}
 	// Every slice binding goes with the Tenant, whatever the slices' labels
 	// (which the consumer's replicator sets) say.
 	if err := p.unbindSlices(ctx, consumerID); err != nil {
-		return stepError(StepForgetTenant, err)
+		return stepError(step.ForgetTenant, err)
 	}
 	if p.ports.ClusterRBAC != nil {
 		if err := p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID)); err != nil {
-			return stepError(StepForgetTenant, err)
+			return stepError(step.ForgetTenant, err)
 		}
 	}
 	if reason != "" {
 		if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID}); err != nil {
-			return stepError(StepForgetTenant, err)
+			return stepError(step.ForgetTenant, err)
 		}
 	}
 	if !keepNonce {
 		if _, err := p.ports.Nonces.Consume(ctx, consumerID); err != nil && !errors.Is(err, nonce.ErrNotFound) {
-			return stepError(StepForgetTenant, err)
+			return stepError(step.ForgetTenant, err)
 		}
 	}
 	if err := p.ports.Tenants.Delete(ctx, namespace, consumerID); err != nil {
-		return stepError(StepForgetTenant, err)
+		return stepError(step.ForgetTenant, err)
 	}
 	p.unprivileged.forget(consumerID)
-	p.step(ctx, Step{Name: StepForgetTenant})
+	p.step(ctx, step.Done{Name: step.ForgetTenant})
 	return nil
 }
 

@@ -12,15 +12,8 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
-)
-
-// Steps of a ResourceSlice on the provider.
-const (
-	StepSliceVerified StepName = "ResourceSlice authenticated"
-	StepSliceGranted  StepName = "ResourceSlice resources granted"
-	StepSliceBound    StepName = "ResourceSlice permissions bound"
-	StepSliceForgot   StepName = "ResourceSlice removed from provider cluster"
 )
 
 // AcceptSlice judges the ResourceSlice s, replicated into the tenant
@@ -76,13 +69,13 @@ const (
 // status: nothing is decided.
 func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSliceStatus, error) {
 	if err := p.sliceConfig(true); err != nil {
-		return nil, stepError(StepSliceVerified, err)
+		return nil, stepError(step.SliceVerified, err)
 	}
 	now := p.opts.Clock.Now()
 	status := &authv1beta1.ResourceSliceStatus{Conditions: resourceslice.KnownConditions(s.Status.Conditions)}
 	wasAccepted, err := p.sliceHeld(ctx, s)
 	if err != nil {
-		return nil, stepError(StepSliceVerified, err)
+		return nil, stepError(step.SliceVerified, err)
 	}
 	deny := func(err error) (*authv1beta1.ResourceSliceStatus, error) {
 		// A slice denied now may have been accepted before: its
@@ -91,14 +84,14 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		if consumerID, cerr := resourceslice.ConsumerOf(s.Namespace); cerr == nil {
 			tenantGone := errors.Is(err, resourceslice.ErrNoTenant)
 			if rerr := p.release(ctx, s.Namespace, consumerID, s.Name, tenantGone); rerr != nil {
-				return nil, stepError(StepSliceVerified, rerr)
+				return nil, stepError(step.SliceVerified, rerr)
 			}
 		}
 		resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
 			authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonAuthenticationDenied, err.Error(), now)
 		resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources,
 			authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonResourcesDenied, "authentication denied", now)
-		return status, stepError(StepSliceVerified, err)
+		return status, stepError(step.SliceVerified, err)
 	}
 
 	var t *authv1beta1.Tenant
@@ -108,7 +101,7 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 		case err == nil:
 			t = got
 		case !errors.Is(err, tenant.ErrNotFound):
-			return nil, stepError(StepSliceVerified, err)
+			return nil, stepError(step.SliceVerified, err)
 		}
 	}
 	v, err := resourceslice.Verify(s, p.id, t)
@@ -125,29 +118,29 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 			return deny(&resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "metadata.name",
 				Err: fmt.Errorf("%w: %q", resourceslice.ErrUserTaken, subject.CommonName)})
 		case !errors.Is(err, tenant.ErrNotFound):
-			return nil, stepError(StepSliceVerified, err)
+			return nil, stepError(step.SliceVerified, err)
 		}
 	}
 	if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, subject.CommonName, subject.Organization); err != nil {
 		if !errors.Is(err, rbac.ErrPrivilegedUser) {
-			return nil, stepError(StepSliceVerified, err)
+			return nil, stepError(step.SliceVerified, err)
 		}
 		return deny(&resourceslice.DeniedError{Slice: s.Namespace + "/" + s.Name, Field: "spec.csr", Err: err})
 	}
 	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
 		authv1beta1.ResourceSliceConditionAccepted, resourceslice.ReasonAuthenticationAccepted, "authenticated", now)
-	p.step(ctx, Step{Name: StepSliceVerified})
+	p.step(ctx, step.Done{Name: step.SliceVerified})
 
 	res, why := resourceslice.Decide(s.Spec.Class, t.Spec.TenantCondition, wasAccepted)
 	if res == authv1beta1.ResourceSliceConditionAccepted {
 		refused, err := p.grant(ctx, s, status)
 		switch {
 		case err != nil:
-			return nil, stepError(StepSliceGranted, err)
+			return nil, stepError(step.SliceGranted, err)
 		case refused != nil:
 			res, why = authv1beta1.ResourceSliceConditionDenied, refused.Error()
 		default:
-			p.step(ctx, Step{Name: StepSliceGranted})
+			p.step(ctx, step.Done{Name: step.SliceGranted})
 		}
 	}
 	reason := resourceslice.ReasonResourcesAccepted
@@ -157,31 +150,31 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources, res, reason, why, now)
 	if res == authv1beta1.ResourceSliceConditionDenied {
 		if err := p.release(ctx, s.Namespace, v.ConsumerID, s.Name, false); err != nil {
-			return nil, stepError(StepSliceBound, err)
+			return nil, stepError(step.SliceBound, err)
 		}
 		return status, nil
 	}
 
 	namespaces, err := p.sliceNamespaces(v.ConsumerID)
 	if err != nil {
-		return nil, stepError(StepSliceBound, err)
+		return nil, stepError(step.SliceBound, err)
 	}
 	roles := []string{rbac.VirtualKubeletClusterWideRoleName}
 	if len(namespaces) > 0 {
 		roles = append(roles, rbac.VirtualKubeletClusterRoleName)
 	}
 	if err := p.requireRoles(ctx, roles...); err != nil {
-		return nil, stepError(StepCertificateIssued, err)
+		return nil, stepError(step.CertificateIssued, err)
 	}
 	cert, err := p.issueSlice(ctx, s, csr.CacheKey{ConsumerID: v.ConsumerID, Slice: s.Name},
 		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, now)
 	if err != nil {
-		return nil, stepError(StepCertificateIssued, err)
+		return nil, stepError(step.CertificateIssued, err)
 	}
 	if err := p.bindSlices(ctx, v.ConsumerID); err != nil {
-		return nil, stepError(StepSliceBound, err)
+		return nil, stepError(step.SliceBound, err)
 	}
-	p.step(ctx, Step{Name: StepSliceBound})
+	p.step(ctx, step.Done{Name: step.SliceBound})
 	status.AuthParams = &authv1beta1.AuthParams{
 		CA:        bytes.Clone(p.endpoint.CA),
 		SignedCRT: cert,
@@ -351,16 +344,16 @@ func (p *Provider) unbindSlices(ctx context.Context, consumerID string) error {
 // permissions with the bindings. Forgetting an unknown slice succeeds.
 func (p *Provider) ForgetSlice(ctx context.Context, namespace, name string) error {
 	if err := p.sliceConfig(false); err != nil {
-		return stepError(StepSliceForgot, err)
+		return stepError(step.SliceForgot, err)
 	}
 	consumerID, err := resourceslice.ConsumerOf(namespace)
 	if err != nil {
-		return stepError(StepSliceForgot, err)
+		return stepError(step.SliceForgot, err)
 	}
 	if err := p.release(ctx, namespace, consumerID, name, false); err != nil {
-		return stepError(StepSliceForgot, err)
+		return stepError(step.SliceForgot, err)
 	}
-	p.step(ctx, Step{Name: StepSliceForgot})
+	p.step(ctx, step.Done{Name: step.SliceForgot})
 	return nil
 }
 

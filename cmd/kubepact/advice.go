@@ -17,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -36,7 +37,7 @@ func advice(err error, consumerID string) string {
 		timeout *TimeoutError
 		gone    *ControllerGoneError
 		stopped *InterruptedError
-		step    *kubepact.StepError
+		failed  *step.Error
 	)
 	switch {
 	case errors.Is(err, errProviderNeedsClusterKey):
@@ -73,7 +74,7 @@ func advice(err error, consumerID string) string {
 			return "the controller (" + timeout.Controller + ") has not answered: look at its logs, or raise --timeout"
 		}
 		return "timed out: raise --timeout"
-	case errors.Is(err, context.DeadlineExceeded) && errors.As(err, &step) && step.Step == kubepact.StepCertificateIssued:
+	case errors.Is(err, context.DeadlineExceeded) && errors.As(err, &failed) && failed.Step == step.CertificateIssued:
 		return "timed out waiting for the certificate: raise --timeout, and check that the provider's kube-controller-manager signs CertificateSigningRequests"
 	case errors.Is(err, kubepact.ErrInUse):
 		return "ResourceSlices of this consumer still hold identities on the provider: " +
