@@ -292,7 +292,7 @@ func (c *Consumer) recordSignedNonce(ctx context.Context, providerID string, n n
 // it ensures the cluster key and, for a Strict consumer, the identity key of
 // providerID's ControlPlane identity, neither the tenant namespace nor the
 // signed-nonce Secret. A consumer's controller calls it to hand the Tenant
-// to a tool that may not read the keys (controllers.TenantKey).
+// to a tool that may not read the keys (contract.TenantKey).
 //
 // The Tenant carries only what a provider may see: the cluster's public key,
 // the signature over n, the CSR and the transcript, which binds it to

@@ -31,6 +31,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
@@ -42,10 +43,10 @@ import (
 
 // Names of the controllers, also the reporting controllers of their Events.
 const (
-	NonceControllerName       = "kubepact-nonce"
-	TenantControllerName      = "kubepact-tenant"
-	SignedNonceControllerName = "kubepact-signed-nonce"
-	IdentityControllerName    = "kubepact-identity"
+	nonceControllerName       = "kubepact-nonce"
+	tenantControllerName      = "kubepact-tenant"
+	signedNonceControllerName = "kubepact-signed-nonce"
+	identityControllerName    = "kubepact-identity"
 )
 
 // ProviderConfig configures SetupProvider. ClusterID is required; the zero
@@ -248,18 +249,18 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		workers = DefaultWorkers
 	}
 	inFlight := newGate(workers, HandshakeHold, clock.RealClock{})
-	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(NonceControllerName), gate: inFlight}
-	if err := ctrl.NewControllerManagedBy(mgr).Named(NonceControllerName).
+	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(nonceControllerName), gate: inFlight}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(nonceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SecretLabel))).
 		Complete(nr); err != nil {
-		return fmt.Errorf("controllers: %s: %w", NonceControllerName, err)
+		return fmt.Errorf("controllers: %s: %w", nonceControllerName, err)
 	}
 
 	if err := indexGrantees(context.Background(), mgr); err != nil {
 		return err
 	}
-	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName), clock: realClock(cfg.Clock), gate: inFlight,
+	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(tenantControllerName), clock: realClock(cfg.Clock), gate: inFlight,
 		// The provider's own records, as the manager's cache holds them
 		// (CacheOptions), and the bindings that name a consumer, by
 		// granteeIndex: Unchanged reads them instead of the API server.
@@ -270,7 +271,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 			Bindings:     newBindingReader(mgr.GetClient()),
 			Grants:       grantReader{cache: mgr.GetClient()},
 		}}
-	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
+	b := ctrl.NewControllerManagedBy(mgr).Named(tenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	b = watchSlices(b, mgr.GetClient())
@@ -281,7 +282,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(settled))
 	}
 	if err := b.Complete(tr); err != nil {
-		return fmt.Errorf("controllers: %s: %w", TenantControllerName, err)
+		return fmt.Errorf("controllers: %s: %w", tenantControllerName, err)
 	}
 	if err := setupSliceProvider(mgr, p, workers, settled, cfg.Clock); err != nil {
 		return err
@@ -509,10 +510,10 @@ func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	id := s.Labels[clusterid.Label]
 	if err := clusterid.Validate(id); err != nil || s.Namespace != clusterid.TenantNamespace(id) || s.Name != nonce.SecretName {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidNonceSecret, "IssueNonce",
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonInvalidNonceSecret, "IssueNonce",
 			"a nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): no nonce issued",
 			nonce.SecretName, clusterid.Label, truncate(id))
-		return reconcile.Result{}, metrics.failed(ctx, NonceControllerName, ReasonInvalidNonceSecret, errInvalidObject, false)
+		return reconcile.Result{}, metrics.failed(ctx, nonceControllerName, contract.ReasonInvalidNonceSecret, errInvalidObject, false)
 	}
 	if err := r.gate.enter(ctx, id); err != nil {
 		return reconcile.Result{}, err
@@ -524,10 +525,10 @@ func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 			// Secret's update, once cached, requeues it, and so does this.
 			return reconcile.Result{RequeueAfter: cacheLag}, nil
 		}
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonIssueNonceFailed, "IssueNonce", "issuing the nonce: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, NonceControllerName, ReasonIssueNonceFailed, err, true)
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonIssueNonceFailed, "IssueNonce", "issuing the nonce: %v", err)
+		return reconcile.Result{}, metrics.failed(ctx, nonceControllerName, contract.ReasonIssueNonceFailed, err, true)
 	}
-	r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceGenerated, "IssueNonce", "Nonce generated successfully")
+	r.events.Eventf(&s, nil, corev1.EventTypeNormal, contract.ReasonNonceGenerated, "IssueNonce", "Nonce generated successfully")
 	return reconcile.Result{}, nil
 }
 
@@ -588,10 +589,10 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	id := t.Spec.ClusterID
 	if err := clusterid.Validate(id); err != nil || t.Name != id || t.Namespace != clusterid.TenantNamespace(id) {
-		r.events.Eventf(&t, nil, corev1.EventTypeWarning, ReasonInvalidTenant, "Accept",
+		r.events.Eventf(&t, nil, corev1.EventTypeWarning, contract.ReasonInvalidTenant, "Accept",
 			"a Tenant must be named after its spec.clusterID (%q) and live in its tenant namespace", truncate(id))
-		metrics.handshake(FlowTenant, ResultRefused, ReasonInvalidTenant)
-		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonInvalidTenant, errInvalidObject, false)
+		metrics.handshake(flowTenant, resultRefused, contract.ReasonInvalidTenant)
+		return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, contract.ReasonInvalidTenant, errInvalidObject, false)
 	}
 	if res, done, err := r.enforce(ctx, &t); done {
 		r.gate.leave(id)
@@ -612,7 +613,7 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if r.firstReconcile(id) {
 		if issued, ok := r.provider.Unchanged(ctx, &t, r.cached); ok {
 			r.gate.leave(id)
-			metrics.expires(RoleProvider, id, ControlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
+			metrics.expires(roleProvider, id, controlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
 			return renewalResult(issued, r.clock.Now()), nil
 		}
 	}
@@ -623,40 +624,40 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.gate.leave(id)
 		now := r.clock.Now()
 		if !filled {
-			r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonTenantAccepted, "Accept", "Tenant status is filled")
-			metrics.accepted(FlowTenant, ReasonTenantAccepted, t.CreationTimestamp.Time, now)
+			r.events.Eventf(&t, nil, corev1.EventTypeNormal, contract.ReasonTenantAccepted, "Accept", "Tenant status is filled")
+			metrics.accepted(flowTenant, contract.ReasonTenantAccepted, t.CreationTimestamp.Time, now)
 		}
 		if issued != nil {
 			if filled && !bytes.Equal(t.Status.AuthParams.SignedCRT, issued.Spec.AuthParams.SignedCRT) {
-				metrics.renewal(RoleProvider, ResultRenewed) // re-signed at its renewal deadline
+				metrics.renewal(roleProvider, resultRenewed) // re-signed at its renewal deadline
 			}
-			metrics.expires(RoleProvider, id, ControlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
+			metrics.expires(roleProvider, id, controlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
 		}
 		return renewalResult(issued, now), nil
 	case errors.Is(err, csr.ErrPending):
-		r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Accept", "%v", err)
+		r.events.Eventf(&t, nil, corev1.EventTypeNormal, contract.ReasonCertificatePending, "Accept", "%v", err)
 		return reconcile.Result{}, nil
 	}
 	reason, message, terminal := acceptRefusal(err, t.Status.AuthParams)
 	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%s", message)
 	if terminal {
 		r.gate.leave(id)
-		metrics.handshake(FlowTenant, ResultRefused, reason)
+		metrics.handshake(flowTenant, resultRefused, reason)
 	} else {
-		metrics.handshake(FlowTenant, ResultFailed, reason)
+		metrics.handshake(flowTenant, resultFailed, reason)
 	}
 	if after := retryAfter(err, time.Now()); after > 0 {
-		return reconcile.Result{RequeueAfter: after}, metrics.failed(ctx, TenantControllerName, reason, err, false)
+		return reconcile.Result{RequeueAfter: after}, metrics.failed(ctx, tenantControllerName, reason, err, false)
 	}
-	if terminal || !transient(err) && reason == ReasonAcceptFailed {
-		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, reason, err, false)
+	if terminal || !transient(err) && reason == contract.ReasonAcceptFailed {
+		return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, reason, err, false)
 	}
-	return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, reason, err, true)
+	return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, reason, err, true)
 }
 
 // gone deletes what the metrics hold of the consumer whose Tenant is gone.
 func (r *tenantReconciler) gone(consumerID string) {
-	metrics.forget(RoleProvider, consumerID, "")
+	metrics.forget(roleProvider, consumerID, "")
 	r.mu.Lock()
 	delete(r.conditions, consumerID)
 	delete(r.reconciled, consumerID)
@@ -674,23 +675,23 @@ func (r *tenantReconciler) remove(ctx context.Context, t *authv1beta1.Tenant) (r
 		return reconcile.Result{}, nil
 	}
 	if err := r.removeRenewCopies(ctx, t.Name); err != nil {
-		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonRemoveFailed, "Forget", "deleting the consumer's Renews: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonRemoveFailed, err, true)
+		r.events.Eventf(t, nil, corev1.EventTypeWarning, contract.ReasonRemoveFailed, "Forget", "deleting the consumer's Renews: %v", err)
+		return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, contract.ReasonRemoveFailed, err, true)
 	}
 	if err := r.provider.Forget(ctx, t.Name); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.gone(t.Name)
 			return reconcile.Result{}, nil
 		}
-		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonRemoveFailed, "Forget", "%v", err)
-		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonRemoveFailed, err, true)
+		r.events.Eventf(t, nil, corev1.EventTypeWarning, contract.ReasonRemoveFailed, "Forget", "%v", err)
+		return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, contract.ReasonRemoveFailed, err, true)
 	}
 	r.gone(t.Name)
 	msg := "Tenant removed: consumer unpeered, binding and replicated Renews deleted; the same cluster key may peer again at once"
 	if lifecycle.Condition(t.Spec.TenantCondition) == authv1beta1.TenantConditionDrained || t.Annotations[lifecycle.RevokeAnnotation] == "true" {
 		msg = "Tenant removed: consumer revoked, binding, replicated Renews, cached certificate and nonce deleted; refused until its certificates expire or it is readmitted"
 	}
-	r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantRemoved, "Forget", "%s", msg)
+	r.events.Eventf(t, nil, corev1.EventTypeNormal, contract.ReasonTenantRemoved, "Forget", "%s", msg)
 	return reconcile.Result{}, nil
 }
 
@@ -727,12 +728,12 @@ func (r *tenantReconciler) removeRenewCopies(ctx context.Context, consumerID str
 // acceptRefusal returns the reason, the Event message and whether Accept's
 // error err is final, for a Tenant whose status held was (nil before its
 // first acceptance). A consumer refused as privileged after it was
-// accepted gets ReasonConsumerPrivileged, saying what became of its
+// accepted gets contract.ReasonConsumerPrivileged, saying what became of its
 // bindings and its certificate; one whose bindings Accept failed to delete
 // (an API error joined to the refusal) is retried until they go.
 func acceptRefusal(err error, held *authv1beta1.AuthParams) (reason, message string, terminal bool) {
-	reason, terminal = reasonOf(err, ReasonAcceptFailed)
-	if reason != ReasonPrivilegedUser {
+	reason, terminal = reasonOf(err, contract.ReasonAcceptFailed)
+	if reason != contract.ReasonPrivilegedUser {
 		return reason, err.Error(), terminal
 	}
 	unbound := !transient(err)
@@ -743,7 +744,7 @@ func acceptRefusal(err error, held *authv1beta1.AuthParams) (reason, message str
 	if !unbound {
 		done = "deleting its bindings failed and is retried"
 	}
-	return ReasonConsumerPrivileged, fmt.Sprintf("%v: %s and its certificate is not re-signed; the certificate issued %s",
+	return contract.ReasonConsumerPrivileged, fmt.Sprintf("%v: %s and its certificate is not re-signed; the certificate issued %s",
 		err, done, validUntil(held.SignedCRT)), terminal && unbound
 }
 

@@ -18,23 +18,24 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/renewal"
 )
 
-// RenewalControllerName names the consumer's renewal reconciler, also the
+// renewalControllerName names the consumer's renewal reconciler, also the
 // reporting controller of its Events.
-const RenewalControllerName = "kubepact-renewal"
+const renewalControllerName = "kubepact-renewal"
 
 // setupRenewConsumer adds the consumer's renewal reconciler to mgr.
 func setupRenewConsumer(mgr manager.Manager, c *kubepact.Consumer, renews *kube.RenewStore, clk clock.PassiveClock) error {
 	rr := &renewConsumerReconciler{client: mgr.GetClient(), consumer: c, renews: renews, clock: realClock(clk),
-		events: mgr.GetEventRecorder(RenewalControllerName)}
-	if err := ctrl.NewControllerManagedBy(mgr).Named(RenewalControllerName).
+		events: mgr.GetEventRecorder(renewalControllerName)}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(renewalControllerName).
 		For(&authv1beta1.Identity{}).
 		Owns(&authv1beta1.Renew{}).
 		Complete(rr); err != nil {
-		return fmt.Errorf("controllers: %s: %w", RenewalControllerName, err)
+		return fmt.Errorf("controllers: %s: %w", renewalControllerName, err)
 	}
 	return nil
 }
@@ -96,20 +97,20 @@ func (r *renewConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 			reason, terminal := renewReasonOf(err)
 			r.events.Eventf(&id, nil, corev1.EventTypeWarning, reason, "Renew", "renewed credentials not applied: %v", err)
 			if terminal {
-				metrics.renewal(RoleConsumer, ResultRefused)
+				metrics.renewal(roleConsumer, resultRefused)
 			} else {
-				metrics.renewal(RoleConsumer, ResultFailed)
+				metrics.renewal(roleConsumer, resultFailed)
 			}
-			if terminal || !transient(err) && reason == ReasonRenewFailed {
-				return reconcile.Result{}, metrics.failed(ctx, RenewalControllerName, reason, err, false)
+			if terminal || !transient(err) && reason == contract.ReasonRenewFailed {
+				return reconcile.Result{}, metrics.failed(ctx, renewalControllerName, reason, err, false)
 			}
-			return reconcile.Result{}, metrics.failed(ctx, RenewalControllerName, reason, err, true)
+			return reconcile.Result{}, metrics.failed(ctx, renewalControllerName, reason, err, true)
 		}
 		if a != nil {
-			r.events.Eventf(&id, nil, corev1.EventTypeNormal, ReasonIdentityRenewed, "Renew", "Identity renewed: the kubeconfig Secret holds the new certificate")
-			metrics.renewal(RoleConsumer, ResultRenewed)
+			r.events.Eventf(&id, nil, corev1.EventTypeNormal, contract.ReasonIdentityRenewed, "Renew", "Identity renewed: the kubeconfig Secret holds the new certificate")
+			metrics.renewal(roleConsumer, resultRenewed)
 			if a.Identity != nil {
-				metrics.expires(RoleConsumer, providerID, a.Identity.Name, a.Identity.Spec.AuthParams.SignedCRT)
+				metrics.expires(roleConsumer, providerID, a.Identity.Name, a.Identity.Spec.AuthParams.SignedCRT)
 			}
 			return reconcile.Result{}, nil // the Identity's update brings it back
 		}
@@ -119,10 +120,10 @@ func (r *renewConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 	if err != nil {
 		reason, terminal := renewReasonOf(err)
 		r.events.Eventf(&id, nil, corev1.EventTypeWarning, reason, "RenewRequest", "%v", err)
-		if terminal || !transient(err) && reason == ReasonRenewFailed {
-			return reconcile.Result{}, metrics.failed(ctx, RenewalControllerName, reason, err, false)
+		if terminal || !transient(err) && reason == contract.ReasonRenewFailed {
+			return reconcile.Result{}, metrics.failed(ctx, renewalControllerName, reason, err, false)
 		}
-		return reconcile.Result{}, metrics.failed(ctx, RenewalControllerName, reason, err, true)
+		return reconcile.Result{}, metrics.failed(ctx, renewalControllerName, reason, err, true)
 	}
 	if held == nil || !sameRequest(held, want.Renew) {
 		if _, err := r.renews.Apply(ctx, want.Renew); err != nil {
@@ -132,7 +133,7 @@ func (r *renewConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 	if want.At.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{RequeueAfter: renewal.Wait(want.At, r.clock.Now(), MinRenewalWait)}, nil
+	return reconcile.Result{RequeueAfter: renewal.Wait(want.At, r.clock.Now(), minRenewalWait)}, nil
 }
 
 // sameRequest reports whether held already carries what want applies: its

@@ -25,7 +25,7 @@ func TestRequeueAtRenewal(t *testing.T) {
 
 	require.Equal(t, due.Sub(now), requeueAtRenewal(chain, now).RequeueAfter, "when it falls due")
 	require.Equal(t, time.Hour, requeueAtRenewal(chain, due.Add(-time.Hour)).RequeueAfter)
-	require.Equal(t, MinRenewalWait, requeueAtRenewal(chain, now.Add(29*time.Hour)).RequeueAfter, "past due: soon, not at once")
+	require.Equal(t, minRenewalWait, requeueAtRenewal(chain, now.Add(29*time.Hour)).RequeueAfter, "past due: soon, not at once")
 	require.Zero(t, requeueAtRenewal([]byte("garbage"), now).RequeueAfter)
 }
 

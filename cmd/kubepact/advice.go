@@ -10,7 +10,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
@@ -50,12 +50,12 @@ func advice(err error, consumerID string) string {
 		return fmt.Sprintf("the %s cluster's controller (%s) stopped while the CLI waited for it, as if killed: "+
 			"look at its pods, their restarts and logs (kubectl get pods -A -l app.kubernetes.io/name=%s, kubectl logs); "+
 			"once it runs again, run the command again: it goes on from what is left", gone.Role, gone.Where, kubepactApp)
-	case errors.As(err, &blocked) && blocked.Reason == controllers.ReasonAPIServerURLUnknown:
+	case errors.As(err, &blocked) && blocked.Reason == contract.ReasonAPIServerURLUnknown:
 		return "the provider's controller does not know the https URL at which consumers reach its API server " +
 			"(its cluster has no kube-public/cluster-info ConfigMap, as many managed clusters): its administrator sets " +
 			"kubepact-controller's --api-server-url (and --api-server-ca-file unless its kubeconfig's CA serves it) in its Deployment; " +
 			"once it restarted, run authenticate again"
-	case errors.As(err, &blocked) && blocked.Reason == controllers.ReasonPeerRoleMissing:
+	case errors.As(err, &blocked) && blocked.Reason == contract.ReasonPeerRoleMissing:
 		return advice(rbac.ErrMissingRole, consumerID) + "; the controller retries the Tenant, and authenticate run again waits for it"
 	case errors.As(err, &refused):
 		if cause, ok := refusalCauses[refused.Reason]; ok {
@@ -163,16 +163,16 @@ func advice(err error, consumerID string) string {
 // refusalCauses are the errors whose advice fits the refusals of
 // kubepact's and Liqo's controllers, by the reason of their Event.
 var refusalCauses = map[string]error{
-	controllers.ReasonConsumerRevoked:    lifecycle.ErrRevoked,
-	controllers.ReasonTenantDrained:      lifecycle.ErrDrained,
-	controllers.ReasonNonceRedeemed:      nonce.ErrRedeemed,
-	controllers.ReasonNonceNotFound:      nonce.ErrNotFound,
-	controllers.ReasonNonceExpired:       nonce.ErrExpired,
-	controllers.ReasonInvalidSignature:   keys.ErrBadSignature,
-	liqoSignatureVerificationFailed:      keys.ErrBadSignature,
-	controllers.ReasonCSRRejected:        csr.ErrMalformed,
-	liqoInvalidCSR:                       csr.ErrMalformed,
-	controllers.ReasonKeyUnattested:      keys.ErrUnattested,
-	controllers.ReasonNotTenantNamespace: tenant.ErrNotTenantNamespace,
-	controllers.ReasonIdentityRejected:   identity.ErrRejected,
+	contract.ReasonConsumerRevoked:    lifecycle.ErrRevoked,
+	contract.ReasonTenantDrained:      lifecycle.ErrDrained,
+	contract.ReasonNonceRedeemed:      nonce.ErrRedeemed,
+	contract.ReasonNonceNotFound:      nonce.ErrNotFound,
+	contract.ReasonNonceExpired:       nonce.ErrExpired,
+	contract.ReasonInvalidSignature:   keys.ErrBadSignature,
+	liqoSignatureVerificationFailed:   keys.ErrBadSignature,
+	contract.ReasonCSRRejected:        csr.ErrMalformed,
+	liqoInvalidCSR:                    csr.ErrMalformed,
+	contract.ReasonKeyUnattested:      keys.ErrUnattested,
+	contract.ReasonNotTenantNamespace: tenant.ErrNotTenantNamespace,
+	contract.ReasonIdentityRejected:   identity.ErrRejected,
 }
