@@ -186,54 +186,21 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	raw := s.Data[nonce.SecretKey]
-	if s.DeletionTimestamp != nil || len(raw) == 0 {
+	if s.DeletionTimestamp != nil || len(s.Data[nonce.SecretKey]) == 0 {
 		return reconcile.Result{}, nil // nothing to sign yet
 	}
-	id := s.Labels[clusterid.Label]
-	if err := clusterid.Validate(id); err != nil || s.Namespace != clusterid.TenantNamespace(id) || s.Name != nonce.SignedSecretName {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonInvalidSignedNonceSecret, "SignNonce",
-			"a signed-nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): nothing signed",
-			nonce.SignedSecretName, clusterid.Label, truncate(id))
-		return reconcile.Result{}, metrics.failed(ctx, signedNonceControllerName, contract.ReasonInvalidSignedNonceSecret, errInvalidObject, false)
-	}
-	// Only in a tenant namespace that kubepact, Liqo or an administrator
-	// labelled for a peer: whoever may merely create a namespace of that
-	// name and a Secret in it gets no signature.
-	ns, err := r.namespaces.Get(ctx, s.Namespace, metav1.GetOptions{})
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading Namespace %s: %w", s.Namespace, err)
-	}
-	if err := tenant.CheckNamespace(ns, id); err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonNotTenantNamespace, "SignNonce", "%v: nothing signed", err)
-		return reconcile.Result{}, metrics.failed(ctx, signedNonceControllerName, contract.ReasonNotTenantNamespace, err, false)
-	}
-	// Only a well-formed nonce is signed, never arbitrary bytes: the
-	// cluster key must not sign what a writer of this Secret chooses.
-	// Parse checks the length before it decodes anything.
-	n, err := nonce.Parse(string(raw))
-	if err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonMalformedNonce, "SignNonce", "%s: %v: nothing signed", nonce.SecretKey, err)
-		return reconcile.Result{}, metrics.failed(ctx, signedNonceControllerName, contract.ReasonMalformedNonce, err, false)
-	}
-	ownKey := false
-	switch v, ok := s.Data[contract.TenantOwnKeyKey]; {
-	case ok && string(v) == contract.TenantOwnKey:
-		ownKey = true
-	case ok:
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonInvalidSignedNonceSecret, "SignNonce",
-			"%s may only be %q: nothing signed", contract.TenantOwnKeyKey, contract.TenantOwnKey)
-		return reconcile.Result{}, metrics.failed(ctx, signedNonceControllerName, contract.ReasonInvalidSignedNonceSecret, errInvalidObject, false)
+	sr, err := r.checkRequest(ctx, &s)
+	if sr == nil {
+		return reconcile.Result{}, err
 	}
 	key, err := keys.Ensure(ctx, r.keys, rand.Reader, r.alg)
 	if err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonSigningNonceFailed, "SignNonce", "reading the cluster key: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, signedNonceControllerName, contract.ReasonSigningNonceFailed, err, true)
+		return reconcile.Result{}, r.fail(ctx, &s, contract.ReasonSigningNonceFailed, err, true, "reading the cluster key: %v", err)
 	}
 	held := s.Data[nonce.SignedSecretKey]
 	var mismatch error
 	if len(held) > 0 {
-		mismatch = nonce.Verify(key.Public(), n, held)
+		mismatch = nonce.Verify(key.Public(), sr.nonce, held)
 		if mismatch == nil && len(s.Data[contract.TenantKey]) > 0 {
 			return reconcile.Result{}, nil // signed and built already
 		}
@@ -242,33 +209,85 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	// tool that reads the Secret finds the key to check what it holds
 	// with.
 	if err := r.publisher.publish(ctx, key.Public()); err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonSigningNonceFailed, "SignNonce", "publishing the cluster's public key: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, signedNonceControllerName, contract.ReasonSigningNonceFailed, err, true)
+		return reconcile.Result{}, r.fail(ctx, &s, contract.ReasonSigningNonceFailed, err, true, "publishing the cluster's public key: %v", err)
 	}
 	if mismatch != nil {
 		// Never overwritten: the Secret holds a signature for another
 		// nonce or key.
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonSignedNonceMismatch, "SignNonce",
+		return reconcile.Result{}, r.fail(ctx, &s, contract.ReasonSignedNonceMismatch, mismatch, false,
 			"%s is not this cluster's signature over %s; it is kept: delete the Secret to sign a new nonce", nonce.SignedSecretKey, nonce.SecretKey)
-		return reconcile.Result{}, metrics.failed(ctx, signedNonceControllerName, contract.ReasonSignedNonceMismatch, mismatch, false)
 	}
+	return reconcile.Result{}, r.answer(ctx, &s, sr, held)
+}
+
+// signRequest is what a signed-nonce Secret asks for.
+type signRequest struct {
+	// providerID is the provider the nonce is from.
+	providerID string
+	// nonce is the nonce to sign.
+	nonce nonce.Nonce
+	// ownKey asks for a Tenant whose CSR is for a key of the identity's own
+	// (contract.TenantOwnKeyKey).
+	ownKey bool
+}
+
+// checkRequest returns what s asks for, nil when it is refused: s is not
+// the signed-nonce Secret of a tenant namespace made for a peer, or its
+// nonce or request is malformed. A refusal is recorded on s, and the error
+// is what Reconcile returns for it.
+func (r *signedNonceReconciler) checkRequest(ctx context.Context, s *corev1.Secret) (*signRequest, error) {
+	id := s.Labels[clusterid.Label]
+	if err := clusterid.Validate(id); err != nil || s.Namespace != clusterid.TenantNamespace(id) || s.Name != nonce.SignedSecretName {
+		return nil, r.fail(ctx, s, contract.ReasonInvalidSignedNonceSecret, errInvalidObject, false,
+			"a signed-nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): nothing signed",
+			nonce.SignedSecretName, clusterid.Label, truncate(id))
+	}
+	// Only in a tenant namespace that kubepact, Liqo or an administrator
+	// labelled for a peer: whoever may merely create a namespace of that
+	// name and a Secret in it gets no signature.
+	ns, err := r.namespaces.Get(ctx, s.Namespace, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading Namespace %s: %w", s.Namespace, err)
+	}
+	if err := tenant.CheckNamespace(ns, id); err != nil {
+		return nil, r.fail(ctx, s, contract.ReasonNotTenantNamespace, err, false, "%v: nothing signed", err)
+	}
+	// Only a well-formed nonce is signed, never arbitrary bytes: the
+	// cluster key must not sign what a writer of this Secret chooses.
+	// Parse checks the length before it decodes anything.
+	n, err := nonce.Parse(string(s.Data[nonce.SecretKey]))
+	if err != nil {
+		return nil, r.fail(ctx, s, contract.ReasonMalformedNonce, err, false, "%s: %v: nothing signed", nonce.SecretKey, err)
+	}
+	sr := &signRequest{providerID: id, nonce: n}
+	switch v, ok := s.Data[contract.TenantOwnKeyKey]; {
+	case ok && string(v) == contract.TenantOwnKey:
+		sr.ownKey = true
+	case ok:
+		return nil, r.fail(ctx, s, contract.ReasonInvalidSignedNonceSecret, errInvalidObject, false,
+			"%s may only be %q: nothing signed", contract.TenantOwnKeyKey, contract.TenantOwnKey)
+	}
+	return sr, nil
+}
+
+// answer writes into s the signature over sr's nonce, held when s holds it
+// already, and the Tenant that answers the nonce.
+func (r *signedNonceReconciler) answer(ctx context.Context, s *corev1.Secret, sr *signRequest, held []byte) error {
 	// The Tenant's signature is the one the Secret holds, or becomes it:
 	// one signature over the nonce, whoever reads it.
-	t, err := r.consumer.BuildTenant(ctx, id, n, &kubepact.TenantOptions{ProxyURL: string(s.Data[contract.TenantProxyURLKey]), OwnKey: ownKey})
+	t, err := r.consumer.BuildTenant(ctx, sr.providerID, sr.nonce, &kubepact.TenantOptions{ProxyURL: string(s.Data[contract.TenantProxyURLKey]), OwnKey: sr.ownKey})
 	if reason, message, ok := tenantRefusal(err); ok {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "SignNonce", "%s", message)
-		return reconcile.Result{}, metrics.failed(ctx, signedNonceControllerName, reason, err, false)
+		return r.fail(ctx, s, reason, err, false, "%s", message)
 	}
 	if err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonSigningNonceFailed, "SignNonce", "building the Tenant: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, signedNonceControllerName, contract.ReasonSigningNonceFailed, err, true)
+		return r.fail(ctx, s, contract.ReasonSigningNonceFailed, err, true, "building the Tenant: %v", err)
 	}
 	if len(held) > 0 {
 		t.Spec.Signature = held
 	}
 	doc, err := yaml.Marshal(t)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("encoding the Tenant of Secret %s/%s: %w", s.Namespace, s.Name, err)
+		return fmt.Errorf("encoding the Tenant of Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	// kubepact applies data.signedNonce and the Tenant alone, held to the
 	// Secret as read: if data.nonce or the request changed since, the
@@ -276,12 +295,20 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	ac := corev1ac.Secret(s.Name, s.Namespace).WithResourceVersion(s.ResourceVersion).
 		WithData(map[string][]byte{nonce.SignedSecretKey: t.Spec.Signature, contract.TenantKey: doc})
 	if err := r.client.Apply(ctx, ac, client.FieldOwner(kube.FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("writing %s and %s of Secret %s/%s: %w", nonce.SignedSecretKey, contract.TenantKey, s.Namespace, s.Name, err)
+		return fmt.Errorf("writing %s and %s of Secret %s/%s: %w", nonce.SignedSecretKey, contract.TenantKey, s.Namespace, s.Name, err)
 	}
 	if len(held) == 0 {
-		r.events.Eventf(&s, nil, corev1.EventTypeNormal, contract.ReasonNonceSigned, "SignNonce", "Nonce is signed")
+		r.events.Eventf(s, nil, corev1.EventTypeNormal, contract.ReasonNonceSigned, "SignNonce", "Nonce is signed")
 	}
-	return reconcile.Result{}, nil
+	return nil
+}
+
+// fail records a Warning Event of reason on s, whose note is format with
+// args, and counts err: it returns what Reconcile returns for it, retried
+// with backoff when retried.
+func (r *signedNonceReconciler) fail(ctx context.Context, s *corev1.Secret, reason string, err error, retried bool, format string, args ...any) error {
+	r.events.Eventf(s, nil, corev1.EventTypeWarning, reason, "SignNonce", format, args...)
+	return metrics.failed(ctx, signedNonceControllerName, reason, err, retried)
 }
 
 // publicKeyPublisher publishes the cluster's public key in the record
