@@ -75,6 +75,13 @@ func reasonOf(err error, fallback string) (string, bool) {
 	return fallback, false
 }
 
+// retried reports whether a failure of reason is retried with backoff: not
+// when it is terminal, nor when it is fallback, the reconciler's reason for
+// any other error (reasonOf), and err is not transient either.
+func retried(err error, reason, fallback string, terminal bool) bool {
+	return !terminal && (transient(err) || reason != fallback)
+}
+
 // transient reports whether err is worth retrying with backoff: an API
 // error, a network error or a deadline. Anything else a step returns
 // describes the object, and is terminal.

@@ -173,8 +173,7 @@ func (r *renewConsumerReconciler) request(ctx context.Context, id *authv1beta1.I
 // returns what Reconcile returns for it: retried with backoff unless it is
 // terminal, or a RenewFailed that no retry cures.
 func renewFailed(ctx context.Context, reason string, terminal bool, err error) error {
-	retry := !terminal && (transient(err) || reason != contract.ReasonRenewFailed)
-	return metrics.failed(ctx, renewalControllerName, reason, err, retry)
+	return metrics.failed(ctx, renewalControllerName, reason, err, retried(err, reason, contract.ReasonRenewFailed, terminal))
 }
 
 // controllerOf returns the controller reference of r, nil for no r or no
