@@ -177,27 +177,81 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err != nil {
 		return err
 	}
-	// With kube.CSRSigner, the reconcilers watch CertificateSigningRequests
-	// that settle while no Sign waits for them (settled).
-	signer := cfg.Signer
-	var settled predicate.Predicate
-	switch s := signer.(type) {
+	signer, settled, err := providerSigner(mgr, cs, cfg)
+	if err != nil {
+		return err
+	}
+	// The redemption reads the nonce Secret from the manager's cache,
+	// which watches nonce Secrets, and writes on what it read.
+	nonces := newEmptyNonceStore(cs, mgr.GetClient())
+	p, err := newProvider(mgr, cs, uncached, cfg, signer, nonces)
+	if err != nil {
+		return err
+	}
+
+	if err := mgr.Add(&tenantNamespaceSliceGrants{client: cs, log: mgr.GetLogger().WithName("tenant-namespace-slice-grants")}); err != nil {
+		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
+	}
+
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	inFlight := newGate(workers, HandshakeHold, clock.RealClock{})
+	if err := setupNonceReconciler(mgr, p, workers, inFlight); err != nil {
+		return err
+	}
+	if err := indexGrantees(context.Background(), mgr); err != nil {
+		return err
+	}
+	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(tenantControllerName), clock: realClock(cfg.Clock), gate: inFlight,
+		// The provider's own records, as the manager's cache holds them
+		// (CacheOptions), and the bindings that name a consumer, by
+		// granteeIndex: Unchanged reads them instead of the API server.
+		cached: kubepact.CachedRecords{
+			Nonces:       nonces,
+			Certificates: kube.NewCertificateCache(cs).WithReader(mgr.GetClient()),
+			Revocations:  kube.NewRevocations(cs).WithReader(mgr.GetClient()),
+			Bindings:     newBindingReader(mgr.GetClient()),
+			Grants:       grantReader{cache: mgr.GetClient()},
+		}}
+	if err := setupTenantReconciler(mgr, tr, workers, settled); err != nil {
+		return err
+	}
+	if err := setupSliceProvider(mgr, p, workers, settled, cfg.Clock); err != nil {
+		return err
+	}
+	return setupRenewProvider(mgr, p, kube.NewRenewStore(uncached), workers, settled, cfg.Clock)
+}
+
+// providerSigner returns the signer of the consumers' CSRs, cfg.Signer or
+// by default the Kubernetes CSR API's, and, with a kube.CSRSigner, the
+// predicate of the CertificateSigningRequests that settle while no Sign
+// waits for them, which the reconcilers watch; nil otherwise.
+func providerSigner(mgr manager.Manager, cs kubernetes.Interface, cfg ProviderConfig) (csr.Signer, predicate.Predicate, error) {
+	switch s := cfg.Signer.(type) {
 	case nil:
 		// The signer learns of its certificates from the manager's informer
 		// on CertificateSigningRequests, which the reconcilers watch anyway.
 		updates := kube.NewCSRUpdates()
 		inf, err := mgr.GetCache().GetInformer(context.Background(), &certificatesv1.CertificateSigningRequest{})
 		if err != nil {
-			return fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
+			return nil, nil, fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
 		}
 		if _, err := inf.AddEventHandler(updates); err != nil {
-			return fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
+			return nil, nil, fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
 		}
 		ks := kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Wait: CSRWait, Clock: cfg.Clock, Updates: updates})
-		signer, settled = ks, csrSettled(ks.Awaited)
+		return ks, csrSettled(ks.Awaited), nil
 	case *kube.CSRSigner:
-		settled = csrSettled(s.Awaited)
+		return s, csrSettled(s.Awaited), nil
 	}
+	return cfg.Signer, nil, nil
+}
+
+// newProvider returns the Provider the reconcilers call, over the
+// adapters of every port.
+func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.Client, cfg ProviderConfig, signer csr.Signer, nonces *emptyNonceStore) (*kubepact.Provider, error) {
 	lifecyclePorts := kube.NewLifecyclePorts(cs, uncached)
 	// The Tenant reconciler watches ResourceSlices, so it finds them in the
 	// manager's cache: a slice the cache has yet to see requeues its Tenant
@@ -205,11 +259,8 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	lifecyclePorts.Slices = kube.NewTenantSlices(mgr.GetClient())
 	namespaces, err := tenantNamespaces(cs, mgr, cfg.TenantPodSecurity)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// The redemption reads the nonce Secret from the manager's cache,
-	// which watches nonce Secrets, and writes on what it read.
-	nonces := newEmptyNonceStore(cs, mgr.GetClient())
 	ports := kubepact.ProviderPorts{
 		Namespaces:   namespaces,
 		Nonces:       nonces,
@@ -234,21 +285,16 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		SliceBounds:         cfg.SliceBounds,
 	})
 	if err != nil {
-		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
+		return nil, fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
 	}
 	if cfg.Endpoint.Server != "" && len(cfg.Endpoint.CA) == 0 {
-		return fmt.Errorf("controllers: provider %q: %w: the endpoint's CA is required with its server", cfg.ClusterID, kubepact.ErrInvalidConfig)
+		return nil, fmt.Errorf("controllers: provider %q: %w: the endpoint's CA is required with its server", cfg.ClusterID, kubepact.ErrInvalidConfig)
 	}
+	return p, nil
+}
 
-	if err := mgr.Add(&tenantNamespaceSliceGrants{client: cs, log: mgr.GetLogger().WithName("tenant-namespace-slice-grants")}); err != nil {
-		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
-	}
-
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = DefaultWorkers
-	}
-	inFlight := newGate(workers, HandshakeHold, clock.RealClock{})
+// setupNonceReconciler adds the provider's nonce reconciler to mgr.
+func setupNonceReconciler(mgr manager.Manager, p *kubepact.Provider, workers int, inFlight *gate) error {
 	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(nonceControllerName), gate: inFlight}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(nonceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -256,21 +302,14 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		Complete(nr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", nonceControllerName, err)
 	}
+	return nil
+}
 
-	if err := indexGrantees(context.Background(), mgr); err != nil {
-		return err
-	}
-	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(tenantControllerName), clock: realClock(cfg.Clock), gate: inFlight,
-		// The provider's own records, as the manager's cache holds them
-		// (CacheOptions), and the bindings that name a consumer, by
-		// granteeIndex: Unchanged reads them instead of the API server.
-		cached: kubepact.CachedRecords{
-			Nonces:       nonces,
-			Certificates: kube.NewCertificateCache(cs).WithReader(mgr.GetClient()),
-			Revocations:  kube.NewRevocations(cs).WithReader(mgr.GetClient()),
-			Bindings:     newBindingReader(mgr.GetClient()),
-			Grants:       grantReader{cache: mgr.GetClient()},
-		}}
+// setupTenantReconciler adds tr, the provider's Tenant reconciler, to mgr,
+// with the watches that requeue a Tenant: its slices, its revocation
+// records, the grants to its consumer and, when settled is not nil, its
+// consumer's CertificateSigningRequests settling.
+func setupTenantReconciler(mgr manager.Manager, tr *tenantReconciler, workers int, settled predicate.Predicate) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named(tenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
@@ -284,10 +323,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err := b.Complete(tr); err != nil {
 		return fmt.Errorf("controllers: %s: %w", tenantControllerName, err)
 	}
-	if err := setupSliceProvider(mgr, p, workers, settled, cfg.Clock); err != nil {
-		return err
-	}
-	return setupRenewProvider(mgr, p, kube.NewRenewStore(uncached), workers, settled, cfg.Clock)
+	return nil
 }
 
 // clients returns the clients the steps' adapters use, over mgr's
