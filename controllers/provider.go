@@ -640,44 +640,78 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.gate.leave(id)
 		return reconcile.Result{}, nil
 	}
-	// An accepted Tenant whose spec, key, certificate record, nonce and
-	// bindings are as Accept left them needs no review, no CSR and no
-	// write: on a restart, every Tenant comes back this way, once
-	// (firstReconcile). What decides is read from the cache (see
-	// kubepact.Provider.Unchanged for why each step of Accept may be
-	// skipped).
-	if r.firstReconcile(id) {
-		if issued, ok := r.provider.Unchanged(ctx, &t, r.cached); ok {
-			r.gate.leave(id)
-			metrics.expires(roleProvider, id, controlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
-			return renewalResult(issued, r.clock.Now()), nil
-		}
+	if res, ok := r.unchanged(ctx, &t); ok {
+		return res, nil
 	}
+	return r.accept(ctx, &t)
+}
+
+// unchanged reports whether t, an accepted Tenant whose spec, key,
+// certificate record, nonce and bindings are as Accept left them, needs no
+// review, no CSR and no write, and returns the result of its reconcile if
+// so. On a restart, every Tenant comes back this way, once
+// (firstReconcile). What decides is read from the cache (see
+// kubepact.Provider.Unchanged for why each step of Accept may be skipped).
+func (r *tenantReconciler) unchanged(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, bool) {
+	id := t.Spec.ClusterID
+	if !r.firstReconcile(id) {
+		return reconcile.Result{}, false
+	}
+	issued, ok := r.provider.Unchanged(ctx, t, r.cached)
+	if !ok {
+		return reconcile.Result{}, false
+	}
+	r.gate.leave(id)
+	metrics.expires(roleProvider, id, controlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
+	return renewalResult(issued, r.clock.Now()), true
+}
+
+// accept runs Provider.Accept for t and records its outcome: it comes back
+// at the renewal deadline of the certificate issued, when the CSR's signing
+// requeues it, or as the failure asks.
+func (r *tenantReconciler) accept(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, error) {
 	filled := t.Status.AuthParams != nil
-	issued, err := r.provider.Accept(ctx, &t)
+	issued, err := r.provider.Accept(ctx, t)
 	switch {
 	case err == nil:
-		r.gate.leave(id)
-		now := r.clock.Now()
-		if !filled {
-			r.events.Eventf(&t, nil, corev1.EventTypeNormal, contract.ReasonTenantAccepted, "Accept", "Tenant status is filled")
-			metrics.accepted(flowTenant, contract.ReasonTenantAccepted, t.CreationTimestamp.Time, now)
-		}
-		if issued != nil {
-			if filled && !bytes.Equal(t.Status.AuthParams.SignedCRT, issued.Spec.AuthParams.SignedCRT) {
-				metrics.renewal(roleProvider, resultRenewed) // re-signed at its renewal deadline
-			}
-			metrics.expires(roleProvider, id, controlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
-		}
-		return renewalResult(issued, now), nil
+		return r.accepted(t, issued, filled), nil
 	case errors.Is(err, csr.ErrPending):
-		r.events.Eventf(&t, nil, corev1.EventTypeNormal, contract.ReasonCertificatePending, "Accept", "%v", err)
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, contract.ReasonCertificatePending, "Accept", "%v", err)
 		return reconcile.Result{}, nil
 	}
+	return r.refused(ctx, t, err)
+}
+
+// accepted records that Accept accepted t, whose status was filled before
+// when filled, and issued, the Identity it returned: an Event and the
+// handshake's duration the first time, a renewal when the certificate
+// changed, and the certificate's expiry.
+func (r *tenantReconciler) accepted(t *authv1beta1.Tenant, issued *authv1beta1.Identity, filled bool) reconcile.Result {
+	id := t.Spec.ClusterID
+	r.gate.leave(id)
+	now := r.clock.Now()
+	if !filled {
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, contract.ReasonTenantAccepted, "Accept", "Tenant status is filled")
+		metrics.accepted(flowTenant, contract.ReasonTenantAccepted, t.CreationTimestamp.Time, now)
+	}
+	if issued != nil {
+		if filled && !bytes.Equal(t.Status.AuthParams.SignedCRT, issued.Spec.AuthParams.SignedCRT) {
+			metrics.renewal(roleProvider, resultRenewed) // re-signed at its renewal deadline
+		}
+		metrics.expires(roleProvider, id, controlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
+	}
+	return renewalResult(issued, now)
+}
+
+// refused records that Accept failed for t with err: a Warning Event with
+// the refusal's reason and message, the handshake's result and, for a
+// terminal refusal, the handshake's place given up. It returns what
+// Reconcile returns for it.
+func (r *tenantReconciler) refused(ctx context.Context, t *authv1beta1.Tenant, err error) (reconcile.Result, error) {
 	reason, message, terminal := acceptRefusal(err, t.Status.AuthParams)
-	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%s", message)
+	r.events.Eventf(t, nil, corev1.EventTypeWarning, reason, "Accept", "%s", message)
 	if terminal {
-		r.gate.leave(id)
+		r.gate.leave(t.Spec.ClusterID)
 		metrics.handshake(flowTenant, resultRefused, reason)
 	} else {
 		metrics.handshake(flowTenant, resultFailed, reason)
@@ -685,10 +719,7 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if after := retryAfter(err, time.Now()); after > 0 {
 		return reconcile.Result{RequeueAfter: after}, metrics.failed(ctx, tenantControllerName, reason, err, false)
 	}
-	if terminal || !transient(err) && reason == contract.ReasonAcceptFailed {
-		return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, reason, err, false)
-	}
-	return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, reason, err, true)
+	return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, reason, err, retried(err, reason, contract.ReasonAcceptFailed, terminal))
 }
 
 // gone deletes what the metrics hold of the consumer whose Tenant is gone.
