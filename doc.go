@@ -42,6 +42,9 @@
 // Authenticate runs the four steps when both clusters are reachable from one
 // process; Unauthenticate undoes them. Each step is also usable on its own,
 // so the Tenant and the Identity can travel as YAML files moved by hand.
+// ProviderOptions.OnStep and ConsumerOptions.OnStep are told of each step
+// done, by its name in package step (step.NonceGenerated, …, whose values
+// are the messages liqoctl prints).
 //
 // # After the handshake
 //
