@@ -432,10 +432,7 @@ func (r *identityReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	} else {
 		metrics.handshake(flowIdentity, resultFailed, reason)
 	}
-	if terminal || !transient(err) && reason == contract.ReasonApplyFailed {
-		return reconcile.Result{}, metrics.failed(ctx, identityControllerName, reason, err, false)
-	}
-	return reconcile.Result{}, metrics.failed(ctx, identityControllerName, reason, err, true)
+	return reconcile.Result{}, metrics.failed(ctx, identityControllerName, reason, err, retried(err, reason, contract.ReasonApplyFailed, terminal))
 }
 
 // removeKubeconfig deletes the kubeconfig Secret of the deleted Identity

@@ -141,10 +141,7 @@ func (r *renewProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 		} else {
 			metrics.renewal(roleProvider, resultFailed)
 		}
-		if terminal || !transient(err) && reason == contract.ReasonRenewFailed {
-			return reconcile.Result{}, metrics.failed(ctx, renewControllerName, reason, err, false)
-		}
-		return reconcile.Result{}, metrics.failed(ctx, renewControllerName, reason, err, true)
+		return reconcile.Result{}, metrics.failed(ctx, renewControllerName, reason, err, retried(err, reason, contract.ReasonRenewFailed, terminal))
 	}
 	if rn.Status.AuthParams != nil && equality.Semantic.DeepEqual(*rn.Status.AuthParams, *params) {
 		return reconcile.Result{}, nil
