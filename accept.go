@@ -18,6 +18,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -67,27 +68,27 @@ func (p *Provider) parse(t *authv1beta1.Tenant) (incoming, error) {
 func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acceptReads, issued *nonce.Nonce) (*authv1beta1.Identity, error) {
 	in, err := p.parse(t)
 	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
 	g := p.gather(ctx, in, early, issued)
 	defer g.close() // no read outlives Accept
 	f, err := g.beforeRedeem()
 	if err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
 	if _, err := p.checks.Run(ctx, accept.StageRedeem, f); err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
 	if err := g.redeem(ctx, f); err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
 	if err := g.beforeIssue(ctx, f); err != nil {
-		return nil, stepError(StepTenantApplied, err)
+		return nil, stepError(step.TenantApplied, err)
 	}
 	if check, err := p.checks.Run(ctx, accept.StageIssue, f); err != nil {
 		return nil, p.refused(ctx, f, check, err)
 	}
-	p.step(ctx, Step{Name: StepTenantApplied})
+	p.step(ctx, step.Done{Name: step.TenantApplied})
 	w := p.want(f, issued != nil)
 	return p.act(ctx, f, w, accept.Decide(f, w))
 }
@@ -99,13 +100,13 @@ func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acc
 func (p *Provider) refused(ctx context.Context, f *accept.Facts, check *accept.Check, err error) error {
 	switch check.Name {
 	case accept.Signature:
-		return stepError(StepTenantApplied, err)
+		return stepError(step.TenantApplied, err)
 	case accept.SingleHolder:
-		p.step(ctx, Step{Name: StepTenantApplied})
-		return stepError(StepTenantApplied, err)
+		p.step(ctx, step.Done{Name: step.TenantApplied})
+		return stepError(step.TenantApplied, err)
 	}
-	p.step(ctx, Step{Name: StepTenantApplied})
-	return stepError(StepCertificateIssued, p.refusePrivileged(ctx, f.ConsumerID, err))
+	p.step(ctx, step.Done{Name: step.TenantApplied})
+	return stepError(step.CertificateIssued, p.refusePrivileged(ctx, f.ConsumerID, err))
 }
 
 // want is what the provider keeps for the Tenant of f. Only a provider
@@ -272,7 +273,7 @@ func (p *Provider) act(ctx context.Context, f *accept.Facts, w accept.Want, plan
 	if plan.Sign {
 		var err error
 		if cert, err = csr.SignChecked(ctx, p.ports.Signer, accept.Request(f, w), p.opts.Clock.Now()); err != nil {
-			return nil, stepError(StepCertificateIssued, err)
+			return nil, stepError(step.CertificateIssued, err)
 		}
 	}
 	if err := p.write(ctx, f, w, plan, cert); err != nil {
@@ -282,10 +283,10 @@ func (p *Provider) act(ctx context.Context, f *accept.Facts, w accept.Want, plan
 	stored.Status = accept.Status(f, w, cert)
 	if plan.WriteStatus {
 		if _, err := p.ports.Tenants.ApplyStatus(ctx, stored); err != nil {
-			return nil, stepError(StepTenantStatus, err)
+			return nil, stepError(step.TenantStatus, err)
 		}
 	}
-	p.step(ctx, Step{Name: StepTenantStatus})
+	p.step(ctx, step.Done{Name: step.TenantStatus})
 	return p.identity(ctx, stored)
 }
 
@@ -321,18 +322,18 @@ func (p *Provider) write(ctx context.Context, f *accept.Facts, w accept.Want, pl
 	}
 	wg.Wait()
 	if cacheErr != nil {
-		return stepError(StepCertificateIssued, cacheErr)
+		return stepError(step.CertificateIssued, cacheErr)
 	}
-	p.step(ctx, Step{Name: StepCertificateIssued})
+	p.step(ctx, step.Done{Name: step.CertificateIssued})
 	if err := errors.Join(recordErr, bindErr, clusterBindErr); err != nil {
-		return stepError(StepRBACBound, err)
+		return stepError(step.RBACBound, err)
 	}
 	if !stable && plan.Bind {
 		binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(owner)}
 		if err := p.ports.RBAC.ApplyRoleBinding(ctx, binding); err != nil {
-			return stepError(StepRBACBound, err)
+			return stepError(step.RBACBound, err)
 		}
 	}
-	p.step(ctx, Step{Name: StepRBACBound})
+	p.step(ctx, step.Done{Name: step.RBACBound})
 	return nil
 }

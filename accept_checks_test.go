@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/accept"
+	"github.com/kubepact/kubepact/step"
 )
 
 var errNotListed = errors.New("consumer not on the allow-list")
@@ -38,10 +39,10 @@ func TestCallerCheckIsTheDecision(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		stage    accept.Stage
-		wantStep kubepact.StepName
+		wantStep step.Name
 	}{
-		{accept.StageRedeem, kubepact.StepTenantApplied},
-		{accept.StageIssue, kubepact.StepCertificateIssued},
+		{accept.StageRedeem, step.TenantApplied},
+		{accept.StageIssue, step.CertificateIssued},
 	} {
 		t.Run(tc.stage.String(), func(t *testing.T) {
 			t.Parallel()
@@ -92,7 +93,7 @@ func TestCallerCheckIsTheDecision(t *testing.T) {
 }
 
 // requireRefusal fails t unless err is the allow-list's refusal, in step.
-func requireRefusal(t *testing.T, err error, step kubepact.StepName) {
+func requireRefusal(t *testing.T, err error, step step.Name) {
 	t.Helper()
 	require.ErrorIs(t, err, errNotListed)
 	var stepErr *kubepact.StepError

@@ -19,6 +19,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/intercept"
 )
@@ -323,9 +324,9 @@ func TestAcceptRefusesAPrivilegedConsumerID(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, consumerID, pe.User)
 	require.Equal(t, rbac.PrivilegeProbes()[0], pe.Probe)
-	var se *kubepact.StepError
+	var se *step.Error
 	require.ErrorAs(t, err, &se)
-	require.Equal(t, kubepact.StepCertificateIssued, se.Step)
+	require.Equal(t, step.CertificateIssued, se.Step)
 	require.Zero(t, p.providerCluster.Signer.Signed(), "nothing signed")
 	require.Len(t, p.providerCluster.RBAC.RoleBindings.Objects(""), bindings, "nothing bound")
 	require.Empty(t, p.providerCluster.Tenants.Objects(""))

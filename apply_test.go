@@ -16,6 +16,7 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/memory"
 )
@@ -140,9 +141,9 @@ func TestApplyRefusesAndChangesNothing(t *testing.T) {
 
 				_, err = p.consumer.Apply(ctx, expect, id, tt.opts)
 				require.ErrorIs(t, err, tt.want)
-				var se *kubepact.StepError
+				var se *step.Error
 				require.ErrorAs(t, err, &se)
-				require.Equal(t, kubepact.StepIdentityApplied, se.Step)
+				require.Equal(t, step.IdentityApplied, se.Step)
 				require.Equal(t, before, stateOf(t, p.consumerCluster), "a refused Identity changes nothing")
 				if held {
 					require.Equal(t, "https://provider.example:6443", heldKubeconfig(t, p).Server())

@@ -8,6 +8,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/step"
 )
 
 // AuthenticateOptions tunes Authenticate. The zero value, like a nil pointer,
@@ -49,7 +50,7 @@ type AuthenticateOptions struct {
 // acceptance starts with (the stored Tenant, the revocation record, the
 // certificate cache, the peer roles), while the provider issues the nonce;
 // the signed-nonce Secret and the read of the Identity held while the
-// provider accepts the Tenant (StepNonceSigned is reported once the nonce
+// provider accepts the Tenant (step.NonceSigned is reported once the nonce
 // is signed; a failure to record it is returned once Accept is done).
 func Authenticate(ctx context.Context, c *Consumer, p *Provider, opts *AuthenticateOptions) (*Authenticated, error) {
 	// p is kubepact's: the identity gets a key of its own, and the cluster
@@ -114,7 +115,7 @@ func (s *ProviderSession) IssueNonce(ctx context.Context) (nonce.Nonce, error) {
 		return n, err
 	}
 	if n.IsZero() {
-		return n, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+		return n, stepError(step.NonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
 	}
 	s.issued = &n
 	return n, nil
@@ -126,7 +127,7 @@ func (s *ProviderSession) IssueNonce(ctx context.Context) (nonce.Nonce, error) {
 // ProviderOptions.NoFinalizer).
 func (s *ProviderSession) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	if s.issued == nil {
-		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: the session issued no nonce", ErrInvalidConfig))
+		return nil, stepError(step.NonceRetrieved, fmt.Errorf("%w: the session issued no nonce", ErrInvalidConfig))
 	}
 	return s.p.accept(ctx, t, s.reads, s.issued)
 }
@@ -164,7 +165,7 @@ func (s *ConsumerSession) Ready() error {
 }
 
 // Tenant builds the Tenant that answers n (Consumer.Tenant), then starts
-// writing the signed-nonce Secret (StepNonceSigned is reported once the
+// writing the signed-nonce Secret (step.NonceSigned is reported once the
 // nonce is signed; a failure to write it is returned by Apply) and
 // reading the Identity held.
 func (s *ConsumerSession) Tenant(ctx context.Context, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
@@ -177,8 +178,8 @@ func (s *ConsumerSession) Tenant(ctx context.Context, n nonce.Nonce, opts *Tenan
 	}
 	s.recorded = startErr(func() error { return s.c.recordSignedNonce(ctx, s.providerID, n, t) })
 	s.held = s.c.readHeld(ctx, s.providerID)
-	s.c.step(ctx, Step{Name: StepNonceSigned})
-	s.c.step(ctx, Step{Name: StepTenantGenerated})
+	s.c.step(ctx, step.Done{Name: step.NonceSigned})
+	s.c.step(ctx, step.Done{Name: step.TenantGenerated})
 	return t, nil
 }
 
@@ -186,7 +187,7 @@ func (s *ConsumerSession) Tenant(ctx context.Context, n nonce.Nonce, opts *Tenan
 // (Consumer.Apply), once the signed-nonce Secret is written.
 func (s *ConsumerSession) Apply(ctx context.Context, id *authv1beta1.Identity, opts *ApplyOptions) (*Authenticated, error) {
 	if s.recorded == nil {
-		return nil, stepError(StepIdentityApplied, fmt.Errorf("%w: the session built no Tenant", ErrInvalidConfig))
+		return nil, stepError(step.IdentityApplied, fmt.Errorf("%w: the session built no Tenant", ErrInvalidConfig))
 	}
 	if err := s.recorded(); err != nil {
 		return nil, err

@@ -28,6 +28,7 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/renewal"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -54,7 +55,7 @@ type ConsumerOptions struct {
 	// (keys.Attester). Empty means keys.DefaultNamespace.
 	KeyNamespace string
 	// OnStep, when set, is called after each completed step.
-	OnStep func(Step)
+	OnStep func(step.Done)
 }
 
 // Consumer runs the consumer's side of the handshake: it builds Tenants and
@@ -103,7 +104,7 @@ func (c *Consumer) ClusterID() string { return c.id }
 
 // step reports a completed step to the observer and, at V(1), to the
 // logger in ctx.
-func (c *Consumer) step(ctx context.Context, s Step) {
+func (c *Consumer) step(ctx context.Context, s step.Done) {
 	s.Cluster = c.id
 	logr.FromContextOrDiscard(ctx).V(1).Info(string(s.Name), "cluster", s.Cluster, "role", "consumer")
 	if c.opts.OnStep != nil {
@@ -200,7 +201,7 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 		return nil, err
 	}
 	if n.IsZero() {
-		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+		return nil, stepError(step.NonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
 	}
 	// The Tenant is built, from the keys of their own namespace, while
 	// the tenant namespace is ensured.
@@ -215,22 +216,22 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 	if err := c.recordSignedNonce(ctx, providerID, n, t); err != nil {
 		return nil, err
 	}
-	c.step(ctx, Step{Name: StepNonceSigned})
-	c.step(ctx, Step{Name: StepTenantGenerated})
+	c.step(ctx, step.Done{Name: step.NonceSigned})
+	c.step(ctx, step.Done{Name: step.TenantGenerated})
 	return t, nil
 }
 
 // ensureNamespace starts ensuring the tenant namespace for providerID and
-// returns the function that waits for it: it reports StepConsumerNamespace
-// and StepNonceRetrieved, or returns the StepError of the first.
+// returns the function that waits for it: it reports step.ConsumerNamespace
+// and step.NonceRetrieved, or returns the StepError of the first.
 func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func() error {
 	wait := startErr(func() error { return c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) })
 	return sync.OnceValue(func() error {
 		if err := wait(); err != nil {
-			return stepError(StepConsumerNamespace, err)
+			return stepError(step.ConsumerNamespace, err)
 		}
-		c.step(ctx, Step{Name: StepConsumerNamespace})
-		c.step(ctx, Step{Name: StepNonceRetrieved})
+		c.step(ctx, step.Done{Name: step.ConsumerNamespace})
+		c.step(ctx, step.Done{Name: step.NonceRetrieved})
 		return nil
 	})
 }
@@ -241,7 +242,7 @@ func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func(
 func (c *Consumer) loadKey(ctx context.Context) func() error {
 	return startErr(func() error {
 		if _, err := c.clusterKey(ctx, true); err != nil {
-			return stepError(StepNonceSigned, err)
+			return stepError(step.NonceSigned, err)
 		}
 		return nil
 	})
@@ -257,7 +258,7 @@ func (c *Consumer) readHeld(ctx context.Context, providerID string) func() (*aut
 // holding n and t's signature, as Liqo consumers do.
 func (c *Consumer) recordSignedNonce(ctx context.Context, providerID string, n nonce.Nonce, t *authv1beta1.Tenant) error {
 	if err := c.ports.Secrets.Write(ctx, nonce.SignedSecret(providerID, n, t.Spec.Signature)); err != nil {
-		return stepError(StepNonceSigned, err)
+		return stepError(step.NonceSigned, err)
 	}
 	return nil
 }
@@ -267,7 +268,7 @@ func (c *Consumer) recordSignedNonce(ctx context.Context, providerID string, n n
 // it ensures the cluster key and, for a Strict consumer, the identity key of
 // providerID's ControlPlane identity, neither the tenant namespace nor the
 // signed-nonce Secret. A consumer's controller calls it to hand the Tenant
-// to a tool that may not read the keys (controllers.TenantKey).
+// to a tool that may not read the keys (contract.TenantKey).
 //
 // The Tenant carries only what a provider may see: the cluster's public key,
 // the signature over n, the CSR and the transcript, which binds it to
@@ -278,7 +279,7 @@ func (c *Consumer) BuildTenant(ctx context.Context, providerID string, n nonce.N
 		return nil, err
 	}
 	if n.IsZero() {
-		return nil, stepError(StepNonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
+		return nil, stepError(step.NonceRetrieved, fmt.Errorf("%w: zero nonce", nonce.ErrMalformed))
 	}
 	return c.buildTenant(ctx, providerID, n, opts)
 }
@@ -286,7 +287,7 @@ func (c *Consumer) BuildTenant(ctx context.Context, providerID string, n nonce.N
 func (c *Consumer) buildTenant(ctx context.Context, providerID string, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
 	key, err := c.clusterKey(ctx, true)
 	if err != nil {
-		return nil, stepError(StepNonceSigned, err)
+		return nil, stepError(step.NonceSigned, err)
 	}
 	build := &tenant.BuildOptions{
 		Rand:       c.opts.Rand,
@@ -300,18 +301,18 @@ func (c *Consumer) buildTenant(ctx context.Context, providerID string, n nonce.N
 		ownKey = ownKey || opts.OwnKey
 	}
 	if ownKey && c.ports.IdentityKeys == nil {
-		return nil, stepError(StepTenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", ErrInvalidConfig))
+		return nil, stepError(step.TenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", ErrInvalidConfig))
 	}
 	if ownKey {
 		// Stored before the CSR is built: a retry after a crash re-uses it.
 		build.IdentityKey, err = c.controlPlaneCSRKey(ctx, providerID)
 		if err != nil {
-			return nil, stepError(StepTenantGenerated, err)
+			return nil, stepError(step.TenantGenerated, err)
 		}
 	}
 	t, err := tenant.Build(c.id, key, n, build)
 	if err != nil {
-		return nil, stepError(StepTenantGenerated, err)
+		return nil, stepError(step.TenantGenerated, err)
 	}
 	return t, nil
 }
@@ -442,18 +443,18 @@ func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1
 	held func() (*authv1beta1.Identity, error)) (*Authenticated, error) {
 	cfg, data, err := c.verifiedKubeconfig(ctx, providerID, id, opts)
 	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, stepError(step.IdentityApplied, err)
 	}
 
 	want := storedIdentity(providerID, id)
 	current, err := held()
 	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, stepError(step.IdentityApplied, err)
 	}
 	if current != nil {
 		if opts == nil || !opts.ReplaceEndpoint {
 			if err := sameEndpoint(current, want); err != nil {
-				return nil, stepError(StepIdentityApplied, err)
+				return nil, stepError(step.IdentityApplied, err)
 			}
 		}
 		// Ours, not the peer's: lets a store go straight to an update.
@@ -461,15 +462,15 @@ func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1
 	}
 	stored, err := c.storeIdentity(ctx, current, want, cfg)
 	if err != nil {
-		return nil, stepError(StepIdentityApplied, err)
+		return nil, stepError(step.IdentityApplied, err)
 	}
-	c.step(ctx, Step{Name: StepIdentityApplied})
+	c.step(ctx, step.Done{Name: step.IdentityApplied})
 
 	secret := kubeconfig.Secret(stored, data)
 	if err := c.ports.Secrets.Write(ctx, secret); err != nil {
-		return nil, stepError(StepKubeconfigWritten, err)
+		return nil, stepError(step.KubeconfigWritten, err)
 	}
-	c.step(ctx, Step{Name: StepKubeconfigWritten})
+	c.step(ctx, step.Done{Name: step.KubeconfigWritten})
 
 	stored.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret.Name}
 	if s, ok := c.ports.Identities.(identity.StatusApplier); ok {
@@ -478,9 +479,9 @@ func (c *Consumer) apply(ctx context.Context, providerID string, id *authv1beta1
 		stored, err = c.ports.Identities.Apply(ctx, stored)
 	}
 	if err != nil {
-		return nil, stepError(StepIdentityStatus, err)
+		return nil, stepError(step.IdentityStatus, err)
 	}
-	c.step(ctx, Step{Name: StepIdentityStatus})
+	c.step(ctx, step.Done{Name: step.IdentityStatus})
 	return &Authenticated{Identity: stored, Secret: secret, Kubeconfig: cfg}, nil
 }
 
@@ -568,33 +569,33 @@ func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 	namespace := clusterid.TenantNamespace(providerID)
 	ids, err := c.ports.Identities.List(ctx, namespace)
 	if err != nil {
-		return stepError(StepForgetIdentity, err)
+		return stepError(step.ForgetIdentity, err)
 	}
 	for _, id := range ids {
 		if id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
-			return stepError(StepForgetIdentity, fmt.Errorf("%w: ResourceSlice identity %s/%s still exists", ErrInUse, namespace, id.Name))
+			return stepError(step.ForgetIdentity, fmt.Errorf("%w: ResourceSlice identity %s/%s still exists", ErrInUse, namespace, id.Name))
 		}
 	}
 	if err := c.slicesInUse(ctx, namespace); err != nil {
-		return stepError(StepForgetIdentity, err)
+		return stepError(step.ForgetIdentity, err)
 	}
 	name := identity.ControlPlaneName(providerID)
 	for _, secret := range []string{kubeconfig.SecretName(name), nonce.SignedSecretName} {
 		if err := c.ports.Secrets.Delete(ctx, namespace, secret); err != nil {
-			return stepError(StepForgetIdentity, err)
+			return stepError(step.ForgetIdentity, err)
 		}
 	}
 	if err := c.ports.Identities.Delete(ctx, namespace, name); err != nil {
-		return stepError(StepForgetIdentity, err)
+		return stepError(step.ForgetIdentity, err)
 	}
 	if c.ports.IdentityKeys != nil {
 		for _, key := range []string{name, renewal.NextKeyName(name)} {
 			if err := c.ports.IdentityKeys.Delete(ctx, key); err != nil {
-				return stepError(StepForgetIdentity, err)
+				return stepError(step.ForgetIdentity, err)
 			}
 		}
 	}
-	c.step(ctx, Step{Name: StepForgetIdentity})
+	c.step(ctx, step.Done{Name: step.ForgetIdentity})
 	return nil
 }
 

@@ -110,8 +110,9 @@
 //
 // # Errors
 //
-// The steps of Provider and Consumer return a *StepError naming the step
-// that failed and wrapping the cause, which is one of the sentinel errors or
+// The steps of Provider and Consumer return a *step.Error (StepError here)
+// naming the step that failed (a step.Name, such as step.TenantApplied) and
+// wrapping the cause, which is one of the sentinel errors or
 // typed errors of the step's package (for example nonce.ErrExpired,
 // csr.ErrOrganization, *csr.DeniedError, identity.ErrUntrusted), so callers
 // branch with errors.Is and errors.As.

@@ -10,6 +10,7 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/memory"
 )
@@ -157,7 +158,7 @@ func ExampleStepError() {
 	t.Spec.Signature[0] ^= 1 // tampered in transit
 
 	_, err := provider.Accept(ctx, t)
-	var se *kubepact.StepError
+	var se *step.Error
 	if errors.As(err, &se) {
 		fmt.Println("failed step:", se.Step)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/intercept"
 	"github.com/kubepact/kubepact/wire/memory"
@@ -138,7 +139,7 @@ func runWithFault(t *testing.T, strict bool, target intercept.Call, occurrence i
 	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.True(t, fired(), "the fault must have been injected")
 	require.ErrorIs(t, err, fault)
-	var se *kubepact.StepError
+	var se *step.Error
 	require.ErrorAs(t, err, &se, "every failure names its step")
 
 	// Keys stored by the failed run must survive the retry.

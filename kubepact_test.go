@@ -23,6 +23,7 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/memory"
 )
@@ -38,7 +39,7 @@ type pair struct {
 	consumerCluster  *memory.Cluster
 	provider         *kubepact.Provider
 	consumer         *kubepact.Consumer
-	providerStepsLog []kubepact.StepName
+	providerStepsLog []step.Name
 }
 
 func newPair(t testing.TB) *pair {
@@ -142,9 +143,9 @@ func TestHandshakeReportsEveryStep(t *testing.T) {
 	t.Parallel()
 	var (
 		mu    sync.Mutex
-		steps []kubepact.StepName
+		steps []step.Name
 	)
-	record := func(s kubepact.Step) { mu.Lock(); steps = append(steps, s.Name); mu.Unlock() }
+	record := func(s step.Done) { mu.Lock(); steps = append(steps, s.Name); mu.Unlock() }
 	pc, err := memory.NewCluster(providerID, nil)
 	require.NoError(t, err)
 	cc, err := memory.NewCluster(consumerID, nil)
@@ -156,11 +157,11 @@ func TestHandshakeReportsEveryStep(t *testing.T) {
 
 	_, err = kubepact.Authenticate(context.Background(), consumer, provider, nil)
 	require.NoError(t, err)
-	require.Equal(t, []kubepact.StepName{
-		kubepact.StepProviderNamespace, kubepact.StepNonceGenerated,
-		kubepact.StepConsumerNamespace, kubepact.StepNonceRetrieved, kubepact.StepNonceSigned, kubepact.StepTenantGenerated,
-		kubepact.StepTenantApplied, kubepact.StepCertificateIssued, kubepact.StepRBACBound, kubepact.StepTenantStatus, kubepact.StepIdentityGenerated,
-		kubepact.StepIdentityApplied, kubepact.StepKubeconfigWritten, kubepact.StepIdentityStatus,
+	require.Equal(t, []step.Name{
+		step.ProviderNamespace, step.NonceGenerated,
+		step.ConsumerNamespace, step.NonceRetrieved, step.NonceSigned, step.TenantGenerated,
+		step.TenantApplied, step.CertificateIssued, step.RBACBound, step.TenantStatus, step.IdentityGenerated,
+		step.IdentityApplied, step.KubeconfigWritten, step.IdentityStatus,
 	}, steps)
 }
 
@@ -223,9 +224,9 @@ func TestAcceptRejectsNonceReuse(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.provider.Accept(ctx, replay)
 	require.ErrorIs(t, err, nonce.ErrNotFound)
-	var se *kubepact.StepError
+	var se *step.Error
 	require.ErrorAs(t, err, &se)
-	require.Equal(t, kubepact.StepTenantApplied, se.Step)
+	require.Equal(t, step.TenantApplied, se.Step)
 }
 
 func TestAcceptRejectsExpiredNonce(t *testing.T) {
@@ -343,9 +344,9 @@ func TestAcceptReportsDeniedCSR(t *testing.T) {
 	var denied *csr.DeniedError
 	require.ErrorAs(t, err, &denied)
 	require.Equal(t, "PolicyRefused", denied.Reason)
-	var se *kubepact.StepError
+	var se *step.Error
 	require.ErrorAs(t, err, &se)
-	require.Equal(t, kubepact.StepCertificateIssued, se.Step)
+	require.Equal(t, step.CertificateIssued, se.Step)
 	require.Empty(t, p.providerCluster.Tenants.Objects(""))
 	require.Equal(t, []string{"liqo-signed-nonce"}, secretNames(p.consumerCluster), "no kubeconfig Secret")
 }

@@ -16,17 +16,8 @@ import (
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/saidentity"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
-)
-
-// The steps of a tenant's lifecycle on the provider.
-const (
-	StepTenantCondition StepName = "Tenant condition set"
-	StepTenantCordoned  StepName = "ResourceSlices of the tenant cordoned"
-	StepTenantActive    StepName = "ResourceSlices of the tenant uncordoned"
-	StepTenantDrained   StepName = "Tenant drained: bindings and ResourceSlices deleted"
-	StepRevoked         StepName = "Certificates of the consumer recorded as revoked"
-	StepReadmitted      StepName = "Consumer readmitted"
 )
 
 // minIssuedLifetime is the shortest lifetime csr.CheckIssued lets a
@@ -75,10 +66,10 @@ func (p *Provider) setCondition(ctx context.Context, consumerID string, to authv
 	for attempt := 1; ; attempt++ {
 		t, err := p.ports.Tenants.Get(ctx, namespace, consumerID)
 		if err != nil {
-			return stepError(StepTenantCondition, err)
+			return stepError(step.TenantCondition, err)
 		}
 		if err := lifecycle.Transition(t.Spec.TenantCondition, to); err != nil {
-			return stepError(StepTenantCondition, err)
+			return stepError(step.TenantCondition, err)
 		}
 		if lifecycle.Condition(t.Spec.TenantCondition) != to {
 			err = p.ports.Lifecycle.Conditions.SetCondition(ctx, t, to)
@@ -86,11 +77,11 @@ func (p *Provider) setCondition(ctx context.Context, consumerID string, to authv
 				continue
 			}
 			if err != nil {
-				return stepError(StepTenantCondition, err)
+				return stepError(step.TenantCondition, err)
 			}
 			t.Spec.TenantCondition = to
 		}
-		p.step(ctx, Step{Name: StepTenantCondition})
+		p.step(ctx, step.Done{Name: step.TenantCondition})
 		return p.Enforce(ctx, t)
 	}
 }
@@ -110,26 +101,26 @@ func (p *Provider) setCondition(ctx context.Context, consumerID string, to authv
 func (p *Provider) Enforce(ctx context.Context, t *authv1beta1.Tenant) error {
 	consumerID := t.Spec.ClusterID
 	if err := clusterid.Validate(consumerID); err != nil || t.Name != consumerID || t.Namespace != clusterid.TenantNamespace(consumerID) {
-		return stepError(StepTenantCondition, &tenant.FieldError{Tenant: t.Name, Field: "spec.clusterID",
+		return stepError(step.TenantCondition, &tenant.FieldError{Tenant: t.Name, Field: "spec.clusterID",
 			Err: fmt.Errorf("%w: a Tenant is named after its cluster ID and lives in its tenant namespace", clusterid.ErrInvalid)})
 	}
 	namespace := clusterid.TenantNamespace(consumerID)
 	switch c := lifecycle.Condition(t.Spec.TenantCondition); c {
 	case authv1beta1.TenantConditionActive, authv1beta1.TenantConditionCordoned:
 		cordoned := c == authv1beta1.TenantConditionCordoned
-		step := StepTenantActive
+		name := step.TenantActive
 		if cordoned {
-			step = StepTenantCordoned
+			name = step.TenantCordoned
 		}
 		if err := p.ports.Lifecycle.Slices.SetCordoned(ctx, namespace, cordoned); err != nil {
-			return stepError(step, err)
+			return stepError(name, err)
 		}
-		p.step(ctx, Step{Name: step})
+		p.step(ctx, step.Done{Name: name})
 		return nil
 	case authv1beta1.TenantConditionDrained:
 		return p.drain(ctx, t)
 	default:
-		return stepError(StepTenantCondition, &tenant.FieldError{Tenant: t.Name, Field: "spec.tenantCondition",
+		return stepError(step.TenantCondition, &tenant.FieldError{Tenant: t.Name, Field: "spec.tenantCondition",
 			Err: &lifecycle.TransitionError{From: c, To: c}})
 	}
 }
@@ -142,15 +133,15 @@ func (p *Provider) drain(ctx context.Context, t *authv1beta1.Tenant) error {
 		return err
 	}
 	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
-		return stepError(StepTenantDrained, err)
+		return stepError(step.TenantDrained, err)
 	}
 	if err := p.deleteBindings(ctx, consumerID, lifecycle.ConsumerBinding); err != nil {
-		return stepError(StepTenantDrained, err)
+		return stepError(step.TenantDrained, err)
 	}
 	if err := p.ports.Lifecycle.Slices.DeleteAll(ctx, namespace); err != nil {
-		return stepError(StepTenantDrained, err)
+		return stepError(step.TenantDrained, err)
 	}
-	p.step(ctx, Step{Name: StepTenantDrained})
+	p.step(ctx, step.Done{Name: step.TenantDrained})
 	return nil
 }
 
@@ -196,7 +187,7 @@ func (p *Provider) revoke(ctx context.Context, consumerID, reason string) error 
 		return err
 	}
 	if err := p.deleteBindings(ctx, consumerID, saidentity.IdentityBinding); err != nil {
-		return stepError(StepRevoked, err)
+		return stepError(step.Revoked, err)
 	}
 	return nil
 }
@@ -217,7 +208,7 @@ func (p *Provider) recordRevocation(ctx context.Context, consumerID, reason stri
 			known = append(known, leaf.NotAfter)
 		}
 	case err != nil && !errors.Is(err, tenant.ErrNotFound):
-		return stepError(StepRevoked, err)
+		return stepError(step.Revoked, err)
 	}
 	e, err := p.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID})
 	switch {
@@ -227,7 +218,7 @@ func (p *Provider) recordRevocation(ctx context.Context, consumerID, reason stri
 			known = append(known, leaf.NotAfter)
 		}
 	case !errors.Is(err, csr.ErrNotFound):
-		return stepError(StepRevoked, err)
+		return stepError(step.Revoked, err)
 	}
 	if !issued {
 		return nil // nothing issued since the consumer was last revoked, if ever
@@ -237,7 +228,7 @@ func (p *Provider) recordRevocation(ctx context.Context, consumerID, reason stri
 	case err == nil:
 		known = append(known, prev.Until)
 	case !errors.Is(err, lifecycle.ErrNotFound):
-		return stepError(StepRevoked, err)
+		return stepError(step.Revoked, err)
 	}
 	lifetime := max(p.opts.CertificateLifetime, minIssuedLifetime)
 	r := lifecycle.Revocation{
@@ -249,9 +240,9 @@ func (p *Provider) recordRevocation(ctx context.Context, consumerID, reason stri
 		return nil
 	}
 	if err := p.ports.Lifecycle.Revocations.Put(ctx, r); err != nil {
-		return stepError(StepRevoked, err)
+		return stepError(step.Revoked, err)
 	}
-	p.step(ctx, Step{Name: StepRevoked})
+	p.step(ctx, step.Done{Name: step.Revoked})
 	return nil
 }
 
@@ -266,9 +257,9 @@ func (p *Provider) Readmit(ctx context.Context, consumerID string) error {
 		return err
 	}
 	if err := p.ports.Lifecycle.Revocations.Delete(ctx, consumerID); err != nil {
-		return stepError(StepReadmitted, err)
+		return stepError(step.Readmitted, err)
 	}
-	p.step(ctx, Step{Name: StepReadmitted})
+	p.step(ctx, step.Done{Name: step.Readmitted})
 	return nil
 }
 

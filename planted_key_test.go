@@ -12,6 +12,7 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/renewal"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 
 	"github.com/kubepact/kubepact"
@@ -53,9 +54,9 @@ func TestPlantedControlPlaneKeyIsNeverCertified(t *testing.T) {
 			planted := plant(t, p, name)
 			_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 			require.ErrorIs(t, err, keys.ErrUnattested)
-			var step *kubepact.StepError
-			require.ErrorAs(t, err, &step)
-			require.Equal(t, kubepact.StepTenantGenerated, step.Step)
+			var failed *step.Error
+			require.ErrorAs(t, err, &failed)
+			require.Equal(t, step.TenantGenerated, failed.Step)
 			require.Empty(t, p.providerCluster.Tenants.Objects(""), "no Tenant reached the provider")
 			require.Zero(t, p.providerCluster.Signer.Signed(), "nothing was signed")
 			require.Empty(t, p.consumerCluster.Identities.Objects(""))

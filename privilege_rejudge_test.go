@@ -14,6 +14,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/wire/intercept"
 )
 
@@ -82,9 +83,9 @@ func TestAcceptRefusesAConsumerGrantedAPrivilegeLater(t *testing.T) {
 			var pe *rbac.PrivilegedError
 			require.ErrorAs(t, err, &pe)
 			require.Equal(t, consumerID, pe.User)
-			var se *kubepact.StepError
+			var se *step.Error
 			require.ErrorAs(t, err, &se)
-			require.Equal(t, kubepact.StepCertificateIssued, se.Step)
+			require.Equal(t, step.CertificateIssued, se.Step)
 			require.Equal(t, signed, p.providerCluster.Signer.Signed(), "not re-signed")
 			cp, cw = bound()
 			require.False(t, cp, "the ControlPlane RoleBinding deleted")

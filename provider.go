@@ -26,6 +26,7 @@ import (
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -61,7 +62,7 @@ type ProviderOptions struct {
 	// default) accepts Liqo consumers, tenant.Strict requires a transcript.
 	Policy tenant.Policy
 	// OnStep, when set, is called after each completed step.
-	OnStep func(Step)
+	OnStep func(step.Done)
 	// RecheckInterval is how long a passed privilege check of a consumer
 	// (rbac.CheckUnprivileged), and a peer ClusterRole found installed
 	// (rbac.RequireRoles), are trusted before Accept repeats them: a handshake
@@ -95,8 +96,8 @@ type ProviderOptions struct {
 	// Checks are checks of the caller's own, which Accept and Unchanged
 	// run after the built-in ones of their stage (accept.Builtin), each
 	// before the act its stage guards. A refusal is returned as the check
-	// returns it, wrapped in its step: StepTenantApplied for
-	// accept.StageRedeem, StepCertificateIssued for accept.StageIssue.
+	// returns it, wrapped in its step: step.TenantApplied for
+	// accept.StageRedeem, step.CertificateIssued for accept.StageIssue.
 	Checks []accept.Check
 	// SliceBounds bounds, per consumer, the certificates AcceptSlice has
 	// signed for ResourceSlices: how many live slices get one, the
@@ -178,7 +179,7 @@ func (p *Provider) ClusterID() string { return p.id }
 
 // step reports a completed step to the observer and, at V(1), to the
 // logger in ctx.
-func (p *Provider) step(ctx context.Context, s Step) {
+func (p *Provider) step(ctx context.Context, s step.Done) {
 	s.Cluster = p.id
 	logr.FromContextOrDiscard(ctx).V(1).Info(string(s.Name), "cluster", s.Cluster, "role", "provider")
 	if p.opts.OnStep != nil {
@@ -207,9 +208,9 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 	nonces := prefetch(ctx, p.ports.Nonces, consumerID)
 	if err := p.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
 		_, _ = nonces.Get(ctx, consumerID)
-		return nonce.Nonce{}, stepError(StepProviderNamespace, err)
+		return nonce.Nonce{}, stepError(step.ProviderNamespace, err)
 	}
-	p.step(ctx, Step{Name: StepProviderNamespace})
+	p.step(ctx, step.Done{Name: step.ProviderNamespace})
 	opts := p.nonceOptions()
 	opts.KeepRedeemed = func(ctx context.Context, r nonce.Redemption) (bool, error) {
 		if r.Unpeered != "" && r.Key != "" {
@@ -219,9 +220,9 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 	}
 	n, err := nonce.Ensure(ctx, nonces, consumerID, p.opts.Clock.Now(), opts)
 	if err != nil {
-		return nonce.Nonce{}, stepError(StepNonceGenerated, err)
+		return nonce.Nonce{}, stepError(step.NonceGenerated, err)
 	}
-	p.step(ctx, Step{Name: StepNonceGenerated})
+	p.step(ctx, step.Done{Name: step.NonceGenerated})
 	return n, nil
 }
 
@@ -486,9 +487,9 @@ func (p *Provider) acceptedKey(ctx context.Context, consumerID, key string) (boo
 func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
 	id, err := identity.Build(p.id, *t.Status.AuthParams, &identity.BuildOptions{TenantNamespace: t.Status.TenantNamespace})
 	if err != nil {
-		return nil, stepError(StepIdentityGenerated, err)
+		return nil, stepError(step.IdentityGenerated, err)
 	}
-	p.step(ctx, Step{Name: StepIdentityGenerated})
+	p.step(ctx, step.Done{Name: step.IdentityGenerated})
 	return id, nil
 }
 
@@ -554,7 +555,7 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 	case errors.Is(err, tenant.ErrNotFound):
 		stored = nil
 	case err != nil:
-		return stepError(StepForgetTenant, err)
+		return stepError(step.ForgetTenant, err)
 	}
 	reason := forgetReason(stored, revoke)
 	if reason != "" {
@@ -566,27 +567,27 @@ func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) e
 	keepNonce := reason != lifecycle.ReasonRevoked
 	if keepNonce {
 		if err := p.keepNonce(ctx, consumerID, stored); err != nil {
-			return stepError(StepForgetTenant, err)
+			return stepError(step.ForgetTenant, err)
 		}
 	}
 	if err := p.unbind(ctx, consumerID); err != nil {
-		return stepError(StepForgetTenant, err)
+		return stepError(step.ForgetTenant, err)
 	}
 	if reason != "" {
 		if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID}); err != nil {
-			return stepError(StepForgetTenant, err)
+			return stepError(step.ForgetTenant, err)
 		}
 	}
 	if !keepNonce {
 		if _, err := p.ports.Nonces.Consume(ctx, consumerID); err != nil && !errors.Is(err, nonce.ErrNotFound) {
-			return stepError(StepForgetTenant, err)
+			return stepError(step.ForgetTenant, err)
 		}
 	}
 	if err := p.ports.Tenants.Delete(ctx, namespace, consumerID); err != nil {
-		return stepError(StepForgetTenant, err)
+		return stepError(step.ForgetTenant, err)
 	}
 	p.unprivileged.forget(consumerID)
-	p.step(ctx, Step{Name: StepForgetTenant})
+	p.step(ctx, step.Done{Name: step.ForgetTenant})
 	return nil
 }
 

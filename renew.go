@@ -18,12 +18,7 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/renewal"
-)
-
-// The steps of a renewal.
-const (
-	StepCertificateRenewed StepName = "Certificate renewed"
-	StepIdentityRenewed    StepName = "Identity renewed"
+	"github.com/kubepact/kubepact/step"
 )
 
 // ErrNotAuthenticated reports a renewal asked for a provider the consumer
@@ -69,21 +64,21 @@ var ErrNotAuthenticated = errors.New("no identity held for the provider")
 func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta1.AuthParams, error) {
 	consumerID, err := renewal.Check(r, p.id)
 	if err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
+		return nil, stepError(step.CertificateRenewed, err)
 	}
 	t, err := p.admitRenewal(ctx, consumerID)
 	if err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
+		return nil, stepError(step.CertificateRenewed, err)
 	}
 	params := t.Status.AuthParams.DeepCopy()
 	if len(r.Spec.CSR) == 0 {
-		p.step(ctx, Step{Name: StepCertificateRenewed})
+		p.step(ctx, step.Done{Name: step.CertificateRenewed})
 		return params, nil
 	}
 
 	req, err := p.renewalRequest(r, consumerID)
 	if err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
+		return nil, stepError(step.CertificateRenewed, err)
 	}
 	now := p.opts.Clock.Now()
 	record := renewal.RecordKey(consumerID)
@@ -92,13 +87,13 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 	case err == nil:
 		renewed = e.Certificate
 	case !errors.Is(err, csr.ErrNotFound):
-		return nil, stepError(StepCertificateRenewed, fmt.Errorf("reading certificate record %s/%s: %w", record.Namespace(), record.SecretName(), err))
+		return nil, stepError(step.CertificateRenewed, fmt.Errorf("reading certificate record %s/%s: %w", record.Namespace(), record.SecretName(), err))
 	}
 	// Recorded before it leaves: a consumer given a certificate holds it,
 	// whatever it writes in the Renew's status afterwards.
 	keep := func(cert []byte) error {
 		if err := p.ports.Certificates.Put(ctx, record, csr.CacheEntry{CSR: req.CSR.PEM(), Certificate: cert}); err != nil {
-			return stepError(StepCertificateRenewed, fmt.Errorf("writing certificate record %s/%s: %w", record.Namespace(), record.SecretName(), err))
+			return stepError(step.CertificateRenewed, fmt.Errorf("writing certificate record %s/%s: %w", record.Namespace(), record.SecretName(), err))
 		}
 		return nil
 	}
@@ -121,13 +116,13 @@ func (p *Provider) Renew(ctx context.Context, r *authv1beta1.Renew) (*authv1beta
 	}
 	cert, err := p.signNewKey(ctx, consumerID, req, renewed, params.SignedCRT, now)
 	if err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
+		return nil, stepError(step.CertificateRenewed, err)
 	}
 	if err := keep(cert); err != nil {
 		return nil, err
 	}
 	params.SignedCRT = cert
-	p.step(ctx, Step{Name: StepCertificateRenewed})
+	p.step(ctx, step.Done{Name: step.CertificateRenewed})
 	return params, nil
 }
 
@@ -224,10 +219,10 @@ func (c *Consumer) RenewRequest(ctx context.Context, providerID string, held *au
 	name := identity.ControlPlaneName(providerID)
 	id, err := c.heldIdentity(ctx, clusterid.TenantNamespace(providerID), name)
 	if err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
+		return nil, stepError(step.CertificateRenewed, err)
 	}
 	if id == nil || id.Status.KubeconfigSecretRef == nil {
-		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: %s", ErrNotAuthenticated, providerID))
+		return nil, stepError(step.CertificateRenewed, fmt.Errorf("%w: %s", ErrNotAuthenticated, providerID))
 	}
 	out := &RenewalRequest{Renew: renewal.ForControlPlane(c.id, id)}
 	if !c.opts.Strict {
@@ -235,43 +230,43 @@ func (c *Consumer) RenewRequest(ctx context.Context, providerID string, held *au
 		// renewal, as a Strict consumer replaces every key.
 		switch adopted, err := c.adoptedControlPlaneKey(ctx, providerID); {
 		case err != nil:
-			return nil, stepError(StepCertificateRenewed, err)
+			return nil, stepError(step.CertificateRenewed, err)
 		case !adopted:
 			return out, nil
 		}
 	}
 	cert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
 	if err != nil {
-		return nil, stepError(StepCertificateRenewed, fmt.Errorf("%w: Identity %s: %w", identity.ErrMalformed, name, err))
+		return nil, stepError(step.CertificateRenewed, fmt.Errorf("%w: Identity %s: %w", identity.ErrMalformed, name, err))
 	}
 	// A switch that a crash interrupted completes first: the next key
 	// becomes the identity's key, and the old one goes.
 	if err := c.promoteKey(ctx, providerID, cert.PublicKey); err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
+		return nil, stepError(step.CertificateRenewed, err)
 	}
 	if out.At, err = c.renewalDeadline(providerID, cert); err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
+		return nil, stepError(step.CertificateRenewed, err)
 	}
 	key, err := c.tlsKey(ctx, providerID, id)
 	if err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
+		return nil, stepError(step.CertificateRenewed, err)
 	}
 	if !c.opts.Clock.Now().Before(out.At) {
 		// Stored before the CSR leaves: the key the provider certifies is
 		// one the consumer holds, whatever happens next.
 		key, err = c.ensureKey(ctx, renewal.NextKeyName(name), controlPlaneUse(providerID))
 		if err != nil {
-			return nil, stepError(StepCertificateRenewed, err)
+			return nil, stepError(step.CertificateRenewed, err)
 		}
 	}
 	pub, err := keys.MarshalPublicKey(key.Public())
 	if err != nil {
-		return nil, stepError(StepCertificateRenewed, err)
+		return nil, stepError(step.CertificateRenewed, err)
 	}
 	out.Renew.Spec.PublicKey = pub
 	if out.Renew.Spec.CSR = heldCSR(held, c.id, key.Public()); out.Renew.Spec.CSR == nil {
 		if out.Renew.Spec.CSR, err = csr.Create(c.opts.Rand, key, csr.ControlPlaneSubject(c.id)); err != nil {
-			return nil, stepError(StepCertificateRenewed, err)
+			return nil, stepError(step.CertificateRenewed, err)
 		}
 	}
 	return out, nil
@@ -337,14 +332,14 @@ func (c *Consumer) Renewed(ctx context.Context, providerID string, r *authv1beta
 	}
 	name, namespace := identity.ControlPlaneName(providerID), clusterid.TenantNamespace(providerID)
 	if r == nil || r.Name != renewal.Name(providerID) || r.Namespace != namespace || r.Spec.ConsumerClusterID != c.id {
-		return nil, stepError(StepIdentityRenewed, fmt.Errorf("%w: not the Renew of %s's ControlPlane identity for %s", renewal.ErrForeign, c.id, providerID))
+		return nil, stepError(step.IdentityRenewed, fmt.Errorf("%w: not the Renew of %s's ControlPlane identity for %s", renewal.ErrForeign, c.id, providerID))
 	}
 	held, err := c.heldIdentity(ctx, namespace, name)
 	if err != nil {
-		return nil, stepError(StepIdentityRenewed, err)
+		return nil, stepError(step.IdentityRenewed, err)
 	}
 	if held == nil {
-		return nil, stepError(StepIdentityRenewed, fmt.Errorf("%w: %s", ErrNotAuthenticated, providerID))
+		return nil, stepError(step.IdentityRenewed, fmt.Errorf("%w: %s", ErrNotAuthenticated, providerID))
 	}
 	if !renewal.Changed(held.Spec.AuthParams.SignedCRT, &r.Status) {
 		return nil, nil
@@ -358,13 +353,13 @@ func (c *Consumer) Renewed(ctx context.Context, providerID string, r *authv1beta
 	if c.ports.IdentityKeys != nil {
 		cert, err := a.Kubeconfig.ClientCertificate()
 		if err != nil {
-			return nil, stepError(StepIdentityRenewed, err)
+			return nil, stepError(step.IdentityRenewed, err)
 		}
 		if err := c.promoteKey(ctx, providerID, cert.PublicKey); err != nil {
-			return nil, stepError(StepIdentityRenewed, err)
+			return nil, stepError(step.IdentityRenewed, err)
 		}
 	}
-	c.step(ctx, Step{Name: StepIdentityRenewed})
+	c.step(ctx, step.Done{Name: step.IdentityRenewed})
 	return a, nil
 }
 

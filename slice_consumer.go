@@ -19,15 +19,8 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
-)
-
-// Steps of a ResourceSlice on the consumer.
-const (
-	StepSliceBuilt           StepName = "ResourceSlice correctly generated"
-	StepSliceIdentityApplied StepName = "ResourceSlice identity applied"
-	StepSliceIdentityRemoved StepName = "ResourceSlice identity removed"
-	StepForgetForced         StepName = "Local objects for the provider removed; the provider was not contacted"
 )
 
 var (
@@ -55,17 +48,17 @@ type SliceOptions struct {
 // built.
 func (c *Consumer) Slice(ctx context.Context, providerID, name string, opts *SliceOptions) (*authv1beta1.ResourceSlice, error) {
 	if err := clusterid.Validate(providerID); err != nil {
-		return nil, stepError(StepSliceBuilt, err)
+		return nil, stepError(step.SliceBuilt, err)
 	}
 	if err := resourceslice.ValidateName(name); err != nil {
-		return nil, stepError(StepSliceBuilt, err)
+		return nil, stepError(step.SliceBuilt, err)
 	}
 	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
-		return nil, stepError(StepConsumerNamespace, err)
+		return nil, stepError(step.ConsumerNamespace, err)
 	}
 	key, err := c.sliceKey(ctx, providerID, name, true)
 	if err != nil {
-		return nil, stepError(StepSliceBuilt, err)
+		return nil, stepError(step.SliceBuilt, err)
 	}
 	var b *resourceslice.BuildOptions
 	if opts != nil {
@@ -73,9 +66,9 @@ func (c *Consumer) Slice(ctx context.Context, providerID, name string, opts *Sli
 	}
 	s, err := resourceslice.Build(c.opts.Rand, c.id, providerID, name, key, b)
 	if err != nil {
-		return nil, stepError(StepSliceBuilt, err)
+		return nil, stepError(step.SliceBuilt, err)
 	}
-	c.step(ctx, Step{Name: StepSliceBuilt})
+	c.step(ctx, step.Done{Name: step.SliceBuilt})
 	return s, nil
 }
 
@@ -88,7 +81,7 @@ func (c *Consumer) Slice(ctx context.Context, providerID, name string, opts *Sli
 func (c *Consumer) CompleteSlice(ctx context.Context, s *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSlice, bool, error) {
 	providerID, err := c.sliceProvider(s)
 	if err != nil {
-		return nil, false, stepError(StepSliceBuilt, err)
+		return nil, false, stepError(step.SliceBuilt, err)
 	}
 	out := s.DeepCopy()
 	changed := false
@@ -102,10 +95,10 @@ func (c *Consumer) CompleteSlice(ctx context.Context, s *authv1beta1.ResourceSli
 	if len(out.Spec.CSR) == 0 {
 		key, err := c.sliceKey(ctx, providerID, s.Name, true)
 		if err != nil {
-			return nil, false, stepError(StepSliceBuilt, err)
+			return nil, false, stepError(step.SliceBuilt, err)
 		}
 		if out.Spec.CSR, err = csr.Create(c.opts.Rand, key, csr.ResourceSliceSubject(c.id, s.Name)); err != nil {
-			return nil, false, stepError(StepSliceBuilt, err)
+			return nil, false, stepError(step.SliceBuilt, err)
 		}
 		changed = true
 	}
@@ -174,15 +167,15 @@ func (c *Consumer) sliceAnswered(ctx context.Context, s *authv1beta1.ResourceSli
 	if cond := resourceslice.Condition(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication); cond != nil &&
 		cond.Status == authv1beta1.ResourceSliceConditionDenied {
 		if err := c.removeSliceIdentity(ctx, s.Namespace, s.Name); err != nil {
-			return stepError(StepSliceIdentityRemoved, err)
+			return stepError(step.SliceIdentityRemoved, err)
 		}
-		return stepError(StepSliceIdentityApplied, fmt.Errorf("%w: slice %s/%s: %s", ErrSliceDenied, s.Namespace, s.Name, truncated(cond.Message)))
+		return stepError(step.SliceIdentityApplied, fmt.Errorf("%w: slice %s/%s: %s", ErrSliceDenied, s.Namespace, s.Name, truncated(cond.Message)))
 	}
 	if !resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication) || s.Status.AuthParams == nil {
-		return stepError(StepSliceIdentityApplied, fmt.Errorf("%w: slice %s/%s", ErrSlicePending, s.Namespace, s.Name))
+		return stepError(step.SliceIdentityApplied, fmt.Errorf("%w: slice %s/%s", ErrSlicePending, s.Namespace, s.Name))
 	}
 	if n := len(s.Status.AuthParams.APIServer); n > maxAPIServerLength {
-		return stepError(StepSliceIdentityApplied, fmt.Errorf("%w: status.authParams.apiServer of slice %s/%s: %d bytes",
+		return stepError(step.SliceIdentityApplied, fmt.Errorf("%w: status.authParams.apiServer of slice %s/%s: %d bytes",
 			identity.ErrMalformed, s.Namespace, s.Name, n))
 	}
 	return nil
@@ -233,7 +226,7 @@ func sliceIdentity(s *authv1beta1.ResourceSlice, providerID string) *authv1beta1
 func (c *Consumer) ApplySliceIdentity(ctx context.Context, s *authv1beta1.ResourceSlice, opts *ApplyOptions) (*Authenticated, error) {
 	providerID, err := c.sliceProvider(s)
 	if err != nil {
-		return nil, stepError(StepSliceIdentityApplied, err)
+		return nil, stepError(step.SliceIdentityApplied, err)
 	}
 	if err := c.sliceAnswered(ctx, s); err != nil {
 		return nil, err
@@ -241,7 +234,7 @@ func (c *Consumer) ApplySliceIdentity(ctx context.Context, s *authv1beta1.Resour
 	want := sliceIdentity(s, providerID)
 	key, err := c.sliceKey(ctx, providerID, s.Name, false)
 	if err != nil {
-		return nil, stepError(StepSliceIdentityApplied, err)
+		return nil, stepError(step.SliceIdentityApplied, err)
 	}
 	subject := csr.ResourceSliceSubject(c.id, s.Name)
 	verify := &identity.VerifyOptions{Subject: &subject}
@@ -249,44 +242,44 @@ func (c *Consumer) ApplySliceIdentity(ctx context.Context, s *authv1beta1.Resour
 		verify.ClientCAs = opts.ClientCAs
 	}
 	if _, err := identity.Verify(want, c.id, key.Public(), c.opts.Clock.Now(), verify); err != nil {
-		return nil, stepError(StepSliceIdentityApplied, err)
+		return nil, stepError(step.SliceIdentityApplied, err)
 	}
 	cp, err := c.heldIdentity(ctx, s.Namespace, identity.ControlPlaneName(providerID))
 	if err != nil {
-		return nil, stepError(StepSliceIdentityApplied, err)
+		return nil, stepError(step.SliceIdentityApplied, err)
 	}
 	if cp == nil {
-		return nil, stepError(StepSliceIdentityApplied, fmt.Errorf("%w: no ControlPlane identity for provider %q to check the slice's endpoint against", identity.ErrMalformed, providerID))
+		return nil, stepError(step.SliceIdentityApplied, fmt.Errorf("%w: no ControlPlane identity for provider %q to check the slice's endpoint against", identity.ErrMalformed, providerID))
 	}
 	if err := sameEndpoint(cp, want); err != nil {
-		return nil, stepError(StepSliceIdentityApplied, err)
+		return nil, stepError(step.SliceIdentityApplied, err)
 	}
 	cfg, err := kubeconfig.FromIdentity(want, key)
 	if err != nil {
-		return nil, stepError(StepSliceIdentityApplied, err)
+		return nil, stepError(step.SliceIdentityApplied, err)
 	}
 	data, err := cfg.Marshal()
 	if err != nil {
-		return nil, stepError(StepSliceIdentityApplied, err)
+		return nil, stepError(step.SliceIdentityApplied, err)
 	}
 	if c.ports.Reviewer != nil {
 		if err := identity.ConfirmSubject(ctx, c.ports.Reviewer, cfg, subject); err != nil {
-			return nil, stepError(StepSliceIdentityApplied, err)
+			return nil, stepError(step.SliceIdentityApplied, err)
 		}
 	}
 	stored, err := c.ports.Identities.Apply(ctx, want)
 	if err != nil {
-		return nil, stepError(StepSliceIdentityApplied, err)
+		return nil, stepError(step.SliceIdentityApplied, err)
 	}
 	secret := kubeconfig.Secret(stored, data)
 	if err := c.ports.Secrets.Write(ctx, secret); err != nil {
-		return nil, stepError(StepKubeconfigWritten, err)
+		return nil, stepError(step.KubeconfigWritten, err)
 	}
 	stored.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret.Name}
 	if stored, err = c.ports.Identities.Apply(ctx, stored); err != nil {
-		return nil, stepError(StepIdentityStatus, err)
+		return nil, stepError(step.IdentityStatus, err)
 	}
-	c.step(ctx, Step{Name: StepSliceIdentityApplied})
+	c.step(ctx, step.Done{Name: step.SliceIdentityApplied})
 	return &Authenticated{Identity: stored, Secret: secret, Kubeconfig: cfg}, nil
 }
 
@@ -317,17 +310,17 @@ func (c *Consumer) removeSliceIdentity(ctx context.Context, namespace, name stri
 // The slice itself is not deleted. Forgetting an unknown slice succeeds.
 func (c *Consumer) ForgetSlice(ctx context.Context, providerID, name string) error {
 	if err := clusterid.Validate(providerID); err != nil {
-		return stepError(StepSliceIdentityRemoved, err)
+		return stepError(step.SliceIdentityRemoved, err)
 	}
 	if err := c.removeSliceIdentity(ctx, clusterid.TenantNamespace(providerID), name); err != nil {
-		return stepError(StepSliceIdentityRemoved, err)
+		return stepError(step.SliceIdentityRemoved, err)
 	}
 	if c.ports.IdentityKeys != nil {
 		if err := c.ports.IdentityKeys.Delete(ctx, identity.ResourceSliceKeyName(providerID, name)); err != nil {
-			return stepError(StepSliceIdentityRemoved, err)
+			return stepError(step.SliceIdentityRemoved, err)
 		}
 	}
-	c.step(ctx, Step{Name: StepSliceIdentityRemoved})
+	c.step(ctx, step.Done{Name: step.SliceIdentityRemoved})
 	return nil
 }
 
@@ -363,40 +356,40 @@ func (c *Consumer) ForgetForce(ctx context.Context, providerID string) (*Forgott
 		return nil, err
 	}
 	if c.ports.Slices == nil {
-		return nil, stepError(StepForgetForced, fmt.Errorf("%w: ForgetForce needs the Slices port", ErrInvalidConfig))
+		return nil, stepError(step.ForgetForced, fmt.Errorf("%w: ForgetForce needs the Slices port", ErrInvalidConfig))
 	}
 	namespace := clusterid.TenantNamespace(providerID)
 	f := &Forgotten{ProviderID: providerID}
 	held, err := c.ports.Slices.List(ctx, namespace)
 	if err != nil {
-		return f, stepError(StepForgetForced, err)
+		return f, stepError(step.ForgetForced, err)
 	}
 	for _, s := range held {
 		if err := c.ports.Slices.Delete(ctx, namespace, s.Name); err != nil {
-			return f, stepError(StepForgetForced, err)
+			return f, stepError(step.ForgetForced, err)
 		}
 		f.Slices = append(f.Slices, s.Name)
 	}
 	ids, err := c.ports.Identities.List(ctx, namespace)
 	if err != nil {
-		return f, stepError(StepForgetForced, err)
+		return f, stepError(step.ForgetForced, err)
 	}
 	for _, id := range ids {
 		if id.Spec.Type != authv1beta1.ResourceSliceIdentityType {
 			continue
 		}
 		if err := c.ports.Secrets.Delete(ctx, namespace, kubeconfig.SecretName(id.Name)); err != nil {
-			return f, stepError(StepForgetForced, err)
+			return f, stepError(step.ForgetForced, err)
 		}
 		if err := c.ports.Identities.Delete(ctx, namespace, id.Name); err != nil {
-			return f, stepError(StepForgetForced, err)
+			return f, stepError(step.ForgetForced, err)
 		}
 		f.Identities = append(f.Identities, id.Name)
 		f.Secrets = append(f.Secrets, kubeconfig.SecretName(id.Name))
 		if c.ports.IdentityKeys != nil {
 			key := identity.ResourceSliceKeyName(providerID, strings.TrimPrefix(id.Name, identity.ResourceSliceName("")))
 			if err := c.ports.IdentityKeys.Delete(ctx, key); err != nil {
-				return f, stepError(StepForgetForced, err)
+				return f, stepError(step.ForgetForced, err)
 			}
 			f.Keys = append(f.Keys, key)
 		}
@@ -406,7 +399,7 @@ func (c *Consumer) ForgetForce(ctx context.Context, providerID string) (*Forgott
 		key := identity.ResourceSliceKeyName(providerID, s.Name)
 		if c.ports.IdentityKeys != nil && !slices.Contains(f.Keys, key) {
 			if err := c.ports.IdentityKeys.Delete(ctx, key); err != nil {
-				return f, stepError(StepForgetForced, err)
+				return f, stepError(step.ForgetForced, err)
 			}
 			f.Keys = append(f.Keys, key)
 		}
@@ -421,7 +414,7 @@ func (c *Consumer) ForgetForce(ctx context.Context, providerID string) (*Forgott
 		f.Keys = append(f.Keys, cp)
 	}
 	logr.FromContextOrDiscard(ctx).Info(f.String(), "cluster", c.id, "provider", providerID)
-	c.step(ctx, Step{Name: StepForgetForced})
+	c.step(ctx, step.Done{Name: step.ForgetForced})
 	return f, nil
 }
 

@@ -14,15 +14,8 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
-)
-
-// Steps of a ResourceSlice on the provider.
-const (
-	StepSliceVerified StepName = "ResourceSlice authenticated"
-	StepSliceGranted  StepName = "ResourceSlice resources granted"
-	StepSliceBound    StepName = "ResourceSlice permissions bound"
-	StepSliceForgot   StepName = "ResourceSlice removed from provider cluster"
 )
 
 // AcceptSlice judges the ResourceSlice s, replicated into the tenant
@@ -78,24 +71,24 @@ const (
 // status: nothing is decided.
 func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSliceStatus, error) {
 	if err := p.sliceConfig(true); err != nil {
-		return nil, stepError(StepSliceVerified, err)
+		return nil, stepError(step.SliceVerified, err)
 	}
 	now := p.opts.Clock.Now()
 	status := &authv1beta1.ResourceSliceStatus{Conditions: resourceslice.KnownConditions(s.Status.Conditions)}
 	wasAccepted, err := p.sliceHeld(ctx, s)
 	if err != nil {
-		return nil, stepError(StepSliceVerified, err)
+		return nil, stepError(step.SliceVerified, err)
 	}
 	v, t, denied, err := p.verifySlice(ctx, s, now)
 	switch {
 	case err != nil:
-		return nil, stepError(StepSliceVerified, err)
+		return nil, stepError(step.SliceVerified, err)
 	case denied != nil:
 		return p.denySlice(ctx, s, status, denied, now)
 	}
 	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
 		authv1beta1.ResourceSliceConditionAccepted, resourceslice.ReasonAuthenticationAccepted, "authenticated", now)
-	p.step(ctx, Step{Name: StepSliceVerified})
+	p.step(ctx, step.Done{Name: step.SliceVerified})
 
 	accepted, err := p.sliceResources(ctx, s, t, status, wasAccepted, now)
 	if err != nil {
@@ -103,31 +96,31 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 	}
 	if !accepted {
 		if err := p.release(ctx, s.Namespace, v.ConsumerID, s.Name, false); err != nil {
-			return nil, stepError(StepSliceBound, err)
+			return nil, stepError(step.SliceBound, err)
 		}
 		return status, nil
 	}
 
 	namespaces, err := p.sliceNamespaces(v.ConsumerID)
 	if err != nil {
-		return nil, stepError(StepSliceBound, err)
+		return nil, stepError(step.SliceBound, err)
 	}
 	roles := []string{rbac.VirtualKubeletClusterWideRoleName}
 	if len(namespaces) > 0 {
 		roles = append(roles, rbac.VirtualKubeletClusterRoleName)
 	}
 	if err := p.requireRoles(ctx, roles...); err != nil {
-		return nil, stepError(StepCertificateIssued, err)
+		return nil, stepError(step.CertificateIssued, err)
 	}
 	cert, err := p.issueSlice(ctx, s, csr.CacheKey{ConsumerID: v.ConsumerID, Slice: s.Name},
 		csr.Request{CSR: v.CSR, Lifetime: p.opts.CertificateLifetime}, now)
 	if err != nil {
-		return nil, stepError(StepCertificateIssued, err)
+		return nil, stepError(step.CertificateIssued, err)
 	}
 	if err := p.bindSlices(ctx, v.ConsumerID); err != nil {
-		return nil, stepError(StepSliceBound, err)
+		return nil, stepError(step.SliceBound, err)
 	}
-	p.step(ctx, Step{Name: StepSliceBound})
+	p.step(ctx, step.Done{Name: step.SliceBound})
 	status.AuthParams = &authv1beta1.AuthParams{
 		CA:        bytes.Clone(p.endpoint.CA),
 		SignedCRT: cert,
@@ -147,11 +140,11 @@ func (p *Provider) sliceResources(ctx context.Context, s *authv1beta1.ResourceSl
 		refused, err := p.grant(ctx, s, status)
 		switch {
 		case err != nil:
-			return false, stepError(StepSliceGranted, err)
+			return false, stepError(step.SliceGranted, err)
 		case refused != nil:
 			res, why = authv1beta1.ResourceSliceConditionDenied, refused.Error()
 		default:
-			p.step(ctx, Step{Name: StepSliceGranted})
+			p.step(ctx, step.Done{Name: step.SliceGranted})
 		}
 	}
 	reason := resourceslice.ReasonResourcesAccepted
@@ -216,14 +209,14 @@ func (p *Provider) denySlice(ctx context.Context, s *authv1beta1.ResourceSlice, 
 	if consumerID, err := resourceslice.ConsumerOf(s.Namespace); err == nil {
 		tenantGone := errors.Is(why, resourceslice.ErrNoTenant)
 		if err := p.release(ctx, s.Namespace, consumerID, s.Name, tenantGone); err != nil {
-			return nil, stepError(StepSliceVerified, err)
+			return nil, stepError(step.SliceVerified, err)
 		}
 	}
 	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeAuthentication,
 		authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonAuthenticationDenied, why.Error(), now)
 	resourceslice.SetCondition(status, authv1beta1.ResourceSliceConditionTypeResources,
 		authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonResourcesDenied, "authentication denied", now)
-	return status, stepError(StepSliceVerified, why)
+	return status, stepError(step.SliceVerified, why)
 }
 
 // sliceHeld reports whether the provider holds credentials it issued to
@@ -386,16 +379,16 @@ func (p *Provider) unbindSlices(ctx context.Context, consumerID string) error {
 // permissions with the bindings. Forgetting an unknown slice succeeds.
 func (p *Provider) ForgetSlice(ctx context.Context, namespace, name string) error {
 	if err := p.sliceConfig(false); err != nil {
-		return stepError(StepSliceForgot, err)
+		return stepError(step.SliceForgot, err)
 	}
 	consumerID, err := resourceslice.ConsumerOf(namespace)
 	if err != nil {
-		return stepError(StepSliceForgot, err)
+		return stepError(step.SliceForgot, err)
 	}
 	if err := p.release(ctx, namespace, consumerID, name, false); err != nil {
-		return stepError(StepSliceForgot, err)
+		return stepError(step.SliceForgot, err)
 	}
-	p.step(ctx, Step{Name: StepSliceForgot})
+	p.step(ctx, step.Done{Name: step.SliceForgot})
 	return nil
 }
 

@@ -29,9 +29,13 @@ func TestAuthenticateBadInput(t *testing.T) {
 		{"NoConsumer", func(c **kubepact.Consumer, _ *authserver.ConsumerPorts, _ *authserver.Remote) { *c = nil }, kubepact.ErrInvalidConfig},
 		{"NoNamespaces", func(_ **kubepact.Consumer, p *authserver.ConsumerPorts, _ *authserver.Remote) { p.Namespaces = nil }, kubepact.ErrInvalidConfig},
 		{"NoSecrets", func(_ **kubepact.Consumer, p *authserver.ConsumerPorts, _ *authserver.Remote) { p.Secrets = nil }, kubepact.ErrInvalidConfig},
-		{"InvalidProviderID", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) { r.ProviderID = "Provider_X" }, clusterid.ErrInvalid},
+		{"InvalidProviderID", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) {
+			r.ProviderID = "Provider_X"
+		}, clusterid.ErrInvalid},
 		{"NoCA", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) { r.CA = nil }, kubepact.ErrInvalidConfig},
-		{"CANotPEM", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) { r.CA = []byte("not a certificate") }, kubepact.ErrInvalidConfig},
+		{"CANotPEM", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) {
+			r.CA = []byte("not a certificate")
+		}, kubepact.ErrInvalidConfig},
 		{"URLWithUser", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) {
 			r.URL = strings.Replace(r.URL, "https://", "https://user:pass@", 1)
 		}, kubepact.ErrInvalidConfig},

@@ -28,6 +28,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/floor"
@@ -403,8 +404,8 @@ func benchTenantToKubeconfig(b *testing.B, signer csr.Signer) {
 		kc, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
 		require.NoError(b, err)
 		require.Equal(b, consumerID, kc.User())
-		awaitEvents(ctx, b, pc.core, controllers.ReasonTenantAccepted, map[string]string{tenantNS: consumerID})
-		awaitEvents(ctx, b, cc.core, controllers.ReasonIdentityApplied, map[string]string{identityNS: providerID})
+		awaitEvents(ctx, b, pc.core, contract.ReasonTenantAccepted, map[string]string{tenantNS: consumerID})
+		awaitEvents(ctx, b, cc.core, contract.ReasonIdentityApplied, map[string]string{identityNS: providerID})
 		stopConsumer()
 		stopProvider()
 		discardTenants(ctx, b, pc, []string{consumerID})
@@ -566,7 +567,7 @@ func benchTenantsAtOnce(b *testing.B, signer csr.Signer, unlimited bool, workers
 		restarts += tw.restarts + ew.restarts
 		tw.w.Stop()
 		ew.w.Stop()
-		awaitEvents(ctx, b, pc.core, controllers.ReasonTenantAccepted, namespaces)
+		awaitEvents(ctx, b, pc.core, contract.ReasonTenantAccepted, namespaces)
 		stop()
 		discardTenants(ctx, b, pc, consumerIDs)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -133,26 +134,26 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	// The record is published as soon as this replica leads, and again
 	// before each Tenant is built.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		publisher.publishAtStart(ctx, ports.Keys, cfg.KeyAlgorithm, mgr.GetLogger().WithValues("controller", SignedNonceControllerName))
-		adoptKeysAtStart(ctx, uncached, c, mgr.GetLogger().WithValues("controller", IdentityControllerName))
+		publisher.publishAtStart(ctx, ports.Keys, cfg.KeyAlgorithm, mgr.GetLogger().WithValues("controller", signedNonceControllerName))
+		adoptKeysAtStart(ctx, uncached, c, mgr.GetLogger().WithValues("controller", identityControllerName))
 		return nil
 	})); err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
 	}
 
 	sr := &signedNonceReconciler{client: mgr.GetClient(), namespaces: cs.CoreV1().Namespaces(), keys: ports.Keys, alg: cfg.KeyAlgorithm,
-		consumer: c, publisher: publisher, events: mgr.GetEventRecorder(SignedNonceControllerName)}
-	if err := ctrl.NewControllerManagedBy(mgr).Named(SignedNonceControllerName).
+		consumer: c, publisher: publisher, events: mgr.GetEventRecorder(signedNonceControllerName)}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(signedNonceControllerName).
 		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SignedSecretLabel))).
 		Complete(sr); err != nil {
-		return fmt.Errorf("controllers: %s: %w", SignedNonceControllerName, err)
+		return fmt.Errorf("controllers: %s: %w", signedNonceControllerName, err)
 	}
 
-	ir := &identityReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(IdentityControllerName)}
-	if err := ctrl.NewControllerManagedBy(mgr).Named(IdentityControllerName).
+	ir := &identityReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(identityControllerName)}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(identityControllerName).
 		For(&authv1beta1.Identity{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(ir); err != nil {
-		return fmt.Errorf("controllers: %s: %w", IdentityControllerName, err)
+		return fmt.Errorf("controllers: %s: %w", identityControllerName, err)
 	}
 	if err := setupSliceConsumer(mgr, c, cfg); err != nil {
 		return err
@@ -160,54 +161,10 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	return setupRenewConsumer(mgr, c, kube.NewRenewStore(uncached), cfg.Clock)
 }
 
-// The keys kubepact adds to a liqo-signed-nonce Secret, beside Liqo's own
-// (nonce.SecretKey, nonce.SignedSecretKey), which keep their meaning: a Liqo
-// tool reading the Secret ignores these.
-const (
-	// TenantKey holds the Tenant the consumer sends to answer data.nonce,
-	// as YAML in Liqo's wire format (tenant.Decode reads it): the cluster's
-	// public key, the signature over the nonce, the CSR and kubepact's
-	// transcript (made for the provider the Secret's namespace is for, and
-	// expiring after tenant.DefaultTranscriptLifetime). The signed-nonce
-	// reconciler writes it with the signature, and again whenever it is
-	// removed: a tool removes it to ask for a fresh one.
-	//
-	// It sits on the Secret rather than on an object of its own because it
-	// answers that Secret's nonce: it is written in the same apply as the
-	// signature, held to the Secret as read, so it can never answer another
-	// nonce than the one beside it; a tool that creates the Secret and
-	// waits for its signature (kubepact authenticate, liqoctl) reads it
-	// with the same rights; and the signed-nonce admission policy already
-	// limits who may ask for it (config/signed-nonce-policy). Nothing in it
-	// is secret: the keys stay in the key namespace, so a tool that applies
-	// it on the provider needs no access to them.
-	TenantKey = "tenant.yaml"
-	// TenantProxyURLKey, when set by whoever writes the request, is the
-	// http(s) proxy the consumer reaches the provider through, written into
-	// the Tenant's spec.proxyURL (and its transcript). It is data of a
-	// Secret, not an annotation, because a proxy URL may carry a password.
-	TenantProxyURLKey = "proxyURL"
-	// TenantOwnKeyKey, set to TenantOwnKey by whoever writes the request,
-	// asks for a Tenant whose CSR is for a fresh key of the ControlPlane
-	// identity's own, as a Strict consumer makes (kubepact.ConsumerOptions.Strict),
-	// whatever this controller's own setting: the cluster key then only
-	// signs the nonce and never lands in a kubeconfig. The key is stored in
-	// the keyring (kubepact-key-controlplane-<provider ID> in the key
-	// namespace) before the CSR is built, and the Identity reconciler
-	// applies the certificate issued for it. Only a kubepact provider
-	// accepts such a Tenant (a Liqo provider requires the CSR to be for the
-	// cluster key), so kubepact authenticate asks for it only when it finds
-	// kubepact-controller on the provider. Any other value is refused
-	// (ReasonInvalidSignedNonceSecret) and nothing is signed.
-	TenantOwnKeyKey = "ownKey"
-	// TenantOwnKey is the one value of TenantOwnKeyKey.
-	TenantOwnKey = "true"
-)
-
 // signedNonceReconciler signs the nonce of a liqo-signed-nonce Secret with
 // the cluster key (SPEC §7, step 2), only in a tenant namespace made for a
 // known peer (tenant.CheckNamespace), and writes beside the signature the
-// Tenant that answers the nonce (TenantKey), so that the tool that applies
+// Tenant that answers the nonce (contract.TenantKey), so that the tool that applies
 // it on the provider never reads the cluster key.
 type signedNonceReconciler struct {
 	client client.Client
@@ -216,7 +173,7 @@ type signedNonceReconciler struct {
 	keys       keys.Store
 	alg        keys.Algorithm
 	// consumer builds the Tenant, with the consumer's policy (Strict or
-	// not) and its keys; a request with TenantOwnKeyKey asks for a key of
+	// not) and its keys; a request with contract.TenantOwnKeyKey asks for a key of
 	// the identity's own (kubepact.TenantOptions.OwnKey), which the
 	// keyring keeps, so the Identity answering it is applied with it.
 	consumer *kubepact.Consumer
@@ -231,55 +188,22 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	raw := s.Data[nonce.SecretKey]
-	if s.DeletionTimestamp != nil || len(raw) == 0 {
+	if s.DeletionTimestamp != nil || len(s.Data[nonce.SecretKey]) == 0 {
 		return reconcile.Result{}, nil // nothing to sign yet
 	}
-	id := s.Labels[clusterid.Label]
-	if err := clusterid.Validate(id); err != nil || s.Namespace != clusterid.TenantNamespace(id) || s.Name != nonce.SignedSecretName {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidSignedNonceSecret, "SignNonce",
-			"a signed-nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): nothing signed",
-			nonce.SignedSecretName, clusterid.Label, truncate(id))
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonInvalidSignedNonceSecret, errInvalidObject, false)
-	}
-	// Only in a tenant namespace that kubepact, Liqo or an administrator
-	// labelled for a peer: whoever may merely create a namespace of that
-	// name and a Secret in it gets no signature.
-	ns, err := r.namespaces.Get(ctx, s.Namespace, metav1.GetOptions{})
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading Namespace %s: %w", s.Namespace, err)
-	}
-	if err := tenant.CheckNamespace(ns, id); err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonNotTenantNamespace, "SignNonce", "%v: nothing signed", err)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonNotTenantNamespace, err, false)
-	}
-	// Only a well-formed nonce is signed, never arbitrary bytes: the
-	// cluster key must not sign what a writer of this Secret chooses.
-	// Parse checks the length before it decodes anything.
-	n, err := nonce.Parse(string(raw))
-	if err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonMalformedNonce, "SignNonce", "%s: %v: nothing signed", nonce.SecretKey, err)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonMalformedNonce, err, false)
-	}
-	ownKey := false
-	switch v, ok := s.Data[TenantOwnKeyKey]; {
-	case ok && string(v) == TenantOwnKey:
-		ownKey = true
-	case ok:
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidSignedNonceSecret, "SignNonce",
-			"%s may only be %q: nothing signed", TenantOwnKeyKey, TenantOwnKey)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonInvalidSignedNonceSecret, errInvalidObject, false)
+	sr, err := r.checkRequest(ctx, &s)
+	if sr == nil {
+		return reconcile.Result{}, err
 	}
 	key, err := keys.Ensure(ctx, r.keys, rand.Reader, r.alg)
 	if err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "reading the cluster key: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
+		return reconcile.Result{}, r.fail(ctx, &s, contract.ReasonSigningNonceFailed, err, true, "reading the cluster key: %v", err)
 	}
 	held := s.Data[nonce.SignedSecretKey]
 	var mismatch error
 	if len(held) > 0 {
-		mismatch = nonce.Verify(key.Public(), n, held)
-		if mismatch == nil && len(s.Data[TenantKey]) > 0 {
+		mismatch = nonce.Verify(key.Public(), sr.nonce, held)
+		if mismatch == nil && len(s.Data[contract.TenantKey]) > 0 {
 			return reconcile.Result{}, nil // signed and built already
 		}
 	}
@@ -287,46 +211,106 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	// tool that reads the Secret finds the key to check what it holds
 	// with.
 	if err := r.publisher.publish(ctx, key.Public()); err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "publishing the cluster's public key: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
+		return reconcile.Result{}, r.fail(ctx, &s, contract.ReasonSigningNonceFailed, err, true, "publishing the cluster's public key: %v", err)
 	}
 	if mismatch != nil {
 		// Never overwritten: the Secret holds a signature for another
 		// nonce or key.
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSignedNonceMismatch, "SignNonce",
+		return reconcile.Result{}, r.fail(ctx, &s, contract.ReasonSignedNonceMismatch, mismatch, false,
 			"%s is not this cluster's signature over %s; it is kept: delete the Secret to sign a new nonce", nonce.SignedSecretKey, nonce.SecretKey)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSignedNonceMismatch, mismatch, false)
 	}
+	return reconcile.Result{}, r.answer(ctx, &s, sr, held)
+}
+
+// signRequest is what a signed-nonce Secret asks for.
+type signRequest struct {
+	// providerID is the provider the nonce is from.
+	providerID string
+	// nonce is the nonce to sign.
+	nonce nonce.Nonce
+	// ownKey asks for a Tenant whose CSR is for a key of the identity's own
+	// (contract.TenantOwnKeyKey).
+	ownKey bool
+}
+
+// checkRequest returns what s asks for, nil when it is refused: s is not
+// the signed-nonce Secret of a tenant namespace made for a peer, or its
+// nonce or request is malformed. A refusal is recorded on s, and the error
+// is what Reconcile returns for it.
+func (r *signedNonceReconciler) checkRequest(ctx context.Context, s *corev1.Secret) (*signRequest, error) {
+	id := s.Labels[clusterid.Label]
+	if err := clusterid.Validate(id); err != nil || s.Namespace != clusterid.TenantNamespace(id) || s.Name != nonce.SignedSecretName {
+		return nil, r.fail(ctx, s, contract.ReasonInvalidSignedNonceSecret, errInvalidObject, false,
+			"a signed-nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): nothing signed",
+			nonce.SignedSecretName, clusterid.Label, truncate(id))
+	}
+	// Only in a tenant namespace that kubepact, Liqo or an administrator
+	// labelled for a peer: whoever may merely create a namespace of that
+	// name and a Secret in it gets no signature.
+	ns, err := r.namespaces.Get(ctx, s.Namespace, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading Namespace %s: %w", s.Namespace, err)
+	}
+	if err := tenant.CheckNamespace(ns, id); err != nil {
+		return nil, r.fail(ctx, s, contract.ReasonNotTenantNamespace, err, false, "%v: nothing signed", err)
+	}
+	// Only a well-formed nonce is signed, never arbitrary bytes: the
+	// cluster key must not sign what a writer of this Secret chooses.
+	// Parse checks the length before it decodes anything.
+	n, err := nonce.Parse(string(s.Data[nonce.SecretKey]))
+	if err != nil {
+		return nil, r.fail(ctx, s, contract.ReasonMalformedNonce, err, false, "%s: %v: nothing signed", nonce.SecretKey, err)
+	}
+	sr := &signRequest{providerID: id, nonce: n}
+	switch v, ok := s.Data[contract.TenantOwnKeyKey]; {
+	case ok && string(v) == contract.TenantOwnKey:
+		sr.ownKey = true
+	case ok:
+		return nil, r.fail(ctx, s, contract.ReasonInvalidSignedNonceSecret, errInvalidObject, false,
+			"%s may only be %q: nothing signed", contract.TenantOwnKeyKey, contract.TenantOwnKey)
+	}
+	return sr, nil
+}
+
+// answer writes into s the signature over sr's nonce, held when s holds it
+// already, and the Tenant that answers the nonce.
+func (r *signedNonceReconciler) answer(ctx context.Context, s *corev1.Secret, sr *signRequest, held []byte) error {
 	// The Tenant's signature is the one the Secret holds, or becomes it:
 	// one signature over the nonce, whoever reads it.
-	t, err := r.consumer.BuildTenant(ctx, id, n, &kubepact.TenantOptions{ProxyURL: string(s.Data[TenantProxyURLKey]), OwnKey: ownKey})
+	t, err := r.consumer.BuildTenant(ctx, sr.providerID, sr.nonce, &kubepact.TenantOptions{ProxyURL: string(s.Data[contract.TenantProxyURLKey]), OwnKey: sr.ownKey})
 	if reason, message, ok := tenantRefusal(err); ok {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "SignNonce", "%s", message)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, reason, err, false)
+		return r.fail(ctx, s, reason, err, false, "%s", message)
 	}
 	if err != nil {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSigningNonceFailed, "SignNonce", "building the Tenant: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, SignedNonceControllerName, ReasonSigningNonceFailed, err, true)
+		return r.fail(ctx, s, contract.ReasonSigningNonceFailed, err, true, "building the Tenant: %v", err)
 	}
 	if len(held) > 0 {
 		t.Spec.Signature = held
 	}
 	doc, err := yaml.Marshal(t)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("encoding the Tenant of Secret %s/%s: %w", s.Namespace, s.Name, err)
+		return fmt.Errorf("encoding the Tenant of Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	// kubepact applies data.signedNonce and the Tenant alone, held to the
 	// Secret as read: if data.nonce or the request changed since, the
 	// apply conflicts and the next reconcile judges the new one.
 	ac := corev1ac.Secret(s.Name, s.Namespace).WithResourceVersion(s.ResourceVersion).
-		WithData(map[string][]byte{nonce.SignedSecretKey: t.Spec.Signature, TenantKey: doc})
+		WithData(map[string][]byte{nonce.SignedSecretKey: t.Spec.Signature, contract.TenantKey: doc})
 	if err := r.client.Apply(ctx, ac, client.FieldOwner(kube.FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("writing %s and %s of Secret %s/%s: %w", nonce.SignedSecretKey, TenantKey, s.Namespace, s.Name, err)
+		return fmt.Errorf("writing %s and %s of Secret %s/%s: %w", nonce.SignedSecretKey, contract.TenantKey, s.Namespace, s.Name, err)
 	}
 	if len(held) == 0 {
-		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceSigned, "SignNonce", "Nonce is signed")
+		r.events.Eventf(s, nil, corev1.EventTypeNormal, contract.ReasonNonceSigned, "SignNonce", "Nonce is signed")
 	}
-	return reconcile.Result{}, nil
+	return nil
+}
+
+// fail records a Warning Event of reason on s, whose note is format with
+// args, and counts err: it returns what Reconcile returns for it, retried
+// with backoff when retried.
+func (r *signedNonceReconciler) fail(ctx context.Context, s *corev1.Secret, reason string, err error, retried bool, format string, args ...any) error {
+	r.events.Eventf(s, nil, corev1.EventTypeWarning, reason, "SignNonce", format, args...)
+	return metrics.failed(ctx, signedNonceControllerName, reason, err, retried)
 }
 
 // publicKeyPublisher publishes the cluster's public key in the record
@@ -354,12 +338,12 @@ func (p *publicKeyPublisher) publishAtStart(ctx context.Context, s keys.Store, a
 	key, err := keys.Ensure(ctx, s, rand.Reader, alg)
 	if err != nil {
 		if ctx.Err() == nil {
-			log.Error(err, "reading the cluster key to publish its public half", "reason", ReasonSigningNonceFailed)
+			log.Error(err, "reading the cluster key to publish its public half", "reason", contract.ReasonSigningNonceFailed)
 		}
 		return
 	}
 	if err := p.publish(ctx, key.Public()); err != nil && ctx.Err() == nil {
-		log.Error(err, "publishing the cluster's public key", "reason", ReasonSigningNonceFailed)
+		log.Error(err, "publishing the cluster's public key", "reason", contract.ReasonSigningNonceFailed)
 	}
 }
 
@@ -371,9 +355,9 @@ func (p *publicKeyPublisher) publishAtStart(ctx context.Context, s keys.Store, a
 func tenantRefusal(err error) (reason, message string, ok bool) {
 	switch {
 	case errors.Is(err, tenant.ErrInvalidProxyURL):
-		return ReasonInvalidProxyURL, fmt.Sprintf("%s: %v: nothing signed", TenantProxyURLKey, err), true
+		return contract.ReasonInvalidProxyURL, fmt.Sprintf("%s: %v: nothing signed", contract.TenantProxyURLKey, err), true
 	case errors.Is(err, keys.ErrUnattested):
-		return ReasonKeyUnattested, fmt.Sprintf("building the Tenant: %v: nothing signed; delete that Secret of the key namespace, and find out who created it", err), true
+		return contract.ReasonKeyUnattested, fmt.Sprintf("building the Tenant: %v: nothing signed; delete that Secret of the key namespace, and find out who created it", err), true
 	}
 	return "", "", false
 }
@@ -388,12 +372,12 @@ func adoptKeysAtStart(ctx context.Context, c client.Client, consumer *kubepact.C
 	var ids authv1beta1.IdentityList
 	if err := c.List(ctx, &ids); err != nil {
 		if ctx.Err() == nil {
-			log.Error(err, "listing Identities to attest the keys they use", "reason", ReasonKeysNotAdopted)
+			log.Error(err, "listing Identities to attest the keys they use", "reason", contract.ReasonKeysNotAdopted)
 		}
 		return
 	}
 	if err := consumer.AdoptKeys(ctx, kubepact.HeldIdentities(ids.Items)); err != nil && ctx.Err() == nil {
-		log.Error(err, "attesting the keys the Identities held use", "reason", ReasonKeysNotAdopted)
+		log.Error(err, "attesting the keys the Identities held use", "reason", contract.ReasonKeysNotAdopted)
 	}
 }
 
@@ -409,7 +393,7 @@ func (r *identityReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := r.client.Get(ctx, req.NamespacedName, &id); err != nil {
 		if apierrors.IsNotFound(err) {
 			if providerID, ok := strings.CutPrefix(req.Namespace, clusterid.TenantNamespacePrefix); ok {
-				metrics.forget(RoleConsumer, providerID, req.Name)
+				metrics.forget(roleConsumer, providerID, req.Name)
 			}
 			return reconcile.Result{}, r.removeKubeconfig(ctx, req)
 		}
@@ -420,10 +404,10 @@ func (r *identityReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	providerID := id.Spec.ClusterID
 	if err := clusterid.Validate(providerID); err != nil || id.Namespace != clusterid.TenantNamespace(providerID) {
-		r.events.Eventf(&id, nil, corev1.EventTypeWarning, ReasonInvalidIdentity, "Apply",
+		r.events.Eventf(&id, nil, corev1.EventTypeWarning, contract.ReasonInvalidIdentity, "Apply",
 			"an Identity must live in the tenant namespace of its spec.clusterID (%q)", truncate(providerID))
-		metrics.handshake(FlowIdentity, ResultRefused, ReasonInvalidIdentity)
-		return reconcile.Result{}, metrics.failed(ctx, IdentityControllerName, ReasonInvalidIdentity, errInvalidObject, false)
+		metrics.handshake(flowIdentity, resultRefused, contract.ReasonInvalidIdentity)
+		return reconcile.Result{}, metrics.failed(ctx, identityControllerName, contract.ReasonInvalidIdentity, errInvalidObject, false)
 	}
 	applied := id.Status.KubeconfigSecretRef != nil
 	// The provider named is the Identity's own: whoever may write
@@ -431,29 +415,26 @@ func (r *identityReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	a, err := r.consumer.Apply(ctx, providerID, &id, nil)
 	if err == nil {
 		if !applied {
-			r.events.Eventf(&id, nil, corev1.EventTypeNormal, ReasonIdentityApplied, "Apply", "Identity status is filled")
-			metrics.accepted(FlowIdentity, ReasonIdentityApplied, id.CreationTimestamp.Time, time.Now())
+			r.events.Eventf(&id, nil, corev1.EventTypeNormal, contract.ReasonIdentityApplied, "Apply", "Identity status is filled")
+			metrics.accepted(flowIdentity, contract.ReasonIdentityApplied, id.CreationTimestamp.Time, time.Now())
 		}
 		if a != nil && a.Identity != nil {
-			metrics.expires(RoleConsumer, providerID, id.Name, a.Identity.Spec.AuthParams.SignedCRT)
+			metrics.expires(roleConsumer, providerID, id.Name, a.Identity.Spec.AuthParams.SignedCRT)
 		}
 		return reconcile.Result{}, nil
 	}
-	reason, terminal := reasonOf(err, ReasonApplyFailed)
+	reason, terminal := reasonOf(err, contract.ReasonApplyFailed)
 	switch {
-	case reason == ReasonInvalidTenant, errors.Is(err, keys.ErrNotFound):
-		reason, terminal = ReasonInvalidIdentity, true
+	case reason == contract.ReasonInvalidTenant, errors.Is(err, keys.ErrNotFound):
+		reason, terminal = contract.ReasonInvalidIdentity, true
 	}
 	r.events.Eventf(&id, nil, corev1.EventTypeWarning, reason, "Apply", "%v", err)
 	if terminal {
-		metrics.handshake(FlowIdentity, ResultRefused, reason)
+		metrics.handshake(flowIdentity, resultRefused, reason)
 	} else {
-		metrics.handshake(FlowIdentity, ResultFailed, reason)
+		metrics.handshake(flowIdentity, resultFailed, reason)
 	}
-	if terminal || !transient(err) && reason == ReasonApplyFailed {
-		return reconcile.Result{}, metrics.failed(ctx, IdentityControllerName, reason, err, false)
-	}
-	return reconcile.Result{}, metrics.failed(ctx, IdentityControllerName, reason, err, true)
+	return reconcile.Result{}, metrics.failed(ctx, identityControllerName, reason, err, retried(err, reason, contract.ReasonApplyFailed, terminal))
 }
 
 // removeKubeconfig deletes the kubeconfig Secret of the deleted Identity

@@ -30,9 +30,9 @@
 //     namespace's labels for that cluster ID (tenant.CheckNamespace), as
 //     kubepact, Liqo and liqoctl create it. Event NonceSigned. With the
 //     signature, and again whenever it is removed, it writes the Tenant
-//     answering the nonce (TenantKey, with the proxy URL of
-//     TenantProxyURLKey; Consumer.BuildTenant, so with ConsumerConfig.Strict,
-//     or TenantOwnKeyKey in the request, the CSR is for a fresh identity
+//     answering the nonce (contract.TenantKey, with the proxy URL of
+//     contract.TenantProxyURLKey; Consumer.BuildTenant, so with ConsumerConfig.Strict,
+//     or contract.TenantOwnKeyKey in the request, the CSR is for a fresh identity
 //     key), so that kubepact authenticate applies it on the provider
 //     without reading the cluster key. A malformed proxy URL gets nothing
 //     signed: Event InvalidProxyURL. The cluster key is made, and its
@@ -117,6 +117,12 @@
 // retried is logged by the reconciler ("Reconcile failed", with a "reason"
 // field). Both are counted in kubepact_reconcile_errors_total. Errors, like
 // Events, carry no secret.
+//
+// The reasons of the Events, which of them are final (contract.Final) or
+// wait for an administrator (contract.Blocking), and the keys of the
+// signed-nonce Secret are the controllers' stable contract: they are
+// package contract's (github.com/kubepact/kubepact/controllers/contract),
+// which a tool reads without importing this package.
 //
 // # Metrics
 //
@@ -228,7 +234,7 @@
 //   - signed-nonce reconciler (consumer): secrets: get, list, watch, patch
 //     (signed-nonce Secrets in tenant namespaces) and get, create in
 //     ConsumerConfig.KeyNamespace (the cluster key and, with Strict or a
-//     request's TenantOwnKeyKey, the identity keys its Tenants ask
+//     request's contract.TenantOwnKeyKey, the identity keys its Tenants ask
 //     certificates for); configmaps: create, patch of
 //     kube.PublicKeyRecordName in ConsumerConfig.KeyNamespace (the cluster's
 //     public key, published with server-side apply when the manager starts

@@ -12,3 +12,10 @@ import (
 func NewProviderNonceStore(cs kubernetes.Interface, cache client.Reader) nonce.Store {
 	return newEmptyNonceStore(cs, cache)
 }
+
+// The reporting controllers of the Events of the Tenant and renewal
+// reconcilers, for tests.
+const (
+	TenantControllerName  = tenantControllerName
+	RenewalControllerName = renewalControllerName
+)

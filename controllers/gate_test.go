@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
@@ -48,7 +48,7 @@ func TestHandshakesInFlightAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, pc.client.Create(ctx, accepted))
 	require.Eventually(t, issued(c), time.Minute, 50*time.Millisecond, "the third nonce, once the first Tenant is accepted")
-	awaitEvents(ctx, t, pc.core, controllers.ReasonTenantAccepted, map[string]string{clusterid.TenantNamespace(a): a})
+	awaitEvents(ctx, t, pc.core, contract.ReasonTenantAccepted, map[string]string{clusterid.TenantNamespace(a): a})
 
 	require.NoError(t, benchRequestNonce(ctx, t, pc, d))
 	require.Never(t, issued(d), 2*time.Second, 100*time.Millisecond, "a fourth nonce issued while two handshakes are in flight")
@@ -58,5 +58,5 @@ func TestHandshakesInFlightAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, pc.client.Create(ctx, refused))
 	require.Eventually(t, issued(d), time.Minute, 50*time.Millisecond, "the fourth nonce, once the second Tenant is refused")
-	awaitEvents(ctx, t, pc.core, controllers.ReasonTranscriptRejected, map[string]string{clusterid.TenantNamespace(b): b})
+	awaitEvents(ctx, t, pc.core, contract.ReasonTranscriptRejected, map[string]string{clusterid.TenantNamespace(b): b})
 }

@@ -21,6 +21,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kube"
@@ -78,7 +79,7 @@ func requestNonce(ctx context.Context, t *testing.T, consumerID string) nonce.No
 		require.NoError(t, err)
 		return true
 	})
-	waitEvent(ctx, t, providerEnv, ns, nonce.SecretName, corev1.EventTypeNormal, controllers.ReasonNonceGenerated)
+	waitEvent(ctx, t, providerEnv, ns, nonce.SecretName, corev1.EventTypeNormal, contract.ReasonNonceGenerated)
 	return n
 }
 
@@ -200,7 +201,7 @@ func requireCleanup(ctx context.Context, t *testing.T, consumerID string, tn *au
 	// stay with the consumer's key.
 	require.NotNil(t, secret(ctx, t, providerEnv, ns, csr.CacheKey{ConsumerID: consumerID}.SecretName()), "the cached certificate stays")
 	require.NotNil(t, secret(ctx, t, providerEnv, ns, nonce.SecretName), "the nonce stays")
-	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeNormal, controllers.ReasonTenantRemoved)
+	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeNormal, contract.ReasonTenantRemoved)
 
 	name := id.Status.KubeconfigSecretRef.Name
 	require.NoError(t, consumerEnv.client.Delete(ctx, id))
@@ -234,8 +235,8 @@ func TestDeclarativeHandshake(t *testing.T) {
 			t.Logf("declarative handshake in %s", time.Since(begin).Round(time.Millisecond))
 			require.Equal(t, 1, countCSRs(ctx, t, consumerID), "one CertificateSigningRequest")
 			requireSettled(ctx, t, tn, id)
-			waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeNormal, controllers.ReasonTenantAccepted)
-			waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, corev1.EventTypeNormal, controllers.ReasonIdentityApplied)
+			waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeNormal, contract.ReasonTenantAccepted)
+			waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, corev1.EventTypeNormal, contract.ReasonIdentityApplied)
 			requireCleanup(ctx, t, consumerID, tn, id)
 		})
 	}
@@ -271,7 +272,7 @@ func TestRestartResumes(t *testing.T) {
 	sig := signNonce(ctx, t, providerID, n)
 	tn := buildTenant(ctx, t, providerID, consumerID, keyNS, n, sig, false)
 	require.NoError(t, providerEnv.client.Create(ctx, tn))
-	waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeNormal, controllers.ReasonCertificatePending)
+	waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeNormal, contract.ReasonCertificatePending)
 	stop()
 	require.Equal(t, 1, countCSRs(ctx, t, consumerID), "the CSR submitted")
 	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(tn), tn))

@@ -16,6 +16,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 )
@@ -27,20 +28,20 @@ import (
 func (r *tenantReconciler) enforce(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, bool, error) {
 	c := lifecycle.Condition(t.Spec.TenantCondition)
 	if err := r.provider.Enforce(ctx, t); err != nil {
-		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonEnforceFailed, "Enforce", "enforcing condition %s: %v", c, err)
-		return reconcile.Result{}, true, metrics.failed(ctx, TenantControllerName, ReasonEnforceFailed, err, true)
+		r.events.Eventf(t, nil, corev1.EventTypeWarning, contract.ReasonEnforceFailed, "Enforce", "enforcing condition %s: %v", c, err)
+		return reconcile.Result{}, true, metrics.failed(ctx, tenantControllerName, contract.ReasonEnforceFailed, err, true)
 	}
 	r.transition(t.Name, string(c))
 	if c == authv1beta1.TenantConditionDrained {
-		metrics.forget(RoleProvider, t.Name, "") // its certificates are revoked
+		metrics.forget(roleProvider, t.Name, "") // its certificates are revoked
 	}
 	switch c {
 	case authv1beta1.TenantConditionDrained:
-		r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantDrained, "Enforce",
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, contract.ReasonTenantDrained, "Enforce",
 			"Tenant drained: its bindings, ResourceSlices and NamespaceMaps are deleted and its certificates recorded as revoked")
 		return reconcile.Result{}, true, nil
 	case authv1beta1.TenantConditionCordoned:
-		r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantCordoned, "Enforce", "Tenant cordoned: its ResourceSlices are marked %s", lifecycle.CordonAnnotation)
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, contract.ReasonTenantCordoned, "Enforce", "Tenant cordoned: its ResourceSlices are marked %s", lifecycle.CordonAnnotation)
 	}
 	return reconcile.Result{}, false, nil
 }

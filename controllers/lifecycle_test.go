@@ -14,7 +14,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/rbac"
@@ -61,10 +61,10 @@ func TestTenantConditionEdits(t *testing.T) {
 
 	editCondition(ctx, t, tn, authv1beta1.TenantConditionCordoned)
 	eventually(t, "the slice cordoned", func() bool { return cordoned(ctx, t, ns, "slice-a") })
-	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeNormal, controllers.ReasonTenantCordoned)
+	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeNormal, contract.ReasonTenantCordoned)
 	_, err := providerEnv.core.RbacV1().RoleBindings(ns).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.NoError(t, err, "a cordoned Tenant keeps its binding")
-	require.False(t, hasEvent(ctx, t, providerEnv, ns, tn.Name, controllers.ReasonTranscriptRejected), "the cordoned Tenant is still accepted")
+	require.False(t, hasEvent(ctx, t, providerEnv, ns, tn.Name, contract.ReasonTranscriptRejected), "the cordoned Tenant is still accepted")
 	var stored authv1beta1.Tenant
 	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(tn), &stored))
 	require.Equal(t, authv1beta1.TenantConditionCordoned, stored.Spec.TenantCondition, "accepting the Tenant again keeps the condition")
@@ -80,7 +80,7 @@ func TestTenantConditionEdits(t *testing.T) {
 	eventually(t, "the slice uncordoned", func() bool { return !cordoned(ctx, t, ns, "slice-a") })
 
 	editCondition(ctx, t, tn, authv1beta1.TenantConditionDrained)
-	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeNormal, controllers.ReasonTenantDrained)
+	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeNormal, contract.ReasonTenantDrained)
 	_, err = providerEnv.core.RbacV1().RoleBindings(ns).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the binding is gone: %v", err)
 	err = providerEnv.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slice-a"}, s)
@@ -97,7 +97,7 @@ func TestTenantConditionEdits(t *testing.T) {
 	again.ResourceVersion, again.UID, again.Finalizers, again.Status = "", "", nil, authv1beta1.TenantStatus{}
 	again.Spec.TenantCondition = authv1beta1.TenantConditionActive
 	require.NoError(t, providerEnv.client.Create(ctx, again))
-	waitEvent(ctx, t, providerEnv, ns, again.Name, corev1.EventTypeWarning, controllers.ReasonConsumerRevoked)
+	waitEvent(ctx, t, providerEnv, ns, again.Name, corev1.EventTypeWarning, contract.ReasonConsumerRevoked)
 	_, err = providerEnv.core.RbacV1().RoleBindings(ns).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the recreated Tenant is not bound: %v", err)
 }

@@ -10,97 +10,98 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 )
 
 // Names of kubepact's metrics, served by the manager's metrics endpoint
 // (controller-runtime's metrics.Registry) beside controller-runtime's own.
 const (
-	// MetricHandshakes counts handshake decisions: {flow, result, reason}.
-	MetricHandshakes = "kubepact_handshakes_total"
-	// MetricHandshakeDuration observes, per flow, the seconds from an
+	// metricHandshakes counts handshake decisions: {flow, result, reason}.
+	metricHandshakes = "kubepact_handshakes_total"
+	// metricHandshakeDuration observes, per flow, the seconds from an
 	// object's creation (metadata.creationTimestamp, one-second resolution)
 	// to its first acceptance: {flow}.
-	MetricHandshakeDuration = "kubepact_handshake_duration_seconds"
-	// MetricCertificateExpiration is the NotAfter, in Unix seconds, of every
+	metricHandshakeDuration = "kubepact_handshake_duration_seconds"
+	// metricCertificateExpiration is the NotAfter, in Unix seconds, of every
 	// certificate the provider issued and every certificate the consumer
 	// holds in a kubeconfig Secret: {role, peer, identity}.
-	MetricCertificateExpiration = "kubepact_certificate_expiration_timestamp_seconds"
-	// MetricRenewals counts certificate renewals: {role, result}.
-	MetricRenewals = "kubepact_renewals_total"
-	// MetricTenantTransitions counts changes of a Tenant's
+	metricCertificateExpiration = "kubepact_certificate_expiration_timestamp_seconds"
+	// metricRenewals counts certificate renewals: {role, result}.
+	metricRenewals = "kubepact_renewals_total"
+	// metricTenantTransitions counts changes of a Tenant's
 	// spec.tenantCondition the provider enforced: {condition}.
-	MetricTenantTransitions = "kubepact_tenant_transitions_total"
-	// MetricReconcileErrors counts every failure a reconciler records,
+	metricTenantTransitions = "kubepact_tenant_transitions_total"
+	// metricReconcileErrors counts every failure a reconciler records,
 	// retried or not: {controller, reason}.
-	MetricReconcileErrors = "kubepact_reconcile_errors_total"
-	// MetricBuildInfo is 1, labelled with the controller's version: {version}.
-	MetricBuildInfo = "kubepact_build_info"
+	metricReconcileErrors = "kubepact_reconcile_errors_total"
+	// metricBuildInfo is 1, labelled with the controller's version: {version}.
+	metricBuildInfo = "kubepact_build_info"
 )
 
-// Values of the flow label of MetricHandshakes and MetricHandshakeDuration.
+// Values of the flow label of metricHandshakes and metricHandshakeDuration.
 const (
-	// FlowTenant: the provider judges a Tenant (Provider.Accept).
-	FlowTenant = "tenant"
-	// FlowResourceSlice: the provider judges a ResourceSlice's
+	// flowTenant: the provider judges a Tenant (Provider.Accept).
+	flowTenant = "tenant"
+	// flowResourceSlice: the provider judges a ResourceSlice's
 	// authentication (Provider.AcceptSlice).
-	FlowResourceSlice = "resourceslice"
-	// FlowIdentity: the consumer applies an Identity, a ControlPlane one or
+	flowResourceSlice = "resourceslice"
+	// flowIdentity: the consumer applies an Identity, a ControlPlane one or
 	// a ResourceSlice's, into a kubeconfig Secret.
-	FlowIdentity = "identity"
+	flowIdentity = "identity"
 )
 
-// Values of the result label of MetricHandshakes and MetricRenewals.
+// Values of the result label of metricHandshakes and metricRenewals.
 const (
-	// ResultAccepted: the object was accepted (handshakes).
-	ResultAccepted = "accepted"
-	// ResultRenewed: a certificate was renewed (renewals).
-	ResultRenewed = "renewed"
-	// ResultRefused: the object itself was refused; retrying it cannot help.
-	ResultRefused = "refused"
-	// ResultFailed: the step failed for another reason, such as an API
+	// resultAccepted: the object was accepted (handshakes).
+	resultAccepted = "accepted"
+	// resultRenewed: a certificate was renewed (renewals).
+	resultRenewed = "renewed"
+	// resultRefused: the object itself was refused; retrying it cannot help.
+	resultRefused = "refused"
+	// resultFailed: the step failed for another reason, such as an API
 	// error; it is retried.
-	ResultFailed = "failed"
+	resultFailed = "failed"
 )
 
-// Values of the role label of MetricCertificateExpiration and
-// MetricRenewals.
+// Values of the role label of metricCertificateExpiration and
+// metricRenewals.
 const (
-	RoleProvider = "provider"
-	RoleConsumer = "consumer"
+	roleProvider = "provider"
+	roleConsumer = "consumer"
 )
 
-// ControlPlaneIdentity is the identity label of MetricCertificateExpiration
+// controlPlaneIdentity is the identity label of metricCertificateExpiration
 // for the certificate a provider issued for a Tenant (its consumer's
 // ControlPlane identity); a ResourceSlice's certificate is labelled with
 // the slice's name.
-const ControlPlaneIdentity = "ControlPlane"
+const controlPlaneIdentity = "ControlPlane"
 
 // refusalReasons are the reasons reasonOf finds terminal.
 var refusalReasons = []string{
-	ReasonInvalidTenant, ReasonNonceNotFound, ReasonNonceRedeemed, ReasonNonceExpired, ReasonInvalidSignature,
-	ReasonTranscriptRejected, ReasonCSRRejected, ReasonCSRDenied, ReasonPrivilegedUser, ReasonConsumerPrivileged,
-	ReasonIdentityHeld, ReasonConsumerRevoked, ReasonTenantDrained, ReasonTransitionRefused,
+	contract.ReasonInvalidTenant, contract.ReasonNonceNotFound, contract.ReasonNonceRedeemed, contract.ReasonNonceExpired, contract.ReasonInvalidSignature,
+	contract.ReasonTranscriptRejected, contract.ReasonCSRRejected, contract.ReasonCSRDenied, contract.ReasonPrivilegedUser, contract.ReasonConsumerPrivileged,
+	contract.ReasonIdentityHeld, contract.ReasonConsumerRevoked, contract.ReasonTenantDrained, contract.ReasonTransitionRefused,
 }
 
 // handshakeReasons returns, for every flow and result, the reasons the
 // reconcilers count it with: the series present from startup.
 func handshakeReasons() map[string]map[string][]string {
 	return map[string]map[string][]string{
-		FlowTenant: {
-			ResultAccepted: {ReasonTenantAccepted},
-			ResultRefused:  refusalReasons,
-			ResultFailed:   {ReasonAcceptFailed, ReasonPeerRoleMissing, ReasonSigningFailed},
+		flowTenant: {
+			resultAccepted: {contract.ReasonTenantAccepted},
+			resultRefused:  refusalReasons,
+			resultFailed:   {contract.ReasonAcceptFailed, contract.ReasonPeerRoleMissing, contract.ReasonSigningFailed},
 		},
-		FlowResourceSlice: {
-			ResultAccepted: {ReasonSliceAccepted, ReasonSliceResourcesDenied},
-			ResultRefused:  append([]string{ReasonSliceDenied}, refusalReasons...),
-			ResultFailed:   {ReasonSliceFailed, ReasonPeerRoleMissing, ReasonSigningFailed},
+		flowResourceSlice: {
+			resultAccepted: {contract.ReasonSliceAccepted, contract.ReasonSliceResourcesDenied},
+			resultRefused:  append([]string{contract.ReasonSliceDenied}, refusalReasons...),
+			resultFailed:   {contract.ReasonSliceFailed, contract.ReasonPeerRoleMissing, contract.ReasonSigningFailed},
 		},
-		FlowIdentity: {
-			ResultAccepted: {ReasonIdentityApplied, ReasonSliceIdentityApplied},
-			ResultRefused:  {ReasonInvalidIdentity, ReasonIdentityRejected, ReasonSliceIdentityRejected, ReasonSliceDenied, ReasonInvalidSlice},
-			ResultFailed:   {ReasonApplyFailed, ReasonSliceFailed},
+		flowIdentity: {
+			resultAccepted: {contract.ReasonIdentityApplied, contract.ReasonSliceIdentityApplied},
+			resultRefused:  {contract.ReasonInvalidIdentity, contract.ReasonIdentityRejected, contract.ReasonSliceIdentityRejected, contract.ReasonSliceDenied, contract.ReasonInvalidSlice},
+			resultFailed:   {contract.ReasonApplyFailed, contract.ReasonSliceFailed},
 		},
 	}
 }
@@ -121,26 +122,26 @@ type metricSet struct {
 // from startup.
 func newMetricSet() *metricSet {
 	m := &metricSet{
-		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricHandshakes,
+		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricHandshakes,
 			Help: "Handshake decisions by flow (tenant, resourceslice, identity), result (accepted, refused, failed) and Event reason."},
 			[]string{"flow", "result", "reason"}),
-		handshakeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricHandshakeDuration,
+		handshakeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: metricHandshakeDuration,
 			Help:    "Seconds from an object's creation to its first acceptance, by flow.",
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)},
 			[]string{"flow"}),
-		expiration: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricCertificateExpiration,
+		expiration: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCertificateExpiration,
 			Help: "NotAfter, in Unix seconds, of each certificate the provider issued (role=provider, peer=consumer ID) or the consumer holds in a kubeconfig Secret (role=consumer, peer=provider ID)."},
 			[]string{"role", "peer", "identity"}),
-		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRenewals,
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricRenewals,
 			Help: "Certificate renewals by role (provider: re-signed or answered a Renew; consumer: switched its kubeconfig) and result (renewed, refused, failed)."},
 			[]string{"role", "result"}),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricTenantTransitions,
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricTenantTransitions,
 			Help: "Changes of a Tenant's spec.tenantCondition the provider enforced, by the condition entered (Active, Cordoned, Drained)."},
 			[]string{"condition"}),
-		reconcileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReconcileErrors,
+		reconcileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricReconcileErrors,
 			Help: "Failures the reconcilers recorded (each also an Event and a log line), retried or not, by controller and reason."},
 			[]string{"controller", "reason"}),
-		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricBuildInfo,
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricBuildInfo,
 			Help: "Always 1, labelled with the controller's version."},
 			[]string{"version"}),
 	}
@@ -152,8 +153,8 @@ func newMetricSet() *metricSet {
 			}
 		}
 	}
-	for _, role := range []string{RoleProvider, RoleConsumer} {
-		for _, result := range []string{ResultRenewed, ResultRefused, ResultFailed} {
+	for _, role := range []string{roleProvider, roleConsumer} {
+		for _, result := range []string{resultRenewed, resultRefused, resultFailed} {
 			m.renewals.WithLabelValues(role, result)
 		}
 	}
@@ -216,7 +217,7 @@ func (m *metricSet) handshake(flow, result, reason string) {
 // accepted counts the first acceptance of an object of flow created at
 // created, and observes how long it took.
 func (m *metricSet) accepted(flow, reason string, created, now time.Time) {
-	m.handshake(flow, ResultAccepted, reason)
+	m.handshake(flow, resultAccepted, reason)
 	if !created.IsZero() {
 		m.handshakeDuration.WithLabelValues(flow).Observe(max(now.Sub(created).Seconds(), 0))
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -36,18 +37,18 @@ func TestMetricSet(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string][]string{
-		MetricHandshakes:        {"flow", "reason", "result"},
-		MetricHandshakeDuration: {"flow"},
-		MetricRenewals:          {"result", "role"},
-		MetricTenantTransitions: {"condition"},
-		MetricBuildInfo:         {"version"},
+		metricHandshakes:        {"flow", "reason", "result"},
+		metricHandshakeDuration: {"flow"},
+		metricRenewals:          {"result", "role"},
+		metricTenantTransitions: {"condition"},
+		metricBuildInfo:         {"version"},
 	}, labels, "the series present before anything happened (the gauges of certificates and the errors come with them)")
 
 	n := 0
 	for flow, results := range handshakeReasons() {
-		require.Contains(t, []string{FlowTenant, FlowResourceSlice, FlowIdentity}, flow)
+		require.Contains(t, []string{flowTenant, flowResourceSlice, flowIdentity}, flow)
 		for result, reasons := range results {
-			require.Contains(t, []string{ResultAccepted, ResultRefused, ResultFailed}, result)
+			require.Contains(t, []string{resultAccepted, resultRefused, resultFailed}, result)
 			for _, reason := range reasons {
 				require.Zero(t, testutil.ToFloat64(m.handshakes.WithLabelValues(flow, result, reason)))
 				n++
@@ -72,29 +73,29 @@ func TestMetricUpdates(t *testing.T) {
 	m := newMetricSet()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-	m.accepted(FlowTenant, ReasonTenantAccepted, now.Add(-3*time.Second), now)
-	require.Equal(t, 1.0, testutil.ToFloat64(m.handshakes.WithLabelValues(FlowTenant, ResultAccepted, ReasonTenantAccepted)))
+	m.accepted(flowTenant, contract.ReasonTenantAccepted, now.Add(-3*time.Second), now)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.handshakes.WithLabelValues(flowTenant, resultAccepted, contract.ReasonTenantAccepted)))
 	require.Equal(t, 3, testutil.CollectAndCount(m.handshakeDuration), "one histogram per flow")
 
 	chain := selfSigned(t, now, 30*time.Hour)
-	m.expires(RoleProvider, "cl-a", ControlPlaneIdentity, chain)
-	m.expires(RoleProvider, "cl-a", "slice-1", chain)
-	m.expires(RoleProvider, "cl-b", ControlPlaneIdentity, chain)
-	m.expires(RoleProvider, "cl-c", ControlPlaneIdentity, []byte("not a certificate"))
-	require.Equal(t, float64(now.Add(30*time.Hour).Unix()), testutil.ToFloat64(m.expiration.WithLabelValues(RoleProvider, "cl-a", ControlPlaneIdentity)))
+	m.expires(roleProvider, "cl-a", controlPlaneIdentity, chain)
+	m.expires(roleProvider, "cl-a", "slice-1", chain)
+	m.expires(roleProvider, "cl-b", controlPlaneIdentity, chain)
+	m.expires(roleProvider, "cl-c", controlPlaneIdentity, []byte("not a certificate"))
+	require.Equal(t, float64(now.Add(30*time.Hour).Unix()), testutil.ToFloat64(m.expiration.WithLabelValues(roleProvider, "cl-a", controlPlaneIdentity)))
 	require.Equal(t, 3, testutil.CollectAndCount(m.expiration))
-	m.forget(RoleProvider, "cl-a", "slice-1")
+	m.forget(roleProvider, "cl-a", "slice-1")
 	require.Equal(t, 2, testutil.CollectAndCount(m.expiration))
-	m.forget(RoleProvider, "cl-a", "")
+	m.forget(roleProvider, "cl-a", "")
 	require.Equal(t, 1, testutil.CollectAndCount(m.expiration), "cl-b's stays")
 
 	cause := errors.New("boom")
-	require.NoError(t, m.failed(context.Background(), TenantControllerName, ReasonCSRDenied, cause, false), "not retried: logged, not returned")
-	err := m.failed(context.Background(), TenantControllerName, ReasonAcceptFailed, cause, true)
+	require.NoError(t, m.failed(context.Background(), tenantControllerName, contract.ReasonCSRDenied, cause, false), "not retried: logged, not returned")
+	err := m.failed(context.Background(), tenantControllerName, contract.ReasonAcceptFailed, cause, true)
 	require.ErrorIs(t, err, cause)
 	require.Equal(t, "AcceptFailed: boom", err.Error())
-	require.Equal(t, 1.0, testutil.ToFloat64(m.reconcileErrors.WithLabelValues(TenantControllerName, ReasonCSRDenied)))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.reconcileErrors.WithLabelValues(TenantControllerName, ReasonAcceptFailed)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.reconcileErrors.WithLabelValues(tenantControllerName, contract.ReasonCSRDenied)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.reconcileErrors.WithLabelValues(tenantControllerName, contract.ReasonAcceptFailed)))
 }
 
 // TestRegisterMetrics checks that registering on controller-runtime's
@@ -109,7 +110,7 @@ func TestRegisterMetrics(t *testing.T) {
 	for _, f := range families {
 		names = append(names, f.GetName())
 	}
-	for _, want := range []string{MetricHandshakes, MetricHandshakeDuration, MetricRenewals, MetricTenantTransitions, MetricBuildInfo} {
+	for _, want := range []string{metricHandshakes, metricHandshakeDuration, metricRenewals, metricTenantTransitions, metricBuildInfo} {
 		require.True(t, slices.Contains(names, want), want)
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/kubepact/kubepact/kube"
 )
 
-// PodSecurityEnforceLabel is the label that sets a namespace's Pod Security
+// podSecurityEnforceLabel is the label that sets a namespace's Pod Security
 // Standard.
-const PodSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
+const podSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
 
 // checkPodSecurity accepts the levels of the Pod Security Standards, or
 // none.
@@ -41,5 +41,5 @@ func tenantNamespaces(cs kubernetes.Interface, mgr manager.Manager, level string
 	if level == "" {
 		return ns, nil
 	}
-	return ns.WithCreateLabels(map[string]string{PodSecurityEnforceLabel: level}), nil
+	return ns.WithCreateLabels(map[string]string{podSecurityEnforceLabel: level}), nil
 }

@@ -17,6 +17,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kube"
@@ -208,7 +209,7 @@ func TestRevokedPeerKeepsNoSliceBinding(t *testing.T) {
 
 	// Its next Tenant is refused.
 	again := recreate(ctx, t, tn)
-	waitEvent(ctx, t, providerEnv, tenantNS, again.Name, corev1.EventTypeWarning, controllers.ReasonConsumerRevoked)
+	waitEvent(ctx, t, providerEnv, tenantNS, again.Name, corev1.EventTypeWarning, contract.ReasonConsumerRevoked)
 }
 
 // The status of a slice is the provider's, whatever its consumer writes

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
@@ -86,7 +86,7 @@ func TestGrantAfterAcceptanceIsJudged(t *testing.T) {
 			return !cp && !cw
 		})
 		t.Logf("%s: unbound %v after the grant", grant.name, time.Since(before).Round(time.Millisecond))
-		waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeWarning, controllers.ReasonConsumerPrivileged)
+		waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeWarning, contract.ReasonConsumerPrivileged)
 		stored := waitTenantStatus(ctx, t, consumerID)
 		require.Equal(t, issued, stored.Status.AuthParams.SignedCRT, "not re-signed")
 		require.Equal(t, tn.Generation, stored.Generation, "judged with no change to the Tenant")
@@ -125,5 +125,5 @@ func TestUnlabelledRevocationRecordCountsOnRestart(t *testing.T) {
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	startProvider(t, providerID, tenant.Compatible, nil)
-	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeWarning, controllers.ReasonConsumerRevoked)
+	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeWarning, contract.ReasonConsumerRevoked)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
@@ -42,10 +43,10 @@ import (
 
 // Names of the controllers, also the reporting controllers of their Events.
 const (
-	NonceControllerName       = "kubepact-nonce"
-	TenantControllerName      = "kubepact-tenant"
-	SignedNonceControllerName = "kubepact-signed-nonce"
-	IdentityControllerName    = "kubepact-identity"
+	nonceControllerName       = "kubepact-nonce"
+	tenantControllerName      = "kubepact-tenant"
+	signedNonceControllerName = "kubepact-signed-nonce"
+	identityControllerName    = "kubepact-identity"
 )
 
 // ProviderConfig configures SetupProvider. ClusterID is required; the zero
@@ -176,27 +177,81 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	if err != nil {
 		return err
 	}
-	// With kube.CSRSigner, the reconcilers watch CertificateSigningRequests
-	// that settle while no Sign waits for them (settled).
-	signer := cfg.Signer
-	var settled predicate.Predicate
-	switch s := signer.(type) {
+	signer, settled, err := providerSigner(mgr, cs, cfg)
+	if err != nil {
+		return err
+	}
+	// The redemption reads the nonce Secret from the manager's cache,
+	// which watches nonce Secrets, and writes on what it read.
+	nonces := newEmptyNonceStore(cs, mgr.GetClient())
+	p, err := newProvider(mgr, cs, uncached, cfg, signer, nonces)
+	if err != nil {
+		return err
+	}
+
+	if err := mgr.Add(&tenantNamespaceSliceGrants{client: cs, log: mgr.GetLogger().WithName("tenant-namespace-slice-grants")}); err != nil {
+		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
+	}
+
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	inFlight := newGate(workers, HandshakeHold, clock.RealClock{})
+	if err := setupNonceReconciler(mgr, p, workers, inFlight); err != nil {
+		return err
+	}
+	if err := indexGrantees(context.Background(), mgr); err != nil {
+		return err
+	}
+	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(tenantControllerName), clock: realClock(cfg.Clock), gate: inFlight,
+		// The provider's own records, as the manager's cache holds them
+		// (CacheOptions), and the bindings that name a consumer, by
+		// granteeIndex: Unchanged reads them instead of the API server.
+		cached: kubepact.CachedRecords{
+			Nonces:       nonces,
+			Certificates: kube.NewCertificateCache(cs).WithReader(mgr.GetClient()),
+			Revocations:  kube.NewRevocations(cs).WithReader(mgr.GetClient()),
+			Bindings:     newBindingReader(mgr.GetClient()),
+			Grants:       grantReader{cache: mgr.GetClient()},
+		}}
+	if err := setupTenantReconciler(mgr, tr, workers, settled); err != nil {
+		return err
+	}
+	if err := setupSliceProvider(mgr, p, workers, settled, cfg.Clock); err != nil {
+		return err
+	}
+	return setupRenewProvider(mgr, p, kube.NewRenewStore(uncached), workers, settled, cfg.Clock)
+}
+
+// providerSigner returns the signer of the consumers' CSRs, cfg.Signer or
+// by default the Kubernetes CSR API's, and, with a kube.CSRSigner, the
+// predicate of the CertificateSigningRequests that settle while no Sign
+// waits for them, which the reconcilers watch; nil otherwise.
+func providerSigner(mgr manager.Manager, cs kubernetes.Interface, cfg ProviderConfig) (csr.Signer, predicate.Predicate, error) {
+	switch s := cfg.Signer.(type) {
 	case nil:
 		// The signer learns of its certificates from the manager's informer
 		// on CertificateSigningRequests, which the reconcilers watch anyway.
 		updates := kube.NewCSRUpdates()
 		inf, err := mgr.GetCache().GetInformer(context.Background(), &certificatesv1.CertificateSigningRequest{})
 		if err != nil {
-			return fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
+			return nil, nil, fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
 		}
 		if _, err := inf.AddEventHandler(updates); err != nil {
-			return fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
+			return nil, nil, fmt.Errorf("controllers: provider %q: CertificateSigningRequest informer: %w", cfg.ClusterID, err)
 		}
 		ks := kube.NewCSRSignerWithOptions(cs, kube.NewApprover(cs), &kube.CSRSignerOptions{NoWait: true, Wait: CSRWait, Clock: cfg.Clock, Updates: updates})
-		signer, settled = ks, csrSettled(ks.Awaited)
+		return ks, csrSettled(ks.Awaited), nil
 	case *kube.CSRSigner:
-		settled = csrSettled(s.Awaited)
+		return s, csrSettled(s.Awaited), nil
 	}
+	return cfg.Signer, nil, nil
+}
+
+// newProvider returns the Provider the reconcilers call, over the
+// adapters of every port.
+func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.Client, cfg ProviderConfig, signer csr.Signer, nonces *emptyNonceStore) (*kubepact.Provider, error) {
 	lifecyclePorts := kube.NewLifecyclePorts(cs, uncached)
 	// The Tenant reconciler watches ResourceSlices, so it finds them in the
 	// manager's cache: a slice the cache has yet to see requeues its Tenant
@@ -204,11 +259,8 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	lifecyclePorts.Slices = kube.NewTenantSlices(mgr.GetClient())
 	namespaces, err := tenantNamespaces(cs, mgr, cfg.TenantPodSecurity)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// The redemption reads the nonce Secret from the manager's cache,
-	// which watches nonce Secrets, and writes on what it read.
-	nonces := newEmptyNonceStore(cs, mgr.GetClient())
 	ports := kubepact.ProviderPorts{
 		ProviderCore: kubepact.ProviderCore{
 			Namespaces:   namespaces,
@@ -238,44 +290,32 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		SliceBounds:         cfg.SliceBounds,
 	})
 	if err != nil {
-		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
+		return nil, fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
 	}
 	if cfg.Endpoint.Server != "" && len(cfg.Endpoint.CA) == 0 {
-		return fmt.Errorf("controllers: provider %q: %w: the endpoint's CA is required with its server", cfg.ClusterID, kubepact.ErrInvalidConfig)
+		return nil, fmt.Errorf("controllers: provider %q: %w: the endpoint's CA is required with its server", cfg.ClusterID, kubepact.ErrInvalidConfig)
 	}
+	return p, nil
+}
 
-	if err := mgr.Add(&tenantNamespaceSliceGrants{client: cs, log: mgr.GetLogger().WithName("tenant-namespace-slice-grants")}); err != nil {
-		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
-	}
-
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = DefaultWorkers
-	}
-	inFlight := newGate(workers, HandshakeHold, clock.RealClock{})
-	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(NonceControllerName), gate: inFlight}
-	if err := ctrl.NewControllerManagedBy(mgr).Named(NonceControllerName).
+// setupNonceReconciler adds the provider's nonce reconciler to mgr.
+func setupNonceReconciler(mgr manager.Manager, p *kubepact.Provider, workers int, inFlight *gate) error {
+	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(nonceControllerName), gate: inFlight}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(nonceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&corev1.Secret{}, builder.WithPredicates(hasLabel(nonce.SecretLabel))).
 		Complete(nr); err != nil {
-		return fmt.Errorf("controllers: %s: %w", NonceControllerName, err)
+		return fmt.Errorf("controllers: %s: %w", nonceControllerName, err)
 	}
+	return nil
+}
 
-	if err := indexGrantees(context.Background(), mgr); err != nil {
-		return err
-	}
-	tr := &tenantReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(TenantControllerName), clock: realClock(cfg.Clock), gate: inFlight,
-		// The provider's own records, as the manager's cache holds them
-		// (CacheOptions), and the bindings that name a consumer, by
-		// granteeIndex: Unchanged reads them instead of the API server.
-		cached: kubepact.CachedRecords{
-			Nonces:       nonces,
-			Certificates: kube.NewCertificateCache(cs).WithReader(mgr.GetClient()),
-			Revocations:  kube.NewRevocations(cs).WithReader(mgr.GetClient()),
-			Bindings:     newBindingReader(mgr.GetClient()),
-			Grants:       grantReader{cache: mgr.GetClient()},
-		}}
-	b := ctrl.NewControllerManagedBy(mgr).Named(TenantControllerName).
+// setupTenantReconciler adds tr, the provider's Tenant reconciler, to mgr,
+// with the watches that requeue a Tenant: its slices, its revocation
+// records, the grants to its consumer and, when settled is not nil, its
+// consumer's CertificateSigningRequests settling.
+func setupTenantReconciler(mgr manager.Manager, tr *tenantReconciler, workers int, settled predicate.Predicate) error {
+	b := ctrl.NewControllerManagedBy(mgr).Named(tenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	b = watchSlices(b, mgr.GetClient())
@@ -286,12 +326,9 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(settled))
 	}
 	if err := b.Complete(tr); err != nil {
-		return fmt.Errorf("controllers: %s: %w", TenantControllerName, err)
+		return fmt.Errorf("controllers: %s: %w", tenantControllerName, err)
 	}
-	if err := setupSliceProvider(mgr, p, workers, settled, cfg.Clock); err != nil {
-		return err
-	}
-	return setupRenewProvider(mgr, p, kube.NewRenewStore(uncached), workers, settled, cfg.Clock)
+	return nil
 }
 
 // clients returns the clients the steps' adapters use, over mgr's
@@ -514,10 +551,10 @@ func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	id := s.Labels[clusterid.Label]
 	if err := clusterid.Validate(id); err != nil || s.Namespace != clusterid.TenantNamespace(id) || s.Name != nonce.SecretName {
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonInvalidNonceSecret, "IssueNonce",
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonInvalidNonceSecret, "IssueNonce",
 			"a nonce Secret must be %q in the tenant namespace of the cluster ID of its %s label (%q): no nonce issued",
 			nonce.SecretName, clusterid.Label, truncate(id))
-		return reconcile.Result{}, metrics.failed(ctx, NonceControllerName, ReasonInvalidNonceSecret, errInvalidObject, false)
+		return reconcile.Result{}, metrics.failed(ctx, nonceControllerName, contract.ReasonInvalidNonceSecret, errInvalidObject, false)
 	}
 	if err := r.gate.enter(ctx, id); err != nil {
 		return reconcile.Result{}, err
@@ -529,10 +566,10 @@ func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 			// Secret's update, once cached, requeues it, and so does this.
 			return reconcile.Result{RequeueAfter: cacheLag}, nil
 		}
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonIssueNonceFailed, "IssueNonce", "issuing the nonce: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, NonceControllerName, ReasonIssueNonceFailed, err, true)
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonIssueNonceFailed, "IssueNonce", "issuing the nonce: %v", err)
+		return reconcile.Result{}, metrics.failed(ctx, nonceControllerName, contract.ReasonIssueNonceFailed, err, true)
 	}
-	r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonNonceGenerated, "IssueNonce", "Nonce generated successfully")
+	r.events.Eventf(&s, nil, corev1.EventTypeNormal, contract.ReasonNonceGenerated, "IssueNonce", "Nonce generated successfully")
 	return reconcile.Result{}, nil
 }
 
@@ -593,10 +630,10 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	id := t.Spec.ClusterID
 	if err := clusterid.Validate(id); err != nil || t.Name != id || t.Namespace != clusterid.TenantNamespace(id) {
-		r.events.Eventf(&t, nil, corev1.EventTypeWarning, ReasonInvalidTenant, "Accept",
+		r.events.Eventf(&t, nil, corev1.EventTypeWarning, contract.ReasonInvalidTenant, "Accept",
 			"a Tenant must be named after its spec.clusterID (%q) and live in its tenant namespace", truncate(id))
-		metrics.handshake(FlowTenant, ResultRefused, ReasonInvalidTenant)
-		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonInvalidTenant, errInvalidObject, false)
+		metrics.handshake(flowTenant, resultRefused, contract.ReasonInvalidTenant)
+		return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, contract.ReasonInvalidTenant, errInvalidObject, false)
 	}
 	if res, done, err := r.enforce(ctx, &t); done {
 		r.gate.leave(id)
@@ -608,60 +645,91 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.gate.leave(id)
 		return reconcile.Result{}, nil
 	}
-	// An accepted Tenant whose spec, key, certificate record, nonce and
-	// bindings are as Accept left them needs no review, no CSR and no
-	// write: on a restart, every Tenant comes back this way, once
-	// (firstReconcile). What decides is read from the cache (see
-	// kubepact.Provider.Unchanged for why each step of Accept may be
-	// skipped).
-	if r.firstReconcile(id) {
-		if issued, ok := r.provider.Unchanged(ctx, &t, r.cached); ok {
-			r.gate.leave(id)
-			metrics.expires(RoleProvider, id, ControlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
-			return renewalResult(issued, r.clock.Now()), nil
-		}
+	if res, ok := r.unchanged(ctx, &t); ok {
+		return res, nil
 	}
+	return r.accept(ctx, &t)
+}
+
+// unchanged reports whether t, an accepted Tenant whose spec, key,
+// certificate record, nonce and bindings are as Accept left them, needs no
+// review, no CSR and no write, and returns the result of its reconcile if
+// so. On a restart, every Tenant comes back this way, once
+// (firstReconcile). What decides is read from the cache (see
+// kubepact.Provider.Unchanged for why each step of Accept may be skipped).
+func (r *tenantReconciler) unchanged(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, bool) {
+	id := t.Spec.ClusterID
+	if !r.firstReconcile(id) {
+		return reconcile.Result{}, false
+	}
+	issued, ok := r.provider.Unchanged(ctx, t, r.cached)
+	if !ok {
+		return reconcile.Result{}, false
+	}
+	r.gate.leave(id)
+	metrics.expires(roleProvider, id, controlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
+	return renewalResult(issued, r.clock.Now()), true
+}
+
+// accept runs Provider.Accept for t and records its outcome: it comes back
+// at the renewal deadline of the certificate issued, when the CSR's signing
+// requeues it, or as the failure asks.
+func (r *tenantReconciler) accept(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, error) {
 	filled := t.Status.AuthParams != nil
-	issued, err := r.provider.Accept(ctx, &t)
+	issued, err := r.provider.Accept(ctx, t)
 	switch {
 	case err == nil:
-		r.gate.leave(id)
-		now := r.clock.Now()
-		if !filled {
-			r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonTenantAccepted, "Accept", "Tenant status is filled")
-			metrics.accepted(FlowTenant, ReasonTenantAccepted, t.CreationTimestamp.Time, now)
-		}
-		if issued != nil {
-			if filled && !bytes.Equal(t.Status.AuthParams.SignedCRT, issued.Spec.AuthParams.SignedCRT) {
-				metrics.renewal(RoleProvider, ResultRenewed) // re-signed at its renewal deadline
-			}
-			metrics.expires(RoleProvider, id, ControlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
-		}
-		return renewalResult(issued, now), nil
+		return r.accepted(t, issued, filled), nil
 	case errors.Is(err, csr.ErrPending):
-		r.events.Eventf(&t, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Accept", "%v", err)
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, contract.ReasonCertificatePending, "Accept", "%v", err)
 		return reconcile.Result{}, nil
 	}
+	return r.refused(ctx, t, err)
+}
+
+// accepted records that Accept accepted t, whose status was filled before
+// when filled, and issued, the Identity it returned: an Event and the
+// handshake's duration the first time, a renewal when the certificate
+// changed, and the certificate's expiry.
+func (r *tenantReconciler) accepted(t *authv1beta1.Tenant, issued *authv1beta1.Identity, filled bool) reconcile.Result {
+	id := t.Spec.ClusterID
+	r.gate.leave(id)
+	now := r.clock.Now()
+	if !filled {
+		r.events.Eventf(t, nil, corev1.EventTypeNormal, contract.ReasonTenantAccepted, "Accept", "Tenant status is filled")
+		metrics.accepted(flowTenant, contract.ReasonTenantAccepted, t.CreationTimestamp.Time, now)
+	}
+	if issued != nil {
+		if filled && !bytes.Equal(t.Status.AuthParams.SignedCRT, issued.Spec.AuthParams.SignedCRT) {
+			metrics.renewal(roleProvider, resultRenewed) // re-signed at its renewal deadline
+		}
+		metrics.expires(roleProvider, id, controlPlaneIdentity, issued.Spec.AuthParams.SignedCRT)
+	}
+	return renewalResult(issued, now)
+}
+
+// refused records that Accept failed for t with err: a Warning Event with
+// the refusal's reason and message, the handshake's result and, for a
+// terminal refusal, the handshake's place given up. It returns what
+// Reconcile returns for it.
+func (r *tenantReconciler) refused(ctx context.Context, t *authv1beta1.Tenant, err error) (reconcile.Result, error) {
 	reason, message, terminal := acceptRefusal(err, t.Status.AuthParams)
-	r.events.Eventf(&t, nil, corev1.EventTypeWarning, reason, "Accept", "%s", message)
+	r.events.Eventf(t, nil, corev1.EventTypeWarning, reason, "Accept", "%s", message)
 	if terminal {
-		r.gate.leave(id)
-		metrics.handshake(FlowTenant, ResultRefused, reason)
+		r.gate.leave(t.Spec.ClusterID)
+		metrics.handshake(flowTenant, resultRefused, reason)
 	} else {
-		metrics.handshake(FlowTenant, ResultFailed, reason)
+		metrics.handshake(flowTenant, resultFailed, reason)
 	}
 	if after := retryAfter(err, time.Now()); after > 0 {
-		return reconcile.Result{RequeueAfter: after}, metrics.failed(ctx, TenantControllerName, reason, err, false)
+		return reconcile.Result{RequeueAfter: after}, metrics.failed(ctx, tenantControllerName, reason, err, false)
 	}
-	if terminal || !transient(err) && reason == ReasonAcceptFailed {
-		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, reason, err, false)
-	}
-	return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, reason, err, true)
+	return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, reason, err, retried(err, reason, contract.ReasonAcceptFailed, terminal))
 }
 
 // gone deletes what the metrics hold of the consumer whose Tenant is gone.
 func (r *tenantReconciler) gone(consumerID string) {
-	metrics.forget(RoleProvider, consumerID, "")
+	metrics.forget(roleProvider, consumerID, "")
 	r.mu.Lock()
 	delete(r.conditions, consumerID)
 	delete(r.reconciled, consumerID)
@@ -679,23 +747,23 @@ func (r *tenantReconciler) remove(ctx context.Context, t *authv1beta1.Tenant) (r
 		return reconcile.Result{}, nil
 	}
 	if err := r.removeRenewCopies(ctx, t.Name); err != nil {
-		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonRemoveFailed, "Forget", "deleting the consumer's Renews: %v", err)
-		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonRemoveFailed, err, true)
+		r.events.Eventf(t, nil, corev1.EventTypeWarning, contract.ReasonRemoveFailed, "Forget", "deleting the consumer's Renews: %v", err)
+		return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, contract.ReasonRemoveFailed, err, true)
 	}
 	if err := r.provider.Forget(ctx, t.Name); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.gone(t.Name)
 			return reconcile.Result{}, nil
 		}
-		r.events.Eventf(t, nil, corev1.EventTypeWarning, ReasonRemoveFailed, "Forget", "%v", err)
-		return reconcile.Result{}, metrics.failed(ctx, TenantControllerName, ReasonRemoveFailed, err, true)
+		r.events.Eventf(t, nil, corev1.EventTypeWarning, contract.ReasonRemoveFailed, "Forget", "%v", err)
+		return reconcile.Result{}, metrics.failed(ctx, tenantControllerName, contract.ReasonRemoveFailed, err, true)
 	}
 	r.gone(t.Name)
 	msg := "Tenant removed: consumer unpeered, binding and replicated Renews deleted; the same cluster key may peer again at once"
 	if lifecycle.Condition(t.Spec.TenantCondition) == authv1beta1.TenantConditionDrained || t.Annotations[lifecycle.RevokeAnnotation] == "true" {
 		msg = "Tenant removed: consumer revoked, binding, replicated Renews, cached certificate and nonce deleted; refused until its certificates expire or it is readmitted"
 	}
-	r.events.Eventf(t, nil, corev1.EventTypeNormal, ReasonTenantRemoved, "Forget", "%s", msg)
+	r.events.Eventf(t, nil, corev1.EventTypeNormal, contract.ReasonTenantRemoved, "Forget", "%s", msg)
 	return reconcile.Result{}, nil
 }
 
@@ -732,12 +800,12 @@ func (r *tenantReconciler) removeRenewCopies(ctx context.Context, consumerID str
 // acceptRefusal returns the reason, the Event message and whether Accept's
 // error err is final, for a Tenant whose status held was (nil before its
 // first acceptance). A consumer refused as privileged after it was
-// accepted gets ReasonConsumerPrivileged, saying what became of its
+// accepted gets contract.ReasonConsumerPrivileged, saying what became of its
 // bindings and its certificate; one whose bindings Accept failed to delete
 // (an API error joined to the refusal) is retried until they go.
 func acceptRefusal(err error, held *authv1beta1.AuthParams) (reason, message string, terminal bool) {
-	reason, terminal = reasonOf(err, ReasonAcceptFailed)
-	if reason != ReasonPrivilegedUser {
+	reason, terminal = reasonOf(err, contract.ReasonAcceptFailed)
+	if reason != contract.ReasonPrivilegedUser {
 		return reason, err.Error(), terminal
 	}
 	unbound := !transient(err)
@@ -748,7 +816,7 @@ func acceptRefusal(err error, held *authv1beta1.AuthParams) (reason, message str
 	if !unbound {
 		done = "deleting its bindings failed and is retried"
 	}
-	return ReasonConsumerPrivileged, fmt.Sprintf("%v: %s and its certificate is not re-signed; the certificate issued %s",
+	return contract.ReasonConsumerPrivileged, fmt.Sprintf("%v: %s and its certificate is not re-signed; the certificate issued %s",
 		err, done, validUntil(held.SignedCRT)), terminal && unbound
 }
 

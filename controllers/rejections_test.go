@@ -14,7 +14,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
@@ -39,7 +39,7 @@ func TestTenantRejections(t *testing.T) {
 		require.NoError(t, err)
 		tn.Spec.Signature[0] ^= 1
 		require.NoError(t, providerEnv.client.Create(ctx, tn))
-		note := waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeWarning, controllers.ReasonInvalidSignature)
+		note := waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeWarning, contract.ReasonInvalidSignature)
 		require.NotContains(t, note, n.Text())
 
 		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(tn), tn))
@@ -48,7 +48,7 @@ func TestTenantRejections(t *testing.T) {
 		_, err = providerEnv.core.RbacV1().RoleBindings(ns).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 		require.True(t, apierrors.IsNotFound(err), "no binding: %v", err)
 		require.Zero(t, countCSRs(ctx, t, consumerID), "nothing signed")
-		require.False(t, hasEvent(ctx, t, providerEnv, ns, tn.Name, controllers.ReasonTenantAccepted))
+		require.False(t, hasEvent(ctx, t, providerEnv, ns, tn.Name, contract.ReasonTenantAccepted))
 
 		// Deleting a refused Tenant needs no cleanup.
 		require.NoError(t, providerEnv.client.Delete(ctx, tn))
@@ -62,7 +62,7 @@ func TestTenantRejections(t *testing.T) {
 		require.NoError(t, err)
 		tn.Name = "someone-else"
 		require.NoError(t, providerEnv.client.Create(ctx, tn))
-		waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeWarning, controllers.ReasonInvalidTenant)
+		waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeWarning, contract.ReasonInvalidTenant)
 		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(tn), tn))
 		require.Nil(t, tn.Status.AuthParams)
 		err = providerEnv.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: consumerID}, &authv1beta1.Tenant{})
@@ -77,7 +77,7 @@ func TestTenantRejections(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: consumerID}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		waitEvent(ctx, t, providerEnv, otherNS, nonce.SecretName, corev1.EventTypeWarning, controllers.ReasonInvalidNonceSecret)
+		waitEvent(ctx, t, providerEnv, otherNS, nonce.SecretName, corev1.EventTypeWarning, contract.ReasonInvalidNonceSecret)
 		require.Empty(t, secret(ctx, t, providerEnv, otherNS, nonce.SecretName).Data, "no nonce")
 	})
 }
@@ -100,12 +100,12 @@ func TestSignedNonceRejections(t *testing.T) {
 		data   map[string][]byte
 		reason string
 	}{
-		{name: "short", data: map[string][]byte{nonce.SecretKey: []byte("sign me")}, reason: controllers.ReasonMalformedNonce},
-		{name: "oversized", data: map[string][]byte{nonce.SecretKey: []byte(strings.Repeat("QUFB", 16<<10))}, reason: controllers.ReasonMalformedNonce},
-		{name: "not base64", data: map[string][]byte{nonce.SecretKey: []byte(strings.Repeat("!", nonce.TextSize))}, reason: controllers.ReasonMalformedNonce},
-		{name: "another tenant namespace", label: "cl-elsewhere", data: map[string][]byte{nonce.SecretKey: []byte(valid.Text())}, reason: controllers.ReasonInvalidSignedNonceSecret},
+		{name: "short", data: map[string][]byte{nonce.SecretKey: []byte("sign me")}, reason: contract.ReasonMalformedNonce},
+		{name: "oversized", data: map[string][]byte{nonce.SecretKey: []byte(strings.Repeat("QUFB", 16<<10))}, reason: contract.ReasonMalformedNonce},
+		{name: "not base64", data: map[string][]byte{nonce.SecretKey: []byte(strings.Repeat("!", nonce.TextSize))}, reason: contract.ReasonMalformedNonce},
+		{name: "another tenant namespace", label: "cl-elsewhere", data: map[string][]byte{nonce.SecretKey: []byte(valid.Text())}, reason: contract.ReasonInvalidSignedNonceSecret},
 		{name: "signed for another nonce", data: map[string][]byte{nonce.SecretKey: []byte(valid.Text()), nonce.SignedSecretKey: []byte("someone else's")},
-			reason: controllers.ReasonSignedNonceMismatch},
+			reason: contract.ReasonSignedNonceMismatch},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,7 +125,7 @@ func TestSignedNonceRejections(t *testing.T) {
 			require.NotContains(t, note, string(tt.data[nonce.SecretKey][:min(len(tt.data[nonce.SecretKey]), 16)]), "the Event quotes no data")
 			s := secret(ctx, t, consumerEnv, ns, nonce.SignedSecretName)
 			require.Equal(t, tt.data[nonce.SignedSecretKey], s.Data[nonce.SignedSecretKey], "nothing signed")
-			require.False(t, hasEvent(ctx, t, consumerEnv, ns, nonce.SignedSecretName, controllers.ReasonNonceSigned))
+			require.False(t, hasEvent(ctx, t, consumerEnv, ns, nonce.SignedSecretName, contract.ReasonNonceSigned))
 		})
 	}
 }

@@ -25,6 +25,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -204,7 +205,7 @@ func TestRenewIgnoresConsumerWrittenStatus(t *testing.T) {
 		rn.Spec = spec
 		require.NoError(t, peer.Update(ctx, rn), "%s: the consumer asks for a new key", tt.name)
 		eventually(t, tt.name+": the new key refused as too early", func() bool {
-			return renewEvent(ctx, t, ns, rn.Name, rn.ResourceVersion, controllers.ReasonRenewTooEarly) || signer.signed.Load() > 2
+			return renewEvent(ctx, t, ns, rn.Name, rn.ResourceVersion, contract.ReasonRenewTooEarly) || signer.signed.Load() > 2
 		})
 		require.Equal(t, int32(2), signer.signed.Load(), "%s: nothing more is signed", tt.name)
 	}

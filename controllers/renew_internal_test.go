@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
@@ -27,7 +28,7 @@ func TestRequeueAtRenewal(t *testing.T) {
 
 	require.Equal(t, due.Sub(now), requeueAtRenewal(chain, now).RequeueAfter, "when it falls due")
 	require.Equal(t, time.Hour, requeueAtRenewal(chain, due.Add(-time.Hour)).RequeueAfter)
-	require.Equal(t, MinRenewalWait, requeueAtRenewal(chain, now.Add(29*time.Hour)).RequeueAfter, "past due: soon, not at once")
+	require.Equal(t, minRenewalWait, requeueAtRenewal(chain, now.Add(29*time.Hour)).RequeueAfter, "past due: soon, not at once")
 	require.Zero(t, requeueAtRenewal([]byte("garbage"), now).RequeueAfter)
 }
 
@@ -52,7 +53,7 @@ func TestRenewRefusalsAreFinal(t *testing.T) {
 		&lifecycle.RevokedError{ConsumerID: "cl-consumer", Reason: lifecycle.ReasonRevoked},
 	} {
 		reason, final := renewReasonOf(err)
-		require.Equal(t, ReasonRenewRefused, reason, "%v", err)
+		require.Equal(t, contract.ReasonRenewRefused, reason, "%v", err)
 		require.True(t, final, "%v", err)
 	}
 }

@@ -25,21 +25,22 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/renewal"
 )
 
-// RenewControllerName names the provider's Renew reconciler, also the
+// renewControllerName names the provider's Renew reconciler, also the
 // reporting controller of its Events.
-const RenewControllerName = "kubepact-renew"
+const renewControllerName = "kubepact-renew"
 
-// MinRenewalWait is the shortest a reconciler waits for a renewal deadline:
+// minRenewalWait is the shortest a reconciler waits for a renewal deadline:
 // a certificate already due when it is issued (a signer that caps lifetimes
 // below what the re-signing window needs) is looked at again after it, not
 // in a hot loop.
-const MinRenewalWait = 10 * time.Second
+const minRenewalWait = 10 * time.Second
 
 // renewalResult brings the Tenant whose Identity id the provider just
 // accepted back when its certificate is due for re-signing, between half
@@ -54,7 +55,7 @@ func renewalResult(id *authv1beta1.Identity, now time.Time) reconcile.Result {
 
 // requeueAtRenewal brings an object back when the PEM certificate chain it
 // was issued is due for re-signing (renewal.ProviderDeadline), never sooner
-// than MinRenewalWait: the Tenant reconciler's, and any reconciler that
+// than minRenewalWait: the Tenant reconciler's, and any reconciler that
 // issues certificates through csr.Issue (a ResourceSlice's), which re-signs
 // from that point on. It comes back with low priority: in the priority
 // queue controller-runtime gives every controller, a re-sign that falls due
@@ -66,17 +67,17 @@ func requeueAtRenewal(chain []byte, now time.Time) reconcile.Result {
 	if err != nil {
 		return reconcile.Result{}
 	}
-	return reconcile.Result{RequeueAfter: renewal.Wait(renewal.ProviderDeadline(cert), now, MinRenewalWait), Priority: ptr.To(handler.LowPriority)}
+	return reconcile.Result{RequeueAfter: renewal.Wait(renewal.ProviderDeadline(cert), now, minRenewalWait), Priority: ptr.To(handler.LowPriority)}
 }
 
 // setupRenewProvider adds the provider's Renew reconciler to mgr.
 func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.RenewStore, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
 	rr := &renewProviderReconciler{client: mgr.GetClient(), provider: p, renews: renews, clock: realClock(clk),
-		events: mgr.GetEventRecorder(RenewControllerName)}
+		events: mgr.GetEventRecorder(renewControllerName)}
 	renewOf := func(namespace string) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: namespace, Name: renewal.Name(p.ClusterID())}}}
 	}
-	b := ctrl.NewControllerManagedBy(mgr).Named(RenewControllerName).
+	b := ctrl.NewControllerManagedBy(mgr).Named(renewControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Renew{}, builder.WithPredicates(labelTrue(renewal.ReplicatedLabel), predicate.GenerationChangedPredicate{})).
 		// A re-signed Tenant status goes to the consumer's Renew.
@@ -93,7 +94,7 @@ func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.
 		}), builder.WithPredicates(settled))
 	}
 	if err := b.Complete(rr); err != nil {
-		return fmt.Errorf("controllers: %s: %w", RenewControllerName, err)
+		return fmt.Errorf("controllers: %s: %w", renewControllerName, err)
 	}
 	return nil
 }
@@ -122,29 +123,26 @@ func (r *renewProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 	var early *renewal.TooEarlyError
 	switch {
 	case errors.As(err, &early):
-		r.events.Eventf(&rn, nil, corev1.EventTypeWarning, ReasonRenewTooEarly, "Renew", "%v", err)
-		metrics.renewal(RoleProvider, ResultRefused)
-		return reconcile.Result{RequeueAfter: renewal.Wait(early.Until, r.clock.Now(), MinRenewalWait)},
-			metrics.failed(ctx, RenewControllerName, ReasonRenewTooEarly, err, false)
+		r.events.Eventf(&rn, nil, corev1.EventTypeWarning, contract.ReasonRenewTooEarly, "Renew", "%v", err)
+		metrics.renewal(roleProvider, resultRefused)
+		return reconcile.Result{RequeueAfter: renewal.Wait(early.Until, r.clock.Now(), minRenewalWait)},
+			metrics.failed(ctx, renewControllerName, contract.ReasonRenewTooEarly, err, false)
 	case errors.Is(err, csr.ErrPending):
-		r.events.Eventf(&rn, nil, corev1.EventTypeNormal, ReasonCertificatePending, "Renew", "%v", err)
+		r.events.Eventf(&rn, nil, corev1.EventTypeNormal, contract.ReasonCertificatePending, "Renew", "%v", err)
 		return reconcile.Result{}, nil
 	case errors.Is(err, renewal.ErrNotAccepted):
 		// The Tenant's status, when it comes, requeues the Renew.
-		r.events.Eventf(&rn, nil, corev1.EventTypeNormal, ReasonRenewWaiting, "Renew", "%v", err)
+		r.events.Eventf(&rn, nil, corev1.EventTypeNormal, contract.ReasonRenewWaiting, "Renew", "%v", err)
 		return reconcile.Result{}, nil
 	case err != nil:
 		reason, terminal := renewReasonOf(err)
 		r.events.Eventf(&rn, nil, corev1.EventTypeWarning, reason, "Renew", "%v", err)
 		if terminal {
-			metrics.renewal(RoleProvider, ResultRefused)
+			metrics.renewal(roleProvider, resultRefused)
 		} else {
-			metrics.renewal(RoleProvider, ResultFailed)
+			metrics.renewal(roleProvider, resultFailed)
 		}
-		if terminal || !transient(err) && reason == ReasonRenewFailed {
-			return reconcile.Result{}, metrics.failed(ctx, RenewControllerName, reason, err, false)
-		}
-		return reconcile.Result{}, metrics.failed(ctx, RenewControllerName, reason, err, true)
+		return reconcile.Result{}, metrics.failed(ctx, renewControllerName, reason, err, retried(err, reason, contract.ReasonRenewFailed, terminal))
 	}
 	if rn.Status.AuthParams != nil && equality.Semantic.DeepEqual(*rn.Status.AuthParams, *params) {
 		return reconcile.Result{}, nil
@@ -160,8 +158,8 @@ func (r *renewProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 		}
 		return reconcile.Result{}, err
 	}
-	r.events.Eventf(&rn, nil, corev1.EventTypeNormal, ReasonRenewAnswered, "Renew", "Renew status is filled")
-	metrics.renewal(RoleProvider, ResultRenewed)
+	r.events.Eventf(&rn, nil, corev1.EventTypeNormal, contract.ReasonRenewAnswered, "Renew", "Renew status is filled")
+	metrics.renewal(roleProvider, resultRenewed)
 	return reconcile.Result{}, nil
 }
 
@@ -170,13 +168,13 @@ func (r *renewProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 func renewReasonOf(err error) (string, bool) {
 	switch {
 	case errors.Is(err, renewal.ErrForeign), errors.Is(err, renewal.ErrUnsupported), errors.Is(err, renewal.ErrMalformed):
-		return ReasonInvalidRenew, true
+		return contract.ReasonInvalidRenew, true
 	case errors.Is(err, renewal.ErrDrained), errors.Is(err, lifecycle.ErrRevoked):
-		return ReasonRenewRefused, true
+		return contract.ReasonRenewRefused, true
 	case errors.Is(err, kubepact.ErrEndpointChanged):
-		return ReasonInvalidIdentity, true
+		return contract.ReasonInvalidIdentity, true
 	}
-	return reasonOf(err, ReasonRenewFailed)
+	return reasonOf(err, contract.ReasonRenewFailed)
 }
 
 // realClock returns c, or the real clock when c is nil.

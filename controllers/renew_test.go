@@ -25,6 +25,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
@@ -212,7 +213,7 @@ func TestRenewalLiqoCompatible(t *testing.T) {
 	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKeyFromObject(id), id))
 	require.Equal(t, renewed, id.Spec.AuthParams.SignedCRT)
 	requireWorks(ctx, t, providerID, consumerID, id)
-	waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, "Normal", controllers.ReasonIdentityRenewed)
+	waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, "Normal", contract.ReasonIdentityRenewed)
 	requireCleanup(ctx, t, consumerID, tn, id)
 }
 
@@ -301,7 +302,7 @@ func TestRenewRefusedOnTheProvider(t *testing.T) {
 			renewal.ReplicatedLabel: "true", renewal.OriginIDLabel: consumerID, clusterid.Label: consumerID,
 		}}, Spec: tt.spec}
 		require.NoError(t, providerEnv.client.Create(ctx, rn))
-		waitEvent(ctx, t, providerEnv, ns, tt.name, "Warning", controllers.ReasonInvalidRenew)
+		waitEvent(ctx, t, providerEnv, ns, tt.name, "Warning", contract.ReasonInvalidRenew)
 		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(rn), rn))
 		require.Nil(t, rn.Status.AuthParams)
 		require.NoError(t, providerEnv.client.Delete(ctx, rn))
@@ -319,9 +320,9 @@ func TestRenewRefusedOnTheProvider(t *testing.T) {
 		renewal.ReplicatedLabel: "true", renewal.OriginIDLabel: consumerID, clusterid.Label: consumerID,
 	}}, Spec: authv1beta1.RenewSpec{ConsumerClusterID: consumerID, IdentityType: authv1beta1.ControlPlaneIdentityType}}
 	require.NoError(t, providerEnv.client.Create(ctx, mark))
-	waitEvent(ctx, t, providerEnv, ns, mark.Name, "Warning", controllers.ReasonInvalidRenew)
+	waitEvent(ctx, t, providerEnv, ns, mark.Name, "Warning", contract.ReasonInvalidRenew)
 	time.Sleep(2 * time.Second)
-	require.False(t, hasEvent(ctx, t, providerEnv, ns, own.Name, controllers.ReasonInvalidRenew), "no Event on the consumer's own Renew")
+	require.False(t, hasEvent(ctx, t, providerEnv, ns, own.Name, contract.ReasonInvalidRenew), "no Event on the consumer's own Renew")
 	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(own), own))
 	require.Nil(t, own.Status.AuthParams)
 }
@@ -426,12 +427,12 @@ func TestRenewalRefusesForeignCertificate(t *testing.T) {
 	theirs.Status.AuthParams = params
 	require.NoError(t, providerEnv.client.Status().Update(ctx, &theirs))
 
-	waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, "Warning", controllers.ReasonInvalidIdentity)
+	waitEvent(ctx, t, consumerEnv, id.Namespace, id.Name, "Warning", contract.ReasonInvalidIdentity)
 	list, err := consumerEnv.core.EventsV1().Events(id.Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	var reporters []string
 	for _, ev := range list.Items {
-		if ev.Regarding.Name == id.Name && ev.Reason == controllers.ReasonInvalidIdentity {
+		if ev.Regarding.Name == id.Name && ev.Reason == contract.ReasonInvalidIdentity {
 			reporters = append(reporters, ev.ReportingController)
 		}
 	}

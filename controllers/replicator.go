@@ -24,6 +24,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -52,7 +53,7 @@ type replicatedKind[T client.Object] struct {
 
 var (
 	sliceKind = replicatedKind[*authv1beta1.ResourceSlice]{
-		name: ReplicatorControllerName + "-resourceslice", kind: authv1beta1.ResourceSliceKind,
+		name: replicatorControllerName + "-resourceslice", kind: authv1beta1.ResourceSliceKind,
 		resource:  authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource),
 		new:       func() *authv1beta1.ResourceSlice { return &authv1beta1.ResourceSlice{} },
 		spec:      func(s *authv1beta1.ResourceSlice) any { return &s.Spec },
@@ -63,7 +64,7 @@ var (
 		},
 	}
 	renewKind = replicatedKind[*authv1beta1.Renew]{
-		name: ReplicatorControllerName + "-renew", kind: authv1beta1.RenewKind,
+		name: replicatorControllerName + "-renew", kind: authv1beta1.RenewKind,
 		resource:  authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.RenewResource),
 		new:       func() *authv1beta1.Renew { return &authv1beta1.Renew{} },
 		spec:      func(r *authv1beta1.Renew) any { return &r.Spec },
@@ -88,7 +89,7 @@ func setupReplicator(mgr manager.Manager, cfg ConsumerConfig) error {
 
 func addReplicator[T client.Object](mgr manager.Manager, k replicatedKind[T], consumerID string, resync time.Duration, remotes *remotes) error {
 	r := &replicator[T]{kind: k, consumerID: consumerID, resync: resync, client: mgr.GetClient(), remotes: remotes,
-		events: mgr.GetEventRecorder(ReplicatorControllerName)}
+		events: mgr.GetEventRecorder(replicatorControllerName)}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(k.name).
 		For(k.new(), builder.WithPredicates(labelTrue(resourceslice.ReplicationLabel))).
 		Complete(r); err != nil {
@@ -119,10 +120,10 @@ func (r *replicator[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	providerID := local.GetLabels()[resourceslice.RemoteIDLabel]
 	if clusterid.Validate(providerID) != nil || local.GetNamespace() != clusterid.TenantNamespace(providerID) {
-		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate",
+		r.events.Eventf(local, nil, corev1.EventTypeWarning, contract.ReasonReplicationFailed, "Replicate",
 			"a replicated %s must live in the tenant namespace of the provider of its %s label (%q): not replicated",
 			r.kind.kind, resourceslice.RemoteIDLabel, truncate(providerID))
-		return reconcile.Result{}, metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, errInvalidObject, false)
+		return reconcile.Result{}, metrics.failed(ctx, replicatorControllerName, contract.ReasonReplicationFailed, errInvalidObject, false)
 	}
 	if local.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, r.remove(ctx, local, providerID)
@@ -139,8 +140,8 @@ func (r *replicator[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	remote, err := r.remotes.get(ctx, providerID)
 	if err != nil {
-		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "%v", err)
-		return reconcile.Result{RequeueAfter: r.resync}, metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, false)
+		r.events.Eventf(local, nil, corev1.EventTypeWarning, contract.ReasonReplicationFailed, "Replicate", "%v", err)
+		return reconcile.Result{RequeueAfter: r.resync}, metrics.failed(ctx, replicatorControllerName, contract.ReasonReplicationFailed, err, false)
 	}
 	api := remote.Resource(r.kind.resource).Namespace(clusterid.TenantNamespace(r.consumerID))
 	want, err := r.remoteObject(local)
@@ -149,13 +150,13 @@ func (r *replicator[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	got, err := api.Apply(ctx, local.GetName(), want, metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true})
 	if err != nil {
-		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "copying to provider %s: %v", providerID, err)
-		return reconcile.Result{RequeueAfter: r.resync}, metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, false)
+		r.events.Eventf(local, nil, corev1.EventTypeWarning, contract.ReasonReplicationFailed, "Replicate", "copying to provider %s: %v", providerID, err)
+		return reconcile.Result{RequeueAfter: r.resync}, metrics.failed(ctx, replicatorControllerName, contract.ReasonReplicationFailed, err, false)
 	}
 	theirs := r.kind.new()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, theirs); err != nil {
-		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "the provider's copy does not decode: %v", err)
-		return reconcile.Result{RequeueAfter: r.resync}, metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, false)
+		r.events.Eventf(local, nil, corev1.EventTypeWarning, contract.ReasonReplicationFailed, "Replicate", "the provider's copy does not decode: %v", err)
+		return reconcile.Result{RequeueAfter: r.resync}, metrics.failed(ctx, replicatorControllerName, contract.ReasonReplicationFailed, err, false)
 	}
 	if !equality.Semantic.DeepEqual(r.kind.status(local), r.kind.status(theirs)) {
 		r.kind.setStatus(local, theirs)
@@ -198,16 +199,16 @@ func (r *replicator[T]) remove(ctx context.Context, local T, providerID string) 
 	case err == nil:
 		derr := remote.Resource(r.kind.resource).Namespace(clusterid.TenantNamespace(r.consumerID)).Delete(ctx, local.GetName(), metav1.DeleteOptions{})
 		if derr != nil && !apierrors.IsNotFound(derr) {
-			r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "deleting the provider's copy: %v", derr)
-			return metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, derr, true)
+			r.events.Eventf(local, nil, corev1.EventTypeWarning, contract.ReasonReplicationFailed, "Replicate", "deleting the provider's copy: %v", derr)
+			return metrics.failed(ctx, replicatorControllerName, contract.ReasonReplicationFailed, derr, true)
 		}
 	case apierrors.IsNotFound(err):
-		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate",
+		r.events.Eventf(local, nil, corev1.EventTypeWarning, contract.ReasonReplicationFailed, "Replicate",
 			"no ControlPlane kubeconfig for provider %s: its copy of %s was not deleted", providerID, local.GetName())
-		_ = metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, false)
+		_ = metrics.failed(ctx, replicatorControllerName, contract.ReasonReplicationFailed, err, false)
 	default:
-		r.events.Eventf(local, nil, corev1.EventTypeWarning, ReasonReplicationFailed, "Replicate", "%v", err)
-		return metrics.failed(ctx, ReplicatorControllerName, ReasonReplicationFailed, err, true)
+		r.events.Eventf(local, nil, corev1.EventTypeWarning, contract.ReasonReplicationFailed, "Replicate", "%v", err)
+		return metrics.failed(ctx, replicatorControllerName, contract.ReasonReplicationFailed, err, true)
 	}
 	patch := client.MergeFromWithOptions(local.DeepCopyObject().(T), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(local, resourceslice.ReplicationFinalizer)

@@ -14,7 +14,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/resourceslice"
@@ -120,7 +120,7 @@ func TestHostileSliceStatus(t *testing.T) {
 			return s.Status.AuthParams != nil && bytes.Equal(s.Status.AuthParams.SignedCRT, remote.Status.AuthParams.SignedCRT) &&
 				s.Status.AuthParams.APIServer == remote.Status.AuthParams.APIServer
 		})
-		waitEvent(ctx, t, consumerEnv, s.Namespace, s.Name, corev1.EventTypeWarning, controllers.ReasonSliceIdentityRejected)
+		waitEvent(ctx, t, consumerEnv, s.Namespace, s.Name, corev1.EventTypeWarning, contract.ReasonSliceIdentityRejected)
 		after := secret(ctx, t, consumerEnv, s.Namespace, secretName)
 		require.Equal(t, before.Data, after.Data, "the kubeconfig Secret is unchanged: %s", junk.name)
 	}

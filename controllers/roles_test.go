@@ -14,6 +14,7 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
@@ -39,7 +40,7 @@ func TestTenantWaitsForThePeerRole(t *testing.T) {
 	sig := signNonce(ctx, t, providerID, n)
 	tn := buildTenant(ctx, t, providerID, consumerID, keyNS, n, sig, false)
 	require.NoError(t, providerEnv.client.Create(ctx, tn))
-	note := waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeWarning, controllers.ReasonPeerRoleMissing)
+	note := waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeWarning, contract.ReasonPeerRoleMissing)
 	require.Contains(t, note, rbac.ControlPlaneClusterRoleName)
 	ns := clusterid.TenantNamespace(consumerID)
 	_, err := providerEnv.core.RbacV1().RoleBindings(ns).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
@@ -71,7 +72,7 @@ func TestTenantRefusedWithoutAPIServerURL(t *testing.T) {
 	sig := signNonce(ctx, t, providerID, n)
 	tn := buildTenant(ctx, t, providerID, consumerID, keyNS, n, sig, false)
 	require.NoError(t, providerEnv.client.Create(ctx, tn))
-	note := waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeWarning, controllers.ReasonAPIServerURLUnknown)
+	note := waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeWarning, contract.ReasonAPIServerURLUnknown)
 	require.Contains(t, note, kubepact.ErrNoEndpoint.Error())
 	_, err := providerEnv.core.RbacV1().RoleBindings(tn.Namespace).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "nothing bound: %v", err)

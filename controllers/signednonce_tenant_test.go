@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -23,7 +24,7 @@ import (
 )
 
 // The consumer's signed-nonce reconciler writes, beside the signature, the
-// Tenant answering the nonce (controllers.TenantKey): it verifies against
+// Tenant answering the nonce (contract.TenantKey): it verifies against
 // that nonce for the provider the namespace is for, carries the cluster's
 // public key, the Secret's own signature and the requested proxy URL, and
 // nothing secret. A Strict consumer's CSR is for the identity key, bound by
@@ -54,12 +55,12 @@ func testSignedNonceTenant(t *testing.T, strict bool) {
 	const proxyURL = "http://peering:hunter2@proxy.example.com:3128"
 	_, err = consumerEnv.core.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: providerID}},
-		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), controllers.TenantProxyURLKey: []byte(proxyURL)},
+		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), contract.TenantProxyURLKey: []byte(proxyURL)},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	s := waitTenantKey(ctx, t, ns)
-	got, err := tenant.Decode(s.Data[controllers.TenantKey])
+	got, err := tenant.Decode(s.Data[contract.TenantKey])
 	require.NoError(t, err)
 	v, err := tenant.Verify(got, n, &tenant.VerifyOptions{ProviderID: providerID, Policy: tenant.Strict})
 	require.NoError(t, err, "the Tenant verifies against the nonce, transcript included")
@@ -95,16 +96,16 @@ func testSignedNonceTenant(t *testing.T, strict bool) {
 	_, err = tenant.Verify(got, n, &tenant.VerifyOptions{ProviderID: providerID + "-other", Policy: tenant.Strict})
 	require.ErrorIs(t, err, tenant.ErrTranscriptMismatch)
 	// Nothing secret in the Secret's new data or the Events.
-	assert.NotContains(t, string(s.Data[controllers.TenantKey]), "PRIVATE KEY")
+	assert.NotContains(t, string(s.Data[contract.TenantKey]), "PRIVATE KEY")
 	requireNoPrivateKeyIn(ctx, t, ns)
 
 	// Removed, the Tenant is written again, with the same signature and a
 	// transcript of its own.
-	patch := []byte(`{"data":{"` + controllers.TenantKey + `":null}}`)
+	patch := []byte(`{"data":{"` + contract.TenantKey + `":null}}`)
 	_, err = consumerEnv.core.CoreV1().Secrets(ns).Patch(ctx, nonce.SignedSecretName, types.MergePatchType, patch, metav1.PatchOptions{})
 	require.NoError(t, err)
 	again := waitTenantKey(ctx, t, ns)
-	rebuilt, err := tenant.Decode(again.Data[controllers.TenantKey])
+	rebuilt, err := tenant.Decode(again.Data[contract.TenantKey])
 	require.NoError(t, err)
 	_, err = tenant.Verify(rebuilt, n, &tenant.VerifyOptions{ProviderID: providerID, Policy: tenant.Strict})
 	require.NoError(t, err)
@@ -118,14 +119,14 @@ func testSignedNonceTenant(t *testing.T, strict bool) {
 	ensureNamespace(ctx, t, consumerEnv, badID)
 	_, err = consumerEnv.core.CoreV1().Secrets(badNS).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: badID}},
-		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), controllers.TenantProxyURLKey: []byte("socks5://peering:hunter2@proxy")},
+		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), contract.TenantProxyURLKey: []byte("socks5://peering:hunter2@proxy")},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	note := waitEvent(ctx, t, consumerEnv, badNS, nonce.SignedSecretName, corev1.EventTypeWarning, controllers.ReasonInvalidProxyURL)
+	note := waitEvent(ctx, t, consumerEnv, badNS, nonce.SignedSecretName, corev1.EventTypeWarning, contract.ReasonInvalidProxyURL)
 	assert.NotContains(t, note, "hunter2")
 	bad := secret(ctx, t, consumerEnv, badNS, nonce.SignedSecretName)
 	assert.Empty(t, bad.Data[nonce.SignedSecretKey], "nothing signed")
-	assert.Empty(t, bad.Data[controllers.TenantKey], "nothing built")
+	assert.Empty(t, bad.Data[contract.TenantKey], "nothing built")
 }
 
 // waitTenantKey waits for the signed-nonce reconciler to write the Tenant
@@ -135,7 +136,7 @@ func waitTenantKey(ctx context.Context, t *testing.T, ns string) *corev1.Secret 
 	var s *corev1.Secret
 	eventually(t, "the Tenant beside the signed nonce", func() bool {
 		s = secret(ctx, t, consumerEnv, ns, nonce.SignedSecretName)
-		return s != nil && len(s.Data[controllers.TenantKey]) > 0 && len(s.Data[nonce.SignedSecretKey]) > 0
+		return s != nil && len(s.Data[contract.TenantKey]) > 0 && len(s.Data[nonce.SignedSecretKey]) > 0
 	})
 	return s
 }
@@ -150,7 +151,7 @@ func requireNoPrivateKeyIn(ctx context.Context, t *testing.T, ns string) {
 	}
 }
 
-// A request with controllers.TenantOwnKeyKey gets, from a consumer that is
+// A request with contract.TenantOwnKeyKey gets, from a consumer that is
 // not Strict, the Tenant a Strict one builds: its CSR is for a fresh key of
 // the ControlPlane identity, kept in the keyring, and the cluster key only
 // signs. The cluster's public key is published (kube.PublicKeyRecord)
@@ -170,12 +171,12 @@ func TestSignedNonceOwnKey(t *testing.T) {
 	require.NoError(t, err)
 	_, err = consumerEnv.core.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: providerID}},
-		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), controllers.TenantOwnKeyKey: []byte(controllers.TenantOwnKey)},
+		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), contract.TenantOwnKeyKey: []byte(contract.TenantOwnKey)},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	s := waitTenantKey(ctx, t, ns)
-	got, err := tenant.Decode(s.Data[controllers.TenantKey])
+	got, err := tenant.Decode(s.Data[contract.TenantKey])
 	require.NoError(t, err)
 	v, err := tenant.Verify(got, n, &tenant.VerifyOptions{ProviderID: providerID, Policy: tenant.Strict})
 	require.NoError(t, err)
@@ -197,13 +198,13 @@ func TestSignedNonceOwnKey(t *testing.T) {
 	ensureNamespace(ctx, t, consumerEnv, badID)
 	_, err = consumerEnv.core.CoreV1().Secrets(badNS).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: badID}},
-		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), controllers.TenantOwnKeyKey: []byte("yes")},
+		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text()), contract.TenantOwnKeyKey: []byte("yes")},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	waitEvent(ctx, t, consumerEnv, badNS, nonce.SignedSecretName, corev1.EventTypeWarning, controllers.ReasonInvalidSignedNonceSecret)
+	waitEvent(ctx, t, consumerEnv, badNS, nonce.SignedSecretName, corev1.EventTypeWarning, contract.ReasonInvalidSignedNonceSecret)
 	bad := secret(ctx, t, consumerEnv, badNS, nonce.SignedSecretName)
 	assert.Empty(t, bad.Data[nonce.SignedSecretKey], "nothing signed")
-	assert.Empty(t, bad.Data[controllers.TenantKey], "nothing built")
+	assert.Empty(t, bad.Data[contract.TenantKey], "nothing built")
 }
 
 // A cluster key made before the controller started is published as soon

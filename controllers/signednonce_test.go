@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
@@ -57,10 +57,10 @@ func TestSignedNonceOnlyInLabelledTenantNamespace(t *testing.T) {
 			}, metav1.CreateOptions{})
 			require.NoError(t, err)
 
-			note := waitEvent(ctx, t, consumerEnv, ns, nonce.SignedSecretName, corev1.EventTypeWarning, controllers.ReasonNotTenantNamespace)
+			note := waitEvent(ctx, t, consumerEnv, ns, nonce.SignedSecretName, corev1.EventTypeWarning, contract.ReasonNotTenantNamespace)
 			require.NotContains(t, note, n.Text()[:16], "the Event quotes no data")
 			require.Empty(t, secret(ctx, t, consumerEnv, ns, nonce.SignedSecretName).Data[nonce.SignedSecretKey], "nothing signed")
-			require.False(t, hasEvent(ctx, t, consumerEnv, ns, nonce.SignedSecretName, controllers.ReasonNonceSigned))
+			require.False(t, hasEvent(ctx, t, consumerEnv, ns, nonce.SignedSecretName, contract.ReasonNonceSigned))
 		})
 	}
 
@@ -87,6 +87,6 @@ func TestSignedNonceOnlyInLabelledTenantNamespace(t *testing.T) {
 		key, err := kube.NewKeyStore(consumerEnv.core, keyNS).Get(ctx)
 		require.NoError(t, err)
 		require.NoError(t, nonce.Verify(key.Public(), n, sig), "signed with the cluster key")
-		waitEvent(ctx, t, consumerEnv, clusterid.TenantNamespace(pid), nonce.SignedSecretName, corev1.EventTypeNormal, controllers.ReasonNonceSigned)
+		waitEvent(ctx, t, consumerEnv, clusterid.TenantNamespace(pid), nonce.SignedSecretName, corev1.EventTypeNormal, contract.ReasonNonceSigned)
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/resourceslice"
 )
@@ -25,8 +26,8 @@ import (
 // setupSliceConsumer adds the consumer's ResourceSlice reconciler and the
 // replicator.
 func setupSliceConsumer(mgr manager.Manager, c *kubepact.Consumer, cfg ConsumerConfig) error {
-	r := &sliceConsumerReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(ConsumerSliceControllerName)}
-	if err := ctrl.NewControllerManagedBy(mgr).Named(ConsumerSliceControllerName).
+	r := &sliceConsumerReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(consumerSliceControllerName)}
+	if err := ctrl.NewControllerManagedBy(mgr).Named(consumerSliceControllerName).
 		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(labelTrue(resourceslice.ReplicationLabel))).
 		Complete(r); err != nil {
 		return err
@@ -54,27 +55,27 @@ func (r *sliceConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 			return reconcile.Result{}, nil
 		}
 		if err := r.consumer.ForgetSlice(ctx, providerID, s.Name); err != nil {
-			r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceFailed, "ForgetSlice", "%v", err)
-			return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, ReasonSliceFailed, err, true)
+			r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonSliceFailed, "ForgetSlice", "%v", err)
+			return reconcile.Result{}, metrics.failed(ctx, sliceControllerName, contract.ReasonSliceFailed, err, true)
 		}
-		metrics.forget(RoleConsumer, providerID, identity.ResourceSliceName(s.Name))
+		metrics.forget(roleConsumer, providerID, identity.ResourceSliceName(s.Name))
 		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(&s, resourceslice.Finalizer)
 		if err := r.client.Patch(ctx, &s, patch); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceRemoved, "ForgetSlice", "ResourceSlice identity, kubeconfig Secret and key removed")
+		r.events.Eventf(&s, nil, corev1.EventTypeNormal, contract.ReasonSliceRemoved, "ForgetSlice", "ResourceSlice identity, kubeconfig Secret and key removed")
 		return reconcile.Result{}, nil
 	}
 
 	done, changed, err := r.consumer.CompleteSlice(ctx, &s)
 	if err != nil {
-		reason, _ := reasonOf(err, ReasonSliceFailed)
+		reason, _ := reasonOf(err, contract.ReasonSliceFailed)
 		if errors.Is(err, resourceslice.ErrMalformed) {
-			reason = ReasonInvalidSlice
+			reason = contract.ReasonInvalidSlice
 		}
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "CompleteSlice", "%v", err)
-		return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, reason, err, transient(err))
+		return reconcile.Result{}, metrics.failed(ctx, sliceControllerName, reason, err, transient(err))
 	}
 	if changed || !controllerutil.ContainsFinalizer(done, resourceslice.Finalizer) {
 		// The finalizer first: it is what removes the Identity and key.
@@ -93,28 +94,28 @@ func (r *sliceConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 	switch {
 	case err == nil:
 		if !applied {
-			r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceIdentityApplied, "ApplySliceIdentity", "ResourceSlice identity is ready")
-			metrics.accepted(FlowIdentity, ReasonSliceIdentityApplied, s.CreationTimestamp.Time, time.Now())
+			r.events.Eventf(&s, nil, corev1.EventTypeNormal, contract.ReasonSliceIdentityApplied, "ApplySliceIdentity", "ResourceSlice identity is ready")
+			metrics.accepted(flowIdentity, contract.ReasonSliceIdentityApplied, s.CreationTimestamp.Time, time.Now())
 		}
 		if a != nil && a.Identity != nil {
-			metrics.expires(RoleConsumer, providerID, a.Identity.Name, a.Identity.Spec.AuthParams.SignedCRT)
+			metrics.expires(roleConsumer, providerID, a.Identity.Name, a.Identity.Spec.AuthParams.SignedCRT)
 		}
 		return reconcile.Result{}, nil
 	case errors.Is(err, kubepact.ErrSlicePending):
 		return reconcile.Result{}, nil
 	case errors.Is(err, kubepact.ErrSliceDenied):
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceDenied, "ApplySliceIdentity", "%v", err)
-		metrics.handshake(FlowIdentity, ResultRefused, ReasonSliceDenied)
-		metrics.forget(RoleConsumer, providerID, identity.ResourceSliceName(s.Name))
-		return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, ReasonSliceDenied, err, false)
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonSliceDenied, "ApplySliceIdentity", "%v", err)
+		metrics.handshake(flowIdentity, resultRefused, contract.ReasonSliceDenied)
+		metrics.forget(roleConsumer, providerID, identity.ResourceSliceName(s.Name))
+		return reconcile.Result{}, metrics.failed(ctx, sliceControllerName, contract.ReasonSliceDenied, err, false)
 	case transient(err):
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceFailed, "ApplySliceIdentity", "%v", err)
-		metrics.handshake(FlowIdentity, ResultFailed, ReasonSliceFailed)
-		return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, ReasonSliceFailed, err, true)
+		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonSliceFailed, "ApplySliceIdentity", "%v", err)
+		metrics.handshake(flowIdentity, resultFailed, contract.ReasonSliceFailed)
+		return reconcile.Result{}, metrics.failed(ctx, sliceControllerName, contract.ReasonSliceFailed, err, true)
 	}
-	r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceIdentityRejected, "ApplySliceIdentity", "%v", err)
-	metrics.handshake(FlowIdentity, ResultRefused, ReasonSliceIdentityRejected)
-	return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, ReasonSliceIdentityRejected, err, false)
+	r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonSliceIdentityRejected, "ApplySliceIdentity", "%v", err)
+	metrics.handshake(flowIdentity, resultRefused, contract.ReasonSliceIdentityRejected)
+	return reconcile.Result{}, metrics.failed(ctx, sliceControllerName, contract.ReasonSliceIdentityRejected, err, false)
 }
 
 // hasSecretRef reports whether the slice's Identity points at its Secret.

@@ -27,18 +27,19 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/resourceslice"
 )
 
-// SliceControllerName names the provider's ResourceSlice reconciler,
-// ConsumerSliceControllerName the consumer's, and ReplicatorControllerName
+// sliceControllerName names the provider's ResourceSlice reconciler,
+// consumerSliceControllerName the consumer's, and replicatorControllerName
 // the consumer's replicator. Names are unique in a manager, which may run
 // both roles.
 const (
-	SliceControllerName         = "kubepact-resourceslice"
-	ConsumerSliceControllerName = "kubepact-resourceslice-consumer"
-	ReplicatorControllerName    = "kubepact-replicator"
+	sliceControllerName         = "kubepact-resourceslice"
+	consumerSliceControllerName = "kubepact-resourceslice-consumer"
+	replicatorControllerName    = "kubepact-replicator"
 )
 
 // setupSliceProvider adds the provider's ResourceSlice reconciler: it
@@ -48,8 +49,8 @@ const (
 // and, when a slice of their consumer is deleted, those that hold no
 // credentials yet (waitingSlicesOf).
 func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
-	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, clock: realClock(clk), events: mgr.GetEventRecorder(SliceControllerName)}
-	b := ctrl.NewControllerManagedBy(mgr).Named(SliceControllerName).
+	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, clock: realClock(clk), events: mgr.GetEventRecorder(sliceControllerName)}
+	b := ctrl.NewControllerManagedBy(mgr).Named(sliceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(labelTrue(resourceslice.ReplicatedLabel),
 			predicate.Or(predicate.GenerationChangedPredicate{}, deleting(), sliceStatusChanged()))).
@@ -66,7 +67,7 @@ func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, 
 			builder.WithPredicates(settled))
 	}
 	if err := b.Complete(r); err != nil {
-		return fmt.Errorf("controllers: %s: %w", SliceControllerName, err)
+		return fmt.Errorf("controllers: %s: %w", sliceControllerName, err)
 	}
 	return nil
 }
@@ -152,88 +153,117 @@ func (r *sliceProviderReconciler) Reconcile(ctx context.Context, req reconcile.R
 	var s authv1beta1.ResourceSlice
 	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if consumerID, ok := strings.CutPrefix(req.Namespace, clusterid.TenantNamespacePrefix); ok && apierrors.IsNotFound(err) {
-			metrics.forget(RoleProvider, consumerID, req.Name)
+			metrics.forget(roleProvider, consumerID, req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.DeletionTimestamp != nil {
 		return reconcile.Result{}, r.remove(ctx, &s)
 	}
-	if !controllerutil.ContainsFinalizer(&s, resourceslice.Finalizer) {
-		// Before anything is signed or bound: the finalizer is what
-		// removes them.
-		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(&s, resourceslice.Finalizer)
-		if err := r.client.Patch(ctx, &s, patch); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
-		}
+	// Before anything is signed or bound: the finalizer is what removes
+	// them.
+	if err := r.addFinalizer(ctx, &s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	status, err := r.provider.AcceptSlice(ctx, &s)
-	var denied *resourceslice.DeniedError
+	if res, done, err := r.notJudged(ctx, &s, err); done {
+		return res, err
+	}
+	return r.writeStatus(ctx, &s, status, err)
+}
+
+// addFinalizer adds kubepact's finalizer to s unless s carries it.
+func (r *sliceProviderReconciler) addFinalizer(ctx context.Context, s *authv1beta1.ResourceSlice) error {
+	if controllerutil.ContainsFinalizer(s, resourceslice.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(s, resourceslice.Finalizer)
+	return r.client.Patch(ctx, s, patch)
+}
+
+// notJudged handles an AcceptSlice that ended in err with no status to
+// write, and reports whether it did: a certificate pending, a bound of the
+// consumer reached, or any error but a denial, which has a status.
+func (r *sliceProviderReconciler) notJudged(ctx context.Context, s *authv1beta1.ResourceSlice, err error) (reconcile.Result, bool, error) {
 	var bound *resourceslice.BoundError
 	switch {
 	case errors.Is(err, csr.ErrPending):
-		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonCertificatePending, "AcceptSlice", "%v", err)
-		return reconcile.Result{}, nil
+		r.events.Eventf(s, nil, corev1.EventTypeNormal, contract.ReasonCertificatePending, "AcceptSlice", "%v", err)
+		return reconcile.Result{}, true, nil
 	case errors.As(err, &bound):
 		// Nothing signed, and the status left as it is: judged again when
 		// the bound lifts (a slice of the consumer deleted, for the count).
 		reason := boundReason(err)
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "AcceptSlice", "%v", err)
-		metrics.handshake(FlowResourceSlice, ResultRefused, reason)
+		r.events.Eventf(s, nil, corev1.EventTypeWarning, reason, "AcceptSlice", "%v", err)
+		metrics.handshake(flowResourceSlice, resultRefused, reason)
 		var after time.Duration
 		if !bound.Until.IsZero() {
 			after = max(bound.Until.Sub(r.clock.Now()), 0) + time.Second
 		}
-		return reconcile.Result{RequeueAfter: after}, metrics.failed(ctx, SliceControllerName, reason, err, false)
-	case err != nil && !errors.As(err, &denied):
-		reason, terminal := reasonOf(err, ReasonSliceFailed)
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, reason, "AcceptSlice", "%v", err)
+		return reconcile.Result{RequeueAfter: after}, true, metrics.failed(ctx, sliceControllerName, reason, err, false)
+	case err != nil && !errors.As(err, new(*resourceslice.DeniedError)):
+		reason, terminal := reasonOf(err, contract.ReasonSliceFailed)
+		r.events.Eventf(s, nil, corev1.EventTypeWarning, reason, "AcceptSlice", "%v", err)
 		if terminal {
-			metrics.handshake(FlowResourceSlice, ResultRefused, reason)
+			metrics.handshake(flowResourceSlice, resultRefused, reason)
 		} else {
-			metrics.handshake(FlowResourceSlice, ResultFailed, reason)
+			metrics.handshake(flowResourceSlice, resultFailed, reason)
 		}
-		if terminal || !transient(err) && reason == ReasonSliceFailed {
-			return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, reason, err, false)
-		}
-		return reconcile.Result{}, metrics.failed(ctx, SliceControllerName, reason, err, true)
+		return reconcile.Result{}, true, metrics.failed(ctx, sliceControllerName, reason, err, retried(err, reason, contract.ReasonSliceFailed, terminal))
 	}
+	return reconcile.Result{}, false, nil
+}
+
+// writeStatus writes status, AcceptSlice's judgement of s, unless s holds
+// it already, and records it: an Event, the certificate's expiry and, for
+// a first acceptance, the handshake's duration. err is AcceptSlice's: nil,
+// or the denial of s's authentication (*resourceslice.DeniedError). It
+// comes back when s's certificate falls due.
+func (r *sliceProviderReconciler) writeStatus(ctx context.Context, s *authv1beta1.ResourceSlice, status *authv1beta1.ResourceSliceStatus, err error) (reconcile.Result, error) {
 	now := r.clock.Now()
 	renew := sliceRenewal(status, now)
 	authenticated := resourceslice.Accepted(status, authv1beta1.ResourceSliceConditionTypeAuthentication)
-	if consumerID, ok := strings.CutPrefix(s.Namespace, clusterid.TenantNamespacePrefix); ok {
-		if authenticated && status.AuthParams != nil {
-			metrics.expires(RoleProvider, consumerID, s.Name, status.AuthParams.SignedCRT)
-		} else {
-			metrics.forget(RoleProvider, consumerID, s.Name)
-		}
-	}
+	recordExpiry(s, status, authenticated)
 	if equality.Semantic.DeepEqual(&s.Status, status) {
 		return renew, nil
 	}
 	was := resourceslice.Accepted(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication)
 	s.Status = *status
-	if uerr := r.client.Status().Update(ctx, &s); uerr != nil {
+	if uerr := r.client.Status().Update(ctx, s); uerr != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(uerr)
 	}
-	reason := ReasonSliceAccepted
+	reason := contract.ReasonSliceAccepted
 	switch {
-	case denied != nil:
-		r.events.Eventf(&s, nil, corev1.EventTypeWarning, ReasonSliceDenied, "AcceptSlice", "%v", err)
-		metrics.handshake(FlowResourceSlice, ResultRefused, ReasonSliceDenied)
-		return renew, metrics.failed(ctx, SliceControllerName, ReasonSliceDenied, err, false)
+	case errors.As(err, new(*resourceslice.DeniedError)):
+		r.events.Eventf(s, nil, corev1.EventTypeWarning, contract.ReasonSliceDenied, "AcceptSlice", "%v", err)
+		metrics.handshake(flowResourceSlice, resultRefused, contract.ReasonSliceDenied)
+		return renew, metrics.failed(ctx, sliceControllerName, contract.ReasonSliceDenied, err, false)
 	case !resourceslice.Accepted(status, authv1beta1.ResourceSliceConditionTypeResources):
-		reason = ReasonSliceResourcesDenied
-		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceResourcesDenied, "AcceptSlice", "%s",
+		reason = contract.ReasonSliceResourcesDenied
+		r.events.Eventf(s, nil, corev1.EventTypeNormal, contract.ReasonSliceResourcesDenied, "AcceptSlice", "%s",
 			resourceslice.Condition(status, authv1beta1.ResourceSliceConditionTypeResources).Message)
 	default:
-		r.events.Eventf(&s, nil, corev1.EventTypeNormal, ReasonSliceAccepted, "AcceptSlice", "ResourceSlice status is filled")
+		r.events.Eventf(s, nil, corev1.EventTypeNormal, contract.ReasonSliceAccepted, "AcceptSlice", "ResourceSlice status is filled")
 	}
 	if authenticated && !was {
-		metrics.accepted(FlowResourceSlice, reason, s.CreationTimestamp.Time, now)
+		metrics.accepted(flowResourceSlice, reason, s.CreationTimestamp.Time, now)
 	}
 	return renew, nil
+}
+
+// recordExpiry sets the expiry gauge of s's certificate when s is
+// authenticated and holds one, and removes it otherwise.
+func recordExpiry(s *authv1beta1.ResourceSlice, status *authv1beta1.ResourceSliceStatus, authenticated bool) {
+	consumerID, ok := strings.CutPrefix(s.Namespace, clusterid.TenantNamespacePrefix)
+	if !ok {
+		return
+	}
+	if authenticated && status.AuthParams != nil {
+		metrics.expires(roleProvider, consumerID, s.Name, status.AuthParams.SignedCRT)
+	} else {
+		metrics.forget(roleProvider, consumerID, s.Name)
+	}
 }
 
 // remove runs Provider.ForgetSlice for a deleted slice carrying kubepact's
@@ -243,17 +273,17 @@ func (r *sliceProviderReconciler) remove(ctx context.Context, s *authv1beta1.Res
 		return nil
 	}
 	if err := r.provider.ForgetSlice(ctx, s.Namespace, s.Name); err != nil {
-		r.events.Eventf(s, nil, corev1.EventTypeWarning, ReasonSliceFailed, "ForgetSlice", "%v", err)
-		return metrics.failed(ctx, SliceControllerName, ReasonSliceFailed, err, true)
+		r.events.Eventf(s, nil, corev1.EventTypeWarning, contract.ReasonSliceFailed, "ForgetSlice", "%v", err)
+		return metrics.failed(ctx, sliceControllerName, contract.ReasonSliceFailed, err, true)
 	}
 	if consumerID, ok := strings.CutPrefix(s.Namespace, clusterid.TenantNamespacePrefix); ok {
-		metrics.forget(RoleProvider, consumerID, s.Name)
+		metrics.forget(roleProvider, consumerID, s.Name)
 	}
 	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(s, resourceslice.Finalizer)
 	if err := r.client.Patch(ctx, s, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.events.Eventf(s, nil, corev1.EventTypeNormal, ReasonSliceRemoved, "ForgetSlice", "ResourceSlice removed: cached certificate and unneeded bindings deleted")
+	r.events.Eventf(s, nil, corev1.EventTypeNormal, contract.ReasonSliceRemoved, "ForgetSlice", "ResourceSlice removed: cached certificate and unneeded bindings deleted")
 	return nil
 }

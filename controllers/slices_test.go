@@ -18,6 +18,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kubeconfig"
@@ -145,8 +146,8 @@ func TestResourceSlicesEndToEnd(t *testing.T) {
 	}
 	_, err := providerEnv.core.RbacV1().ClusterRoleBindings().Get(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID), metav1.GetOptions{})
 	require.NoError(t, err)
-	waitEvent(ctx, t, providerEnv, tenantNS, "slice-a", corev1.EventTypeNormal, controllers.ReasonSliceAccepted)
-	waitEvent(ctx, t, consumerEnv, slices[0].Namespace, "slice-a", corev1.EventTypeNormal, controllers.ReasonSliceIdentityApplied)
+	waitEvent(ctx, t, providerEnv, tenantNS, "slice-a", corev1.EventTypeNormal, contract.ReasonSliceAccepted)
+	waitEvent(ctx, t, consumerEnv, slices[0].Namespace, "slice-a", corev1.EventTypeNormal, contract.ReasonSliceIdentityApplied)
 
 	// Deleting slice-a removes its Identity, Secret, copy and certificate;
 	// slice-b keeps the bindings.
@@ -201,8 +202,8 @@ func TestResourceSliceDeniedEndToEnd(t *testing.T) {
 	})
 	require.Equal(t, resourceslice.ReasonAuthenticationDenied, resourceslice.Condition(&s.Status, authv1beta1.ResourceSliceConditionTypeAuthentication).Reason)
 	tenantNS := clusterid.TenantNamespace(consumerID)
-	waitEvent(ctx, t, providerEnv, tenantNS, s.Name, corev1.EventTypeWarning, controllers.ReasonSliceDenied)
-	waitEvent(ctx, t, consumerEnv, s.Namespace, s.Name, corev1.EventTypeWarning, controllers.ReasonSliceDenied)
+	waitEvent(ctx, t, providerEnv, tenantNS, s.Name, corev1.EventTypeWarning, contract.ReasonSliceDenied)
+	waitEvent(ctx, t, consumerEnv, s.Namespace, s.Name, corev1.EventTypeWarning, contract.ReasonSliceDenied)
 	require.Nil(t, secret(ctx, t, providerEnv, tenantNS, csr.CacheKey{ConsumerID: consumerID, Slice: s.Name}.SecretName()), "nothing signed")
 	require.Nil(t, secret(ctx, t, consumerEnv, s.Namespace, kubeconfig.SecretName(identity.ResourceSliceName(s.Name))))
 	require.NoError(t, consumerEnv.client.Delete(ctx, s))
@@ -233,5 +234,5 @@ func TestTenantDeletedDeniesSlices(t *testing.T) {
 	require.Nil(t, remote.Status.AuthParams)
 	// The ControlPlane binding went with the Tenant: the consumer can no
 	// longer reach the provider, and says so.
-	waitEvent(ctx, t, consumerEnv, s.Namespace, s.Name, corev1.EventTypeWarning, controllers.ReasonReplicationFailed)
+	waitEvent(ctx, t, consumerEnv, s.Namespace, s.Name, corev1.EventTypeWarning, contract.ReasonReplicationFailed)
 }

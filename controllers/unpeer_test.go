@@ -13,7 +13,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
@@ -61,7 +61,7 @@ func TestUnpeerAndReadmit(t *testing.T) {
 	kept := secret(ctx, t, providerEnv, ns, nonce.SecretName).Data[nonce.SecretKey]
 
 	deleteTenant(ctx, t, tn)
-	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeNormal, controllers.ReasonTenantRemoved)
+	waitEvent(ctx, t, providerEnv, ns, tn.Name, corev1.EventTypeNormal, contract.ReasonTenantRemoved)
 	s := secret(ctx, t, providerEnv, ns, nonce.SecretName)
 	require.NotNil(t, s, "the nonce Secret stays, as Liqo keeps it")
 	require.Equal(t, kept, s.Data[nonce.SecretKey], "with the same nonce")
@@ -79,7 +79,7 @@ func TestUnpeerAndReadmit(t *testing.T) {
 	}))
 	deleteTenant(ctx, t, again)
 	third := recreate(ctx, t, tn)
-	waitEvent(ctx, t, providerEnv, ns, third.Name, corev1.EventTypeWarning, controllers.ReasonConsumerRevoked)
+	waitEvent(ctx, t, providerEnv, ns, third.Name, corev1.EventTypeWarning, contract.ReasonConsumerRevoked)
 	var got authv1beta1.Tenant
 	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(third), &got))
 	require.Nil(t, got.Status.AuthParams, "refused")
@@ -114,7 +114,7 @@ func TestConsumerAsksForRevocation(t *testing.T) {
 	require.Nil(t, secret(ctx, t, providerEnv, ns, nonce.SecretName), "a revocation drops the nonce")
 
 	again := recreate(ctx, t, tn)
-	waitEvent(ctx, t, providerEnv, ns, again.Name, corev1.EventTypeWarning, controllers.ReasonConsumerRevoked)
+	waitEvent(ctx, t, providerEnv, ns, again.Name, corev1.EventTypeWarning, contract.ReasonConsumerRevoked)
 }
 
 // liqoctl unauthenticate deletes a kubepact consumer's Identity, and with

@@ -245,7 +245,7 @@ func expirationGauge(t *testing.T, role, peer string) bool {
 	families, err := ctrlmetrics.Registry.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
-		if f.GetName() != controllers.MetricCertificateExpiration {
+		if f.GetName() != "kubepact_certificate_expiration_timestamp_seconds" {
 			continue
 		}
 		for _, m := range f.GetMetric() {

@@ -68,7 +68,9 @@ func TestVerify(t *testing.T) {
 		{name: "cluster key", slice: slice(clusterKey), cp: clusterKey, wantID: consumerID},
 		{name: "fresh key beside a per-identity key", slice: slice(fresh), cp: cpKey, wantID: consumerID},
 		{name: "any key without a handshake", slice: slice(fresh), cp: clusterKey, wantID: consumerID,
-			edit: func(_ *authv1beta1.ResourceSlice, t *authv1beta1.Tenant) { t.Spec.AuthzPolicy = authv1beta1.TolerateNoHandshake }},
+			edit: func(_ *authv1beta1.ResourceSlice, t *authv1beta1.Tenant) {
+				t.Spec.AuthzPolicy = authv1beta1.TolerateNoHandshake
+			}},
 		{name: "invalid name", slice: slice(clusterKey), cp: clusterKey, field: "metadata.name", want: resourceslice.ErrMalformed,
 			edit: func(s *authv1beta1.ResourceSlice, _ *authv1beta1.Tenant) { s.Name = "Slice_A" }},
 		{name: "no tenant namespace", slice: slice(clusterKey), cp: clusterKey, field: "metadata.namespace", want: resourceslice.ErrWrongNamespace,

@@ -116,6 +116,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/go-logr/logr"
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
@@ -318,18 +319,9 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 		return nil
 	}
 	ownsProcess := cfg == nil // main's call, not a test's running several in one process
-	if cfg == nil {
-		if cfg, err = o.restConfig(); err != nil {
-			return fmt.Errorf("loading the kubeconfig: %w", err)
-		}
+	if cfg, err = o.clientConfig(cfg); err != nil {
+		return err
 	}
-	if o.leaderElect {
-		if o.leaderElectionNamespace, err = o.leaseNamespace(); err != nil {
-			return err
-		}
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
 	// client-go's own packages log through klog: the same logger, so a
@@ -343,6 +335,53 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	if err := o.ensureClusterID(ctx, client, log); err != nil {
+		return err
+	}
+	mgr, err := o.newManager(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(o.roles, "provider") {
+		if err := o.setupProvider(ctx, mgr, cfg, client, log); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(o.roles, "consumer") {
+		if err := o.setupConsumer(mgr); err != nil {
+			return err
+		}
+	}
+	if err := addHealthChecks(mgr); err != nil {
+		return err
+	}
+	log.Info("starting", "cluster", o.clusterID, "roles", o.roles, "leaderElection", o.leaderElect)
+	return mgr.Start(ctx)
+}
+
+// clientConfig returns the configuration of the controller's clients: cfg
+// when not nil, else the one the flags name, with the flags' rate limits.
+// With leader election, it settles the Lease's namespace too.
+func (o *options) clientConfig(cfg *rest.Config) (*rest.Config, error) {
+	var err error
+	if cfg == nil {
+		if cfg, err = o.restConfig(); err != nil {
+			return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		}
+	}
+	if o.leaderElect {
+		if o.leaderElectionNamespace, err = o.leaseNamespace(); err != nil {
+			return nil, err
+		}
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	return cfg, nil
+}
+
+// ensureClusterID settles this cluster's ID: --cluster-id, else the one
+// recorded, else a new one, recorded; it logs a recording.
+func (o *options) ensureClusterID(ctx context.Context, client kubernetes.Interface, log logr.Logger) error {
 	id, recorded, err := kube.EnsureClusterID(ctx, client, o.clusterID, &kube.ClusterIDOptions{Namespace: o.keyNamespace})
 	if err != nil {
 		return fmt.Errorf("the cluster ID: %w", err)
@@ -356,10 +395,15 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 			"configMap", o.keyNamespace+"/"+clusterid.RecordName)
 	}
 	o.clusterID = id
+	return nil
+}
 
+// newManager builds the controller-runtime manager: kubepact's scheme and
+// cache, the metrics server, the probes and leader election.
+func (o *options) newManager(ctx context.Context, cfg *rest.Config, log logr.Logger) (manager.Manager, error) {
 	scheme, err := controllers.NewScheme()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mopts := manager.Options{
 		Scheme:                        scheme,
@@ -376,7 +420,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	}
 	if o.leaderElect {
 		if mopts.LeaderElectionResourceLockInterface, err = leaderLock(cfg, o.leaderElectionNamespace); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if tuneManager != nil {
@@ -384,59 +428,62 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	}
 	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
+		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	if managerCreated != nil {
 		managerCreated(mgr)
 	}
-	if slices.Contains(o.roles, "provider") {
-		pc, err := o.providerConfig(ctx, cfg, client)
-		if err != nil {
-			return err
-		}
-		if err := controllers.SetupProvider(mgr, pc); err != nil {
-			return err
-		}
-		// Not ready while Tenants would be refused (no API server URL, a
-		// peer role it binds missing): the roles are the ones its RBAC
-		// may bind, read from a watch of each.
-		peerRoles := []string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName}
-		watched := newWatchedRoles(client, peerRoles)
-		if err := mgr.Add(watched); err != nil {
-			return err
-		}
-		ready := newProviderReadiness(pc, watched, peerRoles,
-			mgr.GetEventRecorder("kubepact-controller"), podReference(), podNamespace(),
-			log.WithName("readiness"), clock.RealClock{})
-		if err := mgr.Add(ready); err != nil {
-			return err
-		}
-		if err := mgr.AddReadyzCheck(providerCheck, ready.Check); err != nil {
-			return err
-		}
+	return mgr, nil
+}
+
+// setupProvider adds the provider role to mgr: its reconcilers, and its
+// readiness, which fails while Tenants would be refused.
+func (o *options) setupProvider(ctx context.Context, mgr manager.Manager, cfg *rest.Config, client kubernetes.Interface, log logr.Logger) error {
+	pc, err := o.providerConfig(ctx, cfg, client)
+	if err != nil {
+		return err
 	}
-	if slices.Contains(o.roles, "consumer") {
-		cc, err := o.consumerConfig()
-		if err != nil {
-			return err
-		}
-		if err := controllers.SetupConsumer(mgr, cc); err != nil {
-			return err
-		}
+	if err := controllers.SetupProvider(mgr, pc); err != nil {
+		return err
 	}
+	// Not ready while Tenants would be refused (no API server URL, a
+	// peer role it binds missing): the roles are the ones its RBAC
+	// may bind, read from a watch of each.
+	peerRoles := []string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName}
+	watched := newWatchedRoles(client, peerRoles)
+	if err := mgr.Add(watched); err != nil {
+		return err
+	}
+	ready := newProviderReadiness(pc, watched, peerRoles,
+		mgr.GetEventRecorder("kubepact-controller"), podReference(), podNamespace(),
+		log.WithName("readiness"), clock.RealClock{})
+	if err := mgr.Add(ready); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck(providerCheck, ready.Check)
+}
+
+// setupConsumer adds the consumer role's reconcilers to mgr.
+func (o *options) setupConsumer(mgr manager.Manager) error {
+	cc, err := o.consumerConfig()
+	if err != nil {
+		return err
+	}
+	return controllers.SetupConsumer(mgr, cc)
+}
+
+// addHealthChecks adds the checks every role shares: liveness answers
+// while the process runs, readiness once the informer caches are synced.
+func addHealthChecks(mgr manager.Manager) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("cache", func(req *http.Request) error {
+	return mgr.AddReadyzCheck("cache", func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 			return errors.New("the informer caches are not synced")
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
-	log.Info("starting", "cluster", o.clusterID, "roles", o.roles, "leaderElection", o.leaderElect)
-	return mgr.Start(ctx)
+	})
 }
 
 // providerConfig configures the provider role. The API server's URL is

@@ -14,7 +14,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
@@ -82,7 +82,7 @@ func TestPlantedKeyIsNeverUsed(t *testing.T) {
 		req := nonce.SignedSecret(providerID, n, nil)
 		delete(req.Data, nonce.SignedSecretKey)
 		if ownKey {
-			req.Data[controllers.TenantOwnKeyKey] = []byte(controllers.TenantOwnKey)
+			req.Data[contract.TenantOwnKeyKey] = []byte(contract.TenantOwnKey)
 		}
 		s, err := consumer.admin.CoreV1().Secrets(req.Namespace).Create(ctx, req, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -94,10 +94,10 @@ func TestPlantedKeyIsNeverUsed(t *testing.T) {
 		eventually(t, "the Tenant built by the consumer's controller", func() bool {
 			got, err := consumer.admin.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 			require.NoError(t, err)
-			if len(got.Data[controllers.TenantKey]) == 0 {
+			if len(got.Data[contract.TenantKey]) == 0 {
 				return false
 			}
-			require.NoError(t, yaml.Unmarshal(got.Data[controllers.TenantKey], &tn))
+			require.NoError(t, yaml.Unmarshal(got.Data[contract.TenantKey], &tn))
 			return true
 		})
 		return &tn
@@ -109,13 +109,13 @@ func TestPlantedKeyIsNeverUsed(t *testing.T) {
 		req := request(providerID, true)
 		eventually(t, "a KeyUnattested Event", func() bool {
 			list, err := consumer.admin.CoreV1().Events(req.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-				"involvedObject.name": req.Name, "reason": controllers.ReasonKeyUnattested}.String()})
+				"involvedObject.name": req.Name, "reason": contract.ReasonKeyUnattested}.String()})
 			require.NoError(t, err)
 			return len(list.Items) > 0
 		})
 		got, err := consumer.admin.CoreV1().Secrets(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
 		require.NoError(t, err)
-		require.Empty(t, got.Data[controllers.TenantKey], "no Tenant built for her key")
+		require.Empty(t, got.Data[contract.TenantKey], "no Tenant built for her key")
 		requireKept(planted)
 
 		// Her Secret removed, the next request gets a key the controller

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -38,8 +39,8 @@ const (
 )
 
 // Reasons of the Events the readiness check records on the controller's
-// Pod, besides controllers.ReasonAPIServerURLUnknown and
-// controllers.ReasonPeerRoleMissing.
+// Pod, besides contract.ReasonAPIServerURLUnknown and
+// contract.ReasonPeerRoleMissing.
 const (
 	// reasonProviderReady: the problems recorded before are gone, and the
 	// provider role accepts Tenants again (Normal).
@@ -173,7 +174,7 @@ func (r *providerReadiness) Start(ctx context.Context) error {
 func (r *providerReadiness) check(ctx context.Context) {
 	var problems []problem
 	if r.noEndpoint != nil {
-		problems = append(problems, problem{reason: controllers.ReasonAPIServerURLUnknown, err: r.noEndpoint})
+		problems = append(problems, problem{reason: contract.ReasonAPIServerURLUnknown, err: r.noEndpoint})
 	}
 	// A read that hangs is a read that failed: it keeps the last verdict.
 	read, cancel := context.WithTimeout(ctx, readinessInterval)
@@ -186,7 +187,7 @@ func (r *providerReadiness) check(ctx context.Context) {
 		case err == nil:
 			r.verdicts[name] = nil
 		case errors.As(err, &missing):
-			r.verdicts[name] = &problem{reason: controllers.ReasonPeerRoleMissing, err: err}
+			r.verdicts[name] = &problem{reason: contract.ReasonPeerRoleMissing, err: err}
 		case errors.Is(err, errRolesNotSynced):
 			// The watch has not listed the role yet: no verdict, and
 			// nothing to report about it.

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/wire"
 )
@@ -197,7 +197,7 @@ func TestNotReadyWithoutURL(t *testing.T) {
 	body := c.waitNotReady(t, "the provider's API server URL is unknown", "--api-server-url=https://HOST:PORT",
 		"kubectl -n kubepact-system edit deployment kubepact-controller", "--roles=consumer")
 	t.Logf("not ready %v after the start: /readyz/provider: %s", time.Since(began).Round(time.Millisecond), body)
-	e := waitEvent(ctx, t, provider, pod, corev1.EventTypeWarning, controllers.ReasonAPIServerURLUnknown, "--api-server-url=https://HOST:PORT")
+	e := waitEvent(ctx, t, provider, pod, corev1.EventTypeWarning, contract.ReasonAPIServerURLUnknown, "--api-server-url=https://HOST:PORT")
 	t.Logf("Event %v after the start: %s %s: %s", time.Since(began).Round(time.Millisecond), e.Type, e.Reason, e.Message)
 	require.Equal(t, 1, strings.Count(c.logs.String(), `"msg":"not ready: the provider role cannot accept Tenants or ResourceSlices"`), "one log line")
 	require.Contains(t, c.logs.String(), `"reason":"APIServerURLUnknown"`)
@@ -266,7 +266,7 @@ func TestNotReadyWithoutPeerRole(t *testing.T) {
 			time.Since(deleted).Round(time.Millisecond), body)
 	}
 	for _, c := range replicas {
-		e := waitEvent(ctx, t, provider, c.pod, corev1.EventTypeWarning, controllers.ReasonPeerRoleMissing, "liqo-remote-controlplane", "kubectl apply -k config/roles")
+		e := waitEvent(ctx, t, provider, c.pod, corev1.EventTypeWarning, contract.ReasonPeerRoleMissing, "liqo-remote-controlplane", "kubectl apply -k config/roles")
 		t.Logf("%s: Event %s %s %v after the deletion: %s", c.pod.Name, e.Type, e.Reason, time.Since(deleted).Round(time.Millisecond), e.Message)
 	}
 	notReadyUntil := time.Now()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -89,7 +90,7 @@ func TestProviderReadinessNoURL(t *testing.T) {
 	require.Contains(t, err.Error(), "--api-server-url=https://HOST:PORT", "the fix")
 	require.Contains(t, err.Error(), "kubectl -n kubepact-system edit deployment kubepact-controller", "where to make it")
 	require.Contains(t, err.Error(), "--roles=consumer", "the way out for a consumer")
-	require.Equal(t, []string{"Warning " + controllers.ReasonAPIServerURLUnknown + " " + u.noEndpoint.Error()}, u.recorded())
+	require.Equal(t, []string{"Warning " + contract.ReasonAPIServerURLUnknown + " " + u.noEndpoint.Error()}, u.recorded())
 	require.Len(t, *u.lines, 1)
 	require.Contains(t, (*u.lines)[0], `"reason"="APIServerURLUnknown"`)
 
@@ -130,7 +131,7 @@ func TestProviderReadinessRoles(t *testing.T) {
 	got := u.recorded()
 	require.Len(t, got, 2)
 	for _, e := range got {
-		require.True(t, strings.HasPrefix(e, "Warning "+controllers.ReasonPeerRoleMissing+" "), e)
+		require.True(t, strings.HasPrefix(e, "Warning "+contract.ReasonPeerRoleMissing+" "), e)
 	}
 	require.Len(t, *u.lines, 2)
 

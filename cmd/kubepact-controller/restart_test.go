@@ -26,7 +26,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -161,7 +161,7 @@ func TestRestartAcceptedTenants(t *testing.T) {
 		list, err := s.admin.EventsV1().Events(clusterid.TenantNamespace(granted)).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		for _, e := range list.Items {
-			if e.Regarding.Name == granted && e.Reason == controllers.ReasonConsumerPrivileged {
+			if e.Regarding.Name == granted && e.Reason == contract.ReasonConsumerPrivileged {
 				return true
 			}
 		}

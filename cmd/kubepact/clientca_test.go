@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/step"
 )
 
 // TestApplyIdentityClientCAUsage refuses a --client-ca file that is not a
@@ -63,16 +63,16 @@ func TestApplyIdentityClientCAUsage(t *testing.T) {
 
 func TestAdviceOnline(t *testing.T) {
 	t.Parallel()
-	step := func(err error) error { return &kubepact.StepError{Step: kubepact.StepIdentityApplied, Err: err} }
+	failed := func(err error) error { return &step.Error{Step: step.IdentityApplied, Err: err} }
 	for _, tc := range []struct {
 		err  error
 		want string
 	}{
-		{step(fmt.Errorf("%w: 401", identity.ErrRejected)), "refuses the Identity's certificate"},
-		{step(identity.ErrWrongUser), "takes the Identity's certificate for another user"},
-		{step(identity.ErrUntrusted), "does not chain to the --client-ca bundle"},
-		{step(identity.ErrCACertificate), "ask the provider for a new Identity"},
-		{step(identity.ErrKeyUsage), "ask the provider for a new Identity"},
+		{failed(fmt.Errorf("%w: 401", identity.ErrRejected)), "refuses the Identity's certificate"},
+		{failed(identity.ErrWrongUser), "takes the Identity's certificate for another user"},
+		{failed(identity.ErrUntrusted), "does not chain to the --client-ca bundle"},
+		{failed(identity.ErrCACertificate), "ask the provider for a new Identity"},
+		{failed(identity.ErrKeyUsage), "ask the provider for a new Identity"},
 		{errors.New("other"), ""},
 	} {
 		assert.Contains(t, advice(tc.err, "cl-consumer"), tc.want, tc.err)

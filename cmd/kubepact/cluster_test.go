@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
@@ -33,15 +32,16 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/rbac"
+	"github.com/kubepact/kubepact/step"
 )
 
 // handshakeSteps are the steps authenticate reports, in order.
-var handshakeSteps = []kubepact.StepName{
-	kubepact.StepProviderNamespace, kubepact.StepNonceGenerated,
-	kubepact.StepConsumerNamespace, kubepact.StepNonceRetrieved, kubepact.StepNonceSigned, kubepact.StepTenantGenerated,
-	kubepact.StepTenantApplied, kubepact.StepCertificateIssued, kubepact.StepRBACBound, kubepact.StepTenantStatus,
-	kubepact.StepIdentityGenerated,
-	kubepact.StepIdentityApplied, kubepact.StepKubeconfigWritten, kubepact.StepIdentityStatus,
+var handshakeSteps = []step.Name{
+	step.ProviderNamespace, step.NonceGenerated,
+	step.ConsumerNamespace, step.NonceRetrieved, step.NonceSigned, step.TenantGenerated,
+	step.TenantApplied, step.CertificateIssued, step.RBACBound, step.TenantStatus,
+	step.IdentityGenerated,
+	step.IdentityApplied, step.KubeconfigWritten, step.IdentityStatus,
 }
 
 // unique returns name with a random suffix, so that every run of a test,
@@ -155,8 +155,8 @@ func TestAuthenticate(t *testing.T) {
 	assert.Equal(t, r.stdout, again.stdout)
 
 	r = cli(t, "", authenticateArgs("unauthenticate", consumerID, providerID, namespace)...).ok(t)
-	assert.Contains(t, r.stderr, " INFO  "+string(kubepact.StepForgetIdentity)+"\n")
-	assert.Contains(t, r.stderr, " INFO  "+string(kubepact.StepForgetTenant)+"\n")
+	assert.Contains(t, r.stderr, " INFO  "+string(step.ForgetIdentity)+"\n")
+	assert.Contains(t, r.stderr, " INFO  "+string(step.ForgetTenant)+"\n")
 	assert.Equal(t, "Consumer "+consumerID+" is no longer authenticated on provider "+providerID+"\n", r.stdout)
 	requireUnauthenticated(t, ctx, providerID, sec.Name, cfg, tenantNS)
 }
@@ -208,10 +208,10 @@ func TestOfflineFlow(t *testing.T) {
 	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace}
 	cmd := func(words string, args ...string) []string { return append(strings.Fields(words), args...) }
 
-	// step runs one command of the flow and records how long it took.
+	// run runs one command of the flow and records how long it took.
 	var total time.Duration
 	var took []string
-	step := func(args ...string) result {
+	run := func(args ...string) result {
 		t.Helper()
 		start := time.Now()
 		r := cli(t, "", args...).ok(t)
@@ -222,31 +222,31 @@ func TestOfflineFlow(t *testing.T) {
 	}
 
 	// Provider: issue the nonce.
-	r := step(cmd("create nonce --remote-cluster-id "+consumerID, onProvider...)...)
-	assert.Contains(t, r.stderr, " INFO  "+string(kubepact.StepNonceGenerated)+"\n")
+	r := run(cmd("create nonce --remote-cluster-id "+consumerID, onProvider...)...)
+	assert.Contains(t, r.stderr, " INFO  "+string(step.NonceGenerated)+"\n")
 	text := strings.TrimSuffix(r.stdout, "\n")
 	_, err := nonce.Parse(text)
 	require.NoError(t, err, "create nonce prints only the nonce: %q", r.stdout)
-	assert.Equal(t, r.stdout, step(cmd("get nonce --remote-cluster-id "+consumerID, onProvider...)...).stdout)
+	assert.Equal(t, r.stdout, run(cmd("get nonce --remote-cluster-id "+consumerID, onProvider...)...).stdout)
 
 	// Consumer: sign it.
-	r = step(cmd("generate tenant --remote-cluster-id "+providerID+" --nonce "+text, onConsumer...)...)
-	assert.Contains(t, r.stderr, " INFO  "+string(kubepact.StepTenantGenerated)+"\n")
+	r = run(cmd("generate tenant --remote-cluster-id "+providerID+" --nonce "+text, onConsumer...)...)
+	assert.Contains(t, r.stderr, " INFO  "+string(step.TenantGenerated)+"\n")
 	tenantFile := writeFile(t, dir, "tenant.yaml", r.stdout)
 
 	// Provider: check, store and accept it.
-	r = step("verify", "tenant", "--nonce", text, "--cluster-id", providerID, tenantFile)
+	r = run("verify", "tenant", "--nonce", text, "--cluster-id", providerID, tenantFile)
 	assert.True(t, strings.HasPrefix(r.stdout, "Tenant "+consumerID+" verified: cluster ID "+consumerID+", key SHA256:"), r.stdout)
-	r = step(cmd("apply tenant "+tenantFile, onProvider...)...)
+	r = run(cmd("apply tenant "+tenantFile, onProvider...)...)
 	assert.Equal(t, "Tenant liqo-tenant-"+consumerID+"/"+consumerID+" applied on the provider cluster; next: kubepact generate identity --remote-cluster-id "+consumerID+"\n", r.stdout)
-	r = step(cmd("generate identity --remote-cluster-id "+consumerID, onProvider...)...)
-	for _, s := range []kubepact.StepName{kubepact.StepTenantApplied, kubepact.StepCertificateIssued, kubepact.StepRBACBound, kubepact.StepTenantStatus, kubepact.StepIdentityGenerated} {
+	r = run(cmd("generate identity --remote-cluster-id "+consumerID, onProvider...)...)
+	for _, s := range []step.Name{step.TenantApplied, step.CertificateIssued, step.RBACBound, step.TenantStatus, step.IdentityGenerated} {
 		assert.Contains(t, r.stderr, " INFO  "+string(s)+"\n")
 	}
 	identityFile := writeFile(t, dir, "identity.yaml", r.stdout)
 
 	// Consumer: apply the Identity.
-	r = step(cmd("apply identity --remote-cluster-id "+providerID+" "+identityFile, onConsumer...)...)
+	r = run(cmd("apply identity --remote-cluster-id "+providerID+" "+identityFile, onConsumer...)...)
 	assert.Equal(t, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n"+
 		"  server:    "+provider.cluster.Host()+"\n"+
 		"  user:      "+consumerID+"\n"+
@@ -277,7 +277,7 @@ func TestOfflineFlow(t *testing.T) {
 		cli(t, "", cmd("generate tenant --remote-cluster-id "+providerID+" --nonce "+text, other...)...).ok(t)
 		r := cli(t, "", cmd("apply identity --remote-cluster-id "+providerID+" "+identityFile, other...)...)
 		assert.Equal(t, exitError, r.code)
-		assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepIdentityApplied)+`" failed: `)
+		assert.Contains(t, r.stderr, `kubepact: step "`+string(step.IdentityApplied)+`" failed: `)
 		assert.Contains(t, r.stderr, "this Identity was issued for another key")
 	})
 
@@ -291,7 +291,7 @@ func TestOfflineFlow(t *testing.T) {
 		r = cli(t, "", cmd("apply identity --remote-cluster-id "+wrong+" "+identityFile, onConsumer...)...)
 		assert.Equal(t, exitError, r.code)
 		assert.Empty(t, r.stdout)
-		assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepIdentityApplied)+`" failed: `)
+		assert.Contains(t, r.stderr, `kubepact: step "`+string(step.IdentityApplied)+`" failed: `)
 		assert.Contains(t, r.stderr, "this Identity was issued by another provider than --remote-cluster-id names")
 		ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+wrong)
 		require.NoError(t, err)
@@ -420,7 +420,7 @@ func TestGenerateIdentityAfterNonceRedeemed(t *testing.T) {
 	r := cli(t, second.stdout, append([]string{"generate", "identity", "--remote-cluster-id", consumerID, "-f", "-"}, onProvider...)...)
 	assert.Equal(t, exitError, r.code)
 	assert.Empty(t, r.stdout)
-	assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepTenantApplied)+`" failed: `)
+	assert.Contains(t, r.stderr, `kubepact: step "`+string(step.TenantApplied)+`" failed: `)
 	assert.Contains(t, r.stderr, "spec.signature")
 	assert.Contains(t, r.stderr, "nonce redeemed by another Tenant")
 	assert.Contains(t, r.stderr, "another Tenant already redeemed the consumer's nonce; ask the provider for a new nonce: kubepact create nonce --remote-cluster-id "+consumerID)
@@ -494,7 +494,7 @@ func TestUnauthenticateRefusedWhileInUse(t *testing.T) {
 
 	r := cli(t, "", authenticateArgs("unauthenticate", consumerID, providerID, namespace)...)
 	assert.Equal(t, exitError, r.code)
-	assert.Contains(t, r.stderr, `kubepact: step "`+string(kubepact.StepForgetIdentity)+`" failed: identity still in use`)
+	assert.Contains(t, r.stderr, `kubepact: step "`+string(step.ForgetIdentity)+`" failed: identity still in use`)
 	assert.Contains(t, r.stderr, "delete those ResourceSlices")
 
 	require.NoError(t, store.Delete(ctx, slice.Namespace, slice.Name))

@@ -29,6 +29,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/step"
 )
 
 // Roles of a cluster, as messages name them.
@@ -319,6 +320,6 @@ func (c *cluster) consumer(id string, reviewer identity.Reviewer, opts *kubepact
 
 // printSteps returns an observer that prints each completed step as liqoctl
 // does.
-func printSteps(w io.Writer) func(kubepact.Step) {
-	return func(s kubepact.Step) { fmt.Fprintf(w, " INFO  %s\n", s.Name) }
+func printSteps(w io.Writer) func(step.Done) {
+	return func(s step.Done) { fmt.Fprintf(w, " INFO  %s\n", s.Name) }
 }

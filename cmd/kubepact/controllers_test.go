@@ -34,6 +34,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -378,7 +379,7 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	var refused *RefusedError
 	require.ErrorAs(t, err, &refused, r.stderr)
 	require.ErrorIs(t, err, errRefused)
-	assert.Equal(t, controllers.ReasonConsumerRevoked, refused.Reason)
+	assert.Equal(t, contract.ReasonConsumerRevoked, refused.Reason)
 	assert.Less(t, time.Since(start), 60*time.Second)
 	t.Logf("a revoked consumer refused in %s", time.Since(start).Round(time.Millisecond))
 	r, err = cliErr(t, nil, "status", "--kubeconfig", provider.kubeconfig)

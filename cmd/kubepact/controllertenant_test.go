@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/tenant"
@@ -55,7 +55,7 @@ func TestControllerTenant(t *testing.T) {
 		return buildWith(t, clusterKey, o, id, answers)
 	}
 	secretOf := func(data []byte) *corev1.Secret {
-		return &corev1.Secret{Data: map[string][]byte{controllers.TenantKey: data}}
+		return &corev1.Secret{Data: map[string][]byte{contract.TenantKey: data}}
 	}
 
 	t.Run("accepted", func(t *testing.T) {

@@ -24,7 +24,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
@@ -352,7 +352,7 @@ type declarativeOptions struct {
 // approves one, or binds a role on the provider.
 //
 // Where the consumer runs kubepact-controller, that controller builds the
-// Tenant too, beside the signature (controllers.TenantKey): the CLI reads
+// Tenant too, beside the signature (contract.TenantKey): the CLI reads
 // it from the signed-nonce Secret and never reads the cluster key, so its
 // consumer credentials need no access to the key Secrets. Since whoever may
 // write Secrets in the consumer's tenant namespace may write that Tenant,
@@ -360,7 +360,7 @@ type declarativeOptions struct {
 // controller publishes (kube.PublicKeyRecord, written by its ServiceAccount
 // alone), and refuses a consumer whose controller publishes none
 // (errNoPublicKey). The CLI asks for a CSR for a key of the identity's own
-// (controllers.TenantOwnKeyKey), so that the cluster key stays home, unless
+// (contract.TenantOwnKeyKey), so that the cluster key stays home, unless
 // --send-cluster-key asks for the cluster key's CSR, which Liqo's provider
 // requires: what the provider shows of itself never decides it. Liqo's
 // provider refuses the former with InvalidCSR (errProviderNeedsClusterKey).
@@ -563,11 +563,11 @@ func ensureNonce(ctx context.Context, c *clusters) (nonce.Nonce, error) {
 }
 
 // tenantRequest asks the consumer's kubepact-controller for the Tenant
-// answering the nonce, beside its signature (controllers.TenantKey).
+// answering the nonce, beside its signature (contract.TenantKey).
 type tenantRequest struct {
-	proxyURL string // controllers.TenantProxyURLKey; empty for none
+	proxyURL string // contract.TenantProxyURLKey; empty for none
 	// ownKey asks for a CSR for a key of the identity's own
-	// (controllers.TenantOwnKeyKey).
+	// (contract.TenantOwnKeyKey).
 	ownKey bool
 }
 
@@ -581,10 +581,10 @@ func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce, tr *tena
 	req := nonce.SignedSecret(c.providerID, n, nil)
 	delete(req.Data, nonce.SignedSecretKey)
 	if tr != nil && tr.proxyURL != "" {
-		req.Data[controllers.TenantProxyURLKey] = []byte(tr.proxyURL)
+		req.Data[contract.TenantProxyURLKey] = []byte(tr.proxyURL)
 	}
 	if tr != nil && tr.ownKey {
-		req.Data[controllers.TenantOwnKeyKey] = []byte(controllers.TenantOwnKey)
+		req.Data[contract.TenantOwnKeyKey] = []byte(contract.TenantOwnKey)
 	}
 	what := "the consumer's controller to sign the nonce"
 	if tr != nil {
@@ -614,7 +614,7 @@ func ensureSignedNonce(ctx context.Context, c *clusters, n nonce.Nonce, tr *tena
 	var answered *corev1.Secret
 	err = waitSecret(c, w, func(s *corev1.Secret) (bool, error) {
 		answered = s
-		return len(s.Data[nonce.SignedSecretKey]) > 0 && (tr == nil || len(s.Data[controllers.TenantKey]) > 0), nil
+		return len(s.Data[nonce.SignedSecretKey]) > 0 && (tr == nil || len(s.Data[contract.TenantKey]) > 0), nil
 	})
 	return answered, err
 }
@@ -632,10 +632,10 @@ func requestTenant(ctx context.Context, secrets corev1client.SecretInterface, cu
 	}
 	var own any // null removes it
 	if tr.ownKey {
-		own = []byte(controllers.TenantOwnKey)
+		own = []byte(contract.TenantOwnKey)
 	}
 	patch, err := json.Marshal(map[string]any{
-		"data": map[string]any{controllers.TenantKey: nil, controllers.TenantProxyURLKey: proxy, controllers.TenantOwnKeyKey: own},
+		"data": map[string]any{contract.TenantKey: nil, contract.TenantProxyURLKey: proxy, contract.TenantOwnKeyKey: own},
 	})
 	if err != nil {
 		return err
@@ -686,28 +686,28 @@ type tenantWant struct {
 // Whoever may write Secrets in the consumer's tenant namespace may write
 // s: the Tenant is input, trusted only for the key that signed it.
 func controllerTenant(s *corev1.Secret, n nonce.Nonce, want tenantWant, now time.Time) (*authv1beta1.Tenant, error) {
-	t, err := tenant.Decode(s.Data[controllers.TenantKey])
+	t, err := tenant.Decode(s.Data[contract.TenantKey])
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", controllers.TenantKey, err)
+		return nil, fmt.Errorf("%s: %w", contract.TenantKey, err)
 	}
 	v, err := tenant.Verify(t, n, &tenant.VerifyOptions{ProviderID: want.providerID, Policy: tenant.Strict, Now: now})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", controllers.TenantKey, err)
+		return nil, fmt.Errorf("%s: %w", contract.TenantKey, err)
 	}
 	if want.clusterKey == nil || !keys.Equal(v.PublicKey, want.clusterKey) {
 		return nil, fmt.Errorf("%w: %s is signed with key %s, the consumer cluster's is %s: someone who may write Secrets in namespace %s wrote it; nothing was applied",
-			errUntrustedTenant, controllers.TenantKey, keys.Fingerprint(v.PublicKey), fingerprintOf(want.clusterKey), s.Namespace)
+			errUntrustedTenant, contract.TenantKey, keys.Fingerprint(v.PublicKey), fingerprintOf(want.clusterKey), s.Namespace)
 	}
 	if v.ClusterID != want.consumerID {
-		return nil, fmt.Errorf("%w: %s is of consumer %q, not %q", errTenantMismatch, controllers.TenantKey, v.ClusterID, want.consumerID)
+		return nil, fmt.Errorf("%w: %s is of consumer %q, not %q", errTenantMismatch, contract.TenantKey, v.ClusterID, want.consumerID)
 	}
 	if got := ptr.Deref(v.ProxyURL, ""); got != want.proxyURL {
 		// Neither URL is quoted: either may hold a password.
-		return nil, fmt.Errorf("%w: %s has another proxy URL than --proxy-url", errTenantMismatch, controllers.TenantKey)
+		return nil, fmt.Errorf("%w: %s has another proxy URL than --proxy-url", errTenantMismatch, contract.TenantKey)
 	}
 	if want.ownKey && keys.Equal(v.CSR.PublicKey(), v.PublicKey) {
 		return nil, fmt.Errorf("%w: its CSR is for the cluster key, though the request (%s) asked a key of the identity's own",
-			errNotStrict, controllers.TenantOwnKeyKey)
+			errNotStrict, contract.TenantOwnKeyKey)
 	}
 	return t, nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testenv"
@@ -139,10 +140,10 @@ func TestAuthenticateNoAPIServerURL(t *testing.T) {
 		var blocked *BlockedError
 		require.ErrorAs(t, err, &blocked, r.stderr)
 		require.ErrorIs(t, err, errBlocked)
-		assert.Equal(t, controllers.ReasonAPIServerURLUnknown, blocked.Reason)
+		assert.Equal(t, contract.ReasonAPIServerURLUnknown, blocked.Reason)
 		assert.Equal(t, providerRole, blocked.Role)
 		assert.Equal(t, exitError, r.code)
-		ev := newestEvent(t, ctx, provider, tenantNS, "Tenant", consumerID, controllers.ReasonAPIServerURLUnknown)
+		ev := newestEvent(t, ctx, provider, tenantNS, "Tenant", consumerID, contract.ReasonAPIServerURLUnknown)
 		assert.Equal(t, ev.Note, blocked.Note)
 		assert.Contains(t, r.stderr, ev.Note, "the whole note")
 		assert.Contains(t, r.stderr, "--api-server-url", "the fix")
@@ -171,8 +172,8 @@ func TestAuthenticatePeerRoleMissing(t *testing.T) {
 	var blocked *BlockedError
 	require.ErrorAs(t, err, &blocked, r.stderr)
 	require.ErrorIs(t, err, errBlocked)
-	assert.Equal(t, controllers.ReasonPeerRoleMissing, blocked.Reason)
-	ev := newestEvent(t, ctx, provider, clusterid.TenantNamespace(consumerID), "Tenant", consumerID, controllers.ReasonPeerRoleMissing)
+	assert.Equal(t, contract.ReasonPeerRoleMissing, blocked.Reason)
+	ev := newestEvent(t, ctx, provider, clusterid.TenantNamespace(consumerID), "Tenant", consumerID, contract.ReasonPeerRoleMissing)
 	assert.Contains(t, r.stderr, ev.Note, "the whole note")
 	assert.Contains(t, ev.Note, "kubepact install roles", "the Event names the fix")
 	assert.Contains(t, r.stderr, "kubectl apply -k config/roles")

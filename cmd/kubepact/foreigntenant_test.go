@@ -26,6 +26,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
@@ -157,7 +158,7 @@ func forgeTenant(ctx context.Context, as kubernetes.Interface, ns, consumerID, p
 			return err
 		}
 		s.Data[nonce.SignedSecretKey] = forged.Spec.Signature
-		s.Data[controllers.TenantKey] = doc
+		s.Data[contract.TenantKey] = doc
 		// Held to the version read: it lands before the controller's
 		// write, or not at all.
 		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})

@@ -23,6 +23,7 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -364,22 +365,22 @@ func TestRequireCRDs(t *testing.T) {
 
 func TestAdvice(t *testing.T) {
 	t.Parallel()
-	step := func(s kubepact.StepName, err error) error { return &kubepact.StepError{Step: s, Err: err} }
+	failed := func(s step.Name, err error) error { return &step.Error{Step: s, Err: err} }
 	for _, tc := range []struct {
 		err  error
 		want string
 	}{
-		{step(kubepact.StepForgetIdentity, fmt.Errorf("%w: ResourceSlice identity x", kubepact.ErrInUse)), "delete those ResourceSlices"},
-		{step(kubepact.StepTenantApplied, &tenant.FieldError{Field: "spec.signature", Err: nonce.ErrNotFound}),
+		{failed(step.ForgetIdentity, fmt.Errorf("%w: ResourceSlice identity x", kubepact.ErrInUse)), "delete those ResourceSlices"},
+		{failed(step.TenantApplied, &tenant.FieldError{Field: "spec.signature", Err: nonce.ErrNotFound}),
 			"ask the provider for a new nonce: kubepact create nonce --remote-cluster-id cl-consumer"},
-		{step(kubepact.StepTenantApplied, nonce.ErrExpired), "kubepact create nonce --remote-cluster-id cl-consumer"},
-		{step(kubepact.StepIdentityApplied, identity.ErrKeyMismatch), "this Identity was issued for another key"},
-		{step(kubepact.StepIdentityApplied, identity.ErrExpired), "ask the provider for a new Identity"},
-		{step(kubepact.StepTenantApplied, fmt.Errorf("%w: %w", tenant.ErrTranscriptMismatch, keys.ErrBadSignature)), "transcript was signed for another provider"},
-		{step(kubepact.StepNonceSigned, keys.ErrNotFound), "this cluster has no cluster key yet"},
-		{step(kubepact.StepIdentityApplied, fmt.Errorf("%w: API server", kubepact.ErrEndpointChanged)), "run again with --replace-endpoint"},
-		{step(kubepact.StepIdentityApplied, identity.ErrWrongProvider), "issued by another provider than --remote-cluster-id names"},
-		{step(kubepact.StepIdentityApplied, identity.ValidateServer("http://p.example")), "not an https URL"},
+		{failed(step.TenantApplied, nonce.ErrExpired), "kubepact create nonce --remote-cluster-id cl-consumer"},
+		{failed(step.IdentityApplied, identity.ErrKeyMismatch), "this Identity was issued for another key"},
+		{failed(step.IdentityApplied, identity.ErrExpired), "ask the provider for a new Identity"},
+		{failed(step.TenantApplied, fmt.Errorf("%w: %w", tenant.ErrTranscriptMismatch, keys.ErrBadSignature)), "transcript was signed for another provider"},
+		{failed(step.NonceSigned, keys.ErrNotFound), "this cluster has no cluster key yet"},
+		{failed(step.IdentityApplied, fmt.Errorf("%w: API server", kubepact.ErrEndpointChanged)), "run again with --replace-endpoint"},
+		{failed(step.IdentityApplied, identity.ErrWrongProvider), "issued by another provider than --remote-cluster-id names"},
+		{failed(step.IdentityApplied, identity.ValidateServer("http://p.example")), "not an https URL"},
 		{errors.New("something else"), ""},
 	} {
 		assert.Contains(t, advice(tc.err, "cl-consumer"), tc.want, tc.err)

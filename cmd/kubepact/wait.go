@@ -23,7 +23,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/internal/objwatch"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/rbac"
@@ -32,7 +32,7 @@ import (
 // Reasons of the Warning Events with which Liqo v1.2's authentication
 // controllers (pkg/liqo-controller-manager/authentication) refuse an object
 // and do not retry it. Liqo's NonceNotFound is kubepact's
-// controllers.ReasonNonceNotFound.
+// contract.ReasonNonceNotFound.
 const (
 	// liqoInvalidCSR: the Tenant's CSR is not the ControlPlane CSR of the
 	// key that signed the nonce.
@@ -52,37 +52,18 @@ const (
 	liqoWrongNamespace = "WrongNamespace"
 )
 
-// refusals are the reasons of the Warning Events with which kubepact's
-// controllers (controllers.Reason*) and Liqo's refuse an object for good:
-// waiting for it is pointless until it changes.
-var refusals = map[string]bool{
-	// kubepact's provider
-	controllers.ReasonInvalidNonceSecret: true, controllers.ReasonInvalidTenant: true,
-	controllers.ReasonNonceNotFound: true, controllers.ReasonNonceRedeemed: true, controllers.ReasonNonceExpired: true,
-	controllers.ReasonInvalidSignature: true, controllers.ReasonTranscriptRejected: true, controllers.ReasonCSRRejected: true,
-	controllers.ReasonPrivilegedUser: true, controllers.ReasonConsumerPrivileged: true,
-	controllers.ReasonIdentityHeld: true, controllers.ReasonCSRDenied: true,
-	controllers.ReasonTenantDrained: true, controllers.ReasonConsumerRevoked: true,
-	// kubepact's consumer
-	controllers.ReasonInvalidSignedNonceSecret: true, controllers.ReasonNotTenantNamespace: true,
-	controllers.ReasonMalformedNonce: true, controllers.ReasonSignedNonceMismatch: true, controllers.ReasonInvalidProxyURL: true,
-	controllers.ReasonInvalidIdentity: true, controllers.ReasonIdentityRejected: true, controllers.ReasonKeyUnattested: true,
-	// Liqo's
+// liqoRefusals are the reasons of the Warning Events with which Liqo's
+// controllers refuse an object for good: waiting for it is pointless until
+// it changes. kubepact's own are contract.Final.
+var liqoRefusals = map[string]bool{
 	liqoInvalidCSR: true, liqoSignatureVerificationFailed: true, liqoMissingLabels: true,
 	liqoMissingClusterID: true, liqoMissingRemoteClusterID: true, liqoWrongNamespace: true,
 }
 
-// blockers are the reasons of the Warning Events with which a controller
-// says it cannot do its step until an administrator changes its
-// configuration or its cluster, whatever the object: the provider's
-// controller knows no URL for its API server, or a ClusterRole consumers
-// are bound to is missing. The controller may retry (PeerRoleMissing is
-// retried with backoff), but no retry helps before a person acts, so a
-// person waiting on the CLI is told at once.
-var blockers = map[string]bool{
-	controllers.ReasonAPIServerURLUnknown: true,
-	controllers.ReasonPeerRoleMissing:     true,
-}
+// isRefusal reports whether reason is the reason of a Warning Event with
+// which kubepact's controllers (contract.Final) or Liqo's refuse an object
+// for good.
+func isRefusal(reason string) bool { return contract.Final(reason) || liqoRefusals[reason] }
 
 // errRefused reports an object a controller refused for good.
 var errRefused = errors.New("refused by the controller")
@@ -256,9 +237,9 @@ func stopError(role string, ev *eventsv1.Event) error {
 	}
 	r := ev.Regarding
 	switch {
-	case refusals[ev.Reason]:
+	case isRefusal(ev.Reason):
 		return &RefusedError{Role: role, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Reason: ev.Reason, Note: ev.Note}
-	case blockers[ev.Reason]:
+	case contract.Blocking(ev.Reason):
 		return &BlockedError{Role: role, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Reason: ev.Reason, Note: ev.Note}
 	}
 	return nil
@@ -411,7 +392,7 @@ func (w *waiter) until(c *clusters, cond func(*unstructured.Unstructured) (bool,
 		last := w.last
 		w.mu.Unlock()
 		t := &TimeoutError{Role: w.cl.role, What: w.what, Namespace: w.namespace, Name: w.name, Controller: w.controller, Last: last}
-		t.CSRPending = last != nil && last.Reason == controllers.ReasonCertificatePending
+		t.CSRPending = last != nil && last.Reason == contract.ReasonCertificatePending
 		if !t.CSRPending && w.resource == tenantsResource {
 			t.CSRPending = c.csrPending(w.name)
 		}
@@ -429,7 +410,7 @@ func (w *waiter) until(c *clusters, cond func(*unstructured.Unstructured) (bool,
 // still missing, or the CLI cannot tell.
 func (w *waiter) stillBlocked(err error) bool {
 	var blocked *BlockedError
-	if !errors.As(err, &blocked) || blocked.Reason != controllers.ReasonPeerRoleMissing {
+	if !errors.As(err, &blocked) || blocked.Reason != contract.ReasonPeerRoleMissing {
 		return true
 	}
 	return rbac.RequireRoles(w.ctx, kube.NewRBAC(w.cl.client), rbac.PeerRoleNames()...) != nil

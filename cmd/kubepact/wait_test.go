@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
-
-	"github.com/kubepact/kubepact/controllers"
 )
 
 // TestNewestCurrent tells the Events listed before a wait that still tell
@@ -32,9 +31,9 @@ func TestNewestCurrent(t *testing.T) {
 		return eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: name}, Type: typ, Reason: reason,
 			Regarding: corev1.ObjectReference{UID: uid}, EventTime: at(sec)}
 	}
-	refused := ev("a", corev1.EventTypeWarning, controllers.ReasonInvalidSignature, "u1", 1)
-	accepted := ev("b", corev1.EventTypeNormal, controllers.ReasonTenantAccepted, "u1", 2)
-	older := ev("c", corev1.EventTypeWarning, controllers.ReasonInvalidSignature, "u0", 3)
+	refused := ev("a", corev1.EventTypeWarning, contract.ReasonInvalidSignature, "u1", 1)
+	accepted := ev("b", corev1.EventTypeNormal, contract.ReasonTenantAccepted, "u1", 2)
+	older := ev("c", corev1.EventTypeWarning, contract.ReasonInvalidSignature, "u0", 3)
 	tenant := objectState{exists: true, uid: "u1", generation: 2, resourceVersion: "10"}
 	secret := objectState{exists: true, uid: "u1", resourceVersion: "10"}
 	with := func(s objectState, f func(*objectState)) objectState { f(&s); return s }
@@ -74,7 +73,7 @@ func TestStopError(t *testing.T) {
 		return &eventsv1.Event{Type: typ, Reason: reason, Note: strings.Repeat("a long note that names the fix ", 10),
 			Regarding: corev1.ObjectReference{Kind: "Tenant", Namespace: "liqo-tenant-c", Name: "c"}}
 	}
-	for _, reason := range []string{controllers.ReasonConsumerRevoked, liqoInvalidCSR, liqoSignatureVerificationFailed, liqoWrongNamespace} {
+	for _, reason := range []string{contract.ReasonConsumerRevoked, liqoInvalidCSR, liqoSignatureVerificationFailed, liqoWrongNamespace} {
 		var refused *RefusedError
 		err := stopError(providerRole, ev(corev1.EventTypeWarning, reason))
 		require.ErrorAs(t, err, &refused, reason)
@@ -82,7 +81,7 @@ func TestStopError(t *testing.T) {
 		assert.Equal(t, reason, refused.Reason)
 		assert.Contains(t, err.Error(), ev("", "").Note, "the whole note")
 	}
-	for _, reason := range []string{controllers.ReasonAPIServerURLUnknown, controllers.ReasonPeerRoleMissing} {
+	for _, reason := range []string{contract.ReasonAPIServerURLUnknown, contract.ReasonPeerRoleMissing} {
 		var blocked *BlockedError
 		err := stopError(providerRole, ev(corev1.EventTypeWarning, reason))
 		require.ErrorAs(t, err, &blocked, reason)
@@ -92,9 +91,9 @@ func TestStopError(t *testing.T) {
 	}
 	for _, e := range []*eventsv1.Event{
 		nil,
-		ev(corev1.EventTypeWarning, controllers.ReasonAcceptFailed),      // transient
-		ev(corev1.EventTypeNormal, controllers.ReasonCertificatePending), // waits for the signer
-		ev(corev1.EventTypeNormal, controllers.ReasonPeerRoleMissing),    // not a Warning
+		ev(corev1.EventTypeWarning, contract.ReasonAcceptFailed),      // transient
+		ev(corev1.EventTypeNormal, contract.ReasonCertificatePending), // waits for the signer
+		ev(corev1.EventTypeNormal, contract.ReasonPeerRoleMissing),    // not a Warning
 	} {
 		assert.NoError(t, stopError(providerRole, e))
 	}
@@ -111,10 +110,10 @@ func TestAdviceOfWaits(t *testing.T) {
 		want      string
 		csrAdvice bool
 	}{
-		{"no API server URL", &BlockedError{Reason: controllers.ReasonAPIServerURLUnknown}, "--api-server-url", false},
-		{"a peer role missing", &BlockedError{Reason: controllers.ReasonPeerRoleMissing}, "kubectl apply -k config/roles", false},
+		{"no API server URL", &BlockedError{Reason: contract.ReasonAPIServerURLUnknown}, "--api-server-url", false},
+		{"a peer role missing", &BlockedError{Reason: contract.ReasonPeerRoleMissing}, "kubectl apply -k config/roles", false},
 		{"Liqo refuses the signature", &RefusedError{Reason: liqoSignatureVerificationFailed}, "not signed over this nonce", false},
-		{"a CSR pending", &TimeoutError{CSRPending: true, Last: &eventsv1.Event{Type: "Normal", Reason: controllers.ReasonCertificatePending}}, "raise --timeout", true},
+		{"a CSR pending", &TimeoutError{CSRPending: true, Last: &eventsv1.Event{Type: "Normal", Reason: contract.ReasonCertificatePending}}, "raise --timeout", true},
 		{"a silent controller", &TimeoutError{Controller: "Lease kube-system/x"}, "Lease kube-system/x", false},
 		{"a controller gone", &ControllerGoneError{Role: providerRole, Where: "Lease kube-system/x"}, "run the command again", false},
 		{"another timeout", context.DeadlineExceeded, "raise --timeout", false},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
@@ -32,7 +33,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	onStep := func(s kubepact.Step) { fmt.Fprintf(w, " INFO  %-12s %s\n", s.Cluster, s.Name) }
+	onStep := func(s step.Done) { fmt.Fprintf(w, " INFO  %-12s %s\n", s.Cluster, s.Name) }
 
 	provider, err := kubepact.NewProvider("cl-provider", providerCluster.Endpoint(),
 		providerCluster.ProviderPorts(), &kubepact.ProviderOptions{OnStep: onStep})

@@ -6,23 +6,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubepact/kubepact/step"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kubepact/kubepact"
 )
 
 func TestRunPrintsEveryStep(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), &out))
 	printed := out.String()
-	for _, step := range []kubepact.StepName{
-		kubepact.StepProviderNamespace, kubepact.StepNonceGenerated, kubepact.StepConsumerNamespace,
-		kubepact.StepNonceRetrieved, kubepact.StepNonceSigned, kubepact.StepTenantGenerated,
-		kubepact.StepTenantApplied, kubepact.StepCertificateIssued, kubepact.StepRBACBound,
-		kubepact.StepTenantStatus, kubepact.StepIdentityGenerated, kubepact.StepIdentityApplied,
-		kubepact.StepKubeconfigWritten, kubepact.StepIdentityStatus,
+	for _, name := range []step.Name{
+		step.ProviderNamespace, step.NonceGenerated, step.ConsumerNamespace,
+		step.NonceRetrieved, step.NonceSigned, step.TenantGenerated,
+		step.TenantApplied, step.CertificateIssued, step.RBACBound,
+		step.TenantStatus, step.IdentityGenerated, step.IdentityApplied,
+		step.KubeconfigWritten, step.IdentityStatus,
 	} {
-		require.Contains(t, printed, string(step))
+		require.Contains(t, printed, string(name))
 	}
 	require.Contains(t, printed, "server:    https://cl-provider.invalid")
 	require.Contains(t, printed, "user:      cl-consumer")

@@ -7,7 +7,7 @@
 //
 //  1. Steps: the pure steps of the handshake and what follows it (nonce,
 //     tenant, csr, identity, kubeconfig, rbac, keys, clusterid,
-//     resourceslice, renewal, lifecycle, and accept, the provider's
+//     resourceslice, renewal, lifecycle, step, and accept, the provider's
 //     decision over them), the shared-token flow's token
 //     (authtoken), ServiceAccount identities (saidentity, which imports
 //     only steps), their conformance suites (the xxxtest packages), the
@@ -52,7 +52,7 @@ var Order = []Layer{
 		"apis/...", "config/...",
 		"clusterid/...", "keys/...", "nonce/...", "tenant/...", "csr/...",
 		"identity/...", "kubeconfig/...", "rbac/...", "resourceslice/...",
-		"renewal/...", "lifecycle/...", "accept/...", "authtoken/...", "saidentity/...",
+		"step", "renewal/...", "lifecycle/...", "accept/...", "authtoken/...", "saidentity/...",
 		"internal/decode", "internal/objwatch", "internal/version",
 		"internal/wiretest", "internal/floor", "internal/kustomize",
 		"internal/prevbuild", "internal/testcluster", "internal/testkeys",

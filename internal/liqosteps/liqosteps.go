@@ -36,7 +36,7 @@ type Cluster struct {
 
 // The keys of the signed-nonce Secret with which kubepact authenticate asks
 // the consumer's kubepact-controller for the Tenant and a key of the
-// identity's own (controllers.TenantKey, controllers.TenantOwnKeyKey: the
+// identity's own (contract.TenantKey, contract.TenantOwnKeyKey: the
 // wire format, written out so that the modules that use this package do not
 // take in the controllers' dependencies).
 const (
@@ -59,7 +59,7 @@ func Handshake(ctx context.Context, p, c Cluster) error {
 // HandshakeOwnKey is Handshake as kubepact authenticate runs it between
 // kubepact clusters: the signed-nonce request asks the consumer's
 // controller for the Tenant too (tenantKey), with a key of the
-// identity's own (controllers.TenantOwnKeyKey), and that Tenant is the one
+// identity's own (contract.TenantOwnKeyKey), and that Tenant is the one
 // applied on p.
 func HandshakeOwnKey(ctx context.Context, p, c Cluster) error {
 	return handshake(ctx, p, c, true)

@@ -33,7 +33,7 @@ import (
 	liqokubeconfig "github.com/liqotech/liqo/pkg/utils/kubeconfig"
 
 	"github.com/kubepact/kubepact"
-	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/wire"
@@ -69,10 +69,10 @@ func TestInterop(t *testing.T) {
 		}
 		for _, e := range events.Items {
 			switch e.Reason {
-			case controllers.ReasonInvalidRenew, controllers.ReasonInvalidSlice:
+			case contract.ReasonInvalidRenew, contract.ReasonInvalidSlice:
 				// Nothing in this suite is malformed: a reconciler took
 				// the other side's object for its own.
-			case controllers.ReasonReplicationFailed:
+			case contract.ReasonReplicationFailed:
 				if !copies[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name] {
 					continue
 				}
@@ -217,9 +217,9 @@ func steps(t *testing.T, c, p *side) {
 		require.Error(t, err, "authenticate while revoked:\n%s", out)
 		// The provider said why, on the new Tenant.
 		events, err := p.admin.CoreV1().Events(tenantNamespace(ctx, t, p, c.id)).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.kind=Tenant,reason=" + controllers.ReasonConsumerRevoked})
+			FieldSelector: "involvedObject.kind=Tenant,reason=" + contract.ReasonConsumerRevoked})
 		require.NoError(t, err)
-		require.NotEmpty(t, events.Items, "a %s Event on the Tenant", controllers.ReasonConsumerRevoked)
+		require.NotEmpty(t, events.Items, "a %s Event on the Tenant", contract.ReasonConsumerRevoked)
 
 		prov := kubepactProvider(t, p)
 		require.NoError(t, prov.Readmit(ctx, c.id))

@@ -1,0 +1,25 @@
+package step_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/step"
+)
+
+// A caller learns which step failed with errors.As, and why with errors.Is.
+func ExampleError() {
+	var err error = &step.Error{Step: step.TenantApplied, Err: fmt.Errorf("tenant %q rejected: %w", "cl-consumer", nonce.ErrExpired)}
+
+	var failed *step.Error
+	if errors.As(err, &failed) {
+		fmt.Println("failed step:", failed.Step)
+	}
+	fmt.Println("nonce expired:", errors.Is(err, nonce.ErrExpired))
+	fmt.Println(err)
+	// Output:
+	// failed step: Tenant correctly applied on provider cluster
+	// nonce expired: true
+	// kubepact: step "Tenant correctly applied on provider cluster" failed: tenant "cl-consumer" rejected: nonce expired
+}
