@@ -92,11 +92,12 @@ func TestCallerCheckIsTheDecision(t *testing.T) {
 	}
 }
 
-// requireRefusal fails t unless err is the allow-list's refusal, in step.
-func requireRefusal(t *testing.T, err error, step step.Name) {
+// requireRefusal fails t unless err is the allow-list's refusal, in the
+// step want.
+func requireRefusal(t *testing.T, err error, want step.Name) {
 	t.Helper()
 	require.ErrorIs(t, err, errNotListed)
-	var stepErr *kubepact.StepError
+	var stepErr *step.Error
 	require.ErrorAs(t, err, &stepErr)
-	require.Equal(t, step, stepErr.Step)
+	require.Equal(t, want, stepErr.Step)
 }

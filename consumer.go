@@ -223,7 +223,7 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 
 // ensureNamespace starts ensuring the tenant namespace for providerID and
 // returns the function that waits for it: it reports step.ConsumerNamespace
-// and step.NonceRetrieved, or returns the StepError of the first.
+// and step.NonceRetrieved, or returns the *step.Error of the first.
 func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func() error {
 	wait := startErr(func() error { return c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) })
 	return sync.OnceValue(func() error {
@@ -238,7 +238,7 @@ func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func(
 
 // loadKey starts reading (or making) the cluster key, which the Consumer
 // keeps once read, and returns the function that waits for it and returns
-// the StepError buildTenant would.
+// the *step.Error buildTenant would.
 func (c *Consumer) loadKey(ctx context.Context) func() error {
 	return startErr(func() error {
 		if _, err := c.clusterKey(ctx, true); err != nil {
@@ -273,7 +273,7 @@ func (c *Consumer) recordSignedNonce(ctx context.Context, providerID string, n n
 // The Tenant carries only what a provider may see: the cluster's public key,
 // the signature over n, the CSR and the transcript, which binds it to
 // providerID and expires after ConsumerOptions.TranscriptLifetime. Errors
-// are *StepError values, as Tenant's.
+// are *step.Error values, as Tenant's.
 func (c *Consumer) BuildTenant(ctx context.Context, providerID string, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
 	if err := clusterid.Validate(providerID); err != nil {
 		return nil, err

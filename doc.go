@@ -110,7 +110,7 @@
 //
 // # Errors
 //
-// The steps of Provider and Consumer return a *step.Error (StepError here)
+// The steps of Provider and Consumer return a *step.Error
 // naming the step that failed (a step.Name, such as step.TenantApplied) and
 // wrapping the cause, which is one of the sentinel errors or
 // typed errors of the step's package (for example nonce.ErrExpired,

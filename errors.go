@@ -19,8 +19,4 @@ var (
 	ErrInUse = errors.New("identity still in use")
 )
 
-// StepError is [step.Error], the error every method of Provider and Consumer
-// wraps a failure in, naming the step that failed.
-type StepError = step.Error
-
 func stepError(s step.Name, err error) error { return &step.Error{Step: s, Err: err} }

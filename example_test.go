@@ -150,7 +150,9 @@ func ExampleUnauthenticate() {
 	// <nil>
 }
 
-func ExampleStepError() {
+// A Tenant tampered with in transit: the step that failed, with
+// errors.As.
+func ExampleProvider_Accept_tampered() {
 	ctx := context.Background()
 	provider, consumer := newExampleClusters()
 	n, _ := provider.IssueNonce(ctx, consumer.ClusterID())

@@ -159,7 +159,7 @@ func (c *Consumer) sliceKey(ctx context.Context, providerID, name string, create
 }
 
 // sliceAnswered returns nil when the provider accepted s and answered it
-// with credentials (status.authParams), else a *StepError: ErrSliceDenied
+// with credentials (status.authParams), else a *step.Error: ErrSliceDenied
 // for a slice denied, whose identity it first removes, ErrSlicePending
 // for one not answered yet, identity.ErrMalformed for an API server URL
 // over maxAPIServerLength.
