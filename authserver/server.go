@@ -82,6 +82,12 @@ type Options struct {
 	// MaxClients bounds the clients whose failures are remembered; beyond
 	// it the least recently failing client is forgotten.
 	MaxClients int
+	// Checks are checks of the caller's own, run after the provider's
+	// built-in ones of their stage, as kubepact.ProviderOptions.Checks are
+	// in Accept. The token stands for the Tenant, so their accept.Facts
+	// carry no Tenant and no verification: Key is the CSR's key. A refusal
+	// is answered 403 and logged with its error.
+	Checks []accept.Check
 }
 
 // Server is a provider's authentication server. It is an http.Handler; use
@@ -95,6 +101,9 @@ type Server struct {
 	log      logr.Logger
 	failures *limiter
 	locks    keyedMutex
+	// checks is the decision the server takes: accept.Builtin but the
+	// signature, then Options.Checks.
+	checks accept.Chain
 }
 
 // New returns the authentication server of provider clusterID, handing out
@@ -116,6 +125,7 @@ func New(clusterID string, endpoint kubepact.Endpoint, ports kubepact.ProviderPo
 	if opts != nil {
 		s.opts = *opts
 	}
+	s.checks = accept.Builtin().Without(accept.Signature).With(s.opts.Checks...)
 	o := &s.opts
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -335,12 +345,8 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 	}, nil
 }
 
-// checks are the provider's checks the token server takes: all but the
-// Tenant's signature, for which the shared token stands.
-var checks = accept.Builtin().Without(accept.Signature)
-
-// decide takes the provider's decision (accept.Builtin, but the
-// signature) on consumerID asking a certificate for checked, and returns
+// decide takes the provider's decision (accept.Builtin but the signature,
+// for which the shared token stands, then Options.Checks) on consumerID asking a certificate for checked, and returns
 // its stored Tenant and the request to sign: checked, or the CSR cached for
 // it when an identity was issued already. The lifecycle decisions come
 // first, before the certificate cache is read: a drained or revoked
@@ -349,7 +355,7 @@ var checks = accept.Builtin().Without(accept.Signature)
 func (s *Server) decide(ctx context.Context, consumerID string, checked *csr.Checked) (*authv1beta1.Tenant, *csr.Checked, *refusal) {
 	f := &accept.Facts{ConsumerID: consumerID, Key: checked.PublicKey(), Now: s.opts.Clock.Now()}
 	f.Stored, f.Admission = lifecycle.Admit(ctx, s.ports.Tenants, s.ports.Lifecycle.Revocations, consumerID, f.Now)
-	if check, err := checks.Run(ctx, accept.StageRedeem, f); err != nil {
+	if check, err := s.checks.Run(ctx, accept.StageRedeem, f); err != nil {
 		return nil, nil, refusalOf(check, err)
 	}
 	switch e, err := s.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID}); {
@@ -377,7 +383,7 @@ func (s *Server) decide(ctx context.Context, consumerID string, checked *csr.Che
 		return rbac.CheckUnprivileged(ctx, s.ports.RBAC, consumerID, []string{csr.ControlPlaneOrganization})
 	}
 	f.Roles = func() error { return rbac.RequireRoles(ctx, s.ports.RBAC, rbac.ControlPlaneClusterRoleName) }
-	if check, err := checks.Run(ctx, accept.StageIssue, f); err != nil {
+	if check, err := s.checks.Run(ctx, accept.StageIssue, f); err != nil {
 		return nil, nil, refusalOf(check, err)
 	}
 	return f.Stored, checked, nil
@@ -404,7 +410,7 @@ func refusalOf(check *accept.Check, err error) *refusal {
 		// is not there.
 		return refuse(http.StatusInternalServerError, "the provider's peer roles are not installed", err)
 	}
-	return refuse(http.StatusForbidden, "the request was refused", err)
+	return refuse(http.StatusForbidden, "the request was refused by the provider's policy", err)
 }
 
 // sharedTokenTenant is the Tenant the server records for consumerID, whose
