@@ -54,17 +54,24 @@ func (a *RBAC) HasClusterRole(ctx context.Context, name string) (bool, error) {
 
 // ApplyClusterRole applies r with server-side apply as FieldManager
 // (rbac.Installer, which rbac.Install uses):
-// kubepact owns r's labels and, unless another manager set them to other
-// rules, r's rules. A ClusterRole someone else manages the rules of (Liqo
+// kubepact owns r's labels and annotations and, unless another manager set
+// them to other rules, r's rules. A ClusterRole someone else manages the rules of (Liqo
 // installs "liqo-remote-controlplane" with its chart) keeps them: kubepact
 // then applies only its labels. Labels others set always stay.
 func (a *RBAC) ApplyClusterRole(ctx context.Context, r *rbacv1.ClusterRole) error {
 	api := a.client.RbacV1().ClusterRoles()
 	rules := rulesAC(r.Rules)
-	_, err := api.Apply(ctx, rbacv1ac.ClusterRole(r.Name).WithLabels(r.Labels).WithRules(rules...), applyOptions(false))
+	meta := func() *rbacv1ac.ClusterRoleApplyConfiguration {
+		ac := rbacv1ac.ClusterRole(r.Name).WithLabels(r.Labels)
+		if len(r.Annotations) > 0 {
+			ac = ac.WithAnnotations(r.Annotations)
+		}
+		return ac
+	}
+	_, err := api.Apply(ctx, meta().WithRules(rules...), applyOptions(false))
 	if apierrors.IsConflict(err) {
 		// Another manager owns other rules: they are theirs to keep.
-		_, err = api.Apply(ctx, rbacv1ac.ClusterRole(r.Name).WithLabels(r.Labels), applyOptions(false))
+		_, err = api.Apply(ctx, meta(), applyOptions(false))
 	}
 	if err != nil {
 		return wrap(err, "applying", "ClusterRole", "", r.Name)

@@ -39,8 +39,8 @@ func PeerRoleNames() []string {
 	return []string{ControlPlaneClusterRoleName, VirtualKubeletClusterRoleName, VirtualKubeletClusterWideRoleName}
 }
 
-// Installer writes ClusterRoles. ApplyClusterRole sets r's labels and
-// rules, owning only those, as a server-side apply with one field manager
+// Installer writes ClusterRoles. ApplyClusterRole sets r's labels,
+// annotations and rules, owning only those, as a server-side apply with one field manager
 // does: rules another component set to other values (Liqo's chart) stay
 // theirs, and labels others set stay. It succeeds without writing when
 // nothing changes. Implementations are safe for concurrent use.

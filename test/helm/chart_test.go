@@ -42,7 +42,12 @@ func TestLint(t *testing.T) {
 	for name, vals := range map[string]map[string]any{
 		"defaults": nil,
 		"everything": values("priorityClass.create", true, "networkPolicy.enabled", true,
-			"tokenServer.enabled", true, "serviceAccountIssuer.enabled", true, "localCA.secretName", "kubepact-ca"),
+			"tokenServer.enabled", true, "serviceAccountIssuer.enabled", true, "localCA.secretName", "kubepact-ca",
+			"podLabels", map[string]any{"team": "platform"}, "podAnnotations", map[string]any{"example.com/note": "x"},
+			"imagePullSecrets", []any{map[string]any{"name": "registry-credentials"}},
+			"metrics.certSecretName", "kubepact-metrics-cert", "metrics.serviceMonitor.enabled", true,
+			"metrics.prometheusServiceAccount.name", "prometheus-k8s", "metrics.prometheusServiceAccount.namespace", "monitoring",
+			"helmTest.enabled", true, "helmTest.image.repository", "registry.example/kubepact"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := lint.All(chartDir, vals, releaseNamespace, false)
@@ -260,9 +265,7 @@ func TestSchemaRefuses(t *testing.T) {
 		{"an unknown policy", values("policy", "lenient"), "/policy", &kind.Enum{}},
 		{"no duration", values("certificateLifetime", "7d"), "/certificateLifetime", &kind.Pattern{}},
 		{"a key namespace that is no namespace", values("keyNamespace", "liqo' || true || '"), "/keyNamespace", &kind.Pattern{}},
-		{"an API server URL without https", values("apiServerURL", "http://api:6443"), "/apiServerURL", &kind.Pattern{}},
 		{"both priority classes", values("priorityClass.create", true, "priorityClassName", "platform-critical"), "/priorityClassName", &kind.MaxLength{}},
-		{"a NetworkPolicy without metrics", values("networkPolicy.enabled", true, "metrics.enabled", false), "/metrics/enabled", &kind.Const{}},
 		{"no slice at all", values("sliceBounds.maxSlicesPerConsumer", 0), "/sliceBounds/maxSlicesPerConsumer", &kind.Not{}},
 		{"a slice bound below -1", values("sliceBounds.maxSlicesPerConsumer", -2), "/sliceBounds/maxSlicesPerConsumer", &kind.Minimum{}},
 		{"no certificate an hour", values("sliceBounds.certificatesPerHour", 0), "/sliceBounds/certificatesPerHour", &kind.Not{}},
@@ -338,6 +341,7 @@ func TestSchemaRefusesRenderedFlags(t *testing.T) {
 		"clusterID", "cl-a", "apiServerURL", "https://api.example:6443", "keyNamespace", "liqo-system",
 		"policy", "strict", "certificateLifetime", "72h", "localCA.secretName", "kubepact-ca",
 		"sliceBounds.maxSlicesPerConsumer", 8, "sliceBounds.rekeyInterval", "1h", "sliceBounds.certificatesPerHour", 16,
+		"metrics.certSecretName", "kubepact-metrics-cert",
 	)} {
 		args = append(args, deploymentOf(t, render(t, ch, vals)).Spec.Template.Spec.Containers[0].Args...)
 	}
@@ -348,7 +352,7 @@ func TestSchemaRefusesRenderedFlags(t *testing.T) {
 		flags[name] = true
 	}
 	for _, name := range []string{"key-namespace", "cluster-id", "local-ca-key-file", "leader-elect", "max-slices-per-consumer",
-		"slice-rekey-interval", "slice-certificates-per-hour"} {
+		"slice-rekey-interval", "slice-certificates-per-hour", "metrics-cert-dir"} {
 		require.True(t, flags[name], "the values render --%s: %v", name, slices.Sorted(maps.Keys(flags)))
 	}
 	for _, name := range slices.Sorted(maps.Keys(flags)) {
