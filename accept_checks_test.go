@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/accept"
 	"github.com/kubepact/kubepact/step"
 )
@@ -50,8 +51,8 @@ func TestCallerCheckIsTheDecision(t *testing.T) {
 			p := newPair(t)
 			var closed atomic.Bool
 			var asked atomic.Int32
-			prov, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
-				&kubepact.ProviderOptions{Clock: p.clock, Checks: []accept.Check{allowList(tc.stage, &closed, &asked)}})
+			prov, err := provider.New(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
+				&provider.Options{Clock: p.clock, Checks: []accept.Check{allowList(tc.stage, &closed, &asked)}})
 			require.NoError(t, err)
 			p.provider = prov
 

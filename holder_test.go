@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact"
@@ -56,7 +58,7 @@ func TestAcceptRefusesAnIDHeldByAnotherKey(t *testing.T) {
 	require.ErrorIs(t, err, tenant.ErrNotFound, "no Tenant recorded for the squatter")
 
 	// Once the certificate expired, the ID is free again.
-	p.clock.Step(kubepact.DefaultCertificateLifetime + csr.IssuedSkew + 1)
+	p.clock.Step(provider.DefaultCertificateLifetime + csr.IssuedSkew + 1)
 	n, err = p.provider.IssueNonce(ctx, consumerID)
 	require.NoError(t, err)
 	squatter, err = tenant.Build(consumerID, testkeys.Generate(t, keys.Ed25519), n, nil)

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
@@ -229,7 +232,7 @@ func TestNoSecretLeaks(t *testing.T) {
 
 			n, err := r.provider.IssueNonce(ctx, consumerID)
 			require.NoError(t, err)
-			_, err = r.consumer.Tenant(ctx, providerID, n, &kubepact.TenantOptions{ProxyURL: bad})
+			_, err = r.consumer.Tenant(ctx, providerID, n, &consumer.TenantOptions{ProxyURL: bad})
 			require.ErrorIs(t, err, tenant.ErrInvalidProxyURL, name)
 			scan.err(err)
 			tn, err := r.consumer.Tenant(ctx, providerID, n, nil)
@@ -327,7 +330,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		id.Spec.AuthParams.SignedCRT = id.Spec.AuthParams.SignedCRT[:100]
 		_, err = p.consumer.Apply(ctx, providerID, id, nil)
 		scan.err(err)
-		p.clock.Step(2 * kubepact.DefaultCertificateLifetime)
+		p.clock.Step(2 * provider.DefaultCertificateLifetime)
 		_, err = p.consumer.Apply(ctx, providerID, done.Identity, nil)
 		require.ErrorIs(t, err, identity.ErrExpired)
 		scan.err(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact"
@@ -33,8 +35,8 @@ func resetFaults(t *testing.T, p *faultyPair) *intercept.Faults {
 	t.Helper()
 	f := &intercept.Faults{}
 	var err error
-	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), intercept.Provider(p.providerCluster.ProviderPorts(), f),
-		&kubepact.ProviderOptions{Clock: p.clock})
+	p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), intercept.Provider(p.providerCluster.ProviderPorts(), f),
+		&provider.Options{Clock: p.clock})
 	require.NoError(t, err)
 	return f
 }

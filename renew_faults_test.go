@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -32,9 +35,9 @@ func newFaultyStrictPair(t *testing.T, faults *intercept.Faults) *pair {
 	require.NoError(t, err)
 	require.NoError(t, cc.Reach(pc))
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
-	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk})
+	p.provider, err = provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(), &provider.Options{Clock: clk})
 	require.NoError(t, err)
-	p.consumer, err = kubepact.NewConsumer(consumerID, intercept.Consumer(cc.ConsumerPorts(), faults), &kubepact.ConsumerOptions{Clock: clk, Strict: true})
+	p.consumer, err = consumer.New(consumerID, intercept.Consumer(cc.ConsumerPorts(), faults), &consumer.Options{Clock: clk, Strict: true})
 	require.NoError(t, err)
 	_, err = kubepact.Authenticate(context.Background(), p.consumer, p.provider, nil)
 	require.NoError(t, err)

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -52,11 +55,11 @@ func TestSliceNeverGrantedATenantNamespace(t *testing.T) {
 			bindings := len(p.providerCluster.RBAC.RoleBindings.Objects(""))
 
 			_, err = p.provider.AcceptSlice(ctx, replicate(t, p, createSlice(t, p, "slice-a")))
-			var refused *kubepact.SliceNamespaceError
+			var refused *provider.SliceNamespaceError
 			require.ErrorAs(t, err, &refused)
 			require.Equal(t, ns, refused.Namespace)
-			require.ErrorIs(t, err, kubepact.ErrSliceNamespace)
-			require.ErrorIs(t, err, kubepact.ErrInvalidConfig)
+			require.ErrorIs(t, err, provider.ErrSliceNamespace)
+			require.ErrorIs(t, err, peer.ErrInvalidConfig)
 			require.Equal(t, signed, p.providerCluster.Signer.Signed(), "nothing signed")
 			require.Len(t, p.providerCluster.RBAC.RoleBindings.Objects(""), bindings, "nothing bound")
 

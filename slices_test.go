@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/consumer"
+
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +58,7 @@ func createSlice(t *testing.T, p *pair, name string) *authv1beta1.ResourceSlice 
 
 func createSliceB(t testing.TB, p *pair, name string) *authv1beta1.ResourceSlice {
 	t.Helper()
-	s, err := p.consumer.Slice(context.Background(), providerID, name, &kubepact.SliceOptions{
+	s, err := p.consumer.Slice(context.Background(), providerID, name, &consumer.SliceOptions{
 		Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 	})
 	require.NoError(t, err)
@@ -68,7 +70,7 @@ func createSliceB(t testing.TB, p *pair, name string) *authv1beta1.ResourceSlice
 
 // sliceRoundTrip creates slice name, replicates it, lets the provider
 // accept it and the consumer apply its identity.
-func sliceRoundTrip(t *testing.T, p *pair, name string) (*authv1beta1.ResourceSlice, *kubepact.Authenticated) {
+func sliceRoundTrip(t *testing.T, p *pair, name string) (*authv1beta1.ResourceSlice, *consumer.Authenticated) {
 	t.Helper()
 	ctx := context.Background()
 	local := createSlice(t, p, name)
@@ -412,10 +414,10 @@ func TestApplySliceIdentityRejectsHostileStatus(t *testing.T) {
 		}, identity.ErrKeyMismatch},
 		{"another API server", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.APIServer = "https://attacker.example"
-		}, kubepact.ErrEndpointChanged},
+		}, consumer.ErrEndpointChanged},
 		{"another CA", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.CA = p.consumerCluster.Signer.CA.Certificate()
-		}, kubepact.ErrEndpointChanged},
+		}, consumer.ErrEndpointChanged},
 		{"huge API server", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.APIServer = "https://provider.example/" + strings.Repeat("a", 1<<20)
 		}, identity.ErrMalformed},
@@ -456,14 +458,14 @@ func TestApplySliceIdentityRemovesDeniedAndWaitsForPending(t *testing.T) {
 
 	pending := createSlice(t, p, "slice-p")
 	_, err = p.consumer.ApplySliceIdentity(ctx, pending, nil)
-	require.ErrorIs(t, err, kubepact.ErrSlicePending)
+	require.ErrorIs(t, err, consumer.ErrSlicePending)
 
 	local, done := sliceRoundTrip(t, p, "slice-a")
 	require.Contains(t, secretNames(p.consumerCluster), done.Secret.Name)
 	resourceslice.SetCondition(&local.Status, authv1beta1.ResourceSliceConditionTypeAuthentication,
 		authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonAuthenticationDenied, "no", p.clock.Now())
 	_, err = p.consumer.ApplySliceIdentity(ctx, local, nil)
-	require.ErrorIs(t, err, kubepact.ErrSliceDenied)
+	require.ErrorIs(t, err, consumer.ErrSliceDenied)
 	require.NotContains(t, secretNames(p.consumerCluster), done.Secret.Name)
 	for _, id := range p.consumerCluster.Identities.Objects("") {
 		require.NotEqual(t, done.Identity.Name, id.Name)
@@ -479,7 +481,7 @@ func TestUnauthenticateRefusesWhileSlicesExist(t *testing.T) {
 	createSlice(t, p, "slice-a") // no identity yet
 	before := p.writes()
 	err = kubepact.Unauthenticate(ctx, p.consumer, p.provider)
-	require.ErrorIs(t, err, kubepact.ErrInUse)
+	require.ErrorIs(t, err, consumer.ErrInUse)
 	require.Equal(t, before, p.writes())
 }
 
@@ -492,7 +494,7 @@ func TestForgetForceRemovesOnlyLocalObjects(t *testing.T) {
 		require.NoError(t, err)
 		sliceRoundTrip(t, p, "slice-a")
 		createSlice(t, p, "slice-b")
-		require.ErrorIs(t, p.consumer.Forget(ctx, providerID), kubepact.ErrInUse)
+		require.ErrorIs(t, p.consumer.Forget(ctx, providerID), consumer.ErrInUse)
 
 		pc := p.providerCluster
 		providerWrites := pc.Tenants.Writes() + pc.Slices.Writes() + pc.RBAC.RoleBindings.Writes() + pc.Certificates.Len() + pc.Secrets.Writes()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/consumer"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -76,7 +78,7 @@ func realConsumer(t *testing.T, id string) (*kubepact.Consumer, authserver.Consu
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubepact.NewConsumer(id, ports, nil)
+	c, err := consumer.New(id, ports, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/go-logr/logr"
 
 	"github.com/kubepact/kubepact"
@@ -70,7 +72,7 @@ func newLifecycleFixture(t *testing.T) *lifecycleFixture {
 		t.Fatal(err)
 	}
 	f.url, f.ca = serve(t, srv)
-	if lf.provider, err = kubepact.NewProvider(providerID, f.provider.Endpoint(), f.provider.ProviderPorts(), nil); err != nil {
+	if lf.provider, err = provider.New(providerID, f.provider.Endpoint(), f.provider.ProviderPorts(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return lf

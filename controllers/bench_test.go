@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
@@ -104,7 +105,7 @@ func providerSetup(providerID string, signer csr.Signer, workers int) func(manag
 	return func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID: providerID,
-			Endpoint:  kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+			Endpoint:  provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 			Signer:    signer,
 			Workers:   workers,
 		})

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
@@ -43,7 +44,7 @@ func startProvider(t *testing.T, providerID string, policy tenant.Policy, signer
 	return startManager(t, providerEnv, func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID: providerID,
-			Endpoint:  kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+			Endpoint:  provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 			Policy:    policy,
 			Signer:    signer,
 		})

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kubepact/kubepact/peer"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/kube"
 )
 
@@ -23,7 +24,7 @@ func checkPodSecurity(level string) error {
 	case "", "privileged", "baseline", "restricted":
 		return nil
 	}
-	return fmt.Errorf("%w: TenantPodSecurity %q is not privileged, baseline or restricted", kubepact.ErrInvalidConfig, level)
+	return fmt.Errorf("%w: TenantPodSecurity %q is not privileged, baseline or restricted", peer.ErrInvalidConfig, level)
 }
 
 // tenantNamespaces is the Namespaces port of the reconcilers: level, when

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
@@ -123,7 +124,7 @@ func TestRenewIgnoresConsumerWrittenStatus(t *testing.T) {
 	startManager(t, providerEnv, func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID:           providerID,
-			Endpoint:            kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+			Endpoint:            provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 			Signer:              signer,
 			CertificateLifetime: time.Hour,
 			Clock:               clk,

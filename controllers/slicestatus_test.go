@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -16,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
@@ -53,7 +54,7 @@ func TestResourceSliceStatusOffer(t *testing.T) {
 		return startManager(t, providerEnv, func(mgr manager.Manager) error {
 			return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 				ClusterID:  providerID,
-				Endpoint:   kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+				Endpoint:   provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 				Policy:     tenant.Compatible,
 				SliceOffer: offer,
 			})

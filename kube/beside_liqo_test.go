@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -236,8 +239,8 @@ func TestBesideLiqo(t *testing.T) {
 	const providerID, consumerID, liqoConsumerID = "cl-provider-beside", "cl-consumer-beside", "cl-liqo-consumer-beside"
 	pc := prov.client
 	nonces := kube.NewNonceStore(pc)
-	p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: prov.cluster.Host(), CA: prov.cluster.CA()}, kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+	p, err := provider.New(providerID, provider.Endpoint{Server: prov.cluster.Host(), CA: prov.cluster.CA()}, provider.Ports{
+		Core: provider.Core{
 			Namespaces:   kube.NewNamespaces(pc),
 			Nonces:       nonces,
 			Peek:         nonces,
@@ -249,8 +252,8 @@ func TestBesideLiqo(t *testing.T) {
 		Lifecycle: kube.NewLifecyclePorts(pc, prov.typed),
 	}, nil)
 	require.NoError(t, err)
-	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+	c, err := consumer.New(consumerID, consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: kube.NewNamespaces(cons.client),
 			Keys:       kube.NewKeyStore(cons.client, "liqo"),
 			Identities: kube.NewIdentityStore(cons.typed),

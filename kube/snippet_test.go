@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +25,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
@@ -98,7 +99,7 @@ func TestREADMESnippet(t *testing.T) {
 		providerID, consumerID := ids[0], ids[1]
 		runControllers(t, p.cluster, func(mgr manager.Manager) error {
 			return controllers.SetupProvider(mgr, controllers.ProviderConfig{ClusterID: providerID,
-				Endpoint: kubepact.Endpoint{Server: p.cluster.Host(), CA: p.cluster.CA()}})
+				Endpoint: provider.Endpoint{Server: p.cluster.Host(), CA: p.cluster.CA()}})
 		})
 		runControllers(t, c.cluster, func(mgr manager.Manager) error {
 			return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID})

@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -23,7 +25,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
@@ -59,7 +60,7 @@ import (
 func TestPeerIdentitiesReachNothingOfOurs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	a, b := peer{provider, "cl-grants-a"}, peer{consumer, "cl-grants-b"}
+	a, b := peer{providerEnv, "cl-grants-a"}, peer{consumerEnv, "cl-grants-b"}
 	for _, p := range []peer{a, b} {
 		startCurrent(ctx, t, p)
 	}
@@ -331,7 +332,7 @@ func tokenServerIdentity(ctx context.Context, t *testing.T, us, them peer) *rest
 	}
 	tok, err := authtoken.Ensure(ctx, tokens, rand.Reader)
 	require.NoError(t, err)
-	endpoint := kubepact.Endpoint{Server: us.cluster.Host(), CA: us.cluster.CA()}
+	endpoint := provider.Endpoint{Server: us.cluster.Host(), CA: us.cluster.CA()}
 	srv, err := authserver.New(us.id, endpoint, ports, tokens, nil)
 	require.NoError(t, err)
 	pemCSR, err := csr.Create(rand.Reader, key, csr.ControlPlaneSubject(them.id))

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
@@ -134,7 +135,7 @@ func TestREADMECLIBlock(t *testing.T) {
 	startController(t, p.AdminConfig(), func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID: providerID,
-			Endpoint:  kubepact.Endpoint{Server: p.Host(), CA: p.CA()},
+			Endpoint:  provider.Endpoint{Server: p.Host(), CA: p.CA()},
 		})
 	})
 	startController(t, c.AdminConfig(), func(mgr manager.Manager) error {

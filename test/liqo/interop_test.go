@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubepact/kubepact/provider"
+
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -393,7 +395,7 @@ func kubepactProvider(t *testing.T, p *side) *kubepact.Provider {
 	t.Helper()
 	ports, err := wire.NewProviderPorts(p.cluster.AdminConfig(), nil)
 	require.NoError(t, err)
-	prov, err := kubepact.NewProvider(p.id, kubepact.Endpoint{Server: p.cluster.Host(), CA: p.cluster.CA()}, ports, nil)
+	prov, err := provider.New(p.id, provider.Endpoint{Server: p.cluster.Host(), CA: p.cluster.CA()}, ports, nil)
 	require.NoError(t, err)
 	return prov
 }

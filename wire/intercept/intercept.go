@@ -4,11 +4,13 @@ import (
 	"context"
 	"sync"
 
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
+
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
@@ -100,11 +102,11 @@ func call1[T any](ctx context.Context, f *Faults, op string, fn func() (T, error
 }
 
 // Provider returns ports that call f around every call of p's, and that
-// have the optional ports p has: ProviderCore.Peek, which is kept as it is,
+// have the optional ports p has: Core.Peek, which is kept as it is,
 // and SlicePorts.
-func Provider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPorts {
-	out := kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+func Provider(p provider.Ports, f *Faults) provider.Ports {
+	out := provider.Ports{
+		Core: provider.Core{
 			Namespaces:   namespacesHook{p.Namespaces, f},
 			Nonces:       noncesHook{p.Nonces, f},
 			Tenants:      tenantsHook{p.Tenants, f},
@@ -133,9 +135,9 @@ func Provider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPorts {
 }
 
 // Consumer returns ports that call f around every call of c's.
-func Consumer(c kubepact.ConsumerPorts, f *Faults) kubepact.ConsumerPorts {
-	out := kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+func Consumer(c consumer.Ports, f *Faults) consumer.Ports {
+	out := consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: namespacesHook{c.Namespaces, f},
 			Keys:       keysHook{c.Keys, f},
 			Identities: identitiesHook{c.Identities, f},

@@ -1,4 +1,4 @@
-package kubepact
+package provider
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
@@ -43,10 +44,10 @@ type incoming struct {
 // names one.
 func (p *Provider) parse(t *authv1beta1.Tenant) (incoming, error) {
 	if p.endpoint.Server == "" {
-		return incoming{}, fmt.Errorf("%w: %w: accepting Tenants needs it", ErrInvalidConfig, ErrNoEndpoint)
+		return incoming{}, fmt.Errorf("%w: %w: accepting Tenants needs it", peer.ErrInvalidConfig, ErrNoEndpoint)
 	}
 	if len(p.endpoint.CA) == 0 {
-		return incoming{}, fmt.Errorf("%w: accepting Tenants needs the endpoint's CA", ErrInvalidConfig)
+		return incoming{}, fmt.Errorf("%w: accepting Tenants needs the endpoint's CA", peer.ErrInvalidConfig)
 	}
 	pub, err := tenant.Validate(t)
 	if err != nil {
@@ -111,7 +112,7 @@ func (p *Provider) refused(ctx context.Context, f *accept.Facts, check *accept.C
 
 // want is what the provider keeps for the Tenant of f. Only a provider
 // with a controller to remove it puts the finalizer on (see
-// ProviderOptions.NoFinalizer): inProcess is set by Authenticate, which
+// Options.NoFinalizer): inProcess is set by Authenticate, which
 // runs in-process, with no controller as the writer. One stored stays, or
 // the field manager's apply would remove it.
 func (p *Provider) want(f *accept.Facts, inProcess bool) accept.Want {
@@ -172,7 +173,7 @@ func (g *acceptGathering) close() {
 // admission and the redemption: only a consumer whose signature verified
 // makes the provider ask, and a refusal in between stops the questions.
 // The nonce is the one issued in the same handshake, else the one the
-// ProviderCore.Peek port has at hand, else the one read. A stale peek fails to
+// Core.Peek port has at hand, else the one read. A stale peek fails to
 // verify, and the check then waits for the redemption.
 func (g *acceptGathering) beforeRedeem() (*accept.Facts, error) {
 	var err error

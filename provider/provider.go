@@ -1,4 +1,4 @@
-package kubepact
+package provider
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/async"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
@@ -43,11 +44,11 @@ type Endpoint struct {
 	CA []byte
 }
 
-// ProviderOptions tunes a Provider. The zero value, like a nil pointer, uses
+// Options tunes a Provider. The zero value, like a nil pointer, uses
 // the real clock, crypto/rand.Reader, nonce.DefaultTTL,
 // DefaultCertificateLifetime, resourceslice.DefaultOffer(), the default
 // resourceslice.Bounds and no step observer.
-type ProviderOptions struct {
+type Options struct {
 	Clock clock.PassiveClock
 	Rand  io.Reader
 	// NonceTTL is how long a nonce IssueNonce issues stays valid. It is
@@ -115,27 +116,27 @@ type ProviderOptions struct {
 type Provider struct {
 	id       string
 	endpoint Endpoint
-	ports    ProviderPorts
-	opts     ProviderOptions
+	ports    Ports
+	opts     Options
 
 	// unprivileged holds the consumers that recently passed the privilege
 	// check; rolesFound the peer ClusterRoles recently found installed.
 	unprivileged, rolesFound *recent
 	// checks is the decision Accept and Unchanged take: accept.Builtin,
-	// then ProviderOptions.Checks.
+	// then Options.Checks.
 	checks accept.Chain
 	// sliceLedger holds, per consumer, the slice requests recently
 	// admitted (SliceBounds).
 	sliceLedger sliceLedgers
 }
 
-// NewProvider returns the Provider of cluster clusterID, reachable at
+// New returns the Provider of cluster clusterID, reachable at
 // endpoint. The endpoint may be empty for a Provider that only issues nonces
 // and forgets consumers; Accept needs it. It returns clusterid.Validate's
-// error for an invalid clusterID, and a *MissingPortError (errors.Is
-// ErrInvalidConfig) naming the first port ports lacks that ProviderPorts
+// error for an invalid clusterID, and a *peer.MissingPortError (errors.Is
+// peer.ErrInvalidConfig) naming the first port ports lacks that Ports
 // says is required.
-func NewProvider(clusterID string, endpoint Endpoint, ports ProviderPorts, opts *ProviderOptions) (*Provider, error) {
+func New(clusterID string, endpoint Endpoint, ports Ports, opts *Options) (*Provider, error) {
 	if err := clusterid.Validate(clusterID); err != nil {
 		return nil, err
 	}
@@ -258,7 +259,7 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // Before anything is signed it checks that the consumer's identity (its
 // user, the cluster ID, and csr.ControlPlaneOrganization) holds no
 // privilege (rbac.CheckUnprivileged; a pass is trusted for
-// ProviderOptions.RecheckInterval, unless Recheck says otherwise). A
+// Options.RecheckInterval, unless Recheck says otherwise). A
 // refusal (*rbac.PrivilegedError) of a consumer accepted before, whose
 // user or group someone granted a privilege since, deletes the bindings
 // Accept applied (the ControlPlane RoleBinding, and the slice
@@ -293,7 +294,7 @@ type prefetchedNonces struct {
 // prefetch starts reading the nonce of consumerID from s, and returns s
 // with its first Get answered by that read.
 func prefetch(ctx context.Context, s nonce.Store, consumerID string) *prefetchedNonces {
-	return &prefetchedNonces{Store: s, read: start(func() (nonce.Entry, error) { return s.Get(ctx, consumerID) })}
+	return &prefetchedNonces{Store: s, read: async.Start(func() (nonce.Entry, error) { return s.Get(ctx, consumerID) })}
 }
 
 func (s *prefetchedNonces) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
@@ -325,14 +326,14 @@ type acceptReads struct {
 func (p *Provider) startReads(ctx context.Context, consumerID string, readNonce bool) *acceptReads {
 	r := &acceptReads{
 		consumerID: consumerID,
-		admitted: start(func() (*authv1beta1.Tenant, error) {
+		admitted: async.Start(func() (*authv1beta1.Tenant, error) {
 			return lifecycle.Admit(ctx, p.ports.Tenants, p.ports.Lifecycle.Revocations, consumerID, p.opts.Clock.Now())
 		}),
 		cached: p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID}),
-		roles:  startErr(func() error { return p.requireRoles(ctx, p.tenantRoles()...) }),
+		roles:  async.StartErr(func() error { return p.requireRoles(ctx, p.tenantRoles()...) }),
 	}
 	if readNonce {
-		r.nonce = start(func() (nonce.Entry, error) { return p.ports.Nonces.Get(ctx, consumerID) })
+		r.nonce = async.Start(func() (nonce.Entry, error) { return p.ports.Nonces.Get(ctx, consumerID) })
 	}
 	return r
 }
@@ -378,7 +379,7 @@ func (p *Provider) checkPrivileges(ctx context.Context, consumerID string) func(
 		return func() error { return nil }
 	}
 	since := p.unprivileged.generation()
-	return startErr(func() error {
+	return async.StartErr(func() error {
 		if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, controlPlaneGroups()); err != nil {
 			return err
 		}
@@ -389,7 +390,7 @@ func (p *Provider) checkPrivileges(ctx context.Context, consumerID string) func(
 
 // Recheck makes the next Accept of each of consumerIDs check its
 // privileges again (rbac.CheckUnprivileged), however recently they
-// passed (ProviderOptions.RecheckInterval). A controller calls it when a
+// passed (Options.RecheckInterval). A controller calls it when a
 // binding that names a consumer's user or groups changes, before it
 // requeues the consumer's Tenant.
 func (p *Provider) Recheck(consumerIDs ...string) {
@@ -431,7 +432,7 @@ func (p *Provider) refusePrivileged(ctx context.Context, consumerID string, err 
 // readCache starts reading the certificate cached under key and returns
 // the function that waits for it: the entry, nil when nothing is cached.
 func (p *Provider) readCache(ctx context.Context, key csr.CacheKey) func() (*csr.CacheEntry, error) {
-	return start(func() (*csr.CacheEntry, error) {
+	return async.Start(func() (*csr.CacheEntry, error) {
 		e, err := p.ports.Certificates.Get(ctx, key)
 		switch {
 		case err == nil:
@@ -496,7 +497,7 @@ func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1
 // Forget unpeers consumerID, as Liqo does when a Tenant is deleted (by its
 // consumer, liqoctl unauthenticate or kubepact unauthenticate): it deletes
 // the consumer's ControlPlane RoleBinding, every slice binding of the
-// consumer (in ProviderOptions.SliceNamespaces, in its tenant namespace
+// consumer (in Options.SliceNamespaces, in its tenant namespace
 // where earlier versions bound them, and cluster-wide), whatever its
 // slices' labels say, and its Tenant, and the next
 // valid handshake signed by the same cluster key is admitted at once. What

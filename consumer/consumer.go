@@ -1,4 +1,4 @@
-package kubepact
+package consumer
 
 import (
 	"bytes"
@@ -24,19 +24,21 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/async"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
 
-// ConsumerOptions tunes a Consumer. The zero value, like a nil pointer, uses
+// Options tunes a Consumer. The zero value, like a nil pointer, uses
 // the real clock, crypto/rand.Reader, Ed25519 for new keys, transcripts valid
 // for tenant.DefaultTranscriptLifetime, the cluster key as TLS key, and no
 // step observer.
-type ConsumerOptions struct {
+type Options struct {
 	Clock clock.PassiveClock
 	Rand  io.Reader
 	// KeyAlgorithm is the algorithm of new keys; an existing key is always
@@ -45,7 +47,7 @@ type ConsumerOptions struct {
 	// TranscriptLifetime is how long the transcript of a Tenant is valid.
 	TranscriptLifetime time.Duration
 	// Strict gives each identity a fresh TLS key, stored in
-	// ConsumerPorts.IdentityKeys before its CSR is built, so the cluster key
+	// Ports.IdentityKeys before its CSR is built, so the cluster key
 	// only signs handshakes and never lands in a kubeconfig. Only kubepact
 	// providers accept such Tenants: a Liqo provider requires the CSR to be
 	// for the cluster key.
@@ -62,8 +64,8 @@ type ConsumerOptions struct {
 // applies the Identities providers return. It is safe for concurrent use.
 type Consumer struct {
 	id    string
-	ports ConsumerPorts
-	opts  ConsumerOptions
+	ports Ports
+	opts  Options
 
 	mu  sync.Mutex
 	key *keys.PrivateKey // the cluster key, once read
@@ -72,8 +74,8 @@ type Consumer struct {
 	deadlines map[string]deadline // by provider: the renewal deadline drawn for the certificate held
 }
 
-// NewConsumer returns the Consumer of cluster clusterID.
-func NewConsumer(clusterID string, ports ConsumerPorts, opts *ConsumerOptions) (*Consumer, error) {
+// New returns the Consumer of cluster clusterID.
+func New(clusterID string, ports Ports, opts *Options) (*Consumer, error) {
 	if err := clusterid.Validate(clusterID); err != nil {
 		return nil, err
 	}
@@ -101,6 +103,10 @@ func NewConsumer(clusterID string, ports ConsumerPorts, opts *ConsumerOptions) (
 
 // ClusterID returns the consumer's cluster ID.
 func (c *Consumer) ClusterID() string { return c.id }
+
+// OwnKeys reports whether the consumer can give an identity a TLS key of
+// its own (TenantOptions.OwnKey): whether it has Ports.IdentityKeys.
+func (c *Consumer) OwnKeys() bool { return c.ports.IdentityKeys != nil }
 
 // step reports a completed step to the observer and, at V(1), to the
 // logger in ctx.
@@ -185,7 +191,7 @@ type TenantOptions struct {
 	// accepts such a Tenant (the transcript binds the key to the cluster
 	// key; a Liqo provider requires the CSR to be for the cluster key): set
 	// it only for a provider known to be kubepact. It needs
-	// ConsumerPorts.IdentityKeys (ErrInvalidConfig otherwise). Authenticate
+	// Ports.IdentityKeys (peer.ErrInvalidConfig otherwise). Authenticate
 	// always sets it: its provider is kubepact's. Without it the CSR is for
 	// the cluster key, whatever keys the consumer holds: a key of its own is
 	// used only when asked for.
@@ -225,7 +231,7 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 // returns the function that waits for it: it reports step.ConsumerNamespace
 // and step.NonceRetrieved, or returns the *step.Error of the first.
 func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func() error {
-	wait := startErr(func() error { return c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) })
+	wait := async.StartErr(func() error { return c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) })
 	return sync.OnceValue(func() error {
 		if err := wait(); err != nil {
 			return stepError(step.ConsumerNamespace, err)
@@ -240,7 +246,7 @@ func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func(
 // keeps once read, and returns the function that waits for it and returns
 // the *step.Error buildTenant would.
 func (c *Consumer) loadKey(ctx context.Context) func() error {
-	return startErr(func() error {
+	return async.StartErr(func() error {
 		if _, err := c.clusterKey(ctx, true); err != nil {
 			return stepError(step.NonceSigned, err)
 		}
@@ -251,7 +257,7 @@ func (c *Consumer) loadKey(ctx context.Context) func() error {
 // readHeld starts reading the ControlPlane Identity held for providerID
 // and returns the function that waits for it (see heldIdentity).
 func (c *Consumer) readHeld(ctx context.Context, providerID string) func() (*authv1beta1.Identity, error) {
-	return start(func() (*authv1beta1.Identity, error) { return c.controlPlaneHeld(ctx, providerID) })
+	return async.Start(func() (*authv1beta1.Identity, error) { return c.controlPlaneHeld(ctx, providerID) })
 }
 
 // recordSignedNonce writes the Secret "liqo-signed-nonce" for providerID,
@@ -272,7 +278,7 @@ func (c *Consumer) recordSignedNonce(ctx context.Context, providerID string, n n
 //
 // The Tenant carries only what a provider may see: the cluster's public key,
 // the signature over n, the CSR and the transcript, which binds it to
-// providerID and expires after ConsumerOptions.TranscriptLifetime. Errors
+// providerID and expires after Options.TranscriptLifetime. Errors
 // are *step.Error values, as Tenant's.
 func (c *Consumer) BuildTenant(ctx context.Context, providerID string, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
 	if err := clusterid.Validate(providerID); err != nil {
@@ -301,7 +307,7 @@ func (c *Consumer) buildTenant(ctx context.Context, providerID string, n nonce.N
 		ownKey = ownKey || opts.OwnKey
 	}
 	if ownKey && c.ports.IdentityKeys == nil {
-		return nil, stepError(step.TenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", ErrInvalidConfig))
+		return nil, stepError(step.TenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", peer.ErrInvalidConfig))
 	}
 	if ownKey {
 		// Stored before the CSR is built: a retry after a crash re-uses it.
@@ -362,7 +368,7 @@ type ApplyOptions struct {
 // (identity.Verify). Its CA may be empty: the kubeconfig then trusts the
 // system roots. When the consumer already holds an Identity for providerID
 // with another API server or CA, Apply refuses with ErrEndpointChanged
-// unless opts.ReplaceEndpoint is set. With ConsumerPorts.Reviewer, Apply
+// unless opts.ReplaceEndpoint is set. With Ports.Reviewer, Apply
 // then asks the provider who the new kubeconfig authenticates as, and
 // refuses with identity.ErrRejected when the provider refuses it and
 // identity.ErrWrongUser when it takes it for another user than the
@@ -424,7 +430,7 @@ func (c *Consumer) storeIdentity(ctx context.Context, current, want *authv1beta1
 		return c.ports.Identities.Apply(ctx, want)
 	}
 	if current != nil && equality.Semantic.DeepEqual(current.Spec, want.Spec) {
-		applied := start(func() (*authv1beta1.Identity, error) { return c.ports.Identities.Apply(ctx, want) })
+		applied := async.Start(func() (*authv1beta1.Identity, error) { return c.ports.Identities.Apply(ctx, want) })
 		confirmErr := identity.Confirm(ctx, c.ports.Reviewer, cfg, c.id)
 		stored, applyErr := applied()
 		if err := cmp.Or(confirmErr, applyErr); err != nil {
@@ -560,7 +566,7 @@ func redactedURL(s string) string {
 // Forget removes the consumer's ControlPlane Identity for providerID, its
 // kubeconfig and signed-nonce Secrets and, when it has one, its own TLS key. It refuses, with
 // an error wrapping ErrInUse, while ResourceSlice Identities for that
-// provider exist, or (with ConsumerPorts.Slices) ResourceSlices; ForgetForce
+// provider exist, or (with Ports.Slices) ResourceSlices; ForgetForce
 // removes those too. Forgetting an unknown provider succeeds.
 func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 	if err := clusterid.Validate(providerID); err != nil {
