@@ -6,11 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact/accept"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/step"
 )
 
@@ -31,7 +30,7 @@ func allowList(stage accept.Stage, closed *atomic.Bool, asked *atomic.Int32) acc
 	}
 }
 
-// TestCallerCheckIsTheDecision adds a check through ProviderOptions.Checks
+// TestCallerCheckIsTheDecision adds a check through provider.Options.Checks
 // and observes its refusal from both Accept and Unchanged: the decision
 // is one, whichever records it is taken on. A refusal in the issue stage
 // signs and writes nothing; one in the redeem stage leaves the nonce

@@ -18,7 +18,7 @@ type AuthenticateOptions struct {
 	ProxyURL string
 	// ReplaceEndpoint allows the new Identity to change the API server URL
 	// or CA of the kubeconfig the consumer already holds for the provider
-	// (ApplyOptions.ReplaceEndpoint). Authenticate reaches the provider
+	// (consumer.ApplyOptions.ReplaceEndpoint). Authenticate reaches the provider
 	// through the caller's own client, yet the endpoint it hands out comes
 	// from the provider's configuration; a change of it (a moved API server,
 	// a rotated CA, or a mistaken endpoint) is left to the caller to accept.
@@ -30,14 +30,14 @@ type AuthenticateOptions struct {
 // with a Tenant, the provider accepts it and the consumer applies the
 // Identity, expecting it from p's cluster ID. The provider being
 // kubepact's, the identity always gets a TLS key of its own
-// (TenantOptions.OwnKey), so the consumer needs ConsumerPorts.IdentityKeys
-// (ErrInvalidConfig otherwise): the cluster key only signs the handshake
+// (consumer.TenantOptions.OwnKey), so the consumer needs consumer.Ports.IdentityKeys
+// (peer.ErrInvalidConfig otherwise): the cluster key only signs the handshake
 // and never lands in the kubeconfig. Running it again after success
 // changes nothing and returns the same identity. An Identity that changes
-// the API server or CA already held is refused with ErrEndpointChanged
+// the API server or CA already held is refused with consumer.ErrEndpointChanged
 // unless opts.ReplaceEndpoint is set; the provider has then already
 // accepted the Tenant, and running Authenticate again with the option set
-// completes the handshake. With a ConsumerPorts.Reviewer, which a consumer
+// completes the handshake. With a consumer.Ports.Reviewer, which a consumer
 // that reaches the provider should have, the consumer asks the provider
 // who the new kubeconfig authenticates as before it writes anything
 // (identity.Confirm): credentials the provider refuses wrap
@@ -88,7 +88,7 @@ func Authenticate(ctx context.Context, c *consumer.Consumer, p *provider.Provide
 // Authenticate with the same cluster key passes again at once, with the
 // same nonce, as with Liqo. To revoke instead (a key that may have leaked),
 // call Consumer.Forget and Provider.Revoke, or annotate the Tenant with
-// lifecycle.RevokeAnnotation before. It refuses with ErrInUse while
+// lifecycle.RevokeAnnotation before. It refuses with consumer.ErrInUse while
 // ResourceSlice identities exist on the consumer, and changes nothing then.
 func Unauthenticate(ctx context.Context, c *consumer.Consumer, p *provider.Provider) error {
 	if err := c.Forget(ctx, p.ClusterID()); err != nil {

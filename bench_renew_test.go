@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/memory"
 )

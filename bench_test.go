@@ -13,12 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 

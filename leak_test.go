@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
@@ -23,12 +20,14 @@ import (
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 )
 

@@ -4,12 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/wire/intercept"
 )

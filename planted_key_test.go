@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -19,6 +16,8 @@ import (
 	"github.com/kubepact/kubepact/tenant"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 

@@ -4,18 +4,17 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/peer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/intercept"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
-// NewProvider names the first required port missing, group by group, in a
+// provider.New names the first required port missing, group by group, in a
 // *MissingPortError that errors.Is sees as ErrInvalidConfig.
 func TestNewProviderNamesTheMissingPort(t *testing.T) {
 	t.Parallel()

@@ -7,16 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/wire/intercept"
 	"github.com/kubepact/kubepact/wire/memory"

@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/peer"
-
-	"github.com/stretchr/testify/require"
 )
 
 // TestSessionsOutOfOrder: a session used out of its order is refused with

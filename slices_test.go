@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +21,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testkeys"
@@ -83,7 +82,7 @@ func sliceRoundTrip(t *testing.T, p *pair, name string) (*authv1beta1.ResourceSl
 }
 
 // offloadNS is the namespace the test providers offload to consumerID's
-// slices (ProviderOptions.SliceNamespaces: offloaded), as Liqo's
+// slices (provider.Options.SliceNamespaces: offloaded), as Liqo's
 // offloading module would: a slice identity's namespaced rights are there,
 // never in the tenant namespace.
 const offloadNS = "offloaded-" + consumerID

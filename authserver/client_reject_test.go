@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubepact/kubepact/peer"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/peer"
 )
 
 // TestAuthenticateBadInput: a missing consumer or port, an invalid provider

@@ -17,14 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/wire/memory"

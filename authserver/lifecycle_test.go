@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/go-logr/logr"
 
 	"github.com/kubepact/kubepact"
@@ -19,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 

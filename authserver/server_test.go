@@ -18,9 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/peer"
-	"github.com/kubepact/kubepact/provider"
-
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -31,6 +28,8 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 )
 
 func TestIDs(t *testing.T) {

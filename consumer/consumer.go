@@ -191,7 +191,7 @@ type TenantOptions struct {
 	// accepts such a Tenant (the transcript binds the key to the cluster
 	// key; a Liqo provider requires the CSR to be for the cluster key): set
 	// it only for a provider known to be kubepact. It needs
-	// Ports.IdentityKeys (peer.ErrInvalidConfig otherwise). Authenticate
+	// Ports.IdentityKeys (peer.ErrInvalidConfig otherwise). kubepact.Authenticate
 	// always sets it: its provider is kubepact's. Without it the CSR is for
 	// the cluster key, whatever keys the consumer holds: a key of its own is
 	// used only when asked for.

@@ -13,7 +13,7 @@ import (
 )
 
 // A Session is one handshake on the consumer's side, with one
-// provider, as Authenticate runs it in-process: the tenant namespace and
+// provider, as kubepact.Authenticate runs it in-process: the tenant namespace and
 // the cluster key are ensured while the provider issues its nonce, and the
 // signed-nonce Secret is written, and the Identity held read, while the
 // provider accepts the Tenant. Close it when done: no request outlives

@@ -4,12 +4,12 @@ import (
 	"context"
 	"slices"
 
-	"github.com/kubepact/kubepact/provider"
-
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubepact/kubepact/provider"
 )
 
 // bindingReader is a provider.BindingReader over the manager's cache of

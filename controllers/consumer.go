@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +27,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"

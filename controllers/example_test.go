@@ -4,12 +4,11 @@ import (
 	"context"
 	"os"
 
-	"github.com/kubepact/kubepact/provider"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 )
 

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kubepact/kubepact/peer"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/peer"
 )
 
 // podSecurityEnforceLabel is the label that sets a namespace's Pod Security

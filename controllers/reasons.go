@@ -5,9 +5,6 @@ import (
 	"errors"
 	"net"
 
-	"github.com/kubepact/kubepact/peer"
-	"github.com/kubepact/kubepact/provider"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubepact/kubepact/clusterid"
@@ -17,6 +14,8 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kubepact/kubepact/consumer"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +17,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/renewal"

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -27,10 +24,12 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/renewal"
 )
 

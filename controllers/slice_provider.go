@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubepact/kubepact/provider"
-
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -30,6 +28,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/resourceslice"
 )
 

@@ -30,9 +30,9 @@ func Example_realClusters() {
 	setUp := &wire.ConnectOptions{Install: true} // CRDs, peer roles and a cluster ID, where missing
 	providerCluster := must(wire.Connect(providerCfg, setUp))
 	consumerCluster := must(wire.Connect(consumerCfg, setUp))
-	providerEnv := must(providerCluster.Provider("", nil)) // "": the ID the cluster records
-	consumerEnv := must(consumerCluster.Consumer("", nil))
-	done := must(kubepact.Authenticate(context.Background(), consumerEnv, providerEnv, nil))
+	provider := must(providerCluster.Provider("", nil)) // "": the ID the cluster records
+	consumer := must(consumerCluster.Consumer("", nil))
+	done := must(kubepact.Authenticate(context.Background(), consumer, provider, nil))
 	fmt.Println(done.Kubeconfig.User(), "in", done.Kubeconfig.Namespace())
 }
 

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,11 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 

@@ -5,20 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire"
 )
 
 // TestAcceptFinalizer checks on the real provider cluster who puts
 // tenant.Finalizer on a Tenant: not a provider with
-// ProviderOptions.NoFinalizer, which no controller backs; a provider
+// provider.Options.NoFinalizer, which no controller backs; a provider
 // without it (a controller's) when it accepts the same Tenant later; and
 // the first one, accepting the consumer's next Tenant, keeps it, although
 // both apply Tenants under the same field manager, which would remove a

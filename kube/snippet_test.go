@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +28,7 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire"

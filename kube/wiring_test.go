@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,9 +22,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire"
 )

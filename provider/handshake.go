@@ -63,7 +63,7 @@ func (p *Provider) parse(t *authv1beta1.Tenant) (incoming, error) {
 }
 
 // accept is Accept, with the reads of early when they are for t's consumer
-// (Authenticate starts them while the nonce is issued) and, when issued is
+// (kubepact.Authenticate starts them while the nonce is issued) and, when issued is
 // set, the nonce the provider issued in the same handshake, against which
 // the Tenant is verified before its redemption instead of a nonce read.
 func (p *Provider) accept(ctx context.Context, t *authv1beta1.Tenant, early *acceptReads, issued *nonce.Nonce) (*authv1beta1.Identity, error) {
@@ -112,7 +112,7 @@ func (p *Provider) refused(ctx context.Context, f *accept.Facts, check *accept.C
 
 // want is what the provider keeps for the Tenant of f. Only a provider
 // with a controller to remove it puts the finalizer on (see
-// Options.NoFinalizer): inProcess is set by Authenticate, which
+// Options.NoFinalizer): inProcess is set by kubepact.Authenticate, which
 // runs in-process, with no controller as the writer. One stored stays, or
 // the field manager's apply would remove it.
 func (p *Provider) want(f *accept.Facts, inProcess bool) accept.Want {

@@ -281,7 +281,7 @@ func (p *Provider) Revocation(ctx context.Context, consumerID string) (lifecycle
 // has yet to fill); the nonce's mark does (see Forget): a claim of the key
 // it names, over the very certificate it names, is the holder's, which
 // lets a consumer whose certificate has a key of its own
-// (TenantOptions.OwnKey, a Strict consumer) re-peer with its cluster key.
+// (consumer.TenantOptions.OwnKey, a Strict consumer) re-peer with its cluster key.
 func (p *Provider) unpeeredHolder(ctx context.Context, consumerID string, cached *csr.CacheEntry, claim []crypto.PublicKey) (bool, error) {
 	e, err := p.ports.Nonces.Get(ctx, consumerID)
 	switch {

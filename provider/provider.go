@@ -87,7 +87,7 @@ type Options struct {
 	// NoFinalizer makes Accept record Tenants without tenant.Finalizer, for
 	// a provider whose Tenants no controller watches (the offline flow): no
 	// one would remove the finalizer, so deleting such a Tenant, or its
-	// tenant namespace, would hang. Authenticate, which does the provider's
+	// tenant namespace, would hang. kubepact.Authenticate, which does the provider's
 	// steps in-process, records none either way. By default Accept, the
 	// step a controller calls, adds it, and the controller's cleanup runs
 	// before the Tenant goes. A finalizer the stored Tenant carries always

@@ -12,7 +12,7 @@ import (
 )
 
 // A Session is one handshake on the provider's side, for one
-// consumer, as Authenticate runs it in-process: the reads Accept starts
+// consumer, as kubepact.Authenticate runs it in-process: the reads Accept starts
 // with (the stored Tenant, the revocation record, the certificate cache,
 // the peer roles) go while the nonce is issued, and the Tenant is
 // verified against the nonce the session issued before it is redeemed.
@@ -50,7 +50,7 @@ func (s *Session) IssueNonce(ctx context.Context) (nonce.Nonce, error) {
 }
 
 // Accept is Provider.Accept, with the session's reads and nonce. As
-// Authenticate runs in-process, with no controller to remove it, the
+// kubepact.Authenticate runs in-process, with no controller to remove it, the
 // Tenant is recorded without tenant.Finalizer (see
 // Options.NoFinalizer).
 func (s *Session) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kubepact/kubepact/provider"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -14,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 )
 
 // The ConfigMap kubeadm publishes for clients joining the cluster: its

@@ -10,9 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,9 +23,11 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/config/crd"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 

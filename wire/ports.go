@@ -6,17 +6,16 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 )
 
 // Errors of EndpointFromConfig, besides kube.ErrNoServer. None quotes the
@@ -89,7 +88,7 @@ type ConsumerPortsOptions struct {
 	// a Strict consumer); empty means keys.DefaultNamespace ("liqo"), the
 	// Liqo namespace, as in the kubepact CLI.
 	KeyNamespace string
-	// Offline leaves ConsumerPorts.Reviewer nil, so Apply checks only what
+	// Offline leaves consumer.Ports.Reviewer nil, so Apply checks only what
 	// the Identity itself allows (identity.Verify): for a consumer that
 	// cannot reach its providers' API servers.
 	Offline bool

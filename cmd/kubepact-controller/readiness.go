@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/controllers/contract"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/controllers/contract"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 

@@ -7,11 +7,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubepact/kubepact/consumer"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/spf13/pflag"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,10 +24,12 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/step"
 )
 

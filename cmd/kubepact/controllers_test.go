@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,6 +32,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/identity"
@@ -42,6 +40,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubepact/kubepact/consumer"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +23,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 )
 
 // tenantLifecycleCommand returns the setup of a provider command that acts

@@ -7,14 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubepact/kubepact/provider"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 )
 
 // providerFlags are the flags of a command run on the provider about one

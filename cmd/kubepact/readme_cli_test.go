@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,6 +24,7 @@ import (
 	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 

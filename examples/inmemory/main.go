@@ -9,10 +9,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/provider"
-
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/wire/memory"
 )

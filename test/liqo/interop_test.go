@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/provider"
-
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -37,6 +35,7 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/internal/testenv"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/wire"
 )

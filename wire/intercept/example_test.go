@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/provider"
-
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/wire/intercept"
 	"github.com/kubepact/kubepact/wire/memory"
 )

@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/provider"
-
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
