@@ -16,7 +16,7 @@
 // kubeconfig already held unless ApplyOptions.ReplaceEndpoint
 // (ErrEndpointChanged), writes the kubeconfig Secret
 // "kubeconfig-controlplane-<provider ID>" and points the Identity's status
-// at it (consumer.go). A Session is one handshake with one provider, as
+// at it (handshake.go). A Session is one handshake with one provider, as
 // kubepact.Authenticate runs it (session.go).
 //
 // # After the handshake

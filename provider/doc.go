@@ -30,7 +30,7 @@
 // AcceptSlice and ForgetSlice judge ResourceSlices within Options.SliceBounds
 // (slices.go, slices_bounds.go). Renew answers a consumer's Renew
 // (renewal.go). Cordon, Uncordon, Drain, Enforce, Readmit, Revoke and
-// Forget are the tenant lifecycle (lifecycle.go, provider.go).
+// Forget are the tenant lifecycle (lifecycle.go).
 //
 // # Ports
 //

@@ -15,13 +15,322 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/internal/async"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
+
+func (p *Provider) nonceOptions() *nonce.Options {
+	return &nonce.Options{Rand: p.opts.Rand, TTL: p.opts.NonceTTL}
+}
+
+// IssueNonce ensures the tenant namespace of consumerID and returns its
+// current nonce, issuing one when there is none, it expired, or it was
+// redeemed by a Tenant this provider did not accept. The nonce redeemed by
+// the key of the consumer's accepted Tenant is kept, and so is the one of a
+// key whose accepted Tenant was unpeered (Forget marks it:
+// nonce.Redemption.Unpeered), so the consumer re-authenticates with the
+// nonce it holds, as a Liqo consumer must (it refuses a different nonce);
+// any other key still gets nonce.ErrRedeemed.
+func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Nonce, error) {
+	if err := clusterid.Validate(consumerID); err != nil {
+		return nonce.Nonce{}, err
+	}
+	// The nonce is read while the tenant namespace is ensured: one missing
+	// namespace reads as no nonce.
+	nonces := prefetch(ctx, p.ports.Nonces, consumerID)
+	if err := p.ports.Namespaces.Ensure(ctx, tenant.Namespace(consumerID)); err != nil {
+		_, _ = nonces.Get(ctx, consumerID)
+		return nonce.Nonce{}, stepError(step.ProviderNamespace, err)
+	}
+	p.step(ctx, step.Done{Name: step.ProviderNamespace})
+	opts := p.nonceOptions()
+	opts.KeepRedeemed = func(ctx context.Context, r nonce.Redemption) (bool, error) {
+		if r.Unpeered != "" && r.Key != "" {
+			return true, nil
+		}
+		return p.acceptedKey(ctx, consumerID, r.Key)
+	}
+	n, err := nonce.Ensure(ctx, nonces, consumerID, p.opts.Clock.Now(), opts)
+	if err != nil {
+		return nonce.Nonce{}, stepError(step.NonceGenerated, err)
+	}
+	p.step(ctx, step.Done{Name: step.NonceGenerated})
+	return n, nil
+}
+
+// Accept verifies t, gets its CSR signed, binds the ControlPlane RBAC,
+// records t with its status filled, and returns the Identity for the
+// consumer.
+//
+// A Tenant that fails validation changes nothing. Any other Tenant redeems
+// the consumer's nonce before its signature is checked: the nonce is bound
+// to that Tenant's digest (tenant.Digest) and the key it claims, so a
+// Tenant claiming another key gets nonce.ErrRedeemed. A new Tenant of the
+// same key (the consumer re-authenticating with the nonce it holds) is
+// verified like the first. The same Tenant may be accepted again: it is
+// verified again, under the current policy, against the nonce it redeemed,
+// and every later step is idempotent, so a retry after a failure halfway
+// (signing, binding, the status write) resumes where it stopped, and a retry
+// after success returns the same Identity without signing or writing
+// anything new. Nothing stored is trusted on the way: the status is rebuilt
+// from a certificate checked against the verified CSR (see csr.Issue).
+//
+// The Tenant's condition is the provider's (see Cordon, Drain): Accept
+// neither writes it nor lets it change what is verified, and before anything
+// else it refuses a consumer whose stored Tenant is drained
+// (lifecycle.ErrDrained) or whose certificates were revoked and may still
+// be valid (*lifecycle.RevokedError, see Readmit). Once the Tenant's keys
+// are verified, and before anything is signed, it refuses a consumer ID for
+// which another key holds a live certificate, whatever flow issued it (the
+// token server included): a *lifecycle.HeldError (lifecycle.CheckHolder).
+// A re-authentication signed by the stored Tenant's key, with a fresh CSR
+// key or not, is the holder's; so is one signed by the key of a Tenant that
+// was unpeered (see Forget), with the nonce it kept.
+//
+// Before anything is signed it checks that the consumer's identity (its
+// user, the cluster ID, and csr.ControlPlaneOrganization) holds no
+// privilege (rbac.CheckUnprivileged; a pass is trusted for
+// Options.RecheckInterval, unless Recheck says otherwise). A
+// refusal (*rbac.PrivilegedError) of a consumer accepted before, whose
+// user or group someone granted a privilege since, deletes the bindings
+// Accept applied (the ControlPlane RoleBinding, and the slice
+// ClusterRoleBinding where the provider binds cluster-wide) and signs
+// nothing: the certificate already issued is not re-signed, and stays
+// valid until it expires, for Kubernetes has no revocation of client
+// certificates. A deletion that fails is joined to the refusal, for the
+// caller to retry. Once the grant goes, the next Accept binds the
+// consumer again, with the certificate it holds while it is fresh.
+func (p *Provider) Accept(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
+	return p.accept(ctx, t, nil, nil)
+}
+
+// tenantRoles are the peer roles an accepted Tenant is bound to: the
+// ControlPlane role, and the cluster-wide slice role where the provider
+// binds cluster-wide (ClusterRBAC).
+func (p *Provider) tenantRoles() []string {
+	if p.ports.ClusterRBAC == nil {
+		return []string{rbac.ControlPlaneClusterRoleName}
+	}
+	return []string{rbac.ControlPlaneClusterRoleName, rbac.VirtualKubeletClusterWideRoleName}
+}
+
+// prefetchedNonces is a nonce.Store whose first Get answers with a read
+// started beforehand (prefetch).
+type prefetchedNonces struct {
+	nonce.Store
+	first sync.Once
+	read  func() (nonce.Entry, error)
+}
+
+// prefetch starts reading the nonce of consumerID from s, and returns s
+// with its first Get answered by that read.
+func prefetch(ctx context.Context, s nonce.Store, consumerID string) *prefetchedNonces {
+	return &prefetchedNonces{Store: s, read: async.Start(func() (nonce.Entry, error) { return s.Get(ctx, consumerID) })}
+}
+
+func (s *prefetchedNonces) Get(ctx context.Context, clusterID string) (nonce.Entry, error) {
+	first := false
+	s.first.Do(func() { first = true })
+	if first {
+		return s.read()
+	}
+	return s.Store.Get(ctx, clusterID)
+}
+
+// acceptReads are the reads Accept makes before it decides anything,
+// started at once (startReads), each waited for where Accept decides on
+// it: the admission (the stored Tenant and the revocation record), the
+// certificate cache (the holder check, then the signing), the peer roles
+// (before signing) and, when read, the nonce, which only lets the
+// privilege check start early (the redemption reads it again, and
+// decides).
+type acceptReads struct {
+	consumerID string
+	admitted   func() (*authv1beta1.Tenant, error)
+	cached     func() (*csr.CacheEntry, error)
+	roles      func() error
+	nonce      func() (nonce.Entry, error) // nil when not read
+}
+
+// startReads starts the reads of Accept for consumerID, the nonce's only
+// with readNonce.
+func (p *Provider) startReads(ctx context.Context, consumerID string, readNonce bool) *acceptReads {
+	r := &acceptReads{
+		consumerID: consumerID,
+		admitted: async.Start(func() (*authv1beta1.Tenant, error) {
+			return lifecycle.Admit(ctx, p.ports.Tenants, p.ports.Lifecycle.Revocations, consumerID, p.opts.Clock.Now())
+		}),
+		cached: p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID}),
+		roles:  async.StartErr(func() error { return p.requireRoles(ctx, p.tenantRoles()...) }),
+	}
+	if readNonce {
+		r.nonce = async.Start(func() (nonce.Entry, error) { return p.ports.Nonces.Get(ctx, consumerID) })
+	}
+	return r
+}
+
+// wait waits for every read of r.
+func (r *acceptReads) wait() {
+	_, _ = r.admitted()
+	_, _ = r.cached()
+	_ = r.roles()
+	if r.nonce != nil {
+		_, _ = r.nonce()
+	}
+}
+
+// preverified returns what Verify learns from t against the nonce entry e
+// as read before its redemption, judged as Accept judges it once redeemed,
+// or nil when t does not verify against it.
+func (p *Provider) preverified(t *authv1beta1.Tenant, e nonce.Entry, digest []byte) *tenant.Verified {
+	if e.Nonce.IsZero() {
+		return nil
+	}
+	at := p.opts.Clock.Now()
+	if e.Redemption != nil && bytes.Equal(e.Redemption.By, digest) {
+		at = e.Redemption.At
+	}
+	v, err := tenant.Verify(t, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: at})
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// controlPlaneGroups are the groups of a ControlPlane certificate, whose
+// user is the consumer ID: what the privilege check judges with it.
+func controlPlaneGroups() []string { return []string{csr.ControlPlaneOrganization} }
+
+// checkPrivileges starts rbac.CheckUnprivileged for consumerID, unless it
+// passed within RecheckInterval and no Recheck came since, and returns the
+// function that waits for its answer. A pass is remembered only when no
+// Recheck came while it was asked: its answers may predate the grant.
+func (p *Provider) checkPrivileges(ctx context.Context, consumerID string) func() error {
+	if p.unprivileged.fresh(consumerID, p.opts.Clock.Now()) {
+		return func() error { return nil }
+	}
+	since := p.unprivileged.generation()
+	return async.StartErr(func() error {
+		if err := rbac.CheckUnprivileged(ctx, p.ports.RBAC, consumerID, controlPlaneGroups()); err != nil {
+			return err
+		}
+		p.unprivileged.passSince(consumerID, p.opts.Clock.Now(), since)
+		return nil
+	})
+}
+
+// Recheck makes the next Accept of each of consumerIDs check its
+// privileges again (rbac.CheckUnprivileged), however recently they
+// passed (Options.RecheckInterval). A controller calls it when a
+// binding that names a consumer's user or groups changes, before it
+// requeues the consumer's Tenant.
+func (p *Provider) Recheck(consumerIDs ...string) {
+	for _, id := range consumerIDs {
+		p.unprivileged.forget(id)
+	}
+}
+
+// refusePrivileged returns err, the privilege check's failure for
+// consumerID. When err is a refusal (rbac.ErrPrivilegedUser), and not a
+// check that could not tell, it first deletes the bindings Accept applies
+// (the ControlPlane RoleBinding and, where the provider binds
+// cluster-wide, the slice ClusterRoleBinding): a consumer accepted before
+// its user or a group of its certificate was granted a privilege keeps
+// nothing kubepact bound. The certificate already issued is not re-signed,
+// and stays valid until it expires. A deletion that fails is joined to err.
+func (p *Provider) refusePrivileged(ctx context.Context, consumerID string, err error) error {
+	if !errors.Is(err, rbac.ErrPrivilegedUser) {
+		return err
+	}
+	namespace := clusterid.TenantNamespace(consumerID)
+	var unbind, unbindCluster error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		unbind = p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName))
+	})
+	if p.ports.ClusterRBAC != nil {
+		wg.Go(func() {
+			unbindCluster = p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID))
+		})
+	}
+	wg.Wait()
+	if unbind != nil || unbindCluster != nil {
+		return errors.Join(err, unbind, unbindCluster)
+	}
+	return err
+}
+
+// readCache starts reading the certificate cached under key and returns
+// the function that waits for it: the entry, nil when nothing is cached.
+func (p *Provider) readCache(ctx context.Context, key csr.CacheKey) func() (*csr.CacheEntry, error) {
+	return async.Start(func() (*csr.CacheEntry, error) {
+		e, err := p.ports.Certificates.Get(ctx, key)
+		switch {
+		case err == nil:
+			return &e, nil
+		case errors.Is(err, csr.ErrNotFound):
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading certificate cache %s: %w", key.SecretName(), err)
+	})
+}
+
+// requireRoles checks that the peer ClusterRoles names are installed
+// (rbac.RequireRoles): a *rbac.MissingRoleError names the first one
+// missing. A role found is trusted for RecheckInterval, as many handshakes
+// share it.
+func (p *Provider) requireRoles(ctx context.Context, names ...string) error {
+	now := p.opts.Clock.Now()
+	for _, name := range names {
+		if p.rolesFound.fresh(name, now) {
+			continue
+		}
+		if err := rbac.RequireRoles(ctx, p.ports.RBAC, name); err != nil {
+			return err
+		}
+		p.rolesFound.pass(name, now)
+	}
+	return nil
+}
+
+// acceptedKey reports whether the Tenant stored for consumerID, which only
+// Accept writes with a status, was accepted with the key of fingerprint
+// key.
+func (p *Provider) acceptedKey(ctx context.Context, consumerID, key string) (bool, error) {
+	if key == "" {
+		return false, nil
+	}
+	stored, err := p.ports.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
+	switch {
+	case errors.Is(err, tenant.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case stored.Status.AuthParams == nil:
+		return false, nil
+	}
+	pub, err := keys.ParsePublicKey(stored.Spec.PublicKey)
+	if err != nil {
+		return false, nil // not one this provider accepted
+	}
+	return keys.Fingerprint(pub) == key, nil
+}
+
+func (p *Provider) identity(ctx context.Context, t *authv1beta1.Tenant) (*authv1beta1.Identity, error) {
+	id, err := identity.Build(p.id, *t.Status.AuthParams, &identity.BuildOptions{TenantNamespace: t.Status.TenantNamespace})
+	if err != nil {
+		return nil, stepError(step.IdentityGenerated, err)
+	}
+	p.step(ctx, step.Done{Name: step.IdentityGenerated})
+	return id, nil
+}
 
 // Accept decides in three parts. Gathering reads what the decision needs:
 // the API server's records for Accept (acceptGathering), a cache's for
