@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/accept"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/step"
 )
 
@@ -30,7 +30,7 @@ func allowList(stage accept.Stage, closed *atomic.Bool, asked *atomic.Int32) acc
 	}
 }
 
-// TestCallerCheckIsTheDecision adds a check through ProviderOptions.Checks
+// TestCallerCheckIsTheDecision adds a check through provider.Options.Checks
 // and observes its refusal from both Accept and Unchanged: the decision
 // is one, whichever records it is taken on. A refusal in the issue stage
 // signs and writes nothing; one in the redeem stage leaves the nonce
@@ -50,8 +50,8 @@ func TestCallerCheckIsTheDecision(t *testing.T) {
 			p := newPair(t)
 			var closed atomic.Bool
 			var asked atomic.Int32
-			prov, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
-				&kubepact.ProviderOptions{Clock: p.clock, Checks: []accept.Check{allowList(tc.stage, &closed, &asked)}})
+			prov, err := provider.New(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
+				&provider.Options{Clock: p.clock, Checks: []accept.Check{allowList(tc.stage, &closed, &asked)}})
 			require.NoError(t, err)
 			p.provider = prov
 

@@ -18,6 +18,7 @@ import (
 	"github.com/kubepact/kubepact/internal/weakkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
@@ -207,7 +208,7 @@ func TestAcceptTrustsNoStoredState(t *testing.T) {
 		tn := ourTenantFor(t, p, n)
 		first, err := p.provider.Accept(ctx, tn)
 		require.NoError(t, err)
-		p.clock.Step(kubepact.DefaultCertificateLifetime + time.Hour)
+		p.clock.Step(provider.DefaultCertificateLifetime + time.Hour)
 		again, err := p.provider.Accept(ctx, tn)
 		require.NoError(t, err)
 		require.NotEqual(t, first.Spec.AuthParams.SignedCRT, again.Spec.AuthParams.SignedCRT)
@@ -226,8 +227,8 @@ func TestAcceptTrustsNoStoredState(t *testing.T) {
 		_, err = p.provider.Accept(ctx, liqo)
 		require.NoError(t, err)
 
-		strict, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
-			&kubepact.ProviderOptions{Clock: p.clock, Policy: tenant.Strict})
+		strict, err := provider.New(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
+			&provider.Options{Clock: p.clock, Policy: tenant.Strict})
 		require.NoError(t, err)
 		_, err = strict.Accept(ctx, liqo)
 		require.ErrorIs(t, err, tenant.ErrTranscriptMissing)

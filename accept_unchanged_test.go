@@ -11,21 +11,21 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
 // cachedRecords reads the fake provider's records as a cache would hold
 // them.
-func cachedRecords(c *memory.Cluster) kubepact.CachedRecords {
-	return kubepact.CachedRecords{
+func cachedRecords(c *memory.Cluster) provider.CachedRecords {
+	return provider.CachedRecords{
 		Nonces:       peeker{c.Nonces},
 		Certificates: c.Certificates,
 		Revocations:  c.Revocations,
@@ -34,7 +34,7 @@ func cachedRecords(c *memory.Cluster) kubepact.CachedRecords {
 	}
 }
 
-// fakeGrants is a kubepact.GrantReader over a fake RBAC, which it scans as
+// fakeGrants is a provider.GrantReader over a fake RBAC, which it scans as
 // a controller's index of its cache finds the bindings
 // (rbac.RoleBindingGrantees, rbac.ClusterRoleBindingGrantees).
 type fakeGrants struct{ rbac *fake.RBAC }
@@ -65,7 +65,7 @@ func (p peeker) Peek(ctx context.Context, id string) (nonce.Entry, bool) {
 	return e, err == nil
 }
 
-// fakeBindings is a kubepact.BindingReader over a fake RBAC.
+// fakeBindings is a provider.BindingReader over a fake RBAC.
 type fakeBindings struct{ rbac *fake.RBAC }
 
 func (b fakeBindings) RoleBindingApplied(_ context.Context, want *rbacv1.RoleBinding) (bool, error) {
@@ -155,7 +155,7 @@ func TestUnchanged(t *testing.T) {
 			require.NoError(t, p.providerCluster.RBAC.ApplyRoleBinding(ctx, rbac.ControlPlaneRoleBinding("kube-system", consumerID)))
 		}},
 		{"the certificate due for re-signing", func(_ *testing.T, p *pair, _ *authv1beta1.Tenant) {
-			p.clock.Step(kubepact.DefaultCertificateLifetime * 9 / 10)
+			p.clock.Step(provider.DefaultCertificateLifetime * 9 / 10)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,10 +12,12 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/memory"
@@ -74,7 +76,7 @@ func TestApplyRefusesAndChangesNothing(t *testing.T) {
 		// expect is the provider the caller expects; providerID when empty.
 		expect string
 		mutate func(t *testing.T, p *pair, id *authv1beta1.Identity)
-		opts   *kubepact.ApplyOptions
+		opts   *consumer.ApplyOptions
 		want   error
 		// heldOnly marks a refusal that needs a kubeconfig already held.
 		heldOnly bool
@@ -102,16 +104,16 @@ func TestApplyRefusesAndChangesNothing(t *testing.T) {
 		}, want: identity.ErrInvalidServer},
 		{name: "http server with ReplaceEndpoint", mutate: func(_ *testing.T, _ *pair, id *authv1beta1.Identity) {
 			id.Spec.AuthParams.APIServer = "http://provider.example:6443"
-		}, opts: &kubepact.ApplyOptions{ReplaceEndpoint: true}, want: identity.ErrInvalidServer},
+		}, opts: &consumer.ApplyOptions{ReplaceEndpoint: true}, want: identity.ErrInvalidServer},
 		{name: "changed server", mutate: func(_ *testing.T, _ *pair, id *authv1beta1.Identity) {
 			id.Spec.AuthParams.APIServer = "https://attacker.example:6443"
-		}, want: kubepact.ErrEndpointChanged, heldOnly: true},
+		}, want: consumer.ErrEndpointChanged, heldOnly: true},
 		{name: "changed CA", mutate: func(t *testing.T, p *pair, id *authv1beta1.Identity) {
 			id.Spec.AuthParams.CA = withOtherCA(t, p, id.Spec.AuthParams.CA)
-		}, want: kubepact.ErrEndpointChanged, heldOnly: true},
+		}, want: consumer.ErrEndpointChanged, heldOnly: true},
 		{name: "changed server, explicit no", mutate: func(_ *testing.T, _ *pair, id *authv1beta1.Identity) {
 			id.Spec.AuthParams.APIServer = "https://provider.example:7443"
-		}, opts: &kubepact.ApplyOptions{}, want: kubepact.ErrEndpointChanged, heldOnly: true},
+		}, opts: &consumer.ApplyOptions{}, want: consumer.ErrEndpointChanged, heldOnly: true},
 	}
 	for _, held := range []bool{false, true} {
 		for _, tt := range tests {
@@ -185,7 +187,7 @@ func TestApplyReplacesEndpointWhenAsked(t *testing.T) {
 			require.NoError(t, err)
 			tt.mutate(t, p, id)
 
-			done, err := p.consumer.Apply(ctx, providerID, id, &kubepact.ApplyOptions{ReplaceEndpoint: true})
+			done, err := p.consumer.Apply(ctx, providerID, id, &consumer.ApplyOptions{ReplaceEndpoint: true})
 			require.NoError(t, err)
 			require.Equal(t, first.Identity.UID, done.Identity.UID, "the Identity is updated in place")
 			require.Equal(t, id.Spec, done.Identity.Spec)
@@ -243,14 +245,14 @@ func TestAuthenticateRefusesMovedProvider(t *testing.T) {
 	servesMoved(t, p)
 	_, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
-	moved, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: "https://moved.example:6443", CA: p.providerCluster.Endpoint().CA},
-		p.providerCluster.ProviderPorts(), &kubepact.ProviderOptions{Clock: p.clock})
+	moved, err := provider.New(providerID, provider.Endpoint{Server: "https://moved.example:6443", CA: p.providerCluster.Endpoint().CA},
+		p.providerCluster.ProviderPorts(), &provider.Options{Clock: p.clock})
 	require.NoError(t, err)
 	secret, _ := p.consumerCluster.Secrets.Get(clusterid.TenantNamespace(providerID), kubeconfig.SecretName(identity.ControlPlaneName(providerID)))
 	held, _ := p.consumerCluster.Identities.Get(clusterid.TenantNamespace(providerID), identity.ControlPlaneName(providerID))
 
 	_, err = kubepact.Authenticate(ctx, p.consumer, moved, nil)
-	require.ErrorIs(t, err, kubepact.ErrEndpointChanged)
+	require.ErrorIs(t, err, consumer.ErrEndpointChanged)
 	after, _ := p.consumerCluster.Secrets.Get(secret.Namespace, secret.Name)
 	require.Equal(t, secret, after, "the held kubeconfig Secret is unchanged")
 	heldAfter, _ := p.consumerCluster.Identities.Get(held.Namespace, held.Name)

@@ -9,6 +9,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/memory"
 )
@@ -71,9 +73,9 @@ func newStrictPair(tb testing.TB) *pair {
 	require.NoError(tb, err)
 	require.NoError(tb, cc.Reach(pc))
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
-	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk, Policy: tenant.Compatible})
+	p.provider, err = provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(), &provider.Options{Clock: clk, Policy: tenant.Compatible})
 	require.NoError(tb, err)
-	p.consumer, err = kubepact.NewConsumer(consumerID, cc.ConsumerPorts(), &kubepact.ConsumerOptions{Clock: clk, Strict: true})
+	p.consumer, err = consumer.New(consumerID, cc.ConsumerPorts(), &consumer.Options{Clock: clk, Strict: true})
 	require.NoError(tb, err)
 	return p
 }

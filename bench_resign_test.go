@@ -14,9 +14,11 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
@@ -42,8 +44,8 @@ func newResignProvider(tb testing.TB, n int) *resignProvider {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	pc, err := memory.NewCluster(providerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(tb, err)
-	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(),
-		&kubepact.ProviderOptions{Clock: clk, CertificateLifetime: resignLifetime})
+	provider, err := provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(),
+		&provider.Options{Clock: clk, CertificateLifetime: resignLifetime})
 	require.NoError(tb, err)
 	key, err := keys.Generate(nil, keys.Ed25519)
 	require.NoError(tb, err)
@@ -66,8 +68,8 @@ func (r *resignProvider) consumer(tb testing.TB, id string) *kubepact.Consumer {
 	tb.Helper()
 	ks := &fake.KeyStore{}
 	require.NoError(tb, ks.Create(context.Background(), r.key))
-	ports := kubepact.ConsumerPorts{ConsumerCore: kubepact.ConsumerCore{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
-	c, err := kubepact.NewConsumer(id, ports, &kubepact.ConsumerOptions{Clock: r.clock})
+	ports := consumer.Ports{Core: consumer.Core{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
+	c, err := consumer.New(id, ports, &consumer.Options{Clock: r.clock})
 	require.NoError(tb, err)
 	return c
 }

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
@@ -45,7 +47,7 @@ func benchmarkHandshake(b *testing.B, prior int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), nil)
+	provider, err := provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,8 +60,8 @@ func benchmarkHandshake(b *testing.B, prior int) {
 		if err := ks.Create(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		ports := kubepact.ConsumerPorts{ConsumerCore: kubepact.ConsumerCore{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
-		c, err := kubepact.NewConsumer(id, ports, nil)
+		ports := consumer.Ports{Core: consumer.Core{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
+		c, err := consumer.New(id, ports, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -232,7 +234,7 @@ func BenchmarkProviderTenants(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), nil)
+	provider, err := provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -250,8 +252,8 @@ func BenchmarkProviderTenants(b *testing.B) {
 		if err := ks.Create(ctx, key); err != nil {
 			b.Fatal(err)
 		}
-		ports := kubepact.ConsumerPorts{ConsumerCore: kubepact.ConsumerCore{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
-		c, err := kubepact.NewConsumer("cl-consumer-"+strconv.Itoa(i), ports, nil)
+		ports := consumer.Ports{Core: consumer.Core{Namespaces: &fake.Namespaces{}, Keys: ks, Identities: &fake.IdentityStore{}, Secrets: &fake.SecretWriter{}}, IdentityKeys: &fake.Keyring{}}
+		c, err := consumer.New("cl-consumer-"+strconv.Itoa(i), ports, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,7 +12,7 @@
 //  1. The provider ensures the tenant namespace "liqo-tenant-<consumer ID>"
 //     and issues a nonce: 64 random bytes as an 88-character base64 text,
 //     kept in its nonce.Store, single-use, expiring after the TTL it was
-//     issued with (ProviderOptions.NonceTTL, nonce.DefaultTTL by default)
+//     issued with (provider.Options.NonceTTL, nonce.DefaultTTL by default)
 //     (Provider.IssueNonce).
 //  2. The consumer ensures its own tenant namespace for the provider and
 //     its long-term cluster key (keys.Ensure), signs the nonce text, and
@@ -47,7 +47,7 @@
 //
 // Accept decides in three parts: it gathers what the decision needs, runs
 // the provider's checks over it (package accept: a chain of named checks,
-// extended with ProviderOptions.Checks), and does what the resulting plan
+// extended with provider.Options.Checks), and does what the resulting plan
 // says. Provider.Unchanged runs the same checks over a cache.
 //
 // # After the handshake
@@ -77,15 +77,26 @@
 // interfaces declared beside the step that uses them: nonce.Store,
 // tenant.Namespaces, tenant.Store, csr.Signer, csr.Approver, csr.Cache,
 // rbac.Applier, keys.Store, identity.Store and kubeconfig.SecretWriter.
-// ProviderPorts and ConsumerPorts group them: a required core
-// (ProviderCore, ConsumerCore), the provider's required Lifecycle, and
-// optional ports (SlicePorts, ProviderCore.Peek, the consumer's Reviewer,
-// IdentityKeys and Slices). NewProvider and NewConsumer check the groups
-// and name the first port missing in a *MissingPortError. Package fake
-// implements every port in memory and package kube over an API server;
-// package wire and its subpackages put them together. Time and randomness
-// are options (a clock.PassiveClock and an io.Reader) wherever they
-// matter.
+// provider.Ports and consumer.Ports group them: a required core
+// (provider.Core, consumer.Core), the provider's required Lifecycle, and
+// optional ports (provider.SlicePorts, provider.Core.Peek, the consumer's
+// Reviewer, IdentityKeys and Slices). provider.New and consumer.New check
+// the groups and name the first port missing in a *peer.MissingPortError.
+// Package fake implements every port in memory and package kube over an
+// API server; package wire and its subpackages put them together. Time and
+// randomness are options (a clock.PassiveClock and an io.Reader) wherever
+// they matter.
+//
+// # Packages
+//
+// Package provider holds the provider's side (provider.Provider,
+// provider.New): the handshake, slices, lifecycle, renewal and the fast
+// path at restart (Provider.Unchanged). Package consumer holds the
+// consumer's side (consumer.Consumer, consumer.New). Package peer holds
+// what they share: peer.ErrInvalidConfig and peer.MissingPortError. This
+// package keeps Authenticate and Unauthenticate, which compose the two
+// sides through their exported calls only, and aliases of Provider,
+// Consumer and Authenticated.
 //
 // # On real clusters
 //

@@ -14,8 +14,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
@@ -42,11 +44,11 @@ func newFaultyPair(t *testing.T, strict bool) *faultyPair {
 	if strict {
 		policy = tenant.Strict
 	}
-	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), intercept.Provider(pc.ProviderPorts(), faults),
-		&kubepact.ProviderOptions{Clock: clk, Policy: policy, SliceNamespaces: offloaded})
+	p.provider, err = provider.New(providerID, pc.Endpoint(), intercept.Provider(pc.ProviderPorts(), faults),
+		&provider.Options{Clock: clk, Policy: policy, SliceNamespaces: offloaded})
 	require.NoError(t, err)
-	p.consumer, err = kubepact.NewConsumer(consumerID, intercept.Consumer(cc.ConsumerPorts(), faults),
-		&kubepact.ConsumerOptions{Clock: clk, Strict: strict})
+	p.consumer, err = consumer.New(consumerID, intercept.Consumer(cc.ConsumerPorts(), faults),
+		&consumer.Options{Clock: clk, Strict: strict})
 	require.NoError(t, err)
 	return &faultyPair{pair: p, faults: faults}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -56,7 +57,7 @@ func TestAcceptRefusesAnIDHeldByAnotherKey(t *testing.T) {
 	require.ErrorIs(t, err, tenant.ErrNotFound, "no Tenant recorded for the squatter")
 
 	// Once the certificate expired, the ID is free again.
-	p.clock.Step(kubepact.DefaultCertificateLifetime + csr.IssuedSkew + 1)
+	p.clock.Step(provider.DefaultCertificateLifetime + csr.IssuedSkew + 1)
 	n, err = p.provider.IssueNonce(ctx, consumerID)
 	require.NoError(t, err)
 	squatter, err = tenant.Build(consumerID, testkeys.Generate(t, keys.Ed25519), n, nil)

@@ -15,6 +15,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testkeys"
@@ -22,6 +23,8 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
@@ -57,9 +60,9 @@ func newPairWith(t testing.TB, sliceNamespaces func(consumerID string) []string)
 	require.NoError(t, err)
 	require.NoError(t, cc.Reach(pc)) // the consumer confirms Identities online
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
-	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk, SliceNamespaces: sliceNamespaces})
+	p.provider, err = provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(), &provider.Options{Clock: clk, SliceNamespaces: sliceNamespaces})
 	require.NoError(t, err)
-	p.consumer, err = kubepact.NewConsumer(consumerID, cc.ConsumerPorts(), &kubepact.ConsumerOptions{Clock: clk})
+	p.consumer, err = consumer.New(consumerID, cc.ConsumerPorts(), &consumer.Options{Clock: clk})
 	require.NoError(t, err)
 	return p
 }
@@ -107,7 +110,7 @@ func TestHandshake(t *testing.T) {
 	own, err := p.consumerCluster.IdentityKeys.Get(ctx, identity.ControlPlaneName(providerID))
 	require.NoError(t, err)
 	require.True(t, keys.Equal(own.Key.Public(), cert.PublicKey))
-	require.Equal(t, p.clock.Now().Add(kubepact.DefaultCertificateLifetime), cert.NotAfter)
+	require.Equal(t, p.clock.Now().Add(provider.DefaultCertificateLifetime), cert.NotAfter)
 
 	// Secret: labels, annotation, owner.
 	require.Equal(t, map[string]string{"liqo.io/remote-cluster-id": providerID, "liqo.io/identity-type": "ControlPlane"}, secret.Labels)
@@ -150,9 +153,9 @@ func TestHandshakeReportsEveryStep(t *testing.T) {
 	require.NoError(t, err)
 	cc, err := memory.NewCluster(consumerID, nil)
 	require.NoError(t, err)
-	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{OnStep: record})
+	provider, err := provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(), &provider.Options{OnStep: record})
 	require.NoError(t, err)
-	consumer, err := kubepact.NewConsumer(consumerID, cc.ConsumerPorts(), &kubepact.ConsumerOptions{OnStep: record})
+	consumer, err := consumer.New(consumerID, cc.ConsumerPorts(), &consumer.Options{OnStep: record})
 	require.NoError(t, err)
 
 	_, err = kubepact.Authenticate(context.Background(), consumer, provider, nil)
@@ -196,7 +199,7 @@ func TestHandshakeIsIdempotent(t *testing.T) {
 	again, err := p.provider.IssueNonce(ctx, consumerID)
 	require.NoError(t, err)
 	require.True(t, n.Equal(again))
-	tn, err := p.consumer.Tenant(ctx, providerID, n, &kubepact.TenantOptions{OwnKey: true})
+	tn, err := p.consumer.Tenant(ctx, providerID, n, &consumer.TenantOptions{OwnKey: true})
 	require.NoError(t, err)
 	id1, err := p.provider.Accept(ctx, tn)
 	require.NoError(t, err)
@@ -254,11 +257,11 @@ func TestAcceptJudgesNonceByIssuedTTL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p := newPair(t)
-	issuer, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
-		&kubepact.ProviderOptions{Clock: p.clock, NonceTTL: time.Minute})
+	issuer, err := provider.New(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
+		&provider.Options{Clock: p.clock, NonceTTL: time.Minute})
 	require.NoError(t, err)
-	redeemer, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
-		&kubepact.ProviderOptions{Clock: p.clock, NonceTTL: time.Hour})
+	redeemer, err := provider.New(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
+		&provider.Options{Clock: p.clock, NonceTTL: time.Hour})
 	require.NoError(t, err)
 
 	n, err := issuer.IssueNonce(ctx, consumerID)
@@ -361,7 +364,7 @@ func TestApplyRejectsForeignIdentityAndWritesNothing(t *testing.T) {
 	// Another consumer, with its own key, receives this consumer's Identity.
 	cc, err := memory.NewCluster("cl-intruder", &memory.ClusterOptions{Clock: p.clock})
 	require.NoError(t, err)
-	intruder, err := kubepact.NewConsumer("cl-intruder", cc.ConsumerPorts(), &kubepact.ConsumerOptions{Clock: p.clock})
+	intruder, err := consumer.New("cl-intruder", cc.ConsumerPorts(), &consumer.Options{Clock: p.clock})
 	require.NoError(t, err)
 	_, err = keys.Ensure(ctx, cc.Keys, nil, keys.Ed25519)
 	require.NoError(t, err)
@@ -410,7 +413,7 @@ func TestUnauthenticateRefusesWhileResourceSlicesExist(t *testing.T) {
 	before := p.writes()
 
 	err = kubepact.Unauthenticate(ctx, p.consumer, p.provider)
-	require.ErrorIs(t, err, kubepact.ErrInUse)
+	require.ErrorIs(t, err, consumer.ErrInUse)
 	require.Equal(t, before, p.writes())
 	require.Len(t, p.providerCluster.Tenants.Objects(""), 1)
 }
@@ -421,7 +424,7 @@ func TestConcurrentHandshakes(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	pc, err := memory.NewCluster(providerID, &memory.ClusterOptions{Clock: clk})
 	require.NoError(t, err)
-	provider, err := kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk})
+	provider, err := provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(), &provider.Options{Clock: clk})
 	require.NoError(t, err)
 
 	const n = 16
@@ -431,7 +434,7 @@ func TestConcurrentHandshakes(t *testing.T) {
 		id := fmt.Sprintf("cl-consumer-%d", i)
 		cc, err := memory.NewCluster(id, &memory.ClusterOptions{Clock: clk})
 		require.NoError(t, err)
-		consumer, err := kubepact.NewConsumer(id, cc.ConsumerPorts(), &kubepact.ConsumerOptions{Clock: clk})
+		consumer, err := consumer.New(id, cc.ConsumerPorts(), &consumer.Options{Clock: clk})
 		require.NoError(t, err)
 		for range 2 { // two concurrent handshakes of the same consumer
 			wg.Go(func() {
@@ -466,28 +469,28 @@ func TestNewRejectsMissingPorts(t *testing.T) {
 	require.NoError(t, err)
 	ports := pc.ProviderPorts()
 	ports.Signer = nil
-	_, err = kubepact.NewProvider(providerID, pc.Endpoint(), ports, nil)
-	require.ErrorIs(t, err, kubepact.ErrInvalidConfig)
-	noEndpoint, err := kubepact.NewProvider(providerID, kubepact.Endpoint{}, pc.ProviderPorts(), nil)
+	_, err = provider.New(providerID, pc.Endpoint(), ports, nil)
+	require.ErrorIs(t, err, peer.ErrInvalidConfig)
+	noEndpoint, err := provider.New(providerID, provider.Endpoint{}, pc.ProviderPorts(), nil)
 	require.NoError(t, err, "a provider that only issues nonces needs no endpoint")
 	n, err := noEndpoint.IssueNonce(context.Background(), consumerID)
 	require.NoError(t, err)
 	cc, err := memory.NewCluster(consumerID, nil)
 	require.NoError(t, err)
-	consumer, err := kubepact.NewConsumer(consumerID, cc.ConsumerPorts(), nil)
+	cons, err := consumer.New(consumerID, cc.ConsumerPorts(), nil)
 	require.NoError(t, err)
-	tn, err := consumer.Tenant(context.Background(), providerID, n, nil)
+	tn, err := cons.Tenant(context.Background(), providerID, n, nil)
 	require.NoError(t, err)
 	_, err = noEndpoint.Accept(context.Background(), tn)
-	require.ErrorIs(t, err, kubepact.ErrInvalidConfig)
+	require.ErrorIs(t, err, peer.ErrInvalidConfig)
 	_, err = pc.Nonces.Get(context.Background(), consumerID)
 	require.NoError(t, err, "refusing for lack of an endpoint redeems nothing")
-	_, err = kubepact.NewProvider("Bad_ID", pc.Endpoint(), pc.ProviderPorts(), nil)
+	_, err = provider.New("Bad_ID", pc.Endpoint(), pc.ProviderPorts(), nil)
 	require.ErrorIs(t, err, clusterid.ErrInvalid)
 	cports := pc.ConsumerPorts()
 	cports.Keys = nil
-	_, err = kubepact.NewConsumer(consumerID, cports, nil)
-	require.ErrorIs(t, err, kubepact.ErrInvalidConfig)
+	_, err = consumer.New(consumerID, cports, nil)
+	require.ErrorIs(t, err, peer.ErrInvalidConfig)
 }
 
 var errorsIs = errors.Is

@@ -20,12 +20,14 @@ import (
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -229,7 +231,7 @@ func TestNoSecretLeaks(t *testing.T) {
 
 			n, err := r.provider.IssueNonce(ctx, consumerID)
 			require.NoError(t, err)
-			_, err = r.consumer.Tenant(ctx, providerID, n, &kubepact.TenantOptions{ProxyURL: bad})
+			_, err = r.consumer.Tenant(ctx, providerID, n, &consumer.TenantOptions{ProxyURL: bad})
 			require.ErrorIs(t, err, tenant.ErrInvalidProxyURL, name)
 			scan.err(err)
 			tn, err := r.consumer.Tenant(ctx, providerID, n, nil)
@@ -327,7 +329,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		id.Spec.AuthParams.SignedCRT = id.Spec.AuthParams.SignedCRT[:100]
 		_, err = p.consumer.Apply(ctx, providerID, id, nil)
 		scan.err(err)
-		p.clock.Step(2 * kubepact.DefaultCertificateLifetime)
+		p.clock.Step(2 * provider.DefaultCertificateLifetime)
 		_, err = p.consumer.Apply(ctx, providerID, done.Identity, nil)
 		require.ErrorIs(t, err, identity.ErrExpired)
 		scan.err(err)

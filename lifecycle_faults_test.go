@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/wire/intercept"
 )
@@ -33,8 +34,8 @@ func resetFaults(t *testing.T, p *faultyPair) *intercept.Faults {
 	t.Helper()
 	f := &intercept.Faults{}
 	var err error
-	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), intercept.Provider(p.providerCluster.ProviderPorts(), f),
-		&kubepact.ProviderOptions{Clock: p.clock})
+	p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), intercept.Provider(p.providerCluster.ProviderPorts(), f),
+		&provider.Options{Clock: p.clock})
 	require.NoError(t, err)
 	return f
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/kubepact/kubepact/tenant"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
@@ -181,7 +183,7 @@ func anotherProvider(t *testing.T, p *pair, id string) *kubepact.Provider {
 	pc, err := memory.NewCluster(id, &memory.ClusterOptions{Clock: p.clock, Server: "https://" + id + ".example:6443"})
 	require.NoError(t, err)
 	require.NoError(t, p.consumerCluster.Reach(pc))
-	prov, err := kubepact.NewProvider(id, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: p.clock, SliceNamespaces: offloaded})
+	prov, err := provider.New(id, pc.Endpoint(), pc.ProviderPorts(), &provider.Options{Clock: p.clock, SliceNamespaces: offloaded})
 	require.NoError(t, err)
 	return prov
 }
@@ -230,7 +232,7 @@ func TestAdoptKeysOnUpgrade(t *testing.T) {
 		}
 	}
 	require.NotNil(t, cpID)
-	held := kubepact.HeldIdentities(ids)
+	held := consumer.HeldIdentities(ids)
 	require.Len(t, held, 2)
 	require.NoError(t, p.consumer.AdoptKeys(ctx, held))
 	require.NoError(t, p.consumer.AdoptKeys(ctx, held), "idempotent")
@@ -280,11 +282,11 @@ func TestTenantNeverAsksACertificateForAnAdoptedKey(t *testing.T) {
 	require.NoError(t, ring.Create(ctx, cpName, keys.Stored{Key: cp.Key}))
 	cpID, ok := p.consumerCluster.Identities.Get(clusterid.TenantNamespace(providerID), cpName)
 	require.True(t, ok)
-	require.NoError(t, p.consumer.AdoptKeys(ctx, kubepact.HeldIdentities([]authv1beta1.Identity{*cpID})))
+	require.NoError(t, p.consumer.AdoptKeys(ctx, consumer.HeldIdentities([]authv1beta1.Identity{*cpID})))
 
 	n, err := p.provider.IssueNonce(ctx, consumerID)
 	require.NoError(t, err)
-	tn, err := p.consumer.Tenant(ctx, providerID, n, &kubepact.TenantOptions{OwnKey: true})
+	tn, err := p.consumer.Tenant(ctx, providerID, n, &consumer.TenantOptions{OwnKey: true})
 	require.NoError(t, err)
 	v, err := tenant.Verify(tn, n, &tenant.VerifyOptions{ProviderID: providerID, Policy: tenant.Strict, Now: p.clock.Now()})
 	require.NoError(t, err)

@@ -2,18 +2,19 @@ package kubepact_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/intercept"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
-// NewProvider names the first required port missing, group by group, in a
+// provider.New names the first required port missing, group by group, in a
 // *MissingPortError that errors.Is sees as ErrInvalidConfig.
 func TestNewProviderNamesTheMissingPort(t *testing.T) {
 	t.Parallel()
@@ -21,23 +22,23 @@ func TestNewProviderNamesTheMissingPort(t *testing.T) {
 	require.NoError(t, err)
 	tests := []struct {
 		field string
-		drop  func(*kubepact.ProviderPorts)
+		drop  func(*provider.Ports)
 	}{
-		{"ProviderCore.Namespaces", func(p *kubepact.ProviderPorts) { p.Namespaces = nil }},
-		{"ProviderCore.Nonces", func(p *kubepact.ProviderPorts) { p.Nonces = nil }},
-		{"ProviderCore.Tenants", func(p *kubepact.ProviderPorts) { p.Tenants = nil }},
-		{"ProviderCore.Signer", func(p *kubepact.ProviderPorts) { p.Signer = nil }},
-		{"ProviderCore.Certificates", func(p *kubepact.ProviderPorts) { p.Certificates = nil }},
-		{"ProviderCore.RBAC", func(p *kubepact.ProviderPorts) { p.RBAC = nil }},
-		{"Lifecycle.Conditions", func(p *kubepact.ProviderPorts) { p.Lifecycle.Conditions = nil }},
-		{"Lifecycle.Slices", func(p *kubepact.ProviderPorts) { p.Lifecycle.Slices = nil }},
-		{"Lifecycle.Bindings", func(p *kubepact.ProviderPorts) { p.Lifecycle.Bindings = nil }},
-		{"Lifecycle.Revocations", func(p *kubepact.ProviderPorts) { p.Lifecycle.Revocations = nil }},
-		{"SlicePorts.ClusterRBAC", func(p *kubepact.ProviderPorts) { p.ClusterRBAC = nil }},
-		{"SlicePorts.Slices", func(p *kubepact.ProviderPorts) { p.Slices = nil }},
+		{"Core.Namespaces", func(p *provider.Ports) { p.Namespaces = nil }},
+		{"Core.Nonces", func(p *provider.Ports) { p.Nonces = nil }},
+		{"Core.Tenants", func(p *provider.Ports) { p.Tenants = nil }},
+		{"Core.Signer", func(p *provider.Ports) { p.Signer = nil }},
+		{"Core.Certificates", func(p *provider.Ports) { p.Certificates = nil }},
+		{"Core.RBAC", func(p *provider.Ports) { p.RBAC = nil }},
+		{"Lifecycle.Conditions", func(p *provider.Ports) { p.Lifecycle.Conditions = nil }},
+		{"Lifecycle.Slices", func(p *provider.Ports) { p.Lifecycle.Slices = nil }},
+		{"Lifecycle.Bindings", func(p *provider.Ports) { p.Lifecycle.Bindings = nil }},
+		{"Lifecycle.Revocations", func(p *provider.Ports) { p.Lifecycle.Revocations = nil }},
+		{"SlicePorts.ClusterRBAC", func(p *provider.Ports) { p.ClusterRBAC = nil }},
+		{"SlicePorts.Slices", func(p *provider.Ports) { p.Slices = nil }},
 		// A group is checked only once one of its ports is set.
-		{"SlicePorts.ClusterRBAC", func(p *kubepact.ProviderPorts) {
-			p.SlicePorts = kubepact.SlicePorts{StorageClasses: p.StorageClasses}
+		{"SlicePorts.ClusterRBAC", func(p *provider.Ports) {
+			p.SlicePorts = provider.SlicePorts{StorageClasses: p.StorageClasses}
 		}},
 	}
 	for _, tt := range tests {
@@ -45,11 +46,11 @@ func TestNewProviderNamesTheMissingPort(t *testing.T) {
 			t.Parallel()
 			ports := c.ProviderPorts()
 			tt.drop(&ports)
-			_, err := kubepact.NewProvider(providerID, c.Endpoint(), ports, nil)
-			var missing *kubepact.MissingPortError
+			_, err := provider.New(providerID, c.Endpoint(), ports, nil)
+			var missing *peer.MissingPortError
 			require.ErrorAs(t, err, &missing)
-			require.Equal(t, kubepact.MissingPortError{Role: "provider", Field: tt.field}, *missing)
-			require.ErrorIs(t, err, kubepact.ErrInvalidConfig)
+			require.Equal(t, peer.MissingPortError{Role: "provider", Field: tt.field}, *missing)
+			require.ErrorIs(t, err, peer.ErrInvalidConfig)
 		})
 	}
 }
@@ -60,15 +61,15 @@ func TestNewProviderOptionalPorts(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	ports := p.providerCluster.ProviderPorts()
-	ports.SlicePorts = kubepact.SlicePorts{}
+	ports.SlicePorts = provider.SlicePorts{}
 	ports.Peek = nil
 	var err error
-	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports, &kubepact.ProviderOptions{Clock: p.clock})
+	p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), ports, &provider.Options{Clock: p.clock})
 	require.NoError(t, err)
 	_, err = kubepact.Authenticate(context.Background(), p.consumer, p.provider, nil)
 	require.NoError(t, err)
 	err = p.provider.ForgetSlice(context.Background(), "liqo-tenant-"+consumerID, "slice")
-	require.ErrorIs(t, err, kubepact.ErrInvalidConfig)
+	require.ErrorIs(t, err, peer.ErrInvalidConfig)
 }
 
 func TestNewConsumerNamesTheMissingPort(t *testing.T) {
@@ -78,36 +79,36 @@ func TestNewConsumerNamesTheMissingPort(t *testing.T) {
 	tests := []struct {
 		field  string
 		strict bool
-		drop   func(*kubepact.ConsumerPorts)
+		drop   func(*consumer.Ports)
 	}{
-		{"ConsumerCore.Namespaces", false, func(p *kubepact.ConsumerPorts) { p.Namespaces = nil }},
-		{"ConsumerCore.Keys", false, func(p *kubepact.ConsumerPorts) { p.Keys = nil }},
-		{"ConsumerCore.Identities", false, func(p *kubepact.ConsumerPorts) { p.Identities = nil }},
-		{"ConsumerCore.Secrets", false, func(p *kubepact.ConsumerPorts) { p.Secrets = nil }},
-		{"IdentityKeys", true, func(p *kubepact.ConsumerPorts) { p.IdentityKeys = nil }},
+		{"Core.Namespaces", false, func(p *consumer.Ports) { p.Namespaces = nil }},
+		{"Core.Keys", false, func(p *consumer.Ports) { p.Keys = nil }},
+		{"Core.Identities", false, func(p *consumer.Ports) { p.Identities = nil }},
+		{"Core.Secrets", false, func(p *consumer.Ports) { p.Secrets = nil }},
+		{"IdentityKeys", true, func(p *consumer.Ports) { p.IdentityKeys = nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
 			t.Parallel()
 			ports := c.ConsumerPorts()
 			tt.drop(&ports)
-			_, err := kubepact.NewConsumer(consumerID, ports, &kubepact.ConsumerOptions{Strict: tt.strict})
-			var missing *kubepact.MissingPortError
+			_, err := consumer.New(consumerID, ports, &consumer.Options{Strict: tt.strict})
+			var missing *peer.MissingPortError
 			require.ErrorAs(t, err, &missing)
 			require.Equal(t, "consumer", missing.Role)
 			require.Equal(t, tt.field, missing.Field)
-			require.ErrorIs(t, err, kubepact.ErrInvalidConfig)
+			require.ErrorIs(t, err, peer.ErrInvalidConfig)
 		})
 	}
 	// Optional: IdentityKeys of a Compatible consumer, Reviewer and Slices.
 	ports := c.ConsumerPorts()
 	ports.IdentityKeys, ports.Reviewer, ports.Slices = nil, nil, nil
-	_, err = kubepact.NewConsumer(consumerID, ports, nil)
+	_, err = consumer.New(consumerID, ports, nil)
 	require.NoError(t, err)
 }
 
 // In memory and under Faults, Accept takes the branch the controller takes:
-// it peeks at the nonce (ProviderCore.Peek) and does not read it ahead of
+// it peeks at the nonce (Core.Peek) and does not read it ahead of
 // the redemption. Without Peek, it reads it.
 func TestAcceptPeeksInMemoryAndUnderFaults(t *testing.T) {
 	t.Parallel()
@@ -132,7 +133,7 @@ func TestAcceptPeeksInMemoryAndUnderFaults(t *testing.T) {
 			wrapped := intercept.Provider(ports, faults)
 			require.Equal(t, tt.peek, wrapped.Peek != nil, "intercept keeps Peek as it finds it")
 			var err error
-			p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), wrapped, &kubepact.ProviderOptions{Clock: p.clock})
+			p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), wrapped, &provider.Options{Clock: p.clock})
 			require.NoError(t, err)
 			n, err := p.provider.IssueNonce(ctx, consumerID)
 			require.NoError(t, err)
@@ -148,14 +149,4 @@ func TestAcceptPeeksInMemoryAndUnderFaults(t *testing.T) {
 			require.Equal(t, tt.reads, read, "Accept read the nonce ahead of the redemption")
 		})
 	}
-}
-
-func ExampleMissingPortError() {
-	_, err := kubepact.NewConsumer("cl-consumer", kubepact.ConsumerPorts{}, nil)
-	var missing *kubepact.MissingPortError
-	if errors.As(err, &missing) {
-		fmt.Println(missing.Field, errors.Is(err, kubepact.ErrInvalidConfig))
-	}
-	// Output:
-	// ConsumerCore.Namespaces true
 }

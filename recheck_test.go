@@ -19,6 +19,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/intercept"
@@ -50,8 +51,8 @@ func recheckPair(t *testing.T, interval time.Duration) (*pair, *countingBinder) 
 	counting := &countingBinder{Binder: ports.RBAC}
 	ports.RBAC = counting
 	var err error
-	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports,
-		&kubepact.ProviderOptions{Clock: p.clock, RecheckInterval: interval})
+	p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), ports,
+		&provider.Options{Clock: p.clock, RecheckInterval: interval})
 	require.NoError(t, err)
 	return p, counting
 }
@@ -75,7 +76,7 @@ func TestAcceptRechecksPrivilegesAfterTheInterval(t *testing.T) {
 	require.Equal(t, probes, counting.asked.Load())
 	require.Equal(t, roles, counting.roles.Load())
 
-	p.clock.Step(kubepact.DefaultRecheckInterval - time.Second)
+	p.clock.Step(provider.DefaultRecheckInterval - time.Second)
 	_, err = p.provider.Accept(ctx, tn)
 	require.NoError(t, err)
 	require.Equal(t, probes, counting.asked.Load(), "no question within the interval")
@@ -280,7 +281,7 @@ func TestAcceptWithAPeekedNonce(t *testing.T) {
 			peeking := &peekingNonces{Store: ports.Nonces}
 			ports.RBAC, ports.Nonces, ports.Peek = counting, peeking, peeking
 			var err error
-			p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports, &kubepact.ProviderOptions{Clock: p.clock})
+			p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), ports, &provider.Options{Clock: p.clock})
 			require.NoError(t, err)
 			n, err := p.provider.IssueNonce(ctx, consumerID)
 			require.NoError(t, err)

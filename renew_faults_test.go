@@ -12,8 +12,10 @@ import (
 
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/wire/intercept"
 	"github.com/kubepact/kubepact/wire/memory"
@@ -32,9 +34,9 @@ func newFaultyStrictPair(t *testing.T, faults *intercept.Faults) *pair {
 	require.NoError(t, err)
 	require.NoError(t, cc.Reach(pc))
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
-	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk})
+	p.provider, err = provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(), &provider.Options{Clock: clk})
 	require.NoError(t, err)
-	p.consumer, err = kubepact.NewConsumer(consumerID, intercept.Consumer(cc.ConsumerPorts(), faults), &kubepact.ConsumerOptions{Clock: clk, Strict: true})
+	p.consumer, err = consumer.New(consumerID, intercept.Consumer(cc.ConsumerPorts(), faults), &consumer.Options{Clock: clk, Strict: true})
 	require.NoError(t, err)
 	_, err = kubepact.Authenticate(context.Background(), p.consumer, p.provider, nil)
 	require.NoError(t, err)

@@ -17,11 +17,13 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/tenant"
@@ -69,7 +71,7 @@ func clientCert(t *testing.T, cfg *kubeconfig.Config) *x509.Certificate {
 // roundTrip runs one renewal round as the controllers do: the consumer's
 // Renew, replicated; the provider's answer; the status, replicated back
 // and applied by the consumer.
-func roundTrip(t *testing.T, p *pair, held *authv1beta1.Renew) (*authv1beta1.Renew, *kubepact.Authenticated, error) {
+func roundTrip(t *testing.T, p *pair, held *authv1beta1.Renew) (*authv1beta1.Renew, *consumer.Authenticated, error) {
 	t.Helper()
 	ctx := context.Background()
 	req, err := p.consumer.RenewRequest(ctx, providerID, held)
@@ -88,7 +90,7 @@ func TestProviderRenewsWhenDueAndLiqoConsumerFollows(t *testing.T) {
 	done, err := kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
 	require.NoError(t, err)
 	first := clientCert(t, done.Kubeconfig)
-	require.Equal(t, kubepact.DefaultCertificateLifetime, first.NotAfter.Sub(p.clock.Now()), "seven days by default")
+	require.Equal(t, provider.DefaultCertificateLifetime, first.NotAfter.Sub(p.clock.Now()), "seven days by default")
 	tn, err := p.providerCluster.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
 	require.NoError(t, err)
 
@@ -119,7 +121,7 @@ func TestProviderRenewsWhenDueAndLiqoConsumerFollows(t *testing.T) {
 	second := clientCert(t, cfg)
 	require.NotEqual(t, first.SerialNumber, second.SerialNumber)
 	require.True(t, keys.Equal(first.PublicKey, second.PublicKey), "Liqo's renewal keeps the key")
-	require.Equal(t, p.clock.Now().Add(kubepact.DefaultCertificateLifetime), second.NotAfter)
+	require.Equal(t, p.clock.Now().Add(provider.DefaultCertificateLifetime), second.NotAfter)
 	id, ok := p.consumerCluster.Identities.Get(clusterid.TenantNamespace(providerID), identity.ControlPlaneName(providerID))
 	require.True(t, ok)
 	idCert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
@@ -288,12 +290,12 @@ func TestRenewedRefusesHostileStatus(t *testing.T) {
 		}, identity.ErrRejected},
 		{"another API server", func(t *testing.T, p *pair, params *authv1beta1.AuthParams) {
 			params.APIServer = "https://attacker.example:6443"
-		}, kubepact.ErrEndpointChanged},
+		}, consumer.ErrEndpointChanged},
 		{"another CA", func(t *testing.T, p *pair, params *authv1beta1.AuthParams) {
 			caPEM, _, err := csr.GenerateCA(nil, "rogue", p.clock.Now(), time.Hour)
 			require.NoError(t, err)
 			params.CA = caPEM
-		}, kubepact.ErrEndpointChanged},
+		}, consumer.ErrEndpointChanged},
 		{"garbage", func(t *testing.T, p *pair, params *authv1beta1.AuthParams) {
 			params.SignedCRT = []byte("not a certificate")
 		}, identity.ErrMalformed},

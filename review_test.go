@@ -12,6 +12,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/identity"
@@ -40,7 +41,7 @@ func newK3sPair(t *testing.T) *k3sPair {
 	require.NoError(t, p.consumerCluster.Reviewer.Serve(p.providerCluster.Server, bundle))
 	ports := p.consumerCluster.ConsumerPorts()
 	ports.Reviewer = nil
-	offline, err := kubepact.NewConsumer(consumerID, ports, &kubepact.ConsumerOptions{Clock: p.clock})
+	offline, err := consumer.New(consumerID, ports, &consumer.Options{Clock: p.clock})
 	require.NoError(t, err)
 	return &k3sPair{pair: p, clientCA: clientCA, offline: offline}
 }
@@ -81,18 +82,18 @@ func TestApplyLiqoIdentities(t *testing.T) {
 	for name, ca := range cas {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			for mode, apply := range map[string]func(p *k3sPair, id *authv1beta1.Identity) (*kubepact.Authenticated, error){
-				"offline": func(p *k3sPair, id *authv1beta1.Identity) (*kubepact.Authenticated, error) {
+			for mode, apply := range map[string]func(p *k3sPair, id *authv1beta1.Identity) (*consumer.Authenticated, error){
+				"offline": func(p *k3sPair, id *authv1beta1.Identity) (*consumer.Authenticated, error) {
 					return p.offline.Apply(context.Background(), providerID, id, nil)
 				},
-				"offline with the client CA": func(p *k3sPair, id *authv1beta1.Identity) (*kubepact.Authenticated, error) {
-					return p.offline.Apply(context.Background(), providerID, id, &kubepact.ApplyOptions{ClientCAs: p.clientCAs(t)})
+				"offline with the client CA": func(p *k3sPair, id *authv1beta1.Identity) (*consumer.Authenticated, error) {
+					return p.offline.Apply(context.Background(), providerID, id, &consumer.ApplyOptions{ClientCAs: p.clientCAs(t)})
 				},
-				"online": func(p *k3sPair, id *authv1beta1.Identity) (*kubepact.Authenticated, error) {
+				"online": func(p *k3sPair, id *authv1beta1.Identity) (*consumer.Authenticated, error) {
 					return p.consumer.Apply(context.Background(), providerID, id, nil)
 				},
-				"online with the client CA": func(p *k3sPair, id *authv1beta1.Identity) (*kubepact.Authenticated, error) {
-					return p.consumer.Apply(context.Background(), providerID, id, &kubepact.ApplyOptions{ClientCAs: p.clientCAs(t)})
+				"online with the client CA": func(p *k3sPair, id *authv1beta1.Identity) (*consumer.Authenticated, error) {
+					return p.consumer.Apply(context.Background(), providerID, id, &consumer.ApplyOptions{ClientCAs: p.clientCAs(t)})
 				},
 			} {
 				p := newK3sPair(t)
@@ -174,7 +175,7 @@ func TestApplyRefusedOnline(t *testing.T) {
 				}
 				ports := p.consumerCluster.ConsumerPorts()
 				ports.Reviewer = r
-				c, err := kubepact.NewConsumer(consumerID, ports, &kubepact.ConsumerOptions{Clock: p.clock})
+				c, err := consumer.New(consumerID, ports, &consumer.Options{Clock: p.clock})
 				require.NoError(t, err)
 				var ca []byte
 				if held {
@@ -191,7 +192,7 @@ func TestApplyRefusedOnline(t *testing.T) {
 				idBefore, hadID := p.consumerCluster.Identities.Get(namespace, identity.ControlPlaneName(providerID))
 				writes := p.consumerCluster.Identities.Writes() + p.consumerCluster.Secrets.Writes()
 
-				_, err = c.Apply(ctx, providerID, id, &kubepact.ApplyOptions{ClientCAs: p.clientCAs(t)})
+				_, err = c.Apply(ctx, providerID, id, &consumer.ApplyOptions{ClientCAs: p.clientCAs(t)})
 				require.ErrorIs(t, err, tt.want)
 				require.Equal(t, writes, p.consumerCluster.Identities.Writes()+p.consumerCluster.Secrets.Writes(), "a refused Identity writes nothing")
 				require.Equal(t, held, hadSecret)
@@ -254,7 +255,7 @@ func TestApplyWrongClientCA(t *testing.T) {
 	serving := x509.NewCertPool()
 	require.True(t, serving.AppendCertsFromPEM(p.providerCluster.Signer.CA.Certificate()))
 	before := p.consumerCluster.Identities.Writes() + p.consumerCluster.Secrets.Writes()
-	_, err := p.offline.Apply(context.Background(), providerID, id, &kubepact.ApplyOptions{ClientCAs: serving})
+	_, err := p.offline.Apply(context.Background(), providerID, id, &consumer.ApplyOptions{ClientCAs: serving})
 	require.ErrorIs(t, err, identity.ErrUntrusted)
 	require.Equal(t, before, p.consumerCluster.Identities.Writes()+p.consumerCluster.Secrets.Writes())
 }
@@ -273,7 +274,7 @@ func TestApplyHeldIdentityRefusedOnline(t *testing.T) {
 
 	ports := p.consumerCluster.ConsumerPorts()
 	ports.Reviewer = rewrite{next: p.consumerCluster.Reviewer, edit: func(_ string, groups []string) (string, []string) { return "cl-other", groups }}
-	c, err := kubepact.NewConsumer(consumerID, ports, &kubepact.ConsumerOptions{Clock: p.clock})
+	c, err := consumer.New(consumerID, ports, &consumer.Options{Clock: p.clock})
 	require.NoError(t, err)
 	namespace := clusterid.TenantNamespace(providerID)
 	secretName := kubeconfig.SecretName(identity.ControlPlaneName(providerID))

@@ -6,7 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/peer"
 )
 
 // TestSessionsOutOfOrder: a session used out of its order is refused with
@@ -22,17 +23,17 @@ func TestSessionsOutOfOrder(t *testing.T) {
 
 	n, err := p.provider.IssueNonce(ctx, consumerID)
 	require.NoError(t, err)
-	tn, err := cs.Tenant(ctx, n, &kubepact.TenantOptions{OwnKey: true})
+	tn, err := cs.Tenant(ctx, n, &consumer.TenantOptions{OwnKey: true})
 	require.NoError(t, err)
 	cs.Close() // the signed-nonce Secret is written
 	writes := p.writes()
 	_, err = ps.Accept(ctx, tn)
-	require.ErrorIs(t, err, kubepact.ErrInvalidConfig, "Accept before the session issued a nonce")
+	require.ErrorIs(t, err, peer.ErrInvalidConfig, "Accept before the session issued a nonce")
 	require.Equal(t, writes, p.writes())
 
 	other := p.consumer.Session(ctx, providerID)
 	defer other.Close()
 	_, err = other.Apply(ctx, nil, nil)
-	require.ErrorIs(t, err, kubepact.ErrInvalidConfig, "Apply before the session built a Tenant")
+	require.ErrorIs(t, err, peer.ErrInvalidConfig, "Apply before the session built a Tenant")
 	require.Equal(t, writes, p.writes())
 }

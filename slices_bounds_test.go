@@ -17,6 +17,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/resourceslice"
 )
 
@@ -34,8 +35,8 @@ func boundedPair(t *testing.T, bounds resourceslice.Bounds) (*pair, *kubepact.Pr
 // restart of the process: nothing in memory is kept.
 func restartedProvider(t *testing.T, p *pair, bounds resourceslice.Bounds) *kubepact.Provider {
 	t.Helper()
-	prov, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
-		&kubepact.ProviderOptions{Clock: p.clock, SliceNamespaces: offloaded, SliceBounds: bounds})
+	prov, err := provider.New(providerID, p.providerCluster.Endpoint(), p.providerCluster.ProviderPorts(),
+		&provider.Options{Clock: p.clock, SliceNamespaces: offloaded, SliceBounds: bounds})
 	require.NoError(t, err)
 	return prov
 }
@@ -210,7 +211,7 @@ func TestSliceCertificateRateBounded(t *testing.T) {
 
 	// Renewals are not counted: days later, the window filled by new
 	// slices, the slices due for re-signing are re-signed.
-	p.clock.SetTime(t0.Add(kubepact.DefaultCertificateLifetime * 2 / 3))
+	p.clock.SetTime(t0.Add(provider.DefaultCertificateLifetime * 2 / 3))
 	for i := range rate {
 		acceptNew(t, p, prov, fmt.Sprintf("slice-later-%d", i))
 	}
@@ -253,8 +254,8 @@ func TestSliceBoundsCountPendingOnce(t *testing.T) {
 	ports := p.providerCluster.ProviderPorts()
 	signer := &pendingSigner{next: ports.Signer, seen: map[string]bool{}}
 	ports.Signer = signer
-	prov, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports,
-		&kubepact.ProviderOptions{Clock: p.clock, SliceNamespaces: offloaded, SliceBounds: resourceslice.Bounds{CertificatesPerHour: 1}})
+	prov, err := provider.New(providerID, p.providerCluster.Endpoint(), ports,
+		&provider.Options{Clock: p.clock, SliceNamespaces: offloaded, SliceBounds: resourceslice.Bounds{CertificatesPerHour: 1}})
 	require.NoError(t, err)
 
 	remote := replicate(t, p, createSlice(t, p, "slice-a"))
@@ -353,8 +354,8 @@ func TestSliceFloodCountedOnce(t *testing.T) {
 	ports := p.providerCluster.ProviderPorts()
 	counting := &countingSlices{Store: ports.Slices}
 	ports.Slices = counting
-	prov, err := kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports,
-		&kubepact.ProviderOptions{Clock: p.clock, SliceNamespaces: offloaded, SliceBounds: resourceslice.Bounds{MaxSlices: 2, CertificatesPerHour: -1}})
+	prov, err := provider.New(providerID, p.providerCluster.Endpoint(), ports,
+		&provider.Options{Clock: p.clock, SliceNamespaces: offloaded, SliceBounds: resourceslice.Bounds{MaxSlices: 2, CertificatesPerHour: -1}})
 	require.NoError(t, err)
 	acceptNew(t, p, prov, "slice-0")
 	acceptNew(t, p, prov, "slice-1")

@@ -14,6 +14,8 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
 )
@@ -52,11 +54,11 @@ func TestSliceNeverGrantedATenantNamespace(t *testing.T) {
 			bindings := len(p.providerCluster.RBAC.RoleBindings.Objects(""))
 
 			_, err = p.provider.AcceptSlice(ctx, replicate(t, p, createSlice(t, p, "slice-a")))
-			var refused *kubepact.SliceNamespaceError
+			var refused *provider.SliceNamespaceError
 			require.ErrorAs(t, err, &refused)
 			require.Equal(t, ns, refused.Namespace)
-			require.ErrorIs(t, err, kubepact.ErrSliceNamespace)
-			require.ErrorIs(t, err, kubepact.ErrInvalidConfig)
+			require.ErrorIs(t, err, provider.ErrSliceNamespace)
+			require.ErrorIs(t, err, peer.ErrInvalidConfig)
 			require.Equal(t, signed, p.providerCluster.Signer.Signed(), "nothing signed")
 			require.Len(t, p.providerCluster.RBAC.RoleBindings.Objects(""), bindings, "nothing bound")
 

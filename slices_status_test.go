@@ -14,6 +14,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/fake"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/wire/intercept"
 )
@@ -100,7 +101,7 @@ func TestAcceptSliceOfferAndPolicy(t *testing.T) {
 		NodeLabels:          map[string]string{"topology.kubernetes.io/zone": "eu-1"},
 	}
 	var err error
-	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports, &kubepact.ProviderOptions{Clock: p.clock, SliceOffer: offer})
+	p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), ports, &provider.Options{Clock: p.clock, SliceOffer: offer})
 	require.NoError(t, err)
 	offer.NodeLabels["changed"] = "after NewProvider" // the provider keeps its own copy
 	_, err = kubepact.Authenticate(ctx, p.consumer, p.provider, nil)
@@ -137,8 +138,8 @@ func TestAcceptSliceOfferAndPolicy(t *testing.T) {
 		}
 		return nil
 	})
-	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), intercept.Provider(ports, faults),
-		&kubepact.ProviderOptions{Clock: p.clock, SliceOffer: offer})
+	p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), intercept.Provider(ports, faults),
+		&provider.Options{Clock: p.clock, SliceOffer: offer})
 	require.NoError(t, err)
 	status, err = p.provider.AcceptSlice(ctx, replicate(t, p, createSlice(t, p, "slice-io")))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -146,7 +147,7 @@ func TestAcceptSliceOfferAndPolicy(t *testing.T) {
 
 	// Without the StorageClasses port: no storage class is offered.
 	ports.StorageClasses = nil
-	p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports, &kubepact.ProviderOptions{Clock: p.clock})
+	p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), ports, &provider.Options{Clock: p.clock})
 	require.NoError(t, err)
 	status, err = p.provider.AcceptSlice(ctx, replicate(t, p, createSlice(t, p, "slice-nostorage")))
 	require.NoError(t, err)

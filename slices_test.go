@@ -21,6 +21,7 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testkeys"
@@ -56,7 +57,7 @@ func createSlice(t *testing.T, p *pair, name string) *authv1beta1.ResourceSlice 
 
 func createSliceB(t testing.TB, p *pair, name string) *authv1beta1.ResourceSlice {
 	t.Helper()
-	s, err := p.consumer.Slice(context.Background(), providerID, name, &kubepact.SliceOptions{
+	s, err := p.consumer.Slice(context.Background(), providerID, name, &consumer.SliceOptions{
 		Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 	})
 	require.NoError(t, err)
@@ -68,7 +69,7 @@ func createSliceB(t testing.TB, p *pair, name string) *authv1beta1.ResourceSlice
 
 // sliceRoundTrip creates slice name, replicates it, lets the provider
 // accept it and the consumer apply its identity.
-func sliceRoundTrip(t *testing.T, p *pair, name string) (*authv1beta1.ResourceSlice, *kubepact.Authenticated) {
+func sliceRoundTrip(t *testing.T, p *pair, name string) (*authv1beta1.ResourceSlice, *consumer.Authenticated) {
 	t.Helper()
 	ctx := context.Background()
 	local := createSlice(t, p, name)
@@ -81,7 +82,7 @@ func sliceRoundTrip(t *testing.T, p *pair, name string) (*authv1beta1.ResourceSl
 }
 
 // offloadNS is the namespace the test providers offload to consumerID's
-// slices (ProviderOptions.SliceNamespaces: offloaded), as Liqo's
+// slices (provider.Options.SliceNamespaces: offloaded), as Liqo's
 // offloading module would: a slice identity's namespaced rights are there,
 // never in the tenant namespace.
 const offloadNS = "offloaded-" + consumerID
@@ -412,10 +413,10 @@ func TestApplySliceIdentityRejectsHostileStatus(t *testing.T) {
 		}, identity.ErrKeyMismatch},
 		{"another API server", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.APIServer = "https://attacker.example"
-		}, kubepact.ErrEndpointChanged},
+		}, consumer.ErrEndpointChanged},
 		{"another CA", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.CA = p.consumerCluster.Signer.CA.Certificate()
-		}, kubepact.ErrEndpointChanged},
+		}, consumer.ErrEndpointChanged},
 		{"huge API server", func(t *testing.T, p *pair, s *authv1beta1.ResourceSlice) {
 			s.Status.AuthParams.APIServer = "https://provider.example/" + strings.Repeat("a", 1<<20)
 		}, identity.ErrMalformed},
@@ -456,14 +457,14 @@ func TestApplySliceIdentityRemovesDeniedAndWaitsForPending(t *testing.T) {
 
 	pending := createSlice(t, p, "slice-p")
 	_, err = p.consumer.ApplySliceIdentity(ctx, pending, nil)
-	require.ErrorIs(t, err, kubepact.ErrSlicePending)
+	require.ErrorIs(t, err, consumer.ErrSlicePending)
 
 	local, done := sliceRoundTrip(t, p, "slice-a")
 	require.Contains(t, secretNames(p.consumerCluster), done.Secret.Name)
 	resourceslice.SetCondition(&local.Status, authv1beta1.ResourceSliceConditionTypeAuthentication,
 		authv1beta1.ResourceSliceConditionDenied, resourceslice.ReasonAuthenticationDenied, "no", p.clock.Now())
 	_, err = p.consumer.ApplySliceIdentity(ctx, local, nil)
-	require.ErrorIs(t, err, kubepact.ErrSliceDenied)
+	require.ErrorIs(t, err, consumer.ErrSliceDenied)
 	require.NotContains(t, secretNames(p.consumerCluster), done.Secret.Name)
 	for _, id := range p.consumerCluster.Identities.Objects("") {
 		require.NotEqual(t, done.Identity.Name, id.Name)
@@ -479,7 +480,7 @@ func TestUnauthenticateRefusesWhileSlicesExist(t *testing.T) {
 	createSlice(t, p, "slice-a") // no identity yet
 	before := p.writes()
 	err = kubepact.Unauthenticate(ctx, p.consumer, p.provider)
-	require.ErrorIs(t, err, kubepact.ErrInUse)
+	require.ErrorIs(t, err, consumer.ErrInUse)
 	require.Equal(t, before, p.writes())
 }
 
@@ -492,7 +493,7 @@ func TestForgetForceRemovesOnlyLocalObjects(t *testing.T) {
 		require.NoError(t, err)
 		sliceRoundTrip(t, p, "slice-a")
 		createSlice(t, p, "slice-b")
-		require.ErrorIs(t, p.consumer.Forget(ctx, providerID), kubepact.ErrInUse)
+		require.ErrorIs(t, p.consumer.Forget(ctx, providerID), consumer.ErrInUse)
 
 		pc := p.providerCluster
 		providerWrites := pc.Tenants.Writes() + pc.Slices.Writes() + pc.RBAC.RoleBindings.Writes() + pc.Certificates.Len() + pc.Secrets.Writes()

@@ -13,10 +13,13 @@ import (
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire/memory"
 )
@@ -32,9 +35,9 @@ func newModePair(t *testing.T, policy tenant.Policy, strictConsumer bool) *pair 
 	require.NoError(t, err)
 	require.NoError(t, cc.Reach(pc)) // the consumer confirms Identities online
 	p := &pair{clock: clk, providerCluster: pc, consumerCluster: cc}
-	p.provider, err = kubepact.NewProvider(providerID, pc.Endpoint(), pc.ProviderPorts(), &kubepact.ProviderOptions{Clock: clk, Policy: policy, SliceNamespaces: offloaded})
+	p.provider, err = provider.New(providerID, pc.Endpoint(), pc.ProviderPorts(), &provider.Options{Clock: clk, Policy: policy, SliceNamespaces: offloaded})
 	require.NoError(t, err)
-	p.consumer, err = kubepact.NewConsumer(consumerID, cc.ConsumerPorts(), &kubepact.ConsumerOptions{
+	p.consumer, err = consumer.New(consumerID, cc.ConsumerPorts(), &consumer.Options{
 		Clock: clk, Strict: strictConsumer, TranscriptLifetime: 2 * time.Minute,
 	})
 	require.NoError(t, err)
@@ -192,7 +195,7 @@ func ourTenant(t *testing.T, p *pair) *authv1beta1.Tenant {
 	ctx := context.Background()
 	n, err := p.provider.IssueNonce(ctx, consumerID)
 	require.NoError(t, err)
-	tn, err := p.consumer.Tenant(ctx, providerID, n, &kubepact.TenantOptions{OwnKey: true})
+	tn, err := p.consumer.Tenant(ctx, providerID, n, &consumer.TenantOptions{OwnKey: true})
 	require.NoError(t, err)
 	return tn
 }
@@ -232,8 +235,8 @@ func TestStrictConsumerNeedsIdentityKeys(t *testing.T) {
 	require.NoError(t, err)
 	ports := cc.ConsumerPorts()
 	ports.IdentityKeys = nil
-	_, err = kubepact.NewConsumer(consumerID, ports, &kubepact.ConsumerOptions{Strict: true})
-	require.ErrorIs(t, err, kubepact.ErrInvalidConfig)
+	_, err = consumer.New(consumerID, ports, &consumer.Options{Strict: true})
+	require.ErrorIs(t, err, peer.ErrInvalidConfig)
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -8,8 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -28,9 +30,9 @@ func TestAcceptRejudgesAPreverifiedTenant(t *testing.T) {
 		peeking := &peekingNonces{Store: ports.Nonces}
 		ports.Nonces, ports.Peek = peeking, peeking
 		var err error
-		p.provider, err = kubepact.NewProvider(providerID, p.providerCluster.Endpoint(), ports, &kubepact.ProviderOptions{Clock: p.clock})
+		p.provider, err = provider.New(providerID, p.providerCluster.Endpoint(), ports, &provider.Options{Clock: p.clock})
 		require.NoError(t, err)
-		c, err := kubepact.NewConsumer(consumerID, p.consumerCluster.ConsumerPorts(), &kubepact.ConsumerOptions{Clock: p.clock, TranscriptLifetime: lifetime})
+		c, err := consumer.New(consumerID, p.consumerCluster.ConsumerPorts(), &consumer.Options{Clock: p.clock, TranscriptLifetime: lifetime})
 		require.NoError(t, err)
 		_, err = p.provider.IssueNonce(ctx, consumerID)
 		require.NoError(t, err)

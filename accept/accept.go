@@ -16,7 +16,7 @@
 // privileges is asked.
 //
 // Builtin is the provider's own chain. A caller adds checks of its own
-// with kubepact.ProviderOptions.Checks; they run after the built-in checks
+// with provider.Options.Checks; they run after the built-in checks
 // of their stage, in Accept and in Unchanged alike.
 package accept
 

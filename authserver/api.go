@@ -15,7 +15,7 @@
 //
 // A consumer runs Authenticate, which persists its key before it posts the
 // request and the returned identity at once, then turns it into the
-// Identity and kubeconfig Secret of the nonce handshake (kubepact.Consumer.Apply).
+// Identity and kubeconfig Secret of the nonce handshake (consumer.Consumer.Apply).
 //
 // # Security
 //
@@ -37,14 +37,14 @@
 //     lifecycle.FlowAnnotation=SharedToken, authzPolicy TolerateNoHandshake,
 //     spec.publicKey and spec.csr those of the certificate, status filled),
 //     which owns the binding, so cordon, drain and unauthenticate
-//     (kubepact.Provider) act on token consumers too. A consumer whose
+//     (provider.Provider) act on token consumers too. A consumer whose
 //     handshake Tenant is stored keeps it: the Server binds the Tenant's
 //     own key only and writes no Tenant of its own;
 //   - one consumer ID gets one key: while a key holds a live certificate
 //     for the ID, whichever flow issued it, a request for another key is
 //     refused (403, a *lifecycle.HeldError in the log line); a certificate
 //     cached for the ID, even an expired one, is served to its own key
-//     only, until the provider forgets the consumer (kubepact.Provider.Forget)
+//     only, until the provider forgets the consumer (provider.Provider.Forget)
 //     and, since that records its certificates as revoked, readmits it.
 //     A request for the same key, by a consumer that retries because the
 //     answer was lost, returns the certificate already issued; nothing new

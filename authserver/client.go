@@ -20,13 +20,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -49,7 +50,7 @@ const maxResponseBytes = 1 << 20
 // IdentitySecretName is the name of the Secret keeping providerID's identity.
 func IdentitySecretName(providerID string) string { return IdentitySecretPrefix + providerID }
 
-// ConsumerPorts are the consumer's I/O beyond its kubepact.Consumer. All
+// ConsumerPorts are the consumer's I/O beyond its consumer.Consumer. All
 // are required.
 type ConsumerPorts struct {
 	// Namespaces ensures the tenant namespace of the provider.
@@ -87,7 +88,7 @@ type AuthenticateOptions struct {
 	Clock        clock.PassiveClock
 	// RequestTimeout bounds each HTTP request.
 	RequestTimeout time.Duration
-	// ReplaceEndpoint is kubepact.ApplyOptions.ReplaceEndpoint.
+	// ReplaceEndpoint is consumer.ApplyOptions.ReplaceEndpoint.
 	ReplaceEndpoint bool
 }
 
@@ -102,7 +103,7 @@ type AuthenticateOptions struct {
 // key (ports.Keys) before it builds and posts the CSR (CN = c's cluster ID,
 // O = liqo.io); stores the answer in "remote-identity-<providerID>" at once;
 // checks the certificate (for the stored key, client auth only, not a CA:
-// identity.Verify); applies it (kubepact.Consumer.Apply); and records
+// identity.Verify); applies it (consumer.Consumer.Apply); and records
 // status Established. A wrong token or a refusal records Denied
 // (EmptyDenied when no token was sent).
 //
@@ -112,10 +113,10 @@ type AuthenticateOptions struct {
 // deleted or overwritten by Authenticate: one that fails the checks makes
 // every run fail, naming its Secret, until a person who has looked at it
 // deletes it.
-func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts, remote Remote, opts *AuthenticateOptions) (*kubepact.Authenticated, error) {
+func Authenticate(ctx context.Context, c *consumer.Consumer, ports ConsumerPorts, remote Remote, opts *AuthenticateOptions) (*consumer.Authenticated, error) {
 	o := opts.withDefaults()
 	if c == nil || ports.Namespaces == nil || ports.Secrets == nil {
-		return nil, fmt.Errorf("%w: Authenticate needs a consumer, Namespaces and Secrets", kubepact.ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: Authenticate needs a consumer, Namespaces and Secrets", peer.ErrInvalidConfig)
 	}
 	providerID := remote.ProviderID
 	if err := clusterid.Validate(providerID); err != nil {
@@ -149,7 +150,7 @@ func Authenticate(ctx context.Context, c *kubepact.Consumer, ports ConsumerPorts
 	if err != nil {
 		return nil, errors.Join(err, a.setStatus(ctx, authtoken.StatusDenied))
 	}
-	done, err := c.Apply(ctx, providerID, id, &kubepact.ApplyOptions{ReplaceEndpoint: o.ReplaceEndpoint})
+	done, err := c.Apply(ctx, providerID, id, &consumer.ApplyOptions{ReplaceEndpoint: o.ReplaceEndpoint})
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func (o *AuthenticateOptions) withDefaults() AuthenticateOptions {
 // authentication is one run of Authenticate, with its checked inputs and
 // its HTTP client for the provider's server.
 type authentication struct {
-	c      *kubepact.Consumer
+	c      *consumer.Consumer
 	ports  ConsumerPorts
 	remote Remote
 	o      AuthenticateOptions
@@ -349,11 +350,11 @@ func parseIdentitySecret(s *corev1.Secret) (*CertificateResponse, error) {
 func newHTTPClient(remote Remote, timeout time.Duration) (*http.Client, *url.URL, error) {
 	base, err := url.Parse(remote.URL)
 	if err != nil || base.Scheme != "https" || base.Host == "" || base.User != nil {
-		return nil, nil, fmt.Errorf("%w: the authentication server URL must be https://host[:port] without user information", kubepact.ErrInvalidConfig)
+		return nil, nil, fmt.Errorf("%w: the authentication server URL must be https://host[:port] without user information", peer.ErrInvalidConfig)
 	}
 	pool := x509.NewCertPool()
 	if len(remote.CA) == 0 || !pool.AppendCertsFromPEM(remote.CA) {
-		return nil, nil, fmt.Errorf("%w: the authentication server's CA must be a PEM certificate", kubepact.ErrInvalidConfig)
+		return nil, nil, fmt.Errorf("%w: the authentication server's CA must be a PEM certificate", peer.ErrInvalidConfig)
 	}
 	tr := &http.Transport{
 		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},

@@ -15,6 +15,7 @@ import (
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/identity"
+	"github.com/kubepact/kubepact/peer"
 )
 
 // TestAuthenticateBadInput: a missing consumer or port, an invalid provider
@@ -26,19 +27,19 @@ func TestAuthenticateBadInput(t *testing.T) {
 		change func(c **kubepact.Consumer, p *authserver.ConsumerPorts, r *authserver.Remote)
 		want   error
 	}{
-		{"NoConsumer", func(c **kubepact.Consumer, _ *authserver.ConsumerPorts, _ *authserver.Remote) { *c = nil }, kubepact.ErrInvalidConfig},
-		{"NoNamespaces", func(_ **kubepact.Consumer, p *authserver.ConsumerPorts, _ *authserver.Remote) { p.Namespaces = nil }, kubepact.ErrInvalidConfig},
-		{"NoSecrets", func(_ **kubepact.Consumer, p *authserver.ConsumerPorts, _ *authserver.Remote) { p.Secrets = nil }, kubepact.ErrInvalidConfig},
+		{"NoConsumer", func(c **kubepact.Consumer, _ *authserver.ConsumerPorts, _ *authserver.Remote) { *c = nil }, peer.ErrInvalidConfig},
+		{"NoNamespaces", func(_ **kubepact.Consumer, p *authserver.ConsumerPorts, _ *authserver.Remote) { p.Namespaces = nil }, peer.ErrInvalidConfig},
+		{"NoSecrets", func(_ **kubepact.Consumer, p *authserver.ConsumerPorts, _ *authserver.Remote) { p.Secrets = nil }, peer.ErrInvalidConfig},
 		{"InvalidProviderID", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) {
 			r.ProviderID = "Provider_X"
 		}, clusterid.ErrInvalid},
-		{"NoCA", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) { r.CA = nil }, kubepact.ErrInvalidConfig},
+		{"NoCA", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) { r.CA = nil }, peer.ErrInvalidConfig},
 		{"CANotPEM", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) {
 			r.CA = []byte("not a certificate")
-		}, kubepact.ErrInvalidConfig},
+		}, peer.ErrInvalidConfig},
 		{"URLWithUser", func(_ **kubepact.Consumer, _ *authserver.ConsumerPorts, r *authserver.Remote) {
 			r.URL = strings.Replace(r.URL, "https://", "https://user:pass@", 1)
-		}, kubepact.ErrInvalidConfig},
+		}, peer.ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -17,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire"
 )
 
@@ -100,7 +101,7 @@ func TestClusterTokenConsumerLifecycle(t *testing.T) {
 // adminProvider returns the Provider of cluster id over the provider
 // cluster's admin credentials, as an administrator's kubepact runs it, and
 // its ports.
-func adminProvider(t *testing.T, id string) (*kubepact.Provider, kubepact.ProviderPorts) {
+func adminProvider(t *testing.T, id string) (*kubepact.Provider, provider.Ports) {
 	t.Helper()
 	cfg := providerCluster.cluster.AdminConfig()
 	pports, err := wire.NewProviderPorts(cfg, nil)
@@ -111,7 +112,7 @@ func adminProvider(t *testing.T, id string) (*kubepact.Provider, kubepact.Provid
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov, err := kubepact.NewProvider(id, endpoint, pports, nil)
+	prov, err := provider.New(id, endpoint, pports, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

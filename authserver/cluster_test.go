@@ -20,6 +20,7 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/wire"
@@ -76,7 +77,7 @@ func realConsumer(t *testing.T, id string) (*kubepact.Consumer, authserver.Consu
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubepact.NewConsumer(id, ports, nil)
+	c, err := consumer.New(id, ports, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

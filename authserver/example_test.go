@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/wire/memory"
 )
@@ -37,9 +37,9 @@ func ExampleAuthenticate() {
 
 	// Consumer.
 	cluster, _ := memory.NewCluster("consumer-a", nil)
-	consumer, _ := kubepact.NewConsumer("consumer-a", cluster.ConsumerPorts(), nil)
+	c, _ := consumer.New("consumer-a", cluster.ConsumerPorts(), nil)
 	secrets := &fake.Secrets{}
-	done, err := authserver.Authenticate(ctx, consumer,
+	done, err := authserver.Authenticate(ctx, c,
 		authserver.ConsumerPorts{Namespaces: cluster.Namespaces, Secrets: secrets},
 		authserver.Remote{ProviderID: "provider-a", URL: "https://" + ln.Addr().String(), CA: serving.Data[authserver.CAKey], Token: token},
 		nil)

@@ -23,6 +23,7 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/wire/memory"
@@ -152,30 +153,30 @@ func (f *fixture) assertNothingIssued(t *testing.T, consumerID string) {
 }
 
 // consumer is one consumer cluster in memory.
-type consumer struct {
+type memConsumer struct {
 	cluster *memory.Cluster
 	c       *kubepact.Consumer
 	secrets *fake.Secrets
 }
 
-func newConsumer(t testing.TB, id string) *consumer {
+func newConsumer(t testing.TB, id string) *memConsumer {
 	t.Helper()
 	cl, err := memory.NewCluster(id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubepact.NewConsumer(id, cl.ConsumerPorts(), nil)
+	c, err := consumer.New(id, cl.ConsumerPorts(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &consumer{cluster: cl, c: c, secrets: &fake.Secrets{}}
+	return &memConsumer{cluster: cl, c: c, secrets: &fake.Secrets{}}
 }
 
-func (c *consumer) ports() authserver.ConsumerPorts {
+func (c *memConsumer) ports() authserver.ConsumerPorts {
 	return authserver.ConsumerPorts{Namespaces: c.cluster.Namespaces, Secrets: c.secrets}
 }
 
-func (c *consumer) status(t *testing.T) authtoken.Status {
+func (c *memConsumer) status(t *testing.T) authtoken.Status {
 	t.Helper()
 	s, err := authserver.ReadStatus(context.Background(), c.secrets, authtoken.DefaultNamespace, providerID)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
@@ -70,7 +71,7 @@ func newLifecycleFixture(t *testing.T) *lifecycleFixture {
 		t.Fatal(err)
 	}
 	f.url, f.ca = serve(t, srv)
-	if lf.provider, err = kubepact.NewProvider(providerID, f.provider.Endpoint(), f.provider.ProviderPorts(), nil); err != nil {
+	if lf.provider, err = provider.New(providerID, f.provider.Endpoint(), f.provider.ProviderPorts(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return lf

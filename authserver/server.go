@@ -24,7 +24,6 @@ import (
 	"k8s.io/utils/clock"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/accept"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/authtoken"
@@ -32,6 +31,8 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -52,7 +53,7 @@ const (
 )
 
 // Options tunes a Server. The zero value, like a nil pointer, uses the
-// defaults above, the real clock, kubepact.DefaultCertificateLifetime, no
+// defaults above, the real clock, provider.DefaultCertificateLifetime, no
 // cluster name, no logger, and requires the token.
 type Options struct {
 	// ClusterName is the provider's name in /ids.
@@ -83,7 +84,7 @@ type Options struct {
 	// it the least recently failing client is forgotten.
 	MaxClients int
 	// Checks are checks of the caller's own, run after the provider's
-	// built-in ones of their stage, as kubepact.ProviderOptions.Checks are
+	// built-in ones of their stage, as provider.Options.Checks are
 	// in Accept. The token stands for the Tenant, so their accept.Facts
 	// carry no Tenant and no verification: Key is the CSR's key. A refusal
 	// is answered 403 and logged with its error.
@@ -94,8 +95,8 @@ type Options struct {
 // HTTPServer or Serve to run it with its timeouts over TLS.
 type Server struct {
 	id       string
-	endpoint kubepact.Endpoint
-	ports    kubepact.ProviderPorts
+	endpoint provider.Endpoint
+	ports    provider.Ports
 	tokens   authtoken.Store
 	opts     Options
 	log      logr.Logger
@@ -110,16 +111,16 @@ type Server struct {
 // endpoint, signing and binding through ports (Namespaces, Tenants, Signer,
 // Certificates, RBAC and Lifecycle.Revocations are used) and reading the
 // token from tokens on each request.
-func New(clusterID string, endpoint kubepact.Endpoint, ports kubepact.ProviderPorts, tokens authtoken.Store, opts *Options) (*Server, error) {
+func New(clusterID string, endpoint provider.Endpoint, ports provider.Ports, tokens authtoken.Store, opts *Options) (*Server, error) {
 	if err := clusterid.Validate(clusterID); err != nil {
 		return nil, err
 	}
 	if ports.Namespaces == nil || ports.Tenants == nil || ports.Signer == nil || ports.Certificates == nil || ports.RBAC == nil ||
 		ports.Lifecycle.Revocations == nil || tokens == nil {
-		return nil, fmt.Errorf("%w: the authentication server needs Namespaces, Tenants, Signer, Certificates, RBAC, Lifecycle.Revocations and a token store", kubepact.ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: the authentication server needs Namespaces, Tenants, Signer, Certificates, RBAC, Lifecycle.Revocations and a token store", peer.ErrInvalidConfig)
 	}
 	if endpoint.Server == "" {
-		return nil, fmt.Errorf("%w: the authentication server needs the API server's URL", kubepact.ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: the authentication server needs the API server's URL", peer.ErrInvalidConfig)
 	}
 	s := &Server{id: clusterID, endpoint: endpoint, ports: ports, tokens: tokens}
 	if opts != nil {
@@ -131,7 +132,7 @@ func New(clusterID string, endpoint kubepact.Endpoint, ports kubepact.ProviderPo
 		o.Clock = clock.RealClock{}
 	}
 	if o.CertificateLifetime <= 0 {
-		o.CertificateLifetime = kubepact.DefaultCertificateLifetime
+		o.CertificateLifetime = provider.DefaultCertificateLifetime
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes

@@ -22,13 +22,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 )
 
 func TestIDs(t *testing.T) {
@@ -305,7 +306,7 @@ func TestRetry(t *testing.T) {
 	// records its certificates as revoked), a new key may have it. An
 	// unpeering (Forget) would keep the cached certificate, and the ID with
 	// it.
-	p, err := kubepact.NewProvider(providerID, f.provider.Endpoint(), f.provider.ProviderPorts(), nil)
+	p, err := provider.New(providerID, f.provider.Endpoint(), f.provider.ProviderPorts(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +473,7 @@ func TestUntrustedServer(t *testing.T) {
 	}
 	r = f.remote(f.token)
 	r.URL = strings.Replace(r.URL, "https", "http", 1)
-	if _, err := authserver.Authenticate(context.Background(), c.c, c.ports(), r, nil); !errors.Is(err, kubepact.ErrInvalidConfig) {
+	if _, err := authserver.Authenticate(context.Background(), c.c, c.ports(), r, nil); !errors.Is(err, peer.ErrInvalidConfig) {
 		t.Fatalf("http URL: %v, want ErrInvalidConfig", err)
 	}
 	f.assertNothingIssued(t, "consumer-a")

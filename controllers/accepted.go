@@ -9,10 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/provider"
 )
 
-// bindingReader is a kubepact.BindingReader over the manager's cache of
+// bindingReader is a provider.BindingReader over the manager's cache of
 // every RoleBinding and ClusterRoleBinding (CacheOptions), which the Tenant
 // reconciler also watches for grants (watchGrants). A binding of
 // kubepact's own that someone deletes is applied again at its Tenant's
@@ -25,7 +25,7 @@ type bindingReader struct {
 	cache client.Reader
 }
 
-var _ kubepact.BindingReader = (*bindingReader)(nil)
+var _ provider.BindingReader = (*bindingReader)(nil)
 
 func newBindingReader(cache client.Reader) *bindingReader {
 	return &bindingReader{cache: cache}

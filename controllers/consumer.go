@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
@@ -49,7 +49,7 @@ type ConsumerConfig struct {
 	// reconciler has to create it; an existing key is always kept. The zero
 	// value is Ed25519.
 	KeyAlgorithm keys.Algorithm
-	// Strict is kubepact.ConsumerOptions.Strict: Identities are applied with
+	// Strict is consumer.Options.Strict: Identities are applied with
 	// the identity's own TLS key, so only Identities answering Tenants that
 	// a strict kubepact consumer built apply (a Tenant built by liqoctl asks
 	// for the cluster key). Without it, the cluster key is the TLS key,
@@ -109,8 +109,8 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	if err != nil {
 		return err
 	}
-	ports := kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+	ports := consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: namespaces,
 			Keys:       kube.NewKeyStore(cs, keyNS),
 			Identities: kube.NewIdentityStore(uncached),
@@ -126,7 +126,7 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 		}
 		ports.Reviewer = rev
 	}
-	c, err := kubepact.NewConsumer(cfg.ClusterID, ports, &kubepact.ConsumerOptions{Strict: cfg.Strict, KeyAlgorithm: cfg.KeyAlgorithm, Clock: cfg.Clock, KeyNamespace: keyNS})
+	c, err := consumer.New(cfg.ClusterID, ports, &consumer.Options{Strict: cfg.Strict, KeyAlgorithm: cfg.KeyAlgorithm, Clock: cfg.Clock, KeyNamespace: keyNS})
 	if err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
 	}
@@ -174,9 +174,9 @@ type signedNonceReconciler struct {
 	alg        keys.Algorithm
 	// consumer builds the Tenant, with the consumer's policy (Strict or
 	// not) and its keys; a request with contract.TenantOwnKeyKey asks for a key of
-	// the identity's own (kubepact.TenantOptions.OwnKey), which the
+	// the identity's own (consumer.TenantOptions.OwnKey), which the
 	// keyring keeps, so the Identity answering it is applied with it.
-	consumer *kubepact.Consumer
+	consumer *consumer.Consumer
 	// publisher publishes the cluster's public key whenever a Secret is
 	// answered.
 	publisher *publicKeyPublisher
@@ -277,7 +277,7 @@ func (r *signedNonceReconciler) checkRequest(ctx context.Context, s *corev1.Secr
 func (r *signedNonceReconciler) answer(ctx context.Context, s *corev1.Secret, sr *signRequest, held []byte) error {
 	// The Tenant's signature is the one the Secret holds, or becomes it:
 	// one signature over the nonce, whoever reads it.
-	t, err := r.consumer.BuildTenant(ctx, sr.providerID, sr.nonce, &kubepact.TenantOptions{ProxyURL: string(s.Data[contract.TenantProxyURLKey]), OwnKey: sr.ownKey})
+	t, err := r.consumer.BuildTenant(ctx, sr.providerID, sr.nonce, &consumer.TenantOptions{ProxyURL: string(s.Data[contract.TenantProxyURLKey]), OwnKey: sr.ownKey})
 	if reason, message, ok := tenantRefusal(err); ok {
 		return r.fail(ctx, s, reason, err, false, "%s", message)
 	}
@@ -364,11 +364,11 @@ func tenantRefusal(err error) (reason, message string, ok bool) {
 
 // adoptKeysAtStart attests the keys of its own that this consumer kept
 // before it attested keys, for the Identities it holds, and moves slice
-// keys to their per-provider names (kubepact.Consumer.AdoptKeys). It runs
+// keys to their per-provider names (consumer.Consumer.AdoptKeys). It runs
 // once a replica leads; a failure is logged, and the next start tries
 // again: until then an Identity whose key is not attested is not applied
 // again, and the kubeconfig Secret already written stays as it is.
-func adoptKeysAtStart(ctx context.Context, c client.Client, consumer *kubepact.Consumer, log logr.Logger) {
+func adoptKeysAtStart(ctx context.Context, c client.Client, cons *consumer.Consumer, log logr.Logger) {
 	var ids authv1beta1.IdentityList
 	if err := c.List(ctx, &ids); err != nil {
 		if ctx.Err() == nil {
@@ -376,7 +376,7 @@ func adoptKeysAtStart(ctx context.Context, c client.Client, consumer *kubepact.C
 		}
 		return
 	}
-	if err := consumer.AdoptKeys(ctx, kubepact.HeldIdentities(ids.Items)); err != nil && ctx.Err() == nil {
+	if err := cons.AdoptKeys(ctx, consumer.HeldIdentities(ids.Items)); err != nil && ctx.Err() == nil {
 		log.Error(err, "attesting the keys the Identities held use", "reason", contract.ReasonKeysNotAdopted)
 	}
 }
@@ -384,7 +384,7 @@ func adoptKeysAtStart(ctx context.Context, c client.Client, consumer *kubepact.C
 // identityReconciler applies ControlPlane Identities (SPEC §7, step 4).
 type identityReconciler struct {
 	client   client.Client
-	consumer *kubepact.Consumer
+	consumer *consumer.Consumer
 	events   events.EventRecorder
 }
 

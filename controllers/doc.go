@@ -333,7 +333,7 @@
 //
 // A restarted controller reconciles every Tenant again. One that was
 // accepted and changed in nothing since is left as it is, on what the
-// manager's cache holds (kubepact.Provider.Unchanged): its spec still
+// manager's cache holds (provider.Provider.Unchanged): its spec still
 // verifies against the nonce it redeemed, under the current policy, its
 // certificate record holds its CSR and the certificate of its status,
 // which is not yet due for re-signing, no revocation record is in force,
@@ -360,7 +360,7 @@
 // changed or deleted that names a consumer's user (its cluster ID) or the
 // group of ControlPlane certificates (liqo.io, which requeues every
 // Tenant) requeues the Tenant, and the provider forgets that its
-// privileges passed (kubepact.Provider.Recheck), so Accept asks again.
+// privileges passed (provider.Provider.Recheck), so Accept asks again.
 // The provider's own bindings (rbac.IsControlPlaneRoleBinding, the slice
 // ClusterRoleBinding) requeue nothing: a provider that unpeers deletes them
 // before the Tenant. A consumer refused then loses its bindings, its

@@ -7,8 +7,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -41,7 +41,7 @@ func runController(ctx context.Context) error {
 	}
 	if err := controllers.SetupProvider(mgr, controllers.ProviderConfig{
 		ClusterID: "cl-a",
-		Endpoint:  kubepact.Endpoint{Server: "https://cl-a.example.com:6443", CA: ca},
+		Endpoint:  provider.Endpoint{Server: "https://cl-a.example.com:6443", CA: ca},
 		Policy:    tenant.Strict,
 	}); err != nil {
 		return err

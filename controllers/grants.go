@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -74,7 +74,7 @@ func consumersGranted(keys []string, all func() []string) []string {
 // consumer's identity something requeue its Tenant, when it is created or
 // deleted or its subjects change, so that Accept judges the consumer's
 // privileges again (rbac.CheckUnprivileged): first it has the provider
-// forget that they passed (kubepact.Provider.Recheck). Bindings the
+// forget that they passed (provider.Provider.Recheck). Bindings the
 // provider applies (the ControlPlane RoleBinding, the slice
 // ClusterRoleBinding) requeue nothing: a provider that unpeers deletes
 // them before the Tenant, and their deletion requeuing the Tenant would
@@ -114,11 +114,11 @@ func (r *tenantReconciler) tenantsGranted(ctx context.Context, o client.Object) 
 	return reqs
 }
 
-// grantReader is a kubepact.GrantReader over the manager's cache of every
+// grantReader is a provider.GrantReader over the manager's cache of every
 // RoleBinding and ClusterRoleBinding, by granteeIndex.
 type grantReader struct{ cache client.Reader }
 
-var _ kubepact.GrantReader = grantReader{}
+var _ provider.GrantReader = grantReader{}
 
 func (g grantReader) Grants(ctx context.Context, user string, groups []string) ([]string, error) {
 	var found []string

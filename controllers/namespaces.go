@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/peer"
 )
 
 // podSecurityEnforceLabel is the label that sets a namespace's Pod Security
@@ -23,7 +23,7 @@ func checkPodSecurity(level string) error {
 	case "", "privileged", "baseline", "restricted":
 		return nil
 	}
-	return fmt.Errorf("%w: TenantPodSecurity %q is not privileged, baseline or restricted", kubepact.ErrInvalidConfig, level)
+	return fmt.Errorf("%w: TenantPodSecurity %q is not privileged, baseline or restricted", peer.ErrInvalidConfig, level)
 }
 
 // tenantNamespaces is the Namespaces port of the reconcilers: level, when

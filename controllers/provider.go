@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers/contract"
@@ -36,6 +35,8 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
@@ -58,9 +59,9 @@ type ProviderConfig struct {
 	// URL and the PEM CA bundle of its serving certificate. It goes into
 	// every Tenant's status. Without a Server the provider still issues
 	// nonces, and refuses every Tenant and ResourceSlice with an
-	// APIServerURLUnknown Event (kubepact.ErrNoEndpoint) until it is
+	// APIServerURLUnknown Event (provider.ErrNoEndpoint) until it is
 	// configured; a Server needs its CA.
-	Endpoint kubepact.Endpoint
+	Endpoint provider.Endpoint
 	// Policy is how strictly Tenants are checked: tenant.Compatible (the
 	// default) accepts Liqo consumers, tenant.Strict requires a transcript.
 	Policy tenant.Policy
@@ -74,11 +75,11 @@ type ProviderConfig struct {
 	// worker until its certificate is issued; the watch is set up for it.
 	Signer csr.Signer
 	// CertificateLifetime is the lifetime requested for certificates; zero
-	// means kubepact.DefaultCertificateLifetime.
+	// means provider.DefaultCertificateLifetime.
 	CertificateLifetime time.Duration
 	// NonceTTL is how long a nonce the provider issues stays valid; zero
 	// means nonce.DefaultTTL. A stored nonce keeps the TTL it was issued
-	// with (kubepact.ProviderOptions.NonceTTL).
+	// with (provider.Options.NonceTTL).
 	NonceTTL time.Duration
 	// TenantPodSecurity, when set ("privileged", "baseline" or
 	// "restricted"), is the pod-security.kubernetes.io/enforce label of the
@@ -107,10 +108,10 @@ type ProviderConfig struct {
 	// listed at each acceptance (list on storageclasses.storage.k8s.io).
 	DisableStorage bool
 	// SlicePolicy, when set, caps or refuses the resources of ResourceSlices
-	// (kubepact.ProviderPorts.SlicePolicy); nil grants what they ask.
+	// (provider.Ports.SlicePolicy); nil grants what they ask.
 	SlicePolicy resourceslice.Policy
 	// SliceBounds bounds, per consumer, the certificates signed for
-	// ResourceSlices (kubepact.ProviderOptions.SliceBounds): over a bound a
+	// ResourceSlices (provider.Options.SliceBounds): over a bound a
 	// slice gets nothing signed and an Event names the bound
 	// (SliceLimitReached, RekeyTooSoon, CertificateRateLimited). The zero
 	// value uses resourceslice.Bounds' defaults.
@@ -208,7 +209,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		// The provider's own records, as the manager's cache holds them
 		// (CacheOptions), and the bindings that name a consumer, by
 		// granteeIndex: Unchanged reads them instead of the API server.
-		cached: kubepact.CachedRecords{
+		cached: provider.CachedRecords{
 			Nonces:       nonces,
 			Certificates: kube.NewCertificateCache(cs).WithReader(mgr.GetClient()),
 			Revocations:  kube.NewRevocations(cs).WithReader(mgr.GetClient()),
@@ -251,7 +252,7 @@ func providerSigner(mgr manager.Manager, cs kubernetes.Interface, cfg ProviderCo
 
 // newProvider returns the Provider the reconcilers call, over the
 // adapters of every port.
-func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.Client, cfg ProviderConfig, signer csr.Signer, nonces *emptyNonceStore) (*kubepact.Provider, error) {
+func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.Client, cfg ProviderConfig, signer csr.Signer, nonces *emptyNonceStore) (*provider.Provider, error) {
 	lifecyclePorts := kube.NewLifecyclePorts(cs, uncached)
 	// The Tenant reconciler watches ResourceSlices, so it finds them in the
 	// manager's cache: a slice the cache has yet to see requeues its Tenant
@@ -261,8 +262,8 @@ func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.C
 	if err != nil {
 		return nil, err
 	}
-	ports := kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+	ports := provider.Ports{
+		Core: provider.Core{
 			Namespaces:   namespaces,
 			Nonces:       nonces,
 			Peek:         nonces,
@@ -271,7 +272,7 @@ func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.C
 			Certificates: kube.NewCertificateCache(cs),
 			RBAC:         kube.NewRBAC(cs),
 		},
-		SlicePorts: kubepact.SlicePorts{
+		SlicePorts: provider.SlicePorts{
 			ClusterRBAC: kube.NewRBAC(cs),
 			Slices:      kube.NewSliceStore(uncached),
 			SlicePolicy: cfg.SlicePolicy,
@@ -281,7 +282,7 @@ func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.C
 	if !cfg.DisableStorage {
 		ports.StorageClasses = kube.NewStorageClasses(cs)
 	}
-	p, err := kubepact.NewProvider(cfg.ClusterID, cfg.Endpoint, ports, &kubepact.ProviderOptions{
+	p, err := provider.New(cfg.ClusterID, cfg.Endpoint, ports, &provider.Options{
 		Clock:               cfg.Clock,
 		Policy:              cfg.Policy,
 		CertificateLifetime: cfg.CertificateLifetime,
@@ -293,13 +294,13 @@ func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.C
 		return nil, fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
 	}
 	if cfg.Endpoint.Server != "" && len(cfg.Endpoint.CA) == 0 {
-		return nil, fmt.Errorf("controllers: provider %q: %w: the endpoint's CA is required with its server", cfg.ClusterID, kubepact.ErrInvalidConfig)
+		return nil, fmt.Errorf("controllers: provider %q: %w: the endpoint's CA is required with its server", cfg.ClusterID, peer.ErrInvalidConfig)
 	}
 	return p, nil
 }
 
 // setupNonceReconciler adds the provider's nonce reconciler to mgr.
-func setupNonceReconciler(mgr manager.Manager, p *kubepact.Provider, workers int, inFlight *gate) error {
+func setupNonceReconciler(mgr manager.Manager, p *provider.Provider, workers int, inFlight *gate) error {
 	nr := &nonceReconciler{client: mgr.GetClient(), provider: p, events: mgr.GetEventRecorder(nonceControllerName), gate: inFlight}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(nonceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -536,7 +537,7 @@ func (s *emptyNonceStore) Put(ctx context.Context, clusterID string, e nonce.Ent
 // nonceReconciler gives a liqo-nonce Secret its nonce (SPEC §7, step 1).
 type nonceReconciler struct {
 	client   client.Client
-	provider *kubepact.Provider
+	provider *provider.Provider
 	events   events.EventRecorder
 	gate     *gate // entered before a nonce is issued
 }
@@ -577,14 +578,14 @@ func (r *nonceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 // deleted ones.
 type tenantReconciler struct {
 	client   client.Client
-	provider *kubepact.Provider
+	provider *provider.Provider
 	events   events.EventRecorder
 	clock    clock.PassiveClock
 	gate     *gate // left once a Tenant is accepted or refused
 	// cached are the provider's records as the manager's cache holds
 	// them, on which an accepted Tenant that changed in nothing is left
-	// as it is (kubepact.Provider.Unchanged).
-	cached kubepact.CachedRecords
+	// as it is (provider.Provider.Unchanged).
+	cached provider.CachedRecords
 
 	// conditions are the Tenants' conditions last enforced, by consumer
 	// ID, to count transitions (kubepact_tenant_transitions_total);
@@ -656,7 +657,7 @@ func (r *tenantReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 // review, no CSR and no write, and returns the result of its reconcile if
 // so. On a restart, every Tenant comes back this way, once
 // (firstReconcile). What decides is read from the cache (see
-// kubepact.Provider.Unchanged for why each step of Accept may be skipped).
+// provider.Provider.Unchanged for why each step of Accept may be skipped).
 func (r *tenantReconciler) unchanged(ctx context.Context, t *authv1beta1.Tenant) (reconcile.Result, bool) {
 	id := t.Spec.ClusterID
 	if !r.firstReconcile(id) {

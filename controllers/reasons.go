@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
@@ -15,6 +14,8 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
@@ -47,7 +48,7 @@ func reasonOf(err error, fallback string) (string, bool) {
 		return contract.ReasonPrivilegedUser, true
 	case errors.Is(err, lifecycle.ErrIdentityHeld):
 		return contract.ReasonIdentityHeld, true
-	case errors.Is(err, kubepact.ErrNoEndpoint):
+	case errors.Is(err, provider.ErrNoEndpoint):
 		return contract.ReasonAPIServerURLUnknown, true
 	case errors.Is(err, tenant.ErrNotTenantNamespace):
 		return contract.ReasonNotTenantNamespace, true
@@ -69,7 +70,7 @@ func reasonOf(err error, fallback string) (string, bool) {
 		return contract.ReasonInvalidIdentity, true
 	case errors.Is(err, clusterid.ErrInvalid), errors.Is(err, keys.ErrMalformed), errors.Is(err, keys.ErrUnsupported),
 		errors.Is(err, keys.ErrWeak), errors.Is(err, keys.ErrWeakKey), errors.Is(err, tenant.ErrInvalidProxyURL),
-		errors.Is(err, tenant.ErrMalformed), errors.Is(err, kubepact.ErrInvalidConfig):
+		errors.Is(err, tenant.ErrMalformed), errors.Is(err, peer.ErrInvalidConfig):
 		return contract.ReasonInvalidTenant, true
 	}
 	return fallback, false

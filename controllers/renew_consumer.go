@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/renewal"
@@ -28,7 +28,7 @@ import (
 const renewalControllerName = "kubepact-renewal"
 
 // setupRenewConsumer adds the consumer's renewal reconciler to mgr.
-func setupRenewConsumer(mgr manager.Manager, c *kubepact.Consumer, renews *kube.RenewStore, clk clock.PassiveClock) error {
+func setupRenewConsumer(mgr manager.Manager, c *consumer.Consumer, renews *kube.RenewStore, clk clock.PassiveClock) error {
 	rr := &renewConsumerReconciler{client: mgr.GetClient(), consumer: c, renews: renews, clock: realClock(clk),
 		events: mgr.GetEventRecorder(renewalControllerName)}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(renewalControllerName).
@@ -48,7 +48,7 @@ func setupRenewConsumer(mgr manager.Manager, c *kubepact.Consumer, renews *kube.
 // deadline, for a certificate for a fresh key.
 type renewConsumerReconciler struct {
 	client   client.Client
-	consumer *kubepact.Consumer
+	consumer *consumer.Consumer
 	renews   *kube.RenewStore
 	clock    clock.PassiveClock
 	events   events.EventRecorder

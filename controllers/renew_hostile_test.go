@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
@@ -29,6 +28,7 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/renewal"
 )
 
@@ -123,7 +123,7 @@ func TestRenewIgnoresConsumerWrittenStatus(t *testing.T) {
 	startManager(t, providerEnv, func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID:           providerID,
-			Endpoint:            kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+			Endpoint:            provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 			Signer:              signer,
 			CertificateLifetime: time.Hour,
 			Clock:               clk,

@@ -22,13 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/renewal"
 )
 
@@ -71,7 +72,7 @@ func requeueAtRenewal(chain []byte, now time.Time) reconcile.Result {
 }
 
 // setupRenewProvider adds the provider's Renew reconciler to mgr.
-func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.RenewStore, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
+func setupRenewProvider(mgr manager.Manager, p *provider.Provider, renews *kube.RenewStore, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
 	rr := &renewProviderReconciler{client: mgr.GetClient(), provider: p, renews: renews, clock: realClock(clk),
 		events: mgr.GetEventRecorder(renewControllerName)}
 	renewOf := func(namespace string) []reconcile.Request {
@@ -105,7 +106,7 @@ func setupRenewProvider(mgr manager.Manager, p *kubepact.Provider, renews *kube.
 // key of a Strict kubepact consumer.
 type renewProviderReconciler struct {
 	client   client.Client
-	provider *kubepact.Provider
+	provider *provider.Provider
 	renews   *kube.RenewStore
 	events   events.EventRecorder
 	clock    clock.PassiveClock
@@ -171,7 +172,7 @@ func renewReasonOf(err error) (string, bool) {
 		return contract.ReasonInvalidRenew, true
 	case errors.Is(err, renewal.ErrDrained), errors.Is(err, lifecycle.ErrRevoked):
 		return contract.ReasonRenewRefused, true
-	case errors.Is(err, kubepact.ErrEndpointChanged):
+	case errors.Is(err, consumer.ErrEndpointChanged):
 		return contract.ReasonInvalidIdentity, true
 	}
 	return reasonOf(err, contract.ReasonRenewFailed)

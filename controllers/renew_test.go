@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
@@ -31,6 +31,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -86,7 +87,7 @@ func startRenewingProvider(t *testing.T, providerID string) (stop func()) {
 	return startManager(t, providerEnv, func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID:           providerID,
-			Endpoint:            kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+			Endpoint:            provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 			Signer:              signer,
 			CertificateLifetime: shortLifetime,
 		})
@@ -236,15 +237,15 @@ func TestRenewalStrictFreshKey(t *testing.T) {
 	typed, err := kube.NewClient(consumerEnv.cluster.AdminConfig(), nil)
 	require.NoError(t, err)
 	ring := kube.NewKeyring(consumerEnv.core, keyNS)
-	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+	c, err := consumer.New(consumerID, consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: kube.NewNamespaces(consumerEnv.core),
 			Keys:       kube.NewKeyStore(consumerEnv.core, keyNS),
 			Identities: kube.NewIdentityStore(typed),
 			Secrets:    kube.NewSecretWriter(consumerEnv.core),
 		},
 		IdentityKeys: ring,
-	}, &kubepact.ConsumerOptions{Strict: true, KeyNamespace: keyNS})
+	}, &consumer.Options{Strict: true, KeyNamespace: keyNS})
 	require.NoError(t, err)
 	n := requestNonce(ctx, t, consumerID)
 	tn, err := c.Tenant(ctx, providerID, n, nil)
@@ -342,7 +343,7 @@ func TestRenewalThroughTheCSRAPI(t *testing.T) {
 		return startManager(t, providerEnv, func(mgr manager.Manager) error {
 			return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 				ClusterID:           providerID,
-				Endpoint:            kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+				Endpoint:            provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 				CertificateLifetime: 10 * time.Minute,
 				Clock:               clk,
 			})

@@ -11,11 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -73,7 +73,7 @@ func TestTenantRefusedWithoutAPIServerURL(t *testing.T) {
 	tn := buildTenant(ctx, t, providerID, consumerID, keyNS, n, sig, false)
 	require.NoError(t, providerEnv.client.Create(ctx, tn))
 	note := waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeWarning, contract.ReasonAPIServerURLUnknown)
-	require.Contains(t, note, kubepact.ErrNoEndpoint.Error())
+	require.Contains(t, note, provider.ErrNoEndpoint.Error())
 	_, err := providerEnv.core.RbacV1().RoleBindings(tn.Namespace).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "nothing bound: %v", err)
 }

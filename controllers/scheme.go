@@ -49,7 +49,7 @@ func checkScheme(mgr manager.Manager) error {
 // those objects.
 //
 // A record whose absence lets the Tenant reconciler leave a Tenant as it
-// is (kubepact.Provider.Unchanged) is selected by its name, or not at
+// is (provider.Provider.Unchanged) is selected by its name, or not at
 // all, never by a label: a revocation record written without
 // kube.RevocationLabel, or a binding that grants a consumer's user or
 // group a privilege, whoever made it and however it is labelled, must be

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/resourceslice"
@@ -25,7 +25,7 @@ import (
 
 // setupSliceConsumer adds the consumer's ResourceSlice reconciler and the
 // replicator.
-func setupSliceConsumer(mgr manager.Manager, c *kubepact.Consumer, cfg ConsumerConfig) error {
+func setupSliceConsumer(mgr manager.Manager, c *consumer.Consumer, cfg ConsumerConfig) error {
 	r := &sliceConsumerReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(consumerSliceControllerName)}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(consumerSliceControllerName).
 		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(labelTrue(resourceslice.ReplicationLabel))).
@@ -40,7 +40,7 @@ func setupSliceConsumer(mgr manager.Manager, c *kubepact.Consumer, cfg ConsumerC
 // slice, removed when it denies it or the slice is deleted.
 type sliceConsumerReconciler struct {
 	client   client.Client
-	consumer *kubepact.Consumer
+	consumer *consumer.Consumer
 	events   events.EventRecorder
 }
 
@@ -101,9 +101,9 @@ func (r *sliceConsumerReconciler) Reconcile(ctx context.Context, req reconcile.R
 			metrics.expires(roleConsumer, providerID, a.Identity.Name, a.Identity.Spec.AuthParams.SignedCRT)
 		}
 		return reconcile.Result{}, nil
-	case errors.Is(err, kubepact.ErrSlicePending):
+	case errors.Is(err, consumer.ErrSlicePending):
 		return reconcile.Result{}, nil
-	case errors.Is(err, kubepact.ErrSliceDenied):
+	case errors.Is(err, consumer.ErrSliceDenied):
 		r.events.Eventf(&s, nil, corev1.EventTypeWarning, contract.ReasonSliceDenied, "ApplySliceIdentity", "%v", err)
 		metrics.handshake(flowIdentity, resultRefused, contract.ReasonSliceDenied)
 		metrics.forget(roleConsumer, providerID, identity.ResourceSliceName(s.Name))

@@ -24,11 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/resourceslice"
 )
 
@@ -48,7 +48,7 @@ const (
 // consumer's Tenant, or of a CertificateSigningRequest of their consumer;
 // and, when a slice of their consumer is deleted, those that hold no
 // credentials yet (waitingSlicesOf).
-func setupSliceProvider(mgr manager.Manager, p *kubepact.Provider, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
+func setupSliceProvider(mgr manager.Manager, p *provider.Provider, workers int, settled predicate.Predicate, clk clock.PassiveClock) error {
 	r := &sliceProviderReconciler{client: mgr.GetClient(), provider: p, clock: realClock(clk), events: mgr.GetEventRecorder(sliceControllerName)}
 	b := ctrl.NewControllerManagedBy(mgr).Named(sliceControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -90,7 +90,7 @@ func sliceStatusChanged() predicate.Predicate {
 // it returns; it runs Provider.ForgetSlice for a deleted slice.
 type sliceProviderReconciler struct {
 	client   client.Client
-	provider *kubepact.Provider
+	provider *provider.Provider
 	clock    clock.PassiveClock
 	events   events.EventRecorder
 }

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -53,7 +53,7 @@ func TestResourceSliceStatusOffer(t *testing.T) {
 		return startManager(t, providerEnv, func(mgr manager.Manager) error {
 			return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 				ClusterID:  providerID,
-				Endpoint:   kubepact.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
+				Endpoint:   provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 				Policy:     tenant.Compatible,
 				SliceOffer: offer,
 			})

@@ -125,7 +125,7 @@ func (s *NonceStore) Get(ctx context.Context, clusterID string) (nonce.Entry, er
 
 // Peek returns the entry of clusterID as stored, as a controller's
 // cache that has caught up would; false when there is none. It is what
-// kubepact.ProviderCore.Peek takes.
+// provider.Core.Peek takes.
 func (s *NonceStore) Peek(_ context.Context, clusterID string) (nonce.Entry, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

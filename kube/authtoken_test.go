@@ -24,19 +24,19 @@ func tokenNamespace(t *testing.T) string {
 
 func TestTokenStoreConformance(t *testing.T) {
 	authtokentest.RunStore(t, func(t *testing.T) authtoken.Store {
-		return kube.NewTokenStore(provider.client, "tok-"+tokenNamespace(t))
+		return kube.NewTokenStore(providerEnv.client, "tok-"+tokenNamespace(t))
 	})
 }
 
 func TestTokenSecretsConformance(t *testing.T) {
 	authtokentest.RunSecrets(t, func(t *testing.T) (authtoken.Secrets, string) {
 		ns := "sec-" + tokenNamespace(t)
-		_, err := consumer.client.CoreV1().Namespaces().Create(context.Background(),
+		_, err := consumerEnv.client.CoreV1().Namespaces().Create(context.Background(),
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return kube.NewSecrets(consumer.client), ns
+		return kube.NewSecrets(consumerEnv.client), ns
 	})
 }
 
@@ -47,18 +47,18 @@ func TestTokenSecretsConformance(t *testing.T) {
 func TestTokenStoreKeepsOthersFields(t *testing.T) {
 	ctx := context.Background()
 	ns := "tok-" + tokenNamespace(t)
-	s := kube.NewTokenStore(provider.client, ns)
+	s := kube.NewTokenStore(providerEnv.client, ns)
 	first, err := authtoken.Ensure(ctx, s, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec, err := provider.client.CoreV1().Secrets(ns).Get(ctx, authtoken.SecretName, metav1.GetOptions{})
+	sec, err := providerEnv.client.CoreV1().Secrets(ns).Get(ctx, authtoken.SecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sec.Labels = map[string]string{"team": "platform"}
 	sec.Data["token"] = []byte("not-a-token")
-	if _, err := provider.client.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{FieldManager: "someone-else"}); err != nil {
+	if _, err := providerEnv.client.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{FieldManager: "someone-else"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx); !errors.Is(err, authtoken.ErrMalformed) {
@@ -71,7 +71,7 @@ func TestTokenStoreKeepsOthersFields(t *testing.T) {
 	if repaired.Equal(first) {
 		t.Fatal("Ensure returned the token that was overwritten")
 	}
-	got, err := provider.client.CoreV1().Secrets(ns).Get(ctx, authtoken.SecretName, metav1.GetOptions{})
+	got, err := providerEnv.client.CoreV1().Secrets(ns).Get(ctx, authtoken.SecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

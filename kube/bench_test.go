@@ -68,13 +68,13 @@ func BenchmarkAuthenticate(b *testing.B) {
 		providerID := fmt.Sprintf("bp-%d-%d", run, i)
 		consumerID := fmt.Sprintf("bc-%d-%d", run, i)
 		keyNS := "keys-" + consumerID
-		if _, err := keys.Ensure(ctx, kube.NewKeyStore(consumer.client, keyNS), nil, keys.Ed25519); err != nil {
+		if _, err := keys.Ensure(ctx, kube.NewKeyStore(consumerEnv.client, keyNS), nil, keys.Ed25519); err != nil {
 			b.Fatal(err)
 		}
 		pairs[i] = pair{p: newProvider(b, providerID), c: newConsumer(b, consumerID, keyNS)}
 	}
 	durations := make([]time.Duration, 0, b.N)
-	providerBefore, consumerBefore := provider.requests.Load(), consumer.requests.Load()
+	providerBefore, consumerBefore := providerEnv.requests.Load(), consumerEnv.requests.Load()
 	b.ResetTimer()
 	for _, pr := range pairs {
 		start := time.Now()
@@ -88,9 +88,9 @@ func BenchmarkAuthenticate(b *testing.B) {
 	n := float64(b.N)
 	p50 := durations[len(durations)/2]
 	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(provider.requests.Load()-providerBefore)/n, "provider-requests/op")
-	b.ReportMetric(float64(consumer.requests.Load()-consumerBefore)/n, "consumer-requests/op")
-	reportFloor(ctx, b, provider, p50)
+	b.ReportMetric(float64(providerEnv.requests.Load()-providerBefore)/n, "provider-requests/op")
+	b.ReportMetric(float64(consumerEnv.requests.Load()-consumerBefore)/n, "consumer-requests/op")
+	reportFloor(ctx, b, providerEnv, p50)
 }
 
 // reportFloor measures, on e's API server and in this run, the floor of a

@@ -24,12 +24,14 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/config/crd"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -236,8 +238,8 @@ func TestBesideLiqo(t *testing.T) {
 	const providerID, consumerID, liqoConsumerID = "cl-provider-beside", "cl-consumer-beside", "cl-liqo-consumer-beside"
 	pc := prov.client
 	nonces := kube.NewNonceStore(pc)
-	p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: prov.cluster.Host(), CA: prov.cluster.CA()}, kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+	p, err := provider.New(providerID, provider.Endpoint{Server: prov.cluster.Host(), CA: prov.cluster.CA()}, provider.Ports{
+		Core: provider.Core{
 			Namespaces:   kube.NewNamespaces(pc),
 			Nonces:       nonces,
 			Peek:         nonces,
@@ -249,8 +251,8 @@ func TestBesideLiqo(t *testing.T) {
 		Lifecycle: kube.NewLifecyclePorts(pc, prov.typed),
 	}, nil)
 	require.NoError(t, err)
-	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+	c, err := consumer.New(consumerID, consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: kube.NewNamespaces(cons.client),
 			Keys:       kube.NewKeyStore(cons.client, "liqo"),
 			Identities: kube.NewIdentityStore(cons.typed),

@@ -15,9 +15,9 @@ import (
 func TestClusterBinderConformance(t *testing.T) {
 	rbactest.RunClusterBinder(t, rbactest.ClusterBinderHarness{
 		New: func(*testing.T) (rbac.ClusterBinder, rbactest.Port, func(context.Context, string) (*rbacv1.ClusterRoleBinding, error)) {
-			a := kube.NewRBAC(provider.client)
+			a := kube.NewRBAC(providerEnv.client)
 			return a, a, func(ctx context.Context, name string) (*rbacv1.ClusterRoleBinding, error) {
-				return absent(provider.client.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}))
+				return absent(providerEnv.client.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}))
 			}
 		},
 		Parallel: true,

@@ -53,7 +53,7 @@ func absent[T any](obj *T, err error) (*T, error) {
 
 func TestNonceStoreConformance(t *testing.T) {
 	noncetest.Run(t, noncetest.Harness{
-		New:      func(*testing.T) nonce.Store { return kube.NewNonceStore(provider.client) },
+		New:      func(*testing.T) nonce.Store { return kube.NewNonceStore(providerEnv.client) },
 		Prepare:  func(t *testing.T, id string) { ensureNamespace(t, clusterid.TenantNamespace(id)) },
 		Parallel: true,
 	})
@@ -64,7 +64,7 @@ func TestKeyStoreConformance(t *testing.T) {
 	keystest.Run(t, keystest.Harness{
 		New: func(t *testing.T) keys.Store {
 			n++
-			return kube.NewKeyStore(provider.client, "keys-"+shortName(t.Name(), n))
+			return kube.NewKeyStore(providerEnv.client, "keys-"+shortName(t.Name(), n))
 		},
 	})
 }
@@ -74,21 +74,21 @@ func TestKeyringConformance(t *testing.T) {
 	keystest.RunKeyring(t, keystest.KeyringHarness{
 		New: func(t *testing.T) keys.Keyring {
 			n++
-			return kube.NewKeyring(provider.client, "keyring-"+shortName(t.Name(), n))
+			return kube.NewKeyring(providerEnv.client, "keyring-"+shortName(t.Name(), n))
 		},
 	})
 }
 
 func TestNamespacesConformance(t *testing.T) {
 	for name, ns := range map[string]*kube.Namespaces{
-		"CreateFirst": kube.NewNamespaces(provider.client),
-		"ReadFirst":   kube.NewNamespaces(provider.client).WithReadFirst(),
+		"CreateFirst": kube.NewNamespaces(providerEnv.client),
+		"ReadFirst":   kube.NewNamespaces(providerEnv.client).WithReadFirst(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			tenanttest.RunNamespaces(t, tenanttest.NamespacesHarness{
 				New: func(*testing.T) (tenant.Namespaces, func(context.Context, string) (*corev1.Namespace, error)) {
 					return ns, func(ctx context.Context, name string) (*corev1.Namespace, error) {
-						return absent(provider.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}))
+						return absent(providerEnv.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}))
 					}
 				},
 				Parallel: true,
@@ -99,7 +99,7 @@ func TestNamespacesConformance(t *testing.T) {
 
 func TestTenantStoreConformance(t *testing.T) {
 	tenanttest.RunStore(t, tenanttest.StoreHarness{
-		New: func(*testing.T) tenant.Store { return kube.NewTenantStore(provider.typed) },
+		New: func(*testing.T) tenant.Store { return kube.NewTenantStore(providerEnv.typed) },
 		Update: func(ctx context.Context, tn *authv1beta1.Tenant) error {
 			return updateAsOther(ctx, authv1beta1.TenantResource, tn)
 		},
@@ -110,7 +110,7 @@ func TestTenantStoreConformance(t *testing.T) {
 
 func TestIdentityStoreConformance(t *testing.T) {
 	identitytest.Run(t, identitytest.Harness{
-		New: func(*testing.T) identity.Store { return kube.NewIdentityStore(provider.typed) },
+		New: func(*testing.T) identity.Store { return kube.NewIdentityStore(providerEnv.typed) },
 		Update: func(ctx context.Context, id *authv1beta1.Identity) error {
 			return updateAsOther(ctx, authv1beta1.IdentityResource, id)
 		},
@@ -122,14 +122,14 @@ func TestIdentityStoreConformance(t *testing.T) {
 func TestSecretWriterConformance(t *testing.T) {
 	kubeconfigtest.Run(t, kubeconfigtest.Harness{
 		New: func(*testing.T) (kubeconfig.SecretWriter, func(context.Context, string, string) (*corev1.Secret, error)) {
-			return kube.NewSecretWriter(provider.client), func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-				return absent(provider.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{}))
+			return kube.NewSecretWriter(providerEnv.client), func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+				return absent(providerEnv.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{}))
 			}
 		},
 		Namespace: ensureNamespace,
 		Owner: func(t *testing.T, namespace string) metav1.OwnerReference {
 			// A real owner, so the garbage collector leaves the Secrets alone.
-			cm, err := provider.client.CoreV1().ConfigMaps(namespace).Create(context.Background(),
+			cm, err := providerEnv.client.CoreV1().ConfigMaps(namespace).Create(context.Background(),
 				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "owner-"}}, metav1.CreateOptions{})
 			require.NoError(t, err)
 			return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID}
@@ -140,7 +140,7 @@ func TestSecretWriterConformance(t *testing.T) {
 
 func TestCertificateCacheConformance(t *testing.T) {
 	csrtest.RunCache(t, csrtest.CacheHarness{
-		New:      func(*testing.T) csr.Cache { return kube.NewCertificateCache(provider.client) },
+		New:      func(*testing.T) csr.Cache { return kube.NewCertificateCache(providerEnv.client) },
 		Prepare:  func(t *testing.T, id string) { ensureNamespace(t, clusterid.TenantNamespace(id)) },
 		Parallel: true,
 	})
@@ -149,9 +149,9 @@ func TestCertificateCacheConformance(t *testing.T) {
 func TestCSRSignerConformance(t *testing.T) {
 	csrtest.RunSigner(t, csrtest.SignerHarness{
 		New: func(_ *testing.T, a csr.Approver) (csr.Signer, []byte) {
-			return kube.NewCSRSigner(provider.client, a), provider.cluster.CA()
+			return kube.NewCSRSigner(providerEnv.client, a), providerEnv.cluster.CA()
 		},
-		Approver: func(*testing.T) csr.Approver { return kube.NewApprover(provider.client) },
+		Approver: func(*testing.T) csr.Approver { return kube.NewApprover(providerEnv.client) },
 		Denier: func(*testing.T) csr.Approver {
 			return &fake.Approver{Decide: func(name string, _ *csr.Checked) error {
 				return &csr.DeniedError{Name: name, Reason: "Denied", Message: "denied by the conformance test"}
@@ -163,9 +163,9 @@ func TestCSRSignerConformance(t *testing.T) {
 
 func TestApproverConformance(t *testing.T) {
 	csrtest.RunApprover(t, csrtest.ApproverHarness{
-		New: func(*testing.T) csr.Approver { return kube.NewApprover(provider.client) },
+		New: func(*testing.T) csr.Approver { return kube.NewApprover(providerEnv.client) },
 		Submit: func(t *testing.T, c *csr.Checked) string {
-			obj, err := provider.client.CertificatesV1().CertificateSigningRequests().Create(context.Background(),
+			obj, err := providerEnv.client.CertificatesV1().CertificateSigningRequests().Create(context.Background(),
 				&certificatesv1.CertificateSigningRequest{
 					ObjectMeta: metav1.ObjectMeta{GenerateName: "conformance-"},
 					Spec: certificatesv1.CertificateSigningRequestSpec{
@@ -184,8 +184,8 @@ func TestApproverConformance(t *testing.T) {
 func TestRBACConformance(t *testing.T) {
 	rbactest.Run(t, rbactest.Harness{
 		New: func(*testing.T) (rbactest.Port, rbactest.Inspector) {
-			rb := provider.client.RbacV1()
-			return kube.NewRBAC(provider.client), rbactest.Inspector{
+			rb := providerEnv.client.RbacV1()
+			return kube.NewRBAC(providerEnv.client), rbactest.Inspector{
 				ClusterRole: func(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
 					return absent(rb.ClusterRoles().Get(ctx, name, metav1.GetOptions{}))
 				},
@@ -207,9 +207,9 @@ func TestRBACConformance(t *testing.T) {
 
 func TestReviewerConformance(t *testing.T) {
 	rbactest.RunReviewer(t, rbactest.ReviewerHarness{
-		New: func(*testing.T) rbactest.ReviewedBinder { return kube.NewRBAC(provider.client) },
+		New: func(*testing.T) rbactest.ReviewedBinder { return kube.NewRBAC(providerEnv.client) },
 		ClusterRoleBinding: func(t *testing.T, b *rbacv1.ClusterRoleBinding) {
-			api := provider.client.RbacV1().ClusterRoleBindings()
+			api := providerEnv.client.RbacV1().ClusterRoleBindings()
 			_, err := api.Create(context.Background(), b, metav1.CreateOptions{})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = api.Delete(context.Background(), b.Name, metav1.DeleteOptions{}) })
@@ -248,7 +248,7 @@ func updateAsOther(ctx context.Context, resource string, obj runtime.Object) err
 		return err
 	}
 	u := &unstructured.Unstructured{Object: m}
-	_, err = provider.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(resource)).
+	_, err = providerEnv.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(resource)).
 		Namespace(u.GetNamespace()).Update(ctx, u, metav1.UpdateOptions{FieldManager: otherManager})
 	return err
 }

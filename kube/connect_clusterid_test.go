@@ -26,13 +26,13 @@ func TestConnectClusterID(t *testing.T) {
 	t.Cleanup(cancel) // after the parallel subtests
 	connect := func(t *testing.T, opts *wire.ConnectOptions) *wire.Cluster {
 		t.Helper()
-		c, err := wire.Connect(provider.cluster.AdminConfig(), opts)
+		c, err := wire.Connect(providerEnv.cluster.AdminConfig(), opts)
 		require.NoError(t, err)
 		return c
 	}
 	recorded := func(t *testing.T, namespace string) string {
 		t.Helper()
-		id, err := kube.RecordedClusterID(ctx, provider.client, namespace)
+		id, err := kube.RecordedClusterID(ctx, providerEnv.client, namespace)
 		require.NoError(t, err)
 		return id
 	}
@@ -55,7 +55,7 @@ func TestConnectClusterID(t *testing.T) {
 	t.Run("recorded", func(t *testing.T) {
 		t.Parallel()
 		ns := "liqo-connect-recorded"
-		_, _, err := kube.EnsureClusterID(ctx, provider.client, "cl-recorded", &kube.ClusterIDOptions{Namespace: ns})
+		_, _, err := kube.EnsureClusterID(ctx, providerEnv.client, "cl-recorded", &kube.ClusterIDOptions{Namespace: ns})
 		require.NoError(t, err)
 		c := connect(t, &wire.ConnectOptions{KeyNamespace: ns})
 		p, err := c.Provider("", nil)
@@ -111,7 +111,7 @@ func TestConnectClusterID(t *testing.T) {
 	t.Run("record unreadable", func(t *testing.T) {
 		t.Parallel()
 		// A user with no rights but discovery's.
-		cfg := provider.cluster.AdminConfig()
+		cfg := providerEnv.cluster.AdminConfig()
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "kubepact-nobody", Groups: []string{"system:authenticated"}}
 		c, err := wire.Connect(cfg, nil)
 		require.NoError(t, err)

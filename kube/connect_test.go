@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestConnect(t *testing.T) {
 	t.Parallel()
 	var requests atomic.Int64
-	cfg := countingConfig(provider.cluster.AdminConfig(), &requests)
+	cfg := countingConfig(providerEnv.cluster.AdminConfig(), &requests)
 	qps, burst := cfg.QPS, cfg.Burst
 
 	c, err := wire.Connect(cfg, nil)
@@ -35,7 +35,7 @@ func TestConnect(t *testing.T) {
 
 	endpoint, err := c.Endpoint()
 	require.NoError(t, err)
-	require.Equal(t, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, endpoint)
+	require.Equal(t, provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()}, endpoint)
 
 	pp := c.ProviderPorts()
 	for name, port := range map[string]any{
@@ -69,12 +69,12 @@ func TestConnect(t *testing.T) {
 // what it refuses.
 func TestConnectOptions(t *testing.T) {
 	t.Parallel()
-	ca := provider.cluster.CA()
+	ca := providerEnv.cluster.CA()
 
 	t.Run("endpoint option", func(t *testing.T) {
 		t.Parallel()
-		want := kubepact.Endpoint{Server: "https://peers.example.com:6443", CA: ca}
-		c, err := wire.Connect(provider.cluster.AdminConfig(), &wire.ConnectOptions{Endpoint: &want})
+		want := provider.Endpoint{Server: "https://peers.example.com:6443", CA: ca}
+		c, err := wire.Connect(providerEnv.cluster.AdminConfig(), &wire.ConnectOptions{Endpoint: &want})
 		require.NoError(t, err)
 		got, err := c.Endpoint()
 		require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestConnectOptions(t *testing.T) {
 
 	t.Run("config without CA: a consumer, no provider", func(t *testing.T) {
 		t.Parallel()
-		cfg := provider.cluster.AdminConfig()
+		cfg := providerEnv.cluster.AdminConfig()
 		cfg.CAData, cfg.Insecure = nil, true
 		c, err := wire.Connect(cfg, nil)
 		require.NoError(t, err)
@@ -97,17 +97,17 @@ func TestConnectOptions(t *testing.T) {
 
 	t.Run("offline", func(t *testing.T) {
 		t.Parallel()
-		c, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{Offline: true})
+		c, err := wire.Connect(consumerEnv.cluster.AdminConfig(), &wire.ConnectOptions{Offline: true})
 		require.NoError(t, err)
 		require.Nil(t, c.ConsumerPorts().Reviewer)
 	})
 
 	t.Run("signer", func(t *testing.T) {
 		t.Parallel()
-		caCert, caKey := provider.cluster.SecondClientCA()
+		caCert, caKey := providerEnv.cluster.SecondClientCA()
 		localCA, err := csr.NewLocalCA(caCert, caKey, nil)
 		require.NoError(t, err)
-		c, err := wire.Connect(provider.cluster.AdminConfig(), &wire.ConnectOptions{Signer: localCA})
+		c, err := wire.Connect(providerEnv.cluster.AdminConfig(), &wire.ConnectOptions{Signer: localCA})
 		require.NoError(t, err)
 		_, isCSRSigner := c.ProviderPorts().Signer.(*kube.CSRSigner)
 		require.False(t, isCSRSigner)
@@ -115,11 +115,11 @@ func TestConnectOptions(t *testing.T) {
 
 	t.Run("key namespace", func(t *testing.T) {
 		t.Parallel()
-		c, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{KeyNamespace: "keys-connect-option"})
+		c, err := wire.Connect(consumerEnv.cluster.AdminConfig(), &wire.ConnectOptions{KeyNamespace: "keys-connect-option"})
 		require.NoError(t, err)
 		_, err = keys.Ensure(t.Context(), c.ConsumerPorts().Keys, nil, keys.Ed25519)
 		require.NoError(t, err)
-		_, err = consumer.client.CoreV1().Secrets("keys-connect-option").Get(t.Context(), keys.SecretName, metav1.GetOptions{})
+		_, err = consumerEnv.client.CoreV1().Secrets("keys-connect-option").Get(t.Context(), keys.SecretName, metav1.GetOptions{})
 		require.NoError(t, err, "the cluster key is in the namespace asked")
 	})
 
@@ -131,7 +131,7 @@ func TestConnectOptions(t *testing.T) {
 
 	t.Run("refused reviewer roots", func(t *testing.T) {
 		t.Parallel()
-		_, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{Reviewer: &kube.IdentityReviewerOptions{RootCAs: []byte("not PEM")}})
+		_, err := wire.Connect(consumerEnv.cluster.AdminConfig(), &wire.ConnectOptions{Reviewer: &kube.IdentityReviewerOptions{RootCAs: []byte("not PEM")}})
 		require.ErrorIs(t, err, kube.ErrRootCAsNotPEM)
 	})
 
@@ -141,7 +141,7 @@ func TestConnectOptions(t *testing.T) {
 		require.NoError(t, err)
 		addr := l.Addr().String()
 		require.NoError(t, l.Close())
-		cfg := provider.cluster.AdminConfig()
+		cfg := providerEnv.cluster.AdminConfig()
 		cfg.Host = "https://" + addr
 		cfg.Timeout = 5 * time.Second
 		_, err = wire.Connect(cfg, nil)
@@ -159,7 +159,7 @@ func TestConnectRateLimits(t *testing.T) {
 	t.Parallel()
 	t.Run("options", func(t *testing.T) {
 		t.Parallel()
-		c, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{KeyNamespace: "keys-connect-rate", QPS: 4, Burst: 1})
+		c, err := wire.Connect(consumerEnv.cluster.AdminConfig(), &wire.ConnectOptions{KeyNamespace: "keys-connect-rate", QPS: 4, Burst: 1})
 		require.NoError(t, err)
 		start := time.Now()
 		for range 3 {
@@ -174,7 +174,7 @@ func TestConnectRateLimits(t *testing.T) {
 	})
 	t.Run("defaults", func(t *testing.T) {
 		t.Parallel()
-		cfg := consumer.cluster.AdminConfig()
+		cfg := consumerEnv.cluster.AdminConfig()
 		cfg.QPS, cfg.Burst = 0, 0
 		c, err := wire.Connect(cfg, &wire.ConnectOptions{KeyNamespace: "keys-connect-default-rate"})
 		require.NoError(t, err)

@@ -33,7 +33,7 @@ func TestCSRSignerNoWait(t *testing.T) {
 	selector := kube.CSRHashLabel + "=" + kubepactObject(r).Labels[kube.CSRHashLabel]
 
 	// Not approved: pending, and pending again, on the one object.
-	held := kube.NewCSRSignerWithOptions(provider.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true})
+	held := kube.NewCSRSignerWithOptions(providerEnv.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true})
 	for range 2 {
 		start := time.Now()
 		cert, err := held.Sign(ctx, r)
@@ -52,7 +52,7 @@ func TestCSRSignerNoWait(t *testing.T) {
 
 	// A new signer (a restarted controller) approves the same object and
 	// returns its certificate once issued.
-	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true})
+	signer := kube.NewCSRSignerWithOptions(providerEnv.client, kube.NewApprover(providerEnv.client), &kube.CSRSignerOptions{NoWait: true})
 	cert := signUntilIssued(ctx, t, signer, r)
 	list, err = csrAPI().List(ctx, metav1.ListOptions{LabelSelector: selector})
 	require.NoError(t, err)
@@ -60,7 +60,7 @@ func TestCSRSignerNoWait(t *testing.T) {
 	require.Equal(t, obj.UID, list.Items[0].UID)
 
 	// The blocking signer finds the issued object too.
-	again, err := kube.NewCSRSigner(provider.client, kube.NewApprover(provider.client)).Sign(ctx, r)
+	again, err := kube.NewCSRSigner(providerEnv.client, kube.NewApprover(providerEnv.client)).Sign(ctx, r)
 	require.NoError(t, err)
 	require.Equal(t, cert, again)
 }
@@ -97,7 +97,7 @@ func TestCSRSignerLabelsSliceConsumer(t *testing.T) {
 	checked, err := csr.Check(req, csr.ResourceSlicePolicy(consumerID, "slice-a", key.Public()))
 	require.NoError(t, err)
 	r := csr.Request{CSR: checked, Lifetime: time.Hour}
-	_, err = kube.NewCSRSignerWithOptions(provider.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true}).Sign(ctx, r)
+	_, err = kube.NewCSRSignerWithOptions(providerEnv.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true}).Sign(ctx, r)
 	require.ErrorIs(t, err, csr.ErrPending)
 	list, err := csrAPI().List(ctx, metav1.ListOptions{LabelSelector: kube.CSRHashLabel + "=" + kubepactObject(r).Labels[kube.CSRHashLabel]})
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func TestCSRSignerForgetsAReplacedObject(t *testing.T) {
 	defer cancel()
 	r := csr.Request{CSR: checkedCSR(t, "cl-replaced"), Lifetime: time.Hour}
 	selector := kube.CSRHashLabel + "=" + kubepactObject(r).Labels[kube.CSRHashLabel]
-	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true})
+	signer := kube.NewCSRSignerWithOptions(providerEnv.client, kube.NewApprover(providerEnv.client), &kube.CSRSignerOptions{NoWait: true})
 	_, err := signer.Sign(ctx, r)
 	require.ErrorIs(t, err, csr.ErrPending)
 	list, err := csrAPI().List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -146,13 +146,13 @@ func TestCSRSignerWaitsBriefly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	held := kube.NewCSRSignerWithOptions(provider.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true, Wait: 500 * time.Millisecond})
+	held := kube.NewCSRSignerWithOptions(providerEnv.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true, Wait: 500 * time.Millisecond})
 	start := time.Now()
 	_, err := held.Sign(ctx, csr.Request{CSR: checkedCSR(t, "cl-wait-held"), Lifetime: time.Hour})
 	require.ErrorIs(t, err, csr.ErrPending)
 	require.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond, "Sign waited")
 
-	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true, Wait: 30 * time.Second})
+	signer := kube.NewCSRSignerWithOptions(providerEnv.client, kube.NewApprover(providerEnv.client), &kube.CSRSignerOptions{NoWait: true, Wait: 30 * time.Second})
 	cert, err := signer.Sign(ctx, csr.Request{CSR: checkedCSR(t, "cl-wait-issued"), Lifetime: time.Hour})
 	require.NoError(t, err, "issued within the Wait: no second Sign")
 	require.NotEmpty(t, cert)
@@ -174,7 +174,7 @@ func TestCSRSignerAwaited(t *testing.T) {
 
 	for _, wait := range []time.Duration{0, 300 * time.Millisecond} {
 		r := csr.Request{CSR: checkedCSR(t, fmt.Sprintf("cl-awaited-%d", wait.Milliseconds())), Lifetime: time.Hour}
-		held := kube.NewCSRSignerWithOptions(provider.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true, Wait: wait})
+		held := kube.NewCSRSignerWithOptions(providerEnv.client, noApprover{}, &kube.CSRSignerOptions{NoWait: true, Wait: wait})
 		_, err := held.Sign(ctx, r)
 		require.ErrorIs(t, err, csr.ErrPending)
 		obj := name(r)
@@ -183,7 +183,7 @@ func TestCSRSignerAwaited(t *testing.T) {
 
 		// The same signer, approving now, returns the certificate: the
 		// object is no longer awaited.
-		approving := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true})
+		approving := kube.NewCSRSignerWithOptions(providerEnv.client, kube.NewApprover(providerEnv.client), &kube.CSRSignerOptions{NoWait: true})
 		signUntilIssued(ctx, t, approving, r)
 		_, err = held.Sign(ctx, r)
 		require.NoError(t, err)
@@ -191,7 +191,7 @@ func TestCSRSignerAwaited(t *testing.T) {
 	}
 
 	r := csr.Request{CSR: checkedCSR(t, "cl-awaited-never"), Lifetime: time.Hour}
-	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{NoWait: true, Wait: 30 * time.Second})
+	signer := kube.NewCSRSignerWithOptions(providerEnv.client, kube.NewApprover(providerEnv.client), &kube.CSRSignerOptions{NoWait: true, Wait: 30 * time.Second})
 	_, err := signer.Sign(ctx, r)
 	require.NoError(t, err)
 	require.False(t, signer.Awaited(name(r)), "issued within the Wait")

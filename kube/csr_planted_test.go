@@ -43,7 +43,7 @@ const planter = "csr-planter"
 // planter, impersonated by the admin.
 func planterClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	_, err := provider.client.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+	_, err := providerEnv.client.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubepact-test-" + planter},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-bootstrapper"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: planter}},
@@ -54,7 +54,7 @@ func planterClient(t *testing.T) kubernetes.Interface {
 	// The API server's authorizer learns of a new binding from its own
 	// watch, a moment after the create returned.
 	require.Eventually(t, func() bool {
-		review, err := provider.client.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
+		review, err := providerEnv.client.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: planter,
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
@@ -65,7 +65,7 @@ func planterClient(t *testing.T) kubernetes.Interface {
 		require.NoError(t, err)
 		return review.Status.Allowed
 	}, 10*time.Second, 10*time.Millisecond, "%s allowed to create CertificateSigningRequests", planter)
-	cfg := provider.cluster.AdminConfig()
+	cfg := providerEnv.cluster.AdminConfig()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: planter}
 	client, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func kubepactObject(r csr.Request) *certificatesv1.CertificateSigningRequest {
 
 // csrAPI returns the CertificateSigningRequests of the provider cluster.
 func csrAPI() certificatesclient.CertificateSigningRequestInterface {
-	return provider.client.CertificatesV1().CertificateSigningRequests()
+	return providerEnv.client.CertificatesV1().CertificateSigningRequests()
 }
 
 // requireUntouched checks that the CertificateSigningRequest name is
@@ -151,7 +151,7 @@ func TestCSRSignerIgnoresPlantedRequests(t *testing.T) {
 			r := csr.Request{CSR: checkedCSR(t, "cl-planted"), Lifetime: time.Hour}
 			obj := kubepactObject(r)
 			tt.plant(obj)
-			creator := provider.client
+			creator := providerEnv.client
 			if tt.byOther {
 				creator = planterClient(t)
 			}
@@ -161,7 +161,7 @@ func TestCSRSignerIgnoresPlantedRequests(t *testing.T) {
 				require.Equal(t, planter, planted.Spec.Username)
 			}
 
-			signer := kube.NewCSRSigner(provider.client, kube.NewApprover(provider.client))
+			signer := kube.NewCSRSigner(providerEnv.client, kube.NewApprover(providerEnv.client))
 			for i := range 2 {
 				start := time.Now()
 				cert, err := signer.Sign(ctx, r)
@@ -194,15 +194,15 @@ func TestCSRSignerReusesItsUsersRequest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r := csr.Request{CSR: checkedCSR(t, "cl-restart"), Lifetime: time.Hour}
-	first, err := kube.NewCSRSigner(provider.client, kube.NewApprover(provider.client)).Sign(ctx, r)
+	first, err := kube.NewCSRSigner(providerEnv.client, kube.NewApprover(providerEnv.client)).Sign(ctx, r)
 	require.NoError(t, err)
 
 	var approvals atomic.Int64
 	approver := approverFunc(func(ctx context.Context, name string, c *csr.Checked) error {
 		approvals.Add(1)
-		return kube.NewApprover(provider.client).Approve(ctx, name, c)
+		return kube.NewApprover(providerEnv.client).Approve(ctx, name, c)
 	})
-	second, err := kube.NewCSRSigner(provider.client, approver).Sign(ctx, r)
+	second, err := kube.NewCSRSigner(providerEnv.client, approver).Sign(ctx, r)
 	require.NoError(t, err)
 	require.Equal(t, first, second, "the certificate of the existing object")
 	require.Zero(t, approvals.Load())
@@ -242,7 +242,7 @@ func TestApproverRefusesForeignRequests(t *testing.T) {
 			planted, err := csrAPI().Create(t.Context(), obj, metav1.CreateOptions{})
 			require.NoError(t, err)
 
-			err = kube.NewApprover(provider.client).Approve(t.Context(), planted.Name, r.CSR)
+			err = kube.NewApprover(providerEnv.client).Approve(t.Context(), planted.Name, r.CSR)
 			require.ErrorIs(t, err, kube.ErrForeignCSR)
 			var denied *csr.DeniedError
 			require.ErrorAs(t, err, &denied)
@@ -280,7 +280,7 @@ func TestApproverHoldsToTheObject(t *testing.T) {
 		t.Parallel()
 		r := csr.Request{CSR: checkedCSR(t, "cl-uid"), Lifetime: time.Hour}
 		obj := create(t, r, "uid-right-"+string(uuid.NewUUID())[:8])
-		require.NoError(t, kube.NewApprover(provider.client).ApproveUID(t.Context(), obj.Name, obj.UID, r.CSR))
+		require.NoError(t, kube.NewApprover(providerEnv.client).ApproveUID(t.Context(), obj.Name, obj.UID, r.CSR))
 		got, err := csrAPI().Get(t.Context(), obj.Name, metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Contains(t, conditionTypes(got), certificatesv1.CertificateApproved)
@@ -289,14 +289,14 @@ func TestApproverHoldsToTheObject(t *testing.T) {
 		t.Parallel()
 		r := csr.Request{CSR: checkedCSR(t, "cl-uid"), Lifetime: time.Hour}
 		obj := create(t, r, "uid-wrong-"+string(uuid.NewUUID())[:8])
-		requireRefused(t, kube.NewApprover(provider.client).ApproveUID(t.Context(), obj.Name, uuid.NewUUID(), r.CSR))
+		requireRefused(t, kube.NewApprover(providerEnv.client).ApproveUID(t.Context(), obj.Name, uuid.NewUUID(), r.CSR))
 		requireUntouched(t, obj.Name)
 	})
 	t.Run("no UID", func(t *testing.T) {
 		t.Parallel()
 		r := csr.Request{CSR: checkedCSR(t, "cl-uid"), Lifetime: time.Hour}
 		obj := create(t, r, "uid-none-"+string(uuid.NewUUID())[:8])
-		requireRefused(t, kube.NewApprover(provider.client).ApproveUID(t.Context(), obj.Name, "", r.CSR))
+		requireRefused(t, kube.NewApprover(providerEnv.client).ApproveUID(t.Context(), obj.Name, "", r.CSR))
 		requireUntouched(t, obj.Name)
 	})
 	t.Run("stale UID", func(t *testing.T) {
@@ -308,7 +308,7 @@ func TestApproverHoldsToTheObject(t *testing.T) {
 		// CertificateSigningRequests could make it.
 		cur := replace(t, r, name)
 		require.NotEqual(t, old.UID, cur.UID)
-		requireRefused(t, kube.NewApprover(provider.client).ApproveUID(t.Context(), name, old.UID, r.CSR))
+		requireRefused(t, kube.NewApprover(providerEnv.client).ApproveUID(t.Context(), name, old.UID, r.CSR))
 		requireUntouched(t, name)
 	})
 	t.Run("replaced between read and approval", func(t *testing.T) {
@@ -319,7 +319,7 @@ func TestApproverHoldsToTheObject(t *testing.T) {
 		// A client whose first read of the object is followed at once by
 		// its replacement, before the approval is written.
 		var replaced atomic.Bool
-		cfg := provider.cluster.AdminConfig()
+		cfg := providerEnv.cluster.AdminConfig()
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 				resp, err := rt.RoundTrip(req)
@@ -380,11 +380,11 @@ func TestCSRSignerChecksTheCertificate(t *testing.T) {
 			defer cancel()
 			r := csr.Request{CSR: checkedCSR(t, "cl-forged"), Lifetime: time.Hour}
 			// The object is issued first, so the second Sign finds it.
-			_, err := kube.NewCSRSigner(provider.client, kube.NewApprover(provider.client)).Sign(ctx, r)
+			_, err := kube.NewCSRSigner(providerEnv.client, kube.NewApprover(providerEnv.client)).Sign(ctx, r)
 			require.NoError(t, err)
 			forged := forgeCertificate(t, r, tt.forge)
 
-			cfg := provider.cluster.AdminConfig()
+			cfg := providerEnv.cluster.AdminConfig()
 			cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
 			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 				return roundTripFunc(func(req *http.Request) (*http.Response, error) {

@@ -21,7 +21,7 @@ func TestCSRSignerRenewsWithinTheHour(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	signer := kube.NewCSRSignerWithOptions(provider.client, kube.NewApprover(provider.client), &kube.CSRSignerOptions{Clock: clk})
+	signer := kube.NewCSRSignerWithOptions(providerEnv.client, kube.NewApprover(providerEnv.client), &kube.CSRSignerOptions{Clock: clk})
 	r := csr.Request{CSR: checkedCSR(t, shortName(t.Name(), 40)), Lifetime: 10 * time.Minute}
 
 	first, err := signer.Sign(ctx, r)

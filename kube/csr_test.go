@@ -42,7 +42,7 @@ func checkedCSR(t *testing.T, cn string) *csr.Checked {
 // setCondition adds a condition to the CSR name, as an administrator or a
 // signer would.
 func setCondition(ctx context.Context, name string, cond certificatesv1.CertificateSigningRequestCondition) error {
-	api := provider.client.CertificatesV1().CertificateSigningRequests()
+	api := providerEnv.client.CertificatesV1().CertificateSigningRequests()
 	obj, err := api.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func TestCSRSignerOutcomes(t *testing.T) {
 			require.ErrorIs(t, err, csr.ErrFailed)
 		}},
 		{"deleted before it was issued", func(ctx context.Context, name string, _ *csr.Checked) error {
-			return provider.client.CertificatesV1().CertificateSigningRequests().Delete(ctx, name, metav1.DeleteOptions{})
+			return providerEnv.client.CertificatesV1().CertificateSigningRequests().Delete(ctx, name, metav1.DeleteOptions{})
 		}, func(t *testing.T, err error) {
 			require.ErrorIs(t, err, csr.ErrFailed)
 		}},
@@ -107,7 +107,7 @@ func TestCSRSignerOutcomes(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), deadline)
 				defer cancel()
 				start := time.Now()
-				signer := kube.NewCSRSignerWithOptions(provider.client, tt.approve, mode.opts)
+				signer := kube.NewCSRSignerWithOptions(providerEnv.client, tt.approve, mode.opts)
 				_, err := signer.Sign(ctx, csr.Request{CSR: checkedCSR(t, "cl-outcome"), Lifetime: time.Hour})
 				require.Error(t, err)
 				tt.check(t, err)
@@ -122,7 +122,7 @@ func TestCSRSignerOutcomes(t *testing.T) {
 // running until t ends.
 func csrUpdates(t *testing.T) *kube.CSRUpdates {
 	t.Helper()
-	api := provider.client.CertificatesV1().CertificateSigningRequests()
+	api := providerEnv.client.CertificatesV1().CertificateSigningRequests()
 	label := func(o *metav1.ListOptions) { o.LabelSelector = kube.CSRLabel }
 	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -152,7 +152,7 @@ func TestCSRSignerInformed(t *testing.T) {
 	defer cancel()
 	updates := csrUpdates(t)
 	var watches atomic.Int64
-	cfg := provider.cluster.AdminConfig()
+	cfg := providerEnv.cluster.AdminConfig()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if r.URL.Query().Get("watch") == "true" {
@@ -185,9 +185,9 @@ func TestCSRSignerReusesItsRequest(t *testing.T) {
 	approvals := 0
 	approver := approverFunc(func(ctx context.Context, name string, c *csr.Checked) error {
 		approvals++
-		return kube.NewApprover(provider.client).Approve(ctx, name, c)
+		return kube.NewApprover(providerEnv.client).Approve(ctx, name, c)
 	})
-	signer := kube.NewCSRSigner(provider.client, approver)
+	signer := kube.NewCSRSigner(providerEnv.client, approver)
 	first, err := signer.Sign(ctx, csr.Request{CSR: checked, Lifetime: time.Hour})
 	require.NoError(t, err)
 	second, err := signer.Sign(ctx, csr.Request{CSR: checked, Lifetime: time.Hour})

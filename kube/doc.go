@@ -3,7 +3,7 @@
 //
 // The package is a leaf: it imports the step packages and never the root
 // package or any other that composes them. Package wire composes these
-// adapters into a kubepact.Provider and a kubepact.Consumer (wire.Connect,
+// adapters into a provider.Provider and a consumer.Consumer (wire.Connect,
 // from a cluster's *rest.Config). Built-in kinds go through
 // kubernetes.Interface, speaking protobuf (NewClientset); the
 // authentication.liqo.io kinds (Tenant, Identity, ResourceSlice, Renew),

@@ -18,10 +18,12 @@ import (
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -29,19 +31,19 @@ import (
 // newProvider returns a Provider of cluster ID id over the provider cluster.
 func newProvider(t testing.TB, id string) *kubepact.Provider {
 	t.Helper()
-	c := provider.client
+	c := providerEnv.client
 	nonces := kube.NewNonceStore(c)
-	p, err := kubepact.NewProvider(id, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+	p, err := provider.New(id, provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()}, provider.Ports{
+		Core: provider.Core{
 			Namespaces:   kube.NewNamespaces(c),
 			Nonces:       nonces,
 			Peek:         nonces,
-			Tenants:      kube.NewTenantStore(provider.typed),
+			Tenants:      kube.NewTenantStore(providerEnv.typed),
 			Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
 			Certificates: kube.NewCertificateCache(c),
 			RBAC:         kube.NewRBAC(c),
 		},
-		Lifecycle: kube.NewLifecyclePorts(c, provider.typed),
+		Lifecycle: kube.NewLifecyclePorts(c, providerEnv.typed),
 	}, nil)
 	require.NoError(t, err)
 	return p
@@ -51,16 +53,16 @@ func newProvider(t testing.TB, id string) *kubepact.Provider {
 // cluster, keeping its key in keyNamespace.
 func newConsumer(t testing.TB, id, keyNamespace string) *kubepact.Consumer {
 	t.Helper()
-	c := consumer.client
-	cons, err := kubepact.NewConsumer(id, kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+	c := consumerEnv.client
+	cons, err := consumer.New(id, consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: kube.NewNamespaces(c),
 			Keys:       kube.NewKeyStore(c, keyNamespace),
-			Identities: kube.NewIdentityStore(consumer.typed),
+			Identities: kube.NewIdentityStore(consumerEnv.typed),
 			Secrets:    kube.NewSecretWriter(c),
 		},
 		IdentityKeys: kube.NewKeyring(c, keyNamespace),
-	}, &kubepact.ConsumerOptions{KeyNamespace: keyNamespace})
+	}, &consumer.Options{KeyNamespace: keyNamespace})
 	require.NoError(t, err)
 	return cons
 }
@@ -91,21 +93,21 @@ func TestAuthenticateEndToEnd(t *testing.T) {
 	tenantNS := "liqo-tenant-" + consumerID
 
 	// The consumer cluster holds the Identity and the kubeconfig Secret.
-	sec, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, kubeconfig.SecretName(identity.ControlPlaneName(providerID)), metav1.GetOptions{})
+	sec, err := consumerEnv.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, kubeconfig.SecretName(identity.ControlPlaneName(providerID)), metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, done.Identity.UID, sec.OwnerReferences[0].UID)
 	cfg, err := kubeconfig.Parse(sec.Data[kubeconfig.SecretKey])
 	require.NoError(t, err)
 	require.Equal(t, consumerID, cfg.User())
 	require.Equal(t, tenantNS, cfg.Namespace())
-	require.Equal(t, provider.cluster.Host(), cfg.Server())
-	stored, err := kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+providerID)
+	require.Equal(t, providerEnv.cluster.Host(), cfg.Server())
+	stored, err := kube.NewIdentityStore(consumerEnv.typed).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Len(t, stored, 1)
 	require.Equal(t, sec.Name, stored[0].Status.KubeconfigSecretRef.Name)
 
 	// The provider recorded the Tenant with its status.
-	tn, err := kube.NewTenantStore(provider.typed).Get(ctx, tenantNS, consumerID)
+	tn, err := kube.NewTenantStore(providerEnv.typed).Get(ctx, tenantNS, consumerID)
 	require.NoError(t, err)
 	require.Equal(t, tenantNS, tn.Status.TenantNamespace)
 	require.NotEmpty(t, tn.Status.AuthParams.SignedCRT)
@@ -148,20 +150,20 @@ func TestAuthenticateEndToEnd(t *testing.T) {
 	// A second handshake re-uses everything: no second CSR object.
 	_, err = kubepact.Authenticate(ctx, c, p, nil)
 	require.NoError(t, err)
-	csrs, err := provider.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: kube.CSRLabel + "=true"})
+	csrs, err := providerEnv.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: kube.CSRLabel + "=true"})
 	require.NoError(t, err)
 	require.Equal(t, 1, countRequests(csrs.Items, consumerID))
 
 	require.NoError(t, slices.Namespace(tenantNS).Delete(ctx, "slice-a", metav1.DeleteOptions{}))
 	require.NoError(t, kubepact.Unauthenticate(ctx, c, p))
-	_, err = consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, sec.Name, metav1.GetOptions{})
+	_, err = consumerEnv.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, sec.Name, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err))
-	stored, err = kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+providerID)
+	stored, err = kube.NewIdentityStore(consumerEnv.typed).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Empty(t, stored)
-	_, err = kube.NewTenantStore(provider.typed).Get(ctx, tenantNS, consumerID)
+	_, err = kube.NewTenantStore(providerEnv.typed).Get(ctx, tenantNS, consumerID)
 	require.ErrorIs(t, err, tenant.ErrNotFound)
-	_, err = provider.client.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
+	_, err = providerEnv.client.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err))
 
 	// The old kubeconfig is now forbidden.
@@ -197,27 +199,27 @@ func TestUnauthenticateRefusesWithResourceSliceIdentities(t *testing.T) {
 	slice.Name, slice.UID, slice.ResourceVersion = identity.ResourceSliceName("slice-a"), "", ""
 	slice.Spec.Type = authv1beta1.ResourceSliceIdentityType
 	slice.Status = authv1beta1.IdentityStatus{}
-	_, err = kube.NewIdentityStore(consumer.typed).Apply(ctx, slice)
+	_, err = kube.NewIdentityStore(consumerEnv.typed).Apply(ctx, slice)
 	require.NoError(t, err)
 
 	err = kubepact.Unauthenticate(ctx, c, p)
-	require.ErrorIs(t, err, kubepact.ErrInUse)
-	_, err = kube.NewTenantStore(provider.typed).Get(ctx, "liqo-tenant-"+consumerID, consumerID)
+	require.ErrorIs(t, err, consumer.ErrInUse)
+	_, err = kube.NewTenantStore(providerEnv.typed).Get(ctx, "liqo-tenant-"+consumerID, consumerID)
 	require.NoError(t, err, "a refused unauthenticate leaves the Tenant")
 
-	require.NoError(t, kube.NewIdentityStore(consumer.typed).Delete(ctx, slice.Namespace, slice.Name))
+	require.NoError(t, kube.NewIdentityStore(consumerEnv.typed).Delete(ctx, slice.Namespace, slice.Name))
 	require.NoError(t, kubepact.Unauthenticate(ctx, c, p))
 }
 
 func TestKeyStoreKeepsTheClusterKey(t *testing.T) {
 	ctx := context.Background()
-	ks := kube.NewKeyStore(consumer.client, "liqo-keys-test")
+	ks := kube.NewKeyStore(consumerEnv.client, "liqo-keys-test")
 	k, err := keys.Ensure(ctx, ks, nil, keys.Ed25519)
 	require.NoError(t, err)
 	again, err := keys.Ensure(ctx, ks, nil, keys.Ed25519)
 	require.NoError(t, err)
 	require.True(t, keys.Equal(k.Public(), again.Public()))
-	sec, err := consumer.client.CoreV1().Secrets("liqo-keys-test").Get(ctx, keys.SecretName, metav1.GetOptions{})
+	sec, err := consumerEnv.client.CoreV1().Secrets("liqo-keys-test").Get(ctx, keys.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Contains(t, string(sec.Data[keys.PrivateKeySecretKey]), "-----BEGIN PRIVATE KEY-----")
 	require.Contains(t, string(sec.Data[keys.PublicKeySecretKey]), "-----BEGIN PUBLIC KEY-----")
@@ -230,31 +232,31 @@ func TestStrictAuthenticateEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const providerID, consumerID = "cl-provider-strict", "cl-consumer-strict"
-	c := provider.client
+	c := providerEnv.client
 	nonces := kube.NewNonceStore(c)
-	p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+	p, err := provider.New(providerID, provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()}, provider.Ports{
+		Core: provider.Core{
 			Namespaces:   kube.NewNamespaces(c),
 			Nonces:       nonces,
 			Peek:         nonces,
-			Tenants:      kube.NewTenantStore(provider.typed),
+			Tenants:      kube.NewTenantStore(providerEnv.typed),
 			Signer:       kube.NewCSRSigner(c, kube.NewApprover(c)),
 			Certificates: kube.NewCertificateCache(c),
 			RBAC:         kube.NewRBAC(c),
 		},
-		Lifecycle: kube.NewLifecyclePorts(c, provider.typed),
-	}, &kubepact.ProviderOptions{Policy: tenant.Strict})
+		Lifecycle: kube.NewLifecyclePorts(c, providerEnv.typed),
+	}, &provider.Options{Policy: tenant.Strict})
 	require.NoError(t, err)
-	cc := consumer.client
-	cons, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+	cc := consumerEnv.client
+	cons, err := consumer.New(consumerID, consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: kube.NewNamespaces(cc),
 			Keys:       kube.NewKeyStore(cc, "liqo-strict"),
-			Identities: kube.NewIdentityStore(consumer.typed),
+			Identities: kube.NewIdentityStore(consumerEnv.typed),
 			Secrets:    kube.NewSecretWriter(cc),
 		},
 		IdentityKeys: kube.NewKeyring(cc, "liqo-strict"),
-	}, &kubepact.ConsumerOptions{Strict: true, KeyNamespace: "liqo-strict"})
+	}, &consumer.Options{Strict: true, KeyNamespace: "liqo-strict"})
 	require.NoError(t, err)
 
 	done, err := kubepact.Authenticate(ctx, cons, p, nil)

@@ -17,11 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -62,11 +64,11 @@ func TestLostResponseAtEveryRequest(t *testing.T) {
 	run := func(i int, pLose, cLose *atomic.Int64) (*kubepact.Provider, *kubepact.Consumer, string, string, string) {
 		providerID, consumerID := fmt.Sprintf("fp-%d", i), fmt.Sprintf("fc-%d", i)
 		keyNS := "keys-" + consumerID
-		pc, pd := lossyClients(t, provider.cluster.AdminConfig(), &pn, pLose)
-		cc, cd := lossyClients(t, consumer.cluster.AdminConfig(), &cn, cLose)
+		pc, pd := lossyClients(t, providerEnv.cluster.AdminConfig(), &pn, pLose)
+		cc, cd := lossyClients(t, consumerEnv.cluster.AdminConfig(), &cn, cLose)
 		nonces := kube.NewNonceStore(pc)
-		p, err := kubepact.NewProvider(providerID, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, kubepact.ProviderPorts{
-			ProviderCore: kubepact.ProviderCore{
+		p, err := provider.New(providerID, provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()}, provider.Ports{
+			Core: provider.Core{
 				Namespaces:   kube.NewNamespaces(pc),
 				Nonces:       nonces,
 				Peek:         nonces,
@@ -78,15 +80,15 @@ func TestLostResponseAtEveryRequest(t *testing.T) {
 			Lifecycle: kube.NewLifecyclePorts(pc, pd),
 		}, nil)
 		require.NoError(t, err)
-		c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-			ConsumerCore: kubepact.ConsumerCore{
+		c, err := consumer.New(consumerID, consumer.Ports{
+			Core: consumer.Core{
 				Namespaces: kube.NewNamespaces(cc),
 				Keys:       kube.NewKeyStore(cc, keyNS),
 				Identities: kube.NewIdentityStore(cd),
 				Secrets:    kube.NewSecretWriter(cc),
 			},
 			IdentityKeys: kube.NewKeyring(cc, keyNS),
-		}, &kubepact.ConsumerOptions{KeyNamespace: keyNS})
+		}, &consumer.Options{KeyNamespace: keyNS})
 		require.NoError(t, err)
 		return p, c, providerID, consumerID, keyNS
 	}
@@ -126,7 +128,7 @@ func TestLostResponseAtEveryRequest(t *testing.T) {
 					require.ErrorIs(t, err, errResponseLost)
 				}
 				// The identity's own key, as Authenticate asks for one.
-				keyBefore, _ := kube.NewKeyring(consumer.client, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
+				keyBefore, _ := kube.NewKeyring(consumerEnv.client, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
 
 				pLose.Store(0)
 				cLose.Store(0)
@@ -146,30 +148,30 @@ func TestLostResponseAtEveryRequest(t *testing.T) {
 // checkSingleIdentity checks that one of each object exists for the pair.
 func checkSingleIdentity(t *testing.T, ctx context.Context, providerID, consumerID string) {
 	t.Helper()
-	csrs, err := provider.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: kube.CSRLabel + "=true"})
+	csrs, err := providerEnv.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: kube.CSRLabel + "=true"})
 	require.NoError(t, err)
 	require.Equal(t, 1, countRequests(csrs.Items, consumerID), "one CSR object")
 	tenantNS := "liqo-tenant-" + consumerID
-	bindings, err := provider.client.RbacV1().RoleBindings(tenantNS).List(ctx, metav1.ListOptions{})
+	bindings, err := providerEnv.client.RbacV1().RoleBindings(tenantNS).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, bindings.Items, 1)
 	require.Equal(t, rbac.BindingName(rbac.ControlPlaneClusterRoleName), bindings.Items[0].Name)
-	secrets, err := provider.client.CoreV1().Secrets(tenantNS).List(ctx, metav1.ListOptions{})
+	secrets, err := providerEnv.client.CoreV1().Secrets(tenantNS).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"liqo-nonce", "liqo-remote-certificate"}, secretNames(secrets.Items), "the certificate cache and the redeemed nonce")
-	e, err := kube.NewNonceStore(provider.client).Get(ctx, consumerID)
+	e, err := kube.NewNonceStore(providerEnv.client).Get(ctx, consumerID)
 	require.NoError(t, err)
 	require.NotNil(t, e.Redemption, "the nonce is bound to the key that redeemed it")
-	stored, err := kube.NewTenantStore(provider.typed).Get(ctx, tenantNS, consumerID)
+	stored, err := kube.NewTenantStore(providerEnv.typed).Get(ctx, tenantNS, consumerID)
 	require.NoError(t, err)
 	pub, err := keys.ParsePublicKey(stored.Spec.PublicKey)
 	require.NoError(t, err)
 	require.Equal(t, keys.Fingerprint(pub), e.Redemption.Key)
-	ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+providerID)
+	ids, err := kube.NewIdentityStore(consumerEnv.typed).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	require.Equal(t, identity.ControlPlaneName(providerID), ids[0].Name)
-	kcs, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).List(ctx, metav1.ListOptions{})
+	kcs, err := consumerEnv.client.CoreV1().Secrets("liqo-tenant-"+providerID).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{kubeconfig.SecretName(ids[0].Name), nonce.SignedSecretName}, secretNames(kcs.Items))
 }

@@ -7,16 +7,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire"
 )
 
 // TestAcceptFinalizer checks on the real provider cluster who puts
 // tenant.Finalizer on a Tenant: not a provider with
-// ProviderOptions.NoFinalizer, which no controller backs; a provider
+// provider.Options.NoFinalizer, which no controller backs; a provider
 // without it (a controller's) when it accepts the same Tenant later; and
 // the first one, accepting the consumer's next Tenant, keeps it, although
 // both apply Tenants under the same field manager, which would remove a
@@ -26,11 +27,11 @@ func TestAcceptFinalizer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const providerID, consumerID = "cl-provider-finalizer", "cl-consumer-finalizer"
-	pc, err := wire.Connect(provider.cluster.AdminConfig(), nil)
+	pc, err := wire.Connect(providerEnv.cluster.AdminConfig(), nil)
 	require.NoError(t, err)
-	cc, err := wire.Connect(consumer.cluster.AdminConfig(), &wire.ConnectOptions{KeyNamespace: "liqo-finalizer-keys"})
+	cc, err := wire.Connect(consumerEnv.cluster.AdminConfig(), &wire.ConnectOptions{KeyNamespace: "liqo-finalizer-keys"})
 	require.NoError(t, err)
-	unattended, err := pc.Provider(providerID, &kubepact.ProviderOptions{NoFinalizer: true})
+	unattended, err := pc.Provider(providerID, &provider.Options{NoFinalizer: true})
 	require.NoError(t, err)
 	controller, err := pc.Provider(providerID, nil)
 	require.NoError(t, err)
@@ -43,7 +44,7 @@ func TestAcceptFinalizer(t *testing.T) {
 	require.NoError(t, err)
 	finalizers := func() []string {
 		t.Helper()
-		stored, err := kube.NewTenantStore(provider.typed).Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
+		stored, err := kube.NewTenantStore(providerEnv.typed).Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
 		require.NoError(t, err)
 		return stored.Finalizers
 	}
@@ -56,7 +57,7 @@ func TestAcceptFinalizer(t *testing.T) {
 	require.Equal(t, []string{tenant.Finalizer}, finalizers(), "the controller's cleanup runs before the Tenant goes")
 	// The consumer re-authenticates with the nonce it holds: a new Tenant
 	// (its transcript expires at another time), written again.
-	later, err := cc.Consumer(consumerID, &kubepact.ConsumerOptions{TranscriptLifetime: 7 * time.Minute})
+	later, err := cc.Consumer(consumerID, &consumer.Options{TranscriptLifetime: 7 * time.Minute})
 	require.NoError(t, err)
 	again, err := later.Tenant(ctx, providerID, n, nil)
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ func BenchmarkDrain(b *testing.B) {
 	ctx := context.Background()
 	providerID := "bench-drain-provider"
 	p := newProvider(b, providerID)
-	binder := kube.NewRBAC(provider.client)
+	binder := kube.NewRBAC(providerEnv.client)
 	var namespaces []string
 	for i := range 5 {
 		ns := fmt.Sprintf("bench-drain-offloaded-%d", i)
@@ -41,7 +41,7 @@ func BenchmarkDrain(b *testing.B) {
 		_, err := kubepact.Authenticate(ctx, c, p, nil)
 		require.NoError(b, err)
 		for j := range 10 {
-			_, err := provider.dynamic.Resource(resourceSlices).Namespace(clusterid.TenantNamespace(consumerID)).
+			_, err := providerEnv.dynamic.Resource(resourceSlices).Namespace(clusterid.TenantNamespace(consumerID)).
 				Create(ctx, resourceSlice(fmt.Sprintf("slice-%d", j)), metav1.CreateOptions{})
 			require.NoError(b, err)
 		}
@@ -62,7 +62,7 @@ func ensureNamespaceTB(tb testing.TB, name string) {
 	if id, ok := strings.CutPrefix(name, clusterid.TenantNamespacePrefix); ok {
 		ns = tenant.Namespace(id)
 	}
-	_, err := provider.client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+	_, err := providerEnv.client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		tb.Fatal(err)
 	}

@@ -18,12 +18,12 @@ import (
 )
 
 func TestLifecyclePortsConformance(t *testing.T) {
-	slices := provider.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource("resourceslices"))
+	slices := providerEnv.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource("resourceslices"))
 	lifecycletest.Run(t, lifecycletest.Harness{New: func(t *testing.T) lifecycletest.Env {
-		c := provider.client
+		c := providerEnv.client
 		return lifecycletest.Env{
-			Ports:   kube.NewLifecyclePorts(c, provider.typed),
-			Tenants: kube.NewTenantStore(provider.typed),
+			Ports:   kube.NewLifecyclePorts(c, providerEnv.typed),
+			Tenants: kube.NewTenantStore(providerEnv.typed),
 			PutSlice: func(t *testing.T, s *authv1beta1.ResourceSlice) {
 				m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 				require.NoError(t, err)
@@ -89,13 +89,13 @@ func namespaceMapCRD() *unstructured.Unstructured {
 // succeeds without them.
 func TestDeleteAllDeletesNamespaceMaps(t *testing.T) {
 	ctx := context.Background()
-	_, err := provider.dynamic.Resource(crdsResource).Create(ctx, namespaceMapCRD(), metav1.CreateOptions{})
+	_, err := providerEnv.dynamic.Resource(crdsResource).Create(ctx, namespaceMapCRD(), metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
 	ns := "liqo-tenant-lc-nsmaps"
 	ensureNamespace(t, ns)
-	maps := provider.dynamic.Resource(kube.NamespaceMapResource).Namespace(ns)
+	maps := providerEnv.dynamic.Resource(kube.NamespaceMapResource).Namespace(ns)
 	require.Eventually(t, func() bool {
 		m := &unstructured.Unstructured{}
 		m.SetAPIVersion("offloading.liqo.io/v1beta1")
@@ -105,7 +105,7 @@ func TestDeleteAllDeletesNamespaceMaps(t *testing.T) {
 		return err == nil || apierrors.IsAlreadyExists(err)
 	}, time.Minute, 100*time.Millisecond, "the NamespaceMap API is served")
 
-	require.NoError(t, kube.NewTenantSlices(provider.typed).DeleteAll(ctx, ns))
+	require.NoError(t, kube.NewTenantSlices(providerEnv.typed).DeleteAll(ctx, ns))
 	l, err := maps.List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, l.Items)

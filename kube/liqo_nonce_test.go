@@ -60,7 +60,7 @@ func TestLiqoConsumerReauthenticates(t *testing.T) {
 	defer cancel()
 	providerID, consumerID := "cl-provider-liqo-reauth", "cl-consumer-liqo-reauth"
 	p := newProvider(t, providerID)
-	_, err := consumer.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(providerID), metav1.CreateOptions{})
+	_, err := consumerEnv.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(providerID), metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
@@ -74,7 +74,7 @@ func TestLiqoConsumerReauthenticates(t *testing.T) {
 			first = n
 		}
 		require.True(t, first.Equal(n), "authentication %d: the provider keeps the nonce", i+1)
-		_, err = liqoSignNonce(ctx, consumer.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)), providerID, key, n)
+		_, err = liqoSignNonce(ctx, consumerEnv.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)), providerID, key, n)
 		require.NoError(t, err, "authentication %d", i+1)
 		tn, err := tenant.Build(consumerID, key, n, nil) // no transcript, as Liqo sends
 		require.NoError(t, err)
@@ -91,7 +91,7 @@ func TestLiqoConsumerReauthenticates(t *testing.T) {
 	_, err = p.Accept(ctx, intruder)
 	require.ErrorIs(t, err, nonce.ErrRedeemed)
 
-	sec, err := consumer.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
+	sec, err := consumerEnv.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, first.Text(), string(sec.Data[nonce.SecretKey]))
 }

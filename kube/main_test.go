@@ -30,12 +30,12 @@ type env struct {
 	requests *atomic.Int64
 }
 
-var provider, consumer *env
+var providerEnv, consumerEnv *env
 
 // TestMain starts two independent control planes, the provider and the
 // consumer, shared by every test of the package.
 func TestMain(m *testing.M) {
-	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, newEnv, &provider, &consumer))
+	os.Exit(testcluster.Main(m, 30*time.Minute, testcluster.Options{}, newEnv, &providerEnv, &consumerEnv))
 }
 
 func newEnv(ctx context.Context, c *testcluster.Cluster) (*env, error) {

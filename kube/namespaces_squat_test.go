@@ -33,11 +33,11 @@ func squatters() []squatter {
 			name: name,
 			ns:   ns,
 			create: func(t *testing.T, ns *corev1.Namespace) {
-				_, err := provider.client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+				_, err := providerEnv.client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
 				require.NoError(t, err)
 			},
 			get: func(t *testing.T, name string) (map[string]string, string) {
-				ns, err := provider.client.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
+				ns, err := providerEnv.client.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
 				require.NoError(t, err)
 				return ns.Labels, ns.ResourceVersion
 			},
@@ -45,10 +45,10 @@ func squatters() []squatter {
 	}
 	mem := &fake.Namespaces{}
 	return []squatter{
-		real("kube", kube.NewNamespaces(provider.client)),
-		real("kube read first", kube.NewNamespaces(provider.client).WithReadFirst()),
-		real("kube with a reader", kube.NewNamespaces(provider.client).WithReader(provider.typed).WithReadFirst()),
-		real("kube with create labels", kube.NewNamespaces(provider.client).WithCreateLabels(map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})),
+		real("kube", kube.NewNamespaces(providerEnv.client)),
+		real("kube read first", kube.NewNamespaces(providerEnv.client).WithReadFirst()),
+		real("kube with a reader", kube.NewNamespaces(providerEnv.client).WithReader(providerEnv.typed).WithReadFirst()),
+		real("kube with create labels", kube.NewNamespaces(providerEnv.client).WithCreateLabels(map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})),
 		{
 			name: "fake",
 			ns:   mem,

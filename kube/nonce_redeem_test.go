@@ -42,9 +42,9 @@ func TestNonceStoreRedeemsWhatIsStored(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store := kube.NewNonceStore(provider.client)
+	store := kube.NewNonceStore(providerEnv.client)
 	secretOf := func(id string) *corev1.Secret {
-		sec, err := provider.client.CoreV1().Secrets(clusterid.TenantNamespace(id)).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+		sec, err := providerEnv.client.CoreV1().Secrets(clusterid.TenantNamespace(id)).Get(ctx, nonce.SecretName, metav1.GetOptions{})
 		require.NoError(t, err)
 		return sec
 	}
@@ -96,7 +96,7 @@ func TestNonceStoreRedeemsWhatIsStored(t *testing.T) {
 	ensureNamespace(t, clusterid.TenantNamespace(id))
 	stored := issue(id)
 	var requests atomic.Int64
-	counted, err := kubernetes.NewForConfig(countingConfig(provider.cluster.AdminConfig(), &requests))
+	counted, err := kubernetes.NewForConfig(countingConfig(providerEnv.cluster.AdminConfig(), &requests))
 	require.NoError(t, err)
 	got, err := kube.NewNonceStore(counted).WithRedeemReader(staticReader{secret: secretOf(id)}).MarkRedeemed(ctx, id, mark)
 	require.NoError(t, err)
@@ -111,7 +111,7 @@ func TestNonceStoreRedeemsWhatItWrote(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var requests atomic.Int64
-	counted, err := kubernetes.NewForConfig(countingConfig(provider.cluster.AdminConfig(), &requests))
+	counted, err := kubernetes.NewForConfig(countingConfig(providerEnv.cluster.AdminConfig(), &requests))
 	require.NoError(t, err)
 	mark := nonce.Redemption{By: []byte("tenant digest"), Key: "key fingerprint", At: time.Now().Truncate(time.Second)}
 	entry := func() nonce.Entry {
@@ -135,7 +135,7 @@ func TestNonceStoreRedeemsWhatItWrote(t *testing.T) {
 	ensureNamespace(t, clusterid.TenantNamespace(id))
 	require.NoError(t, store.Put(ctx, id, entry()))
 	other := entry()
-	require.NoError(t, kube.NewNonceStore(provider.client).Put(ctx, id, other))
+	require.NoError(t, kube.NewNonceStore(providerEnv.client).Put(ctx, id, other))
 	got, err = store.MarkRedeemed(ctx, id, mark)
 	require.NoError(t, err)
 	require.Equal(t, other.Nonce, got.Nonce, "the nonce stored")
@@ -154,7 +154,7 @@ func TestNonceStorePeek(t *testing.T) {
 	defer cancel()
 	id := "cl-peek-" + shortName(t.Name(), 0)
 	ensureNamespace(t, clusterid.TenantNamespace(id))
-	store := kube.NewNonceStore(provider.client)
+	store := kube.NewNonceStore(providerEnv.client)
 	_, ok := store.Peek(ctx, id)
 	require.False(t, ok, "nothing written, nothing at hand")
 
@@ -165,10 +165,10 @@ func TestNonceStorePeek(t *testing.T) {
 	got, ok := store.Peek(ctx, id)
 	require.True(t, ok)
 	require.Equal(t, e.Nonce, got.Nonce)
-	_, ok = kube.NewNonceStore(provider.client).Peek(ctx, id)
+	_, ok = kube.NewNonceStore(providerEnv.client).Peek(ctx, id)
 	require.False(t, ok, "another store wrote nothing")
 
-	sec, err := provider.client.CoreV1().Secrets(clusterid.TenantNamespace(id)).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+	sec, err := providerEnv.client.CoreV1().Secrets(clusterid.TenantNamespace(id)).Get(ctx, nonce.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	cached := store.WithRedeemReader(staticReader{secret: sec})
 	got, ok = cached.Peek(ctx, id)
@@ -192,8 +192,8 @@ func TestNonceStorePutOver(t *testing.T) {
 	id := "cl-over-" + shortName(t.Name(), 0)
 	ns := clusterid.TenantNamespace(id)
 	ensureNamespace(t, ns)
-	store := kube.NewNonceStore(provider.client)
-	secrets := provider.client.CoreV1().Secrets(ns)
+	store := kube.NewNonceStore(providerEnv.client)
+	secrets := providerEnv.client.CoreV1().Secrets(ns)
 	entry := func() nonce.Entry {
 		n, err := nonce.Generate(nil)
 		require.NoError(t, err)

@@ -79,11 +79,11 @@ func TestTenantStoreDeleteKeepsATenantCreatedMeanwhile(t *testing.T) {
 	ctx := t.Context()
 	scheme, err := kube.NewScheme()
 	require.NoError(t, err)
-	real, err := client.NewWithWatch(provider.cluster.AdminConfig(), client.Options{Scheme: scheme})
+	real, err := client.NewWithWatch(providerEnv.cluster.AdminConfig(), client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	id := "cl-" + shortName(t.Name(), 0)
 	ns := clusterid.TenantNamespace(id)
-	_, err = provider.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(id), metav1.CreateOptions{})
+	_, err = providerEnv.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(id), metav1.CreateOptions{})
 	require.NoError(t, err)
 	newTenant := func() *authv1beta1.Tenant {
 		return &authv1beta1.Tenant{

@@ -23,9 +23,9 @@ func TestPublicKeyRecord(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ns := "liqo-record-test"
-	_, err := provider.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	_, err := providerEnv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	r := kube.NewPublicKeyRecord(provider.client, ns)
+	r := kube.NewPublicKeyRecord(providerEnv.client, ns)
 
 	_, err = r.Get(ctx)
 	require.ErrorIs(t, err, keys.ErrNotFound)
@@ -37,7 +37,7 @@ func TestPublicKeyRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, keys.Equal(first.Public(), got))
 
-	cms := provider.client.CoreV1().ConfigMaps(ns)
+	cms := providerEnv.client.CoreV1().ConfigMaps(ns)
 	cm, err := cms.Get(ctx, kube.PublicKeyRecordName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotContains(t, cm.Data[kube.PublicKeyRecordKey], "PRIVATE KEY")

@@ -42,7 +42,7 @@ func freshID(t *testing.T) string {
 // of the provider would have done before kubepact ran.
 func bindCluster(t *testing.T, name, user, clusterRole string) {
 	t.Helper()
-	_, err := provider.client.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
+	_, err := providerEnv.client.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
@@ -84,7 +84,7 @@ func requirePrivileged(t *testing.T, err error, user string, probe int) {
 // SubjectAccessReview per probe on the real authorizer, refuses it.
 func TestCheckUnprivilegedRefusesExistingUsers(t *testing.T) {
 	t.Parallel()
-	r := kube.NewRBAC(provider.client)
+	r := kube.NewRBAC(providerEnv.client)
 
 	t.Run("ClusterAdmin", func(t *testing.T) {
 		t.Parallel()
@@ -95,7 +95,7 @@ func TestCheckUnprivilegedRefusesExistingUsers(t *testing.T) {
 	t.Run("EditInKubeSystem", func(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
-		_, err := provider.client.RbacV1().RoleBindings("kube-system").Create(ctx, &rbacv1.RoleBinding{
+		_, err := providerEnv.client.RbacV1().RoleBindings("kube-system").Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "kubepact-test-cl-ops"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "cl-ops"}},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
@@ -156,7 +156,7 @@ func TestCheckUnprivilegedRefusesExistingUsers(t *testing.T) {
 func TestCheckUnprivilegedRequests(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int64
-	client, err := kubernetes.NewForConfig(countingConfig(provider.cluster.AdminConfig(), &n))
+	client, err := kubernetes.NewForConfig(countingConfig(providerEnv.cluster.AdminConfig(), &n))
 	require.NoError(t, err)
 	require.NoError(t, rbac.CheckUnprivileged(t.Context(), kube.NewRBAC(client), freshID(t), controlPlaneGroups))
 	require.Equal(t, int64(len(rbac.PrivilegeProbes())), n.Load())
@@ -170,7 +170,7 @@ func TestCheckUnprivilegedPermissions(t *testing.T) {
 	ctx := t.Context()
 	bindCluster(t, "kubepact-test-cl-admin", "cl-admin", "cluster-admin")
 	self := "kubepact-test-provider-" + freshID(t)
-	cfg := rest.CopyConfig(provider.cluster.AdminConfig())
+	cfg := rest.CopyConfig(providerEnv.cluster.AdminConfig())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: self}
 	client, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
@@ -187,7 +187,7 @@ func TestCheckUnprivilegedPermissions(t *testing.T) {
 			APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"},
 		}},
 	}
-	require.NoError(t, kube.NewRBAC(provider.client).ApplyClusterRole(ctx, role))
+	require.NoError(t, kube.NewRBAC(providerEnv.client).ApplyClusterRole(ctx, role))
 	bindCluster(t, self, self, role.Name)
 	fresh := freshID(t)
 	require.Eventually(t, func() bool {

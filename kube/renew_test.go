@@ -12,7 +12,7 @@ import (
 
 func TestRenewStoreConformance(t *testing.T) {
 	renewaltest.Run(t, renewaltest.Harness{
-		New: func(*testing.T) renewal.Store { return kube.NewRenewStore(provider.typed) },
+		New: func(*testing.T) renewal.Store { return kube.NewRenewStore(providerEnv.typed) },
 		Update: func(ctx context.Context, r *authv1beta1.Renew) error {
 			return updateAsOther(ctx, authv1beta1.RenewResource, r)
 		},

@@ -17,9 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/identity/identitytest"
@@ -62,7 +62,7 @@ func (s signer) sign(t *testing.T, pub crypto.PublicKey, subject pkix.Name) []by
 // its API server trusts for clients but which is not its serving CA.
 func secondClientCA(t *testing.T) signer {
 	t.Helper()
-	caPEM, key := provider.cluster.SecondClientCA()
+	caPEM, key := providerEnv.cluster.SecondClientCA()
 	return newSigner(t, caPEM, key)
 }
 
@@ -84,7 +84,7 @@ func providerIdentity(t *testing.T, ca, cert []byte) *authv1beta1.Identity {
 func providerIdentityOf(t *testing.T, providerID string, ca, cert []byte) *authv1beta1.Identity {
 	t.Helper()
 	id, err := identity.Build(providerID, authv1beta1.AuthParams{
-		CA: ca, SignedCRT: cert, APIServer: provider.cluster.Host(),
+		CA: ca, SignedCRT: cert, APIServer: providerEnv.cluster.Host(),
 	}, nil)
 	require.NoError(t, err)
 	return id
@@ -113,9 +113,9 @@ func TestIdentityReviewerAcceptsLiqoIdentities(t *testing.T) {
 		ca   []byte
 		opts *kube.IdentityReviewerOptions
 	}{
-		{"serving CA", provider.cluster.CA(), nil},
-		{"serving CA, extra roots unused", provider.cluster.CA(), &kube.IdentityReviewerOptions{RootCAs: unknownCAPEM(t)}},
-		{"empty CA, the cluster CA as an extra root", nil, &kube.IdentityReviewerOptions{RootCAs: provider.cluster.CA()}},
+		{"serving CA", providerEnv.cluster.CA(), nil},
+		{"serving CA, extra roots unused", providerEnv.cluster.CA(), &kube.IdentityReviewerOptions{RootCAs: unknownCAPEM(t)}},
+		{"empty CA, the cluster CA as an extra root", nil, &kube.IdentityReviewerOptions{RootCAs: providerEnv.cluster.CA()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,15 +161,15 @@ func TestIdentityReviewerRefuses(t *testing.T) {
 		checkAs func(t *testing.T, err error)
 	}{
 		{name: "signed by an unknown CA", cert: unknownCA(t).sign(t, key.Public(), csr.ControlPlaneSubject(consumerID)),
-			ca: provider.cluster.CA(), want: identity.ErrRejected, checkAs: func(t *testing.T, err error) {
+			ca: providerEnv.cluster.CA(), want: identity.ErrRejected, checkAs: func(t *testing.T, err error) {
 				require.True(t, apierrors.IsUnauthorized(err), "the API error is kept: %v", err)
 			}},
 		{name: "another user", cert: second.sign(t, key.Public(), csr.ControlPlaneSubject("cl-someone-else")),
-			ca: provider.cluster.CA(), want: identity.ErrWrongUser},
+			ca: providerEnv.cluster.CA(), want: identity.ErrWrongUser},
 		{name: "another group", cert: second.sign(t, key.Public(), pkix.Name{CommonName: consumerID, Organization: []string{"other.io"}}),
-			ca: provider.cluster.CA(), want: identity.ErrWrongUser},
+			ca: providerEnv.cluster.CA(), want: identity.ErrWrongUser},
 		{name: "no group", cert: second.sign(t, key.Public(), pkix.Name{CommonName: consumerID}),
-			ca: provider.cluster.CA(), want: identity.ErrWrongUser},
+			ca: providerEnv.cluster.CA(), want: identity.ErrWrongUser},
 		{name: "empty CA without the cluster CA as a root", cert: second.sign(t, key.Public(), csr.ControlPlaneSubject(consumerID)),
 			checkAs: func(t *testing.T, err error) {
 				var unknown x509.UnknownAuthorityError
@@ -177,7 +177,7 @@ func TestIdentityReviewerRefuses(t *testing.T) {
 				require.NotErrorIs(t, err, identity.ErrRejected)
 			}},
 		{name: "the consumer cluster's CA instead of the provider's", cert: second.sign(t, key.Public(), csr.ControlPlaneSubject(consumerID)),
-			ca: consumer.cluster.CA(), checkAs: func(t *testing.T, err error) {
+			ca: consumerEnv.cluster.CA(), checkAs: func(t *testing.T, err error) {
 				var unknown x509.UnknownAuthorityError
 				require.ErrorAs(t, err, &unknown)
 				require.NotErrorIs(t, err, identity.ErrRejected)
@@ -222,19 +222,19 @@ func TestIdentityReviewerApply(t *testing.T) {
 	providerID := "cl-rvp-" + shortName(t.Name(), 0)
 	consumerID := "cl-rvc-" + shortName(t.Name(), 1)
 	keyNamespace := "keys-" + shortName(t.Name(), 2)
-	namespaces := kube.NewNamespaces(consumer.client)
+	namespaces := kube.NewNamespaces(consumerEnv.client)
 	require.NoError(t, namespaces.Ensure(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: keyNamespace}}))
 	require.NoError(t, namespaces.Ensure(ctx, tenant.Namespace(providerID)))
 	key, err := keys.Generate(nil, keys.Ed25519)
 	require.NoError(t, err)
-	require.NoError(t, kube.NewKeyStore(consumer.client, keyNamespace).Create(ctx, key))
-	r := newIdentityReviewer(t, &kube.IdentityReviewerOptions{RootCAs: provider.cluster.CA()})
-	c, err := kubepact.NewConsumer(consumerID, kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
-			Namespaces: kube.NewNamespaces(consumer.client),
-			Keys:       kube.NewKeyStore(consumer.client, keyNamespace),
-			Identities: kube.NewIdentityStore(consumer.typed),
-			Secrets:    kube.NewSecretWriter(consumer.client),
+	require.NoError(t, kube.NewKeyStore(consumerEnv.client, keyNamespace).Create(ctx, key))
+	r := newIdentityReviewer(t, &kube.IdentityReviewerOptions{RootCAs: providerEnv.cluster.CA()})
+	c, err := consumer.New(consumerID, consumer.Ports{
+		Core: consumer.Core{
+			Namespaces: kube.NewNamespaces(consumerEnv.client),
+			Keys:       kube.NewKeyStore(consumerEnv.client, keyNamespace),
+			Identities: kube.NewIdentityStore(consumerEnv.typed),
+			Secrets:    kube.NewSecretWriter(consumerEnv.client),
 		},
 		Reviewer: r,
 	}, nil)
@@ -242,26 +242,26 @@ func TestIdentityReviewerApply(t *testing.T) {
 	namespace := clusterid.TenantNamespace(providerID)
 	secretName := kubeconfig.SecretName(identity.ControlPlaneName(providerID))
 
-	refused := providerIdentityOf(t, providerID, provider.cluster.CA(), unknownCA(t).sign(t, key.Public(), csr.ControlPlaneSubject(consumerID)))
+	refused := providerIdentityOf(t, providerID, providerEnv.cluster.CA(), unknownCA(t).sign(t, key.Public(), csr.ControlPlaneSubject(consumerID)))
 	_, err = c.Apply(ctx, providerID, refused, nil)
 	require.ErrorIs(t, err, identity.ErrRejected)
-	_, err = consumer.client.CoreV1().Secrets(namespace).Get(ctx, secretName, metav1.GetOptions{})
+	_, err = consumerEnv.client.CoreV1().Secrets(namespace).Get(ctx, secretName, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "no kubeconfig Secret: %v", err)
-	ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, namespace)
+	ids, err := kube.NewIdentityStore(consumerEnv.typed).List(ctx, namespace)
 	require.NoError(t, err)
 	for _, id := range ids {
 		require.NotEqual(t, identity.ControlPlaneName(providerID), id.Name, "no Identity")
 	}
 
-	id := providerIdentityOf(t, providerID, provider.cluster.CA(), secondClientCA(t).sign(t, key.Public(), csr.ControlPlaneSubject(consumerID)))
+	id := providerIdentityOf(t, providerID, providerEnv.cluster.CA(), secondClientCA(t).sign(t, key.Public(), csr.ControlPlaneSubject(consumerID)))
 	done, err := c.Apply(ctx, providerID, id, nil)
 	require.NoError(t, err)
 	require.Equal(t, secretName, done.Secret.Name)
-	stored, err := consumer.client.CoreV1().Secrets(namespace).Get(ctx, secretName, metav1.GetOptions{})
+	stored, err := consumerEnv.client.CoreV1().Secrets(namespace).Get(ctx, secretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	cfg, err := kubeconfig.Parse(stored.Data[kubeconfig.SecretKey])
 	require.NoError(t, err)
-	require.Equal(t, provider.cluster.CA(), cfg.API().Clusters[cfg.API().CurrentContext].CertificateAuthorityData)
+	require.Equal(t, providerEnv.cluster.CA(), cfg.API().Clusters[cfg.API().CurrentContext].CertificateAuthorityData)
 	user, _, err := r.Review(ctx, cfg)
 	require.NoError(t, err, "the stored kubeconfig works")
 	require.Equal(t, consumerID, user)
@@ -271,10 +271,10 @@ func TestIdentityReviewerApply(t *testing.T) {
 	// carries no CA, and replaces the one held when allowed to.
 	noCA := providerIdentityOf(t, providerID, nil, secondClientCA(t).sign(t, key.Public(), csr.ControlPlaneSubject(consumerID)))
 	_, err = c.Apply(ctx, providerID, noCA, nil)
-	require.ErrorIs(t, err, kubepact.ErrEndpointChanged)
-	_, err = c.Apply(ctx, providerID, noCA, &kubepact.ApplyOptions{ReplaceEndpoint: true})
+	require.ErrorIs(t, err, consumer.ErrEndpointChanged)
+	_, err = c.Apply(ctx, providerID, noCA, &consumer.ApplyOptions{ReplaceEndpoint: true})
 	require.NoError(t, err)
-	stored, err = consumer.client.CoreV1().Secrets(namespace).Get(ctx, secretName, metav1.GetOptions{})
+	stored, err = consumerEnv.client.CoreV1().Secrets(namespace).Get(ctx, secretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	cfg, err = kubeconfig.Parse(stored.Data[kubeconfig.SecretKey])
 	require.NoError(t, err)
@@ -282,7 +282,7 @@ func TestIdentityReviewerApply(t *testing.T) {
 	user, _, err = r.Review(ctx, cfg)
 	require.NoError(t, err, "the stored kubeconfig without a CA works")
 	require.Equal(t, consumerID, user)
-	ids, err = kube.NewIdentityStore(consumer.typed).List(ctx, namespace)
+	ids, err = kube.NewIdentityStore(consumerEnv.typed).List(ctx, namespace)
 	require.NoError(t, err)
 	for _, id := range ids {
 		if id.Name == identity.ControlPlaneName(providerID) {
@@ -292,11 +292,11 @@ func TestIdentityReviewerApply(t *testing.T) {
 }
 
 func TestIdentityReviewerConformance(t *testing.T) {
-	caPEM, caKey := provider.cluster.SecondClientCA()
+	caPEM, caKey := providerEnv.cluster.SecondClientCA()
 	identitytest.RunReviewer(t, identitytest.ReviewerHarness{
 		New:         func(t *testing.T) identity.Reviewer { return newIdentityReviewer(t, nil) },
-		Server:      provider.cluster.Host(),
-		CA:          provider.cluster.CA(),
+		Server:      providerEnv.cluster.Host(),
+		CA:          providerEnv.cluster.CA(),
 		ClientCA:    caPEM,
 		ClientCAKey: caKey,
 		Parallel:    true,

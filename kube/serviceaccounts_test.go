@@ -14,11 +14,11 @@ import (
 func TestServiceAccountIdentityConformance(t *testing.T) {
 	saidentitytest.Run(t, saidentitytest.Harness{
 		New: func(*testing.T) (saidentity.ServiceAccounts, saidentity.Binder) {
-			return kube.NewServiceAccounts(provider.client), kube.NewServiceAccountRBAC(provider.client)
+			return kube.NewServiceAccounts(providerEnv.client), kube.NewServiceAccountRBAC(providerEnv.client)
 		},
 		Namespace: ensureNamespace,
 		Plant: func(t *testing.T, obj metav1.Object) {
-			api := provider.client.RbacV1()
+			api := providerEnv.client.RbacV1()
 			var err error
 			switch o := obj.(type) {
 			case *rbacv1.Role:

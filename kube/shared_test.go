@@ -26,7 +26,7 @@ func TestApplyClusterRoleKeepsLiqoLabels(t *testing.T) {
 
 	// Install the role as Liqo would, or label the one earlier tests
 	// applied: other tests on this server share it.
-	api := provider.client.RbacV1().ClusterRoles()
+	api := providerEnv.client.RbacV1().ClusterRoles()
 	_, err := api.Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: rbac.ControlPlaneClusterRoleName, Labels: labels},
 	}, metav1.CreateOptions{})
@@ -37,7 +37,7 @@ func TestApplyClusterRoleKeepsLiqoLabels(t *testing.T) {
 	require.NoError(t, err)
 
 	want := rbac.ControlPlaneClusterRole()
-	require.NoError(t, kube.NewRBAC(provider.client).ApplyClusterRole(ctx, want.DeepCopy()))
+	require.NoError(t, kube.NewRBAC(providerEnv.client).ApplyClusterRole(ctx, want.DeepCopy()))
 
 	got, err := api.Get(ctx, rbac.ControlPlaneClusterRoleName, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -17,12 +17,12 @@ import (
 func TestSliceStoreConformance(t *testing.T) {
 	resourceslicetest.Run(t, resourceslicetest.Harness{
 		New: func(*testing.T) (resourceslice.Store, func(context.Context, *authv1beta1.ResourceSlice) error) {
-			return kube.NewSliceStore(provider.typed), func(ctx context.Context, s *authv1beta1.ResourceSlice) error {
+			return kube.NewSliceStore(providerEnv.typed), func(ctx context.Context, s *authv1beta1.ResourceSlice) error {
 				m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 				if err != nil {
 					return err
 				}
-				_, err = provider.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).
+				_, err = providerEnv.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).
 					Namespace(s.Namespace).Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
 				return err
 			}

@@ -23,12 +23,12 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire"
@@ -98,7 +98,7 @@ func TestREADMESnippet(t *testing.T) {
 		providerID, consumerID := ids[0], ids[1]
 		runControllers(t, p.cluster, func(mgr manager.Manager) error {
 			return controllers.SetupProvider(mgr, controllers.ProviderConfig{ClusterID: providerID,
-				Endpoint: kubepact.Endpoint{Server: p.cluster.Host(), CA: p.cluster.CA()}})
+				Endpoint: provider.Endpoint{Server: p.cluster.Host(), CA: p.cluster.CA()}})
 		})
 		runControllers(t, c.cluster, func(mgr manager.Manager) error {
 			return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID})

@@ -22,9 +22,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire"
 )
@@ -35,7 +37,7 @@ import (
 // the API requests each cluster served, the figures wire.NewProviderPorts
 // documents, and holds them to that documentation.
 func TestWiringAuthenticate(t *testing.T) {
-	caCert, caKey := provider.cluster.SecondClientCA()
+	caCert, caKey := providerEnv.cluster.SecondClientCA()
 	localCA, err := csr.NewLocalCA(caCert, caKey, nil)
 	require.NoError(t, err)
 	tests := []struct {
@@ -54,25 +56,25 @@ func TestWiringAuthenticate(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			var providerRequests, consumerRequests atomic.Int64
-			providerCfg := countingConfig(provider.cluster.AdminConfig(), &providerRequests)
-			consumerCfg := countingConfig(consumer.cluster.AdminConfig(), &consumerRequests)
+			providerCfg := countingConfig(providerEnv.cluster.AdminConfig(), &providerRequests)
+			consumerCfg := countingConfig(consumerEnv.cluster.AdminConfig(), &consumerRequests)
 
 			endpoint, err := wire.EndpointFromConfig(providerCfg)
 			require.NoError(t, err)
-			require.Equal(t, kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}, endpoint)
+			require.Equal(t, provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()}, endpoint)
 			pports, err := wire.NewProviderPorts(providerCfg, &wire.ProviderPortsOptions{Signer: tt.signer})
 			require.NoError(t, err)
 			keyNS := "keys-" + tt.consumerID
 			cports, err := wire.NewConsumerPorts(consumerCfg, &wire.ConsumerPortsOptions{KeyNamespace: keyNS})
 			require.NoError(t, err)
 			require.NotNil(t, cports.Reviewer, "online by default")
-			var popts *kubepact.ProviderOptions
+			var popts *provider.Options
 			if tt.strict {
-				popts = &kubepact.ProviderOptions{Policy: tenant.Strict}
+				popts = &provider.Options{Policy: tenant.Strict}
 			}
-			p, err := kubepact.NewProvider(tt.providerID, endpoint, pports, popts)
+			p, err := provider.New(tt.providerID, endpoint, pports, popts)
 			require.NoError(t, err)
-			c, err := kubepact.NewConsumer(tt.consumerID, cports, &kubepact.ConsumerOptions{Strict: tt.strict})
+			c, err := consumer.New(tt.consumerID, cports, &consumer.Options{Strict: tt.strict})
 			require.NoError(t, err)
 
 			// The consumer key exists, as on a cluster that has peered
@@ -112,7 +114,7 @@ func TestWiringAuthenticate(t *testing.T) {
 // alone and refuse what cannot make a client.
 func TestWiringOptions(t *testing.T) {
 	t.Parallel()
-	cfg := provider.cluster.AdminConfig()
+	cfg := providerEnv.cluster.AdminConfig()
 	qps, burst := cfg.QPS, cfg.Burst
 	_, err := wire.NewProviderPorts(cfg, &wire.ProviderPortsOptions{QPS: 1, Burst: 1})
 	require.NoError(t, err)
@@ -138,7 +140,7 @@ func TestWiringOptions(t *testing.T) {
 // through one limiter that the clientset and the dynamic client share.
 func TestWiringRateLimitShared(t *testing.T) {
 	t.Parallel()
-	ports, err := wire.NewConsumerPorts(consumer.cluster.AdminConfig(), &wire.ConsumerPortsOptions{
+	ports, err := wire.NewConsumerPorts(consumerEnv.cluster.AdminConfig(), &wire.ConsumerPortsOptions{
 		KeyNamespace: "keys-wiring-rate", QPS: 4, Burst: 1,
 	})
 	require.NoError(t, err)
@@ -159,7 +161,7 @@ func TestWiringRateLimitShared(t *testing.T) {
 // no credential.
 func TestEndpointFromConfig(t *testing.T) {
 	t.Parallel()
-	ca := provider.cluster.CA()
+	ca := providerEnv.cluster.CA()
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
 	require.NoError(t, os.WriteFile(caFile, ca, 0o600))
 	const password = "s3cret-password"
@@ -167,18 +169,18 @@ func TestEndpointFromConfig(t *testing.T) {
 	ok := []struct {
 		name string
 		cfg  *rest.Config
-		want kubepact.Endpoint
+		want provider.Endpoint
 	}{
 		{"CA data", &rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
-			kubepact.Endpoint{Server: "https://127.0.0.1:6443", CA: ca}},
+			provider.Endpoint{Server: "https://127.0.0.1:6443", CA: ca}},
 		{"CA file", &rest.Config{Host: "https://api.example.com", TLSClientConfig: rest.TLSClientConfig{CAFile: caFile}},
-			kubepact.Endpoint{Server: "https://api.example.com", CA: ca}},
+			provider.Endpoint{Server: "https://api.example.com", CA: ca}},
 		{"CA data wins over the file", &rest.Config{Host: "https://api.example.com", TLSClientConfig: rest.TLSClientConfig{CAData: ca, CAFile: "/nonexistent"}},
-			kubepact.Endpoint{Server: "https://api.example.com", CA: ca}},
+			provider.Endpoint{Server: "https://api.example.com", CA: ca}},
 		{"host:port is https", &rest.Config{Host: "127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
-			kubepact.Endpoint{Server: "https://127.0.0.1:6443", CA: ca}},
+			provider.Endpoint{Server: "https://127.0.0.1:6443", CA: ca}},
 		{"path prefix kept", &rest.Config{Host: "https://rancher.example.com/k8s/clusters/c-1", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
-			kubepact.Endpoint{Server: "https://rancher.example.com/k8s/clusters/c-1", CA: ca}},
+			provider.Endpoint{Server: "https://rancher.example.com/k8s/clusters/c-1", CA: ca}},
 	}
 	for _, tt := range ok {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,7 +234,7 @@ func TestNewClientsetSpeaksProtobuf(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			var sent, answered []string
-			cfg := provider.cluster.AdminConfig()
+			cfg := providerEnv.cluster.AdminConfig()
 			cfg.ContentType = c.configured
 			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 				return roundTripFunc(func(r *http.Request) (*http.Response, error) {

@@ -244,7 +244,7 @@ type Store interface {
 // Tenant's redemption, which reads the stored entry, must then confirm.
 // Peek returns false when it has no entry of clusterID at hand. A provider
 // peeks only through the Peeker it is given as such
-// (kubepact.ProviderCore.Peek), never by asking its Store whether it is one.
+// (provider.Core.Peek), never by asking its Store whether it is one.
 type Peeker interface {
 	Store
 	Peek(ctx context.Context, clusterID string) (Entry, bool)

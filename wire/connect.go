@@ -20,13 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/config/crd"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -103,7 +104,7 @@ const setupTimeout = time.Minute
 type ConnectOptions struct {
 	// Endpoint, when set, is how consumers reach this cluster's API server
 	// (a load balancer's URL, say), instead of cfg's Host and CA.
-	Endpoint *kubepact.Endpoint
+	Endpoint *provider.Endpoint
 	// QPS and Burst, when positive, replace cfg's QPS and Burst (and any
 	// RateLimiter of cfg). Zero keeps cfg's own, and DefaultQPS and
 	// DefaultBurst where cfg leaves them zero.
@@ -138,12 +139,12 @@ type ConnectOptions struct {
 type Cluster struct {
 	client   kubernetes.Interface
 	typed    client.Client
-	endpoint kubepact.Endpoint
+	endpoint provider.Endpoint
 	// endpointErr is why cfg gives no Endpoint: it fails Provider only,
 	// since a consumer needs none.
 	endpointErr error
-	provider    kubepact.ProviderPorts
-	consumer    kubepact.ConsumerPorts
+	provider    provider.Ports
+	consumer    consumer.Ports
 
 	// idNamespace holds the cluster's ID record; install is
 	// ConnectOptions.Install.
@@ -208,7 +209,7 @@ func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	if o.Endpoint != nil {
-		c.endpoint = kubepact.Endpoint{Server: o.Endpoint.Server, CA: append([]byte(nil), o.Endpoint.CA...)}
+		c.endpoint = provider.Endpoint{Server: o.Endpoint.Server, CA: append([]byte(nil), o.Endpoint.CA...)}
 	} else {
 		c.endpoint, c.endpointErr = EndpointFromConfig(cfg)
 	}
@@ -223,30 +224,30 @@ func Connect(cfg *rest.Config, opts *ConnectOptions) (*Cluster, error) {
 // ConnectOptions.Endpoint, else what EndpointFromConfig read from the
 // rest.Config, else its error (kube.ErrNoServer, ErrNotHTTPS, ErrNoCA or a
 // *fs.PathError).
-func (c *Cluster) Endpoint() (kubepact.Endpoint, error) {
+func (c *Cluster) Endpoint() (provider.Endpoint, error) {
 	if c.endpointErr != nil {
-		return kubepact.Endpoint{}, c.endpointErr
+		return provider.Endpoint{}, c.endpointErr
 	}
-	return kubepact.Endpoint{Server: c.endpoint.Server, CA: append([]byte(nil), c.endpoint.CA...)}, nil
+	return provider.Endpoint{Server: c.endpoint.Server, CA: append([]byte(nil), c.endpoint.CA...)}, nil
 }
 
-// ProviderPorts returns the ports of a kubepact.Provider over this cluster,
+// ProviderPorts returns the ports of a provider.Provider over this cluster,
 // as NewProviderPorts does: all but SlicePolicy and StorageClasses, which
 // are policy (set them on a copy to offer StorageClasses with
 // kube.NewStorageClasses). Each call returns the same ports.
-func (c *Cluster) ProviderPorts() kubepact.ProviderPorts { return c.provider }
+func (c *Cluster) ProviderPorts() provider.Ports { return c.provider }
 
-// ConsumerPorts returns every port of a kubepact.Consumer over this
+// ConsumerPorts returns every port of a consumer.Consumer over this
 // cluster, as NewConsumerPorts does. Each call returns the same ports.
-func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts { return c.consumer }
+func (c *Cluster) ConsumerPorts() consumer.Ports { return c.consumer }
 
-// Provider returns the kubepact.Provider of this cluster, reached by
+// Provider returns the provider.Provider of this cluster, reached by
 // consumers at Endpoint, whose ID is the one the cluster records (see
 // ClusterID). clusterID, when not empty, must be that ID, else a
 // *ClusterIDMismatchError; on a cluster that records none it is used (and
 // recorded with ConnectOptions.Install). It returns Endpoint's error when
-// the cluster has no Endpoint, ClusterID's, and kubepact.NewProvider's.
-func (c *Cluster) Provider(clusterID string, opts *kubepact.ProviderOptions) (*kubepact.Provider, error) {
+// the cluster has no Endpoint, ClusterID's, and provider.New's.
+func (c *Cluster) Provider(clusterID string, opts *provider.Options) (*provider.Provider, error) {
 	endpoint, err := c.Endpoint()
 	if err != nil {
 		return nil, fmt.Errorf("provider: %w", err)
@@ -255,18 +256,18 @@ func (c *Cluster) Provider(clusterID string, opts *kubepact.ProviderOptions) (*k
 	if err != nil {
 		return nil, err
 	}
-	return kubepact.NewProvider(id, endpoint, c.provider, opts)
+	return provider.New(id, endpoint, c.provider, opts)
 }
 
-// Consumer returns the kubepact.Consumer of this cluster, whose ID is the
+// Consumer returns the consumer.Consumer of this cluster, whose ID is the
 // one the cluster records, or clusterID, as for Provider. It returns
-// ClusterID's errors and kubepact.NewConsumer's.
-func (c *Cluster) Consumer(clusterID string, opts *kubepact.ConsumerOptions) (*kubepact.Consumer, error) {
+// ClusterID's errors and consumer.New's.
+func (c *Cluster) Consumer(clusterID string, opts *consumer.Options) (*consumer.Consumer, error) {
 	id, err := c.clusterID("consumer", clusterID)
 	if err != nil {
 		return nil, err
 	}
-	var o kubepact.ConsumerOptions
+	var o consumer.Options
 	if opts != nil {
 		o = *opts
 	}
@@ -274,7 +275,7 @@ func (c *Cluster) Consumer(clusterID string, opts *kubepact.ConsumerOptions) (*k
 		// The namespace of the keys, which their attestations name.
 		o.KeyNamespace = c.idNamespace
 	}
-	return kubepact.NewConsumer(id, c.consumer, &o)
+	return consumer.New(id, c.consumer, &o)
 }
 
 // ClusterID returns the ID the cluster records in ConnectOptions.KeyNamespace
@@ -414,14 +415,14 @@ func (c *Cluster) Client() client.Client { return c.typed }
 
 // providerPorts returns the ports of a provider over one clientset and one
 // controller-runtime client; a nil signer signs through the CSR API.
-func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Signer) kubepact.ProviderPorts {
+func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Signer) provider.Ports {
 	if signer == nil {
 		signer = kube.NewCSRSigner(cs, kube.NewApprover(cs))
 	}
 	rbac := kube.NewRBAC(cs)
 	nonces := kube.NewNonceStore(cs)
-	return kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+	return provider.Ports{
+		Core: provider.Core{
 			Namespaces:   kube.NewNamespaces(cs),
 			Nonces:       nonces,
 			Peek:         nonces,
@@ -430,7 +431,7 @@ func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Sign
 			Certificates: kube.NewCertificateCache(cs),
 			RBAC:         rbac,
 		},
-		SlicePorts: kubepact.SlicePorts{
+		SlicePorts: provider.SlicePorts{
 			ClusterRBAC: rbac,
 			Slices:      kube.NewSliceStore(typed),
 		},
@@ -441,12 +442,12 @@ func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Sign
 // consumerPorts returns the ports of a consumer over one clientset and one
 // controller-runtime client, keeping keys in keyNamespace (empty:
 // keys.DefaultNamespace), with a kube.IdentityReviewer unless offline.
-func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace string, offline bool, reviewer *kube.IdentityReviewerOptions) (kubepact.ConsumerPorts, error) {
+func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace string, offline bool, reviewer *kube.IdentityReviewerOptions) (consumer.Ports, error) {
 	if keyNamespace == "" {
 		keyNamespace = keys.DefaultNamespace
 	}
-	ports := kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+	ports := consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: kube.NewNamespaces(cs),
 			Keys:       kube.NewKeyStore(cs, keyNamespace),
 			Identities: kube.NewIdentityStore(typed),
@@ -458,7 +459,7 @@ func consumerPorts(cs kubernetes.Interface, typed client.Client, keyNamespace st
 	if !offline {
 		r, err := kube.NewIdentityReviewer(reviewer)
 		if err != nil {
-			return kubepact.ConsumerPorts{}, err
+			return consumer.Ports{}, err
 		}
 		ports.Reviewer = r
 	}

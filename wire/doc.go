@@ -1,5 +1,5 @@
 // Package wire composes kubepact over a real cluster: it builds the ports
-// of a kubepact.Provider and a kubepact.Consumer from package kube's
+// of a provider.Provider and a consumer.Consumer from package kube's
 // adapters and hands back the Provider and the Consumer themselves.
 //
 // Connect is the way in: from a cluster's *rest.Config it builds every

@@ -12,9 +12,10 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 )
 
 // Errors of EndpointFromConfig, besides kube.ErrNoServer. None quotes the
@@ -46,7 +47,7 @@ type ProviderPortsOptions struct {
 	Burst int
 }
 
-// NewProviderPorts returns the ports of a kubepact.Provider over the API
+// NewProviderPorts returns the ports of a provider.Provider over the API
 // server of cfg: kube.Namespaces, kube.NonceStore, kube.TenantStore, kube.CSRSigner with
 // kube.Approver (or opts.Signer), kube.CertificateCache, RBAC (also as ClusterRBAC),
 // kube.SliceStore and the lifecycle ports; it leaves SlicePolicy and
@@ -66,14 +67,14 @@ type ProviderPortsOptions struct {
 // needs about 22 QPS per handshake a second and a burst of 22 per
 // concurrent handshake: kubectl's 50 QPS and burst 300, which the kubepact
 // CLI uses, fit two handshakes a second and a dozen at once.
-func NewProviderPorts(cfg *rest.Config, opts *ProviderPortsOptions) (kubepact.ProviderPorts, error) {
+func NewProviderPorts(cfg *rest.Config, opts *ProviderPortsOptions) (provider.Ports, error) {
 	var o ProviderPortsOptions
 	if opts != nil {
 		o = *opts
 	}
 	client, typed, err := newClients(cfg, o.QPS, o.Burst)
 	if err != nil {
-		return kubepact.ProviderPorts{}, fmt.Errorf("provider ports: %w", err)
+		return provider.Ports{}, fmt.Errorf("provider ports: %w", err)
 	}
 	return providerPorts(client, typed, o.Signer), nil
 }
@@ -87,7 +88,7 @@ type ConsumerPortsOptions struct {
 	// a Strict consumer); empty means keys.DefaultNamespace ("liqo"), the
 	// Liqo namespace, as in the kubepact CLI.
 	KeyNamespace string
-	// Offline leaves ConsumerPorts.Reviewer nil, so Apply checks only what
+	// Offline leaves consumer.Ports.Reviewer nil, so Apply checks only what
 	// the Identity itself allows (identity.Verify): for a consumer that
 	// cannot reach its providers' API servers.
 	Offline bool
@@ -102,7 +103,7 @@ type ConsumerPortsOptions struct {
 	Burst int
 }
 
-// NewConsumerPorts returns every port of a kubepact.Consumer over the API
+// NewConsumerPorts returns every port of a consumer.Consumer over the API
 // server of cfg: kube.Namespaces, kube.KeyStore and kube.Keyring in opts.KeyNamespace,
 // kube.IdentityStore, kube.SecretWriter, kube.SliceStore, and a kube.IdentityReviewer as Reviewer (unless
 // opts.Offline), so that Authenticate and Apply ask the provider who the new
@@ -111,18 +112,18 @@ type ConsumerPortsOptions struct {
 // clientset, one controller-runtime client and one rate limiter; cfg itself is not
 // changed. It fails when cfg cannot make a client or opts.Reviewer is
 // refused by kube.NewIdentityReviewer.
-func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (kubepact.ConsumerPorts, error) {
+func NewConsumerPorts(cfg *rest.Config, opts *ConsumerPortsOptions) (consumer.Ports, error) {
 	var o ConsumerPortsOptions
 	if opts != nil {
 		o = *opts
 	}
 	client, typed, err := newClients(cfg, o.QPS, o.Burst)
 	if err != nil {
-		return kubepact.ConsumerPorts{}, fmt.Errorf("consumer ports: %w", err)
+		return consumer.Ports{}, fmt.Errorf("consumer ports: %w", err)
 	}
 	ports, err := consumerPorts(client, typed, o.KeyNamespace, o.Offline, o.Reviewer)
 	if err != nil {
-		return kubepact.ConsumerPorts{}, fmt.Errorf("consumer ports: %w", err)
+		return consumer.Ports{}, fmt.Errorf("consumer ports: %w", err)
 	}
 	return ports, nil
 }
@@ -172,39 +173,39 @@ func newClients(cfg *rest.Config, qps float32, burst int) (kubernetes.Interface,
 }
 
 // EndpointFromConfig returns how consumers reach the API server of cfg, for
-// kubepact.NewProvider: the server URL (cfg.Host, https assumed when it has
+// provider.New: the server URL (cfg.Host, https assumed when it has
 // no scheme, as client-go does) and the PEM CA of its serving certificate
 // (cfg.CAData, else the file cfg.CAFile names). Consumers get exactly this
 // URL, so cfg must name the API server as they reach it;
 // TLSClientConfig.ServerName is not carried. It returns kube.ErrNoServer,
 // ErrNotHTTPS or ErrNoCA, or the *fs.PathError of an unreadable CA file;
 // no error quotes credentials.
-func EndpointFromConfig(cfg *rest.Config) (kubepact.Endpoint, error) {
+func EndpointFromConfig(cfg *rest.Config) (provider.Endpoint, error) {
 	if cfg == nil || cfg.Host == "" {
-		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w", kube.ErrNoServer)
+		return provider.Endpoint{}, fmt.Errorf("endpoint: %w", kube.ErrNoServer)
 	}
 	// A Host without a scheme is https when TLS is configured, as it must
 	// be here. The parse error is dropped: it would quote the Host, and
 	// with it any password in it.
 	u, _, err := rest.DefaultServerURL(cfg.Host, "", schema.GroupVersion{}, true)
 	if err != nil || u.Host == "" {
-		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: its host is neither a URL nor host:port", kube.ErrNoServer)
+		return provider.Endpoint{}, fmt.Errorf("endpoint: %w: its host is neither a URL nor host:port", kube.ErrNoServer)
 	}
 	if u.Scheme != "https" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: scheme %q, host %s", ErrNotHTTPS, u.Scheme, u.Host)
+		return provider.Endpoint{}, fmt.Errorf("endpoint: %w: scheme %q, host %s", ErrNotHTTPS, u.Scheme, u.Host)
 	}
 	ca := cfg.CAData
 	if len(ca) == 0 && cfg.CAFile != "" {
 		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
-			return kubepact.Endpoint{}, fmt.Errorf("endpoint: reading the CA of %s: %w", u.Host, err)
+			return provider.Endpoint{}, fmt.Errorf("endpoint: reading the CA of %s: %w", u.Host, err)
 		}
 	}
 	if len(ca) == 0 {
-		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: consumers need it to trust %s; "+
+		return provider.Endpoint{}, fmt.Errorf("endpoint: %w: consumers need it to trust %s; "+
 			"use a config with certificate-authority-data or certificate-authority", ErrNoCA, u.Host)
 	}
 	if !x509.NewCertPool().AppendCertsFromPEM(ca) {
-		return kubepact.Endpoint{}, fmt.Errorf("endpoint: %w: the CA of %s holds no PEM certificate", ErrNoCA, u.Host)
+		return provider.Endpoint{}, fmt.Errorf("endpoint: %w: the CA of %s holds no PEM certificate", ErrNoCA, u.Host)
 	}
-	return kubepact.Endpoint{Server: u.String(), CA: append([]byte(nil), ca...)}, nil
+	return provider.Endpoint{Server: u.String(), CA: append([]byte(nil), ca...)}, nil
 }

@@ -72,7 +72,7 @@ func runCLI(t *testing.T, stdin string, args ...string) string {
 func requireKubeconfigWorks(ctx context.Context, t *testing.T, providerID, consumerID string) {
 	t.Helper()
 	name := kubeconfig.SecretName(identity.ControlPlaneName(providerID))
-	s, err := consumer.admin.CoreV1().Secrets(clusterid.TenantNamespace(providerID)).Get(ctx, name, metav1.GetOptions{})
+	s, err := consumerEnv.admin.CoreV1().Secrets(clusterid.TenantNamespace(providerID)).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
 	cfg, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
 	require.NoError(t, err)
@@ -94,9 +94,9 @@ func TestCLIAgainstControllers(t *testing.T) {
 	dir := t.TempDir()
 	providerKubeconfig := filepath.Join(dir, "provider.kubeconfig")
 	consumerKubeconfig := filepath.Join(dir, "consumer.kubeconfig")
-	require.NoError(t, os.WriteFile(providerKubeconfig, provider.cluster.AdminKubeconfig(), 0o600))
-	require.NoError(t, os.WriteFile(consumerKubeconfig, consumer.cluster.AdminKubeconfig(), 0o600))
-	caFile := writeFile(t, provider.cluster.CA())
+	require.NoError(t, os.WriteFile(providerKubeconfig, providerEnv.cluster.AdminKubeconfig(), 0o600))
+	require.NoError(t, os.WriteFile(consumerKubeconfig, consumerEnv.cluster.AdminKubeconfig(), 0o600))
+	caFile := writeFile(t, providerEnv.cluster.CA())
 	const consumerID = "cl-cli-consumer"
 
 	for _, policy := range []string{"compatible", "strict"} {
@@ -104,10 +104,10 @@ func TestCLIAgainstControllers(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
 			providerID := "cl-cli-provider-" + policy
-			p := start(t, provider, "--cluster-id="+providerID, "--roles=provider", "--policy="+policy,
-				"--api-server-url="+provider.cluster.Host(), "--api-server-ca-file="+caFile,
+			p := start(t, providerEnv, "--cluster-id="+providerID, "--roles=provider", "--policy="+policy,
+				"--api-server-url="+providerEnv.cluster.Host(), "--api-server-ca-file="+caFile,
 				"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
-			c := start(t, consumer, "--cluster-id="+consumerID, "--roles=consumer",
+			c := start(t, consumerEnv, "--cluster-id="+consumerID, "--roles=consumer",
 				"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
 			ids := []string{"--cluster-id", consumerID, "--remote-cluster-id", providerID}
 
@@ -129,7 +129,7 @@ func TestCLIAgainstControllers(t *testing.T) {
 			runCLI(t, id, append([]string{"apply", "identity", "--remote-cluster-id", providerID, "-"}, onConsumer...)...)
 			requireKubeconfigWorks(ctx, t, providerID, consumerID)
 			// The controller filled the Tenant's status too, and stays quiet.
-			tenant, err := provider.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource)).
+			tenant, err := providerEnv.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource)).
 				Namespace(clusterid.TenantNamespace(consumerID)).Get(ctx, consumerID, metav1.GetOptions{})
 			require.NoError(t, err)
 			_, found, _ := unstructured.NestedString(tenant.Object, "status", "tenantNamespace")

@@ -52,7 +52,7 @@ func TestLeaderKilledMidBurst(t *testing.T) {
 		{name: "pod-gone", podGone: true, idSuffix: "g"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := peer{provider, "cl-faults-leader-" + tc.idSuffix}
+			p := peer{providerEnv, "cl-faults-leader-" + tc.idSuffix}
 			forgetClusterID(t, p.side, []string{"--cluster-id=" + p.id})
 			kubeconfig := serviceAccountKubeconfig(t, p.cluster)
 			var replicas []*supervised

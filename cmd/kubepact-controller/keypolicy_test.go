@@ -98,7 +98,7 @@ func keySecret(t *testing.T, name string) *corev1.Secret {
 func TestKeySecretWriters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s := provider
+	s := providerEnv
 	admin := s.admin
 	ns := keys.DefaultNamespace
 	ensureNamespace(ctx, t, s, ns)
@@ -302,7 +302,7 @@ func TestKeySecretWriters(t *testing.T) {
 func TestKeyNamespaceDeletion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s := consumer
+	s := consumerEnv
 	admin := s.admin
 	ns := keys.DefaultNamespace
 	ensureNamespace(ctx, t, s, ns)

@@ -117,12 +117,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/go-logr/logr"
-	"github.com/kubepact/kubepact"
+
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 	"github.com/kubepact/kubepact/wire"
@@ -194,7 +195,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "provider: the https URL consumers reach this cluster's API server at; default: the one kube-public/cluster-info names; without either the controller is not ready")
 	fs.StringVar(&o.apiServerCA, "api-server-ca-file", "", "provider: the PEM CA of that server; default: the kubeconfig's or the in-cluster CA")
 	fs.StringVar(&o.policy, "policy", "compatible", "provider: compatible (Liqo consumers) or strict (transcript required)")
-	fs.DurationVar(&o.lifetime, "certificate-lifetime", kubepact.DefaultCertificateLifetime, "provider: lifetime of issued certificates, re-signed between half and two thirds of it")
+	fs.DurationVar(&o.lifetime, "certificate-lifetime", provider.DefaultCertificateLifetime, "provider: lifetime of issued certificates, re-signed between half and two thirds of it")
 	fs.StringVar(&o.localCACert, "local-ca-cert-file", "", "provider: sign with this PEM CA certificate instead of the CSR API")
 	fs.StringVar(&o.localCAKey, "local-ca-key-file", "", "provider: the PEM PKCS#8 key of that CA")
 	fs.StringVar(&o.keyNamespace, "key-namespace", keys.DefaultNamespace, "the Liqo namespace: the cluster key Secret and the cluster ID record")
@@ -492,7 +493,7 @@ func addHealthChecks(mgr manager.Manager) error {
 func (o *options) providerConfig(ctx context.Context, cfg *rest.Config, client kubernetes.Interface) (controllers.ProviderConfig, error) {
 	pc := controllers.ProviderConfig{
 		ClusterID:           o.clusterID,
-		Endpoint:            kubepact.Endpoint{Server: o.apiServerURL},
+		Endpoint:            provider.Endpoint{Server: o.apiServerURL},
 		Policy:              tenant.Compatible,
 		CertificateLifetime: o.lifetime,
 		Workers:             o.workers,

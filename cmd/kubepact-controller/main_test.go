@@ -53,13 +53,13 @@ type side struct {
 	sa *rest.Config
 }
 
-var provider, consumer *side
+var providerEnv, consumerEnv *side
 
 func TestMain(m *testing.M) {
 	// Several controllers run in this one process: their controllers'
 	// names repeat.
 	tuneManager = func(o *manager.Options) { o.Controller.SkipNameValidation = ptr.To(true) }
-	os.Exit(testcluster.Main(m, 10*time.Minute, testcluster.Options{}, newSide, &provider, &consumer, "ctl-provider", "ctl-consumer"))
+	os.Exit(testcluster.Main(m, 10*time.Minute, testcluster.Options{}, newSide, &providerEnv, &consumerEnv, "ctl-provider", "ctl-consumer"))
 }
 
 func newSide(ctx context.Context, c *testcluster.Cluster) (*side, error) {
@@ -270,7 +270,7 @@ func handshake(ctx context.Context, t *testing.T, providerID, consumerID string)
 	for _, c := range []struct {
 		s  *side
 		ns *corev1.Namespace
-	}{{provider, tenant.Namespace(consumerID)}, {consumer, tenant.Namespace(providerID)}} {
+	}{{providerEnv, tenant.Namespace(consumerID)}, {consumerEnv, tenant.Namespace(providerID)}} {
 		_, err := c.s.admin.CoreV1().Namespaces().Create(ctx, c.ns, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
 			require.NoError(t, err)
@@ -279,24 +279,24 @@ func handshake(ctx context.Context, t *testing.T, providerID, consumerID string)
 	// 1. The provider's controller fills liqo-nonce.
 	n := requestNonce(ctx, t, consumerID)
 	// 2. The consumer's controller signs it.
-	_, err := consumer.admin.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
+	_, err := consumerEnv.admin.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: nonce.SignedSecretName, Labels: map[string]string{nonce.SignedSecretLabel: "true", clusterid.Label: providerID}},
 		Data:       map[string][]byte{nonce.SecretKey: []byte(n.Text())},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	var sig []byte
 	eventually(t, "the signed nonce", func() bool {
-		s, err := consumer.admin.CoreV1().Secrets(cns).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
+		s, err := consumerEnv.admin.CoreV1().Secrets(cns).Get(ctx, nonce.SignedSecretName, metav1.GetOptions{})
 		sig = s.Data[nonce.SignedSecretKey]
 		return err == nil && len(sig) > 0
 	})
 	// 3. The Tenant, from the consumer's key, the signed nonce and a CSR.
-	key, err := kube.NewKeyStore(consumer.admin, keys.DefaultNamespace).Get(ctx)
+	key, err := kube.NewKeyStore(consumerEnv.admin, keys.DefaultNamespace).Get(ctx)
 	require.NoError(t, err)
 	tn, err := tenant.Build(consumerID, key, n, nil)
 	require.NoError(t, err)
 	tn.Spec.Signature = sig
-	tenants := kube.NewTenantStore(provider.typed)
+	tenants := kube.NewTenantStore(providerEnv.typed)
 	_, err = tenants.Apply(ctx, tn)
 	require.NoError(t, err)
 	eventually(t, "the Tenant's status", func() bool {
@@ -306,7 +306,7 @@ func handshake(ctx context.Context, t *testing.T, providerID, consumerID string)
 	// 4. The Identity, from the Tenant's status.
 	id, err := identity.Build(providerID, *tn.Status.AuthParams, &identity.BuildOptions{TenantNamespace: tn.Status.TenantNamespace})
 	require.NoError(t, err)
-	ids := kube.NewIdentityStore(consumer.typed)
+	ids := kube.NewIdentityStore(consumerEnv.typed)
 	_, err = ids.Apply(ctx, id)
 	require.NoError(t, err)
 	var secretName string
@@ -321,7 +321,7 @@ func handshake(ctx context.Context, t *testing.T, providerID, consumerID string)
 		}
 		return false
 	})
-	s, err := consumer.admin.CoreV1().Secrets(cns).Get(ctx, secretName, metav1.GetOptions{})
+	s, err := consumerEnv.admin.CoreV1().Secrets(cns).Get(ctx, secretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	cfg, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
 	require.NoError(t, err)
@@ -339,13 +339,13 @@ func handshake(ctx context.Context, t *testing.T, providerID, consumerID string)
 func requestNonce(ctx context.Context, t *testing.T, consumerID string) nonce.Nonce {
 	t.Helper()
 	ns := clusterid.TenantNamespace(consumerID)
-	_, err := provider.admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+	_, err := providerEnv.admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Name: nonce.SecretName, Labels: map[string]string{nonce.SecretLabel: "true", clusterid.Label: consumerID},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	var n nonce.Nonce
 	eventually(t, "the nonce", func() bool {
-		s, err := provider.admin.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+		s, err := providerEnv.admin.CoreV1().Secrets(ns).Get(ctx, nonce.SecretName, metav1.GetOptions{})
 		if err != nil || len(s.Data[nonce.SecretKey]) == 0 {
 			return false
 		}
@@ -365,19 +365,19 @@ func TestController(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const providerID = "cl-ctl-provider"
-	caFile := writeFile(t, provider.cluster.CA())
+	caFile := writeFile(t, providerEnv.cluster.CA())
 	probe := freeAddr(t)
 	providerArgs := func(probeAddr string) []string {
 		return []string{
 			"--cluster-id=" + providerID, "--roles=provider",
-			"--api-server-url=" + provider.cluster.Host(), "--api-server-ca-file=" + caFile,
+			"--api-server-url=" + providerEnv.cluster.Host(), "--api-server-ca-file=" + caFile,
 			"--leader-election-namespace=kubepact-system",
 			"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s",
 			"--metrics-bind-address=0", "--health-probe-bind-address=" + probeAddr,
 		}
 	}
-	replicas := []*replica{start(t, provider, providerArgs(probe)...), start(t, provider, providerArgs("0")...)}
-	start(t, consumer, "--cluster-id=cl-ctl-consumer", "--roles=consumer", "--leader-election-namespace=kubepact-system",
+	replicas := []*replica{start(t, providerEnv, providerArgs(probe)...), start(t, providerEnv, providerArgs("0")...)}
+	start(t, consumerEnv, "--cluster-id=cl-ctl-consumer", "--roles=consumer", "--leader-election-namespace=kubepact-system",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0")
 
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -394,10 +394,10 @@ func TestController(t *testing.T) {
 	eventually(t, "a leader", func() bool { return replicas[0].elected() || replicas[1].elected() })
 	require.False(t, replicas[0].elected() && replicas[1].elected(), "two leaders")
 	handshake(ctx, t, providerID, "cl-ctl-consumer")
-	lease, err := provider.admin.CoordinationV1().Leases("kubepact-system").Get(ctx, LeaderElectionID, metav1.GetOptions{})
+	lease, err := providerEnv.admin.CoordinationV1().Leases("kubepact-system").Get(ctx, LeaderElectionID, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotEmpty(t, *lease.Spec.HolderIdentity)
-	csrs, err := provider.admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=cl-ctl-consumer"})
+	csrs, err := providerEnv.admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=cl-ctl-consumer"})
 	require.NoError(t, err)
 	require.Len(t, csrs.Items, 1, "one CSR object: no duplicate work")
 
@@ -419,14 +419,14 @@ func TestController(t *testing.T) {
 func providerHandshake(ctx context.Context, t *testing.T, consumerID string) {
 	t.Helper()
 	ns := clusterid.TenantNamespace(consumerID)
-	_, err := provider.admin.CoreV1().Namespaces().Create(ctx, tenant.Namespace(consumerID), metav1.CreateOptions{})
+	_, err := providerEnv.admin.CoreV1().Namespaces().Create(ctx, tenant.Namespace(consumerID), metav1.CreateOptions{})
 	require.NoError(t, err)
 	n := requestNonce(ctx, t, consumerID)
 	key, err := keys.Generate(nil, keys.Ed25519)
 	require.NoError(t, err)
 	tn, err := tenant.Build(consumerID, key, n, nil)
 	require.NoError(t, err)
-	tenants := kube.NewTenantStore(provider.typed)
+	tenants := kube.NewTenantStore(providerEnv.typed)
 	_, err = tenants.Apply(ctx, tn)
 	require.NoError(t, err)
 	eventually(t, "the Tenant's status", func() bool {

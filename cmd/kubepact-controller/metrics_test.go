@@ -35,10 +35,10 @@ func TestMetrics(t *testing.T) {
 	defer cancel()
 	const providerID, consumerID = "cl-met-provider", "cl-met-consumer"
 	addr := freeAddr(t)
-	start(t, provider, "--cluster-id="+providerID, "--roles=provider",
-		"--api-server-url="+provider.cluster.Host(), "--api-server-ca-file="+writeFile(t, provider.cluster.CA()),
+	start(t, providerEnv, "--cluster-id="+providerID, "--roles=provider",
+		"--api-server-url="+providerEnv.cluster.Host(), "--api-server-ca-file="+writeFile(t, providerEnv.cluster.CA()),
 		"--leader-elect=false", "--metrics-bind-address="+addr, "--health-probe-bind-address=0")
-	start(t, consumer, "--cluster-id="+consumerID, "--roles=consumer",
+	start(t, consumerEnv, "--cluster-id="+consumerID, "--roles=consumer",
 		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
 
 	url := "https://" + addr + "/metrics"
@@ -81,7 +81,7 @@ func TestMetrics(t *testing.T) {
 	require.True(t, ok)
 
 	handshake(ctx, t, providerID, consumerID)
-	tn, err := kube.NewTenantStore(provider.typed).Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
+	tn, err := kube.NewTenantStore(providerEnv.typed).Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
 	require.NoError(t, err)
 	cert, err := csr.ParseCertificate(tn.Status.AuthParams.SignedCRT)
 	require.NoError(t, err)
@@ -113,7 +113,7 @@ func TestMetrics(t *testing.T) {
 func scraperToken(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	const ns, name = metav1.NamespaceDefault, "metrics-scraper"
-	admin := provider.admin
+	admin := providerEnv.admin
 	_, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{

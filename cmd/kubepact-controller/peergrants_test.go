@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
@@ -34,6 +33,7 @@ import (
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/saidentity"
 	"github.com/kubepact/kubepact/wire"
 )
@@ -59,7 +59,7 @@ import (
 func TestPeerIdentitiesReachNothingOfOurs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	a, b := peer{provider, "cl-grants-a"}, peer{consumer, "cl-grants-b"}
+	a, b := peer{providerEnv, "cl-grants-a"}, peer{consumerEnv, "cl-grants-b"}
 	for _, p := range []peer{a, b} {
 		startCurrent(ctx, t, p)
 	}
@@ -331,7 +331,7 @@ func tokenServerIdentity(ctx context.Context, t *testing.T, us, them peer) *rest
 	}
 	tok, err := authtoken.Ensure(ctx, tokens, rand.Reader)
 	require.NoError(t, err)
-	endpoint := kubepact.Endpoint{Server: us.cluster.Host(), CA: us.cluster.CA()}
+	endpoint := provider.Endpoint{Server: us.cluster.Host(), CA: us.cluster.CA()}
 	srv, err := authserver.New(us.id, endpoint, ports, tokens, nil)
 	require.NoError(t, err)
 	pemCSR, err := csr.Create(rand.Reader, key, csr.ControlPlaneSubject(them.id))

@@ -39,14 +39,14 @@ func TestPlantedKeyIsNeverUsed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const consumerID = "cl-plant-consumer"
-	start(t, consumer, "--cluster-id="+consumerID, "--roles=consumer", "--leader-election-namespace=kubepact-system",
+	start(t, consumerEnv, "--cluster-id="+consumerID, "--roles=consumer", "--leader-election-namespace=kubepact-system",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0")
-	secrets := consumer.admin.CoreV1().Secrets(keys.DefaultNamespace)
-	clusterKey, err := kube.NewKeyStore(consumer.admin, keys.DefaultNamespace).Get(ctx)
+	secrets := consumerEnv.admin.CoreV1().Secrets(keys.DefaultNamespace)
+	clusterKey, err := kube.NewKeyStore(consumerEnv.admin, keys.DefaultNamespace).Get(ctx)
 	if apierrors.IsNotFound(err) || err != nil {
 		// The controller makes it when it starts leading.
 		eventually(t, "the cluster key", func() bool {
-			clusterKey, err = kube.NewKeyStore(consumer.admin, keys.DefaultNamespace).Get(ctx)
+			clusterKey, err = kube.NewKeyStore(consumerEnv.admin, keys.DefaultNamespace).Get(ctx)
 			return err == nil
 		})
 	}
@@ -73,7 +73,7 @@ func TestPlantedKeyIsNeverUsed(t *testing.T) {
 	request := func(providerID string, ownKey bool) *corev1.Secret {
 		t.Helper()
 		ns := tenant.Namespace(providerID)
-		_, err := consumer.admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		_, err := consumerEnv.admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
 			require.NoError(t, err)
 		}
@@ -84,7 +84,7 @@ func TestPlantedKeyIsNeverUsed(t *testing.T) {
 		if ownKey {
 			req.Data[contract.TenantOwnKeyKey] = []byte(contract.TenantOwnKey)
 		}
-		s, err := consumer.admin.CoreV1().Secrets(req.Namespace).Create(ctx, req, metav1.CreateOptions{})
+		s, err := consumerEnv.admin.CoreV1().Secrets(req.Namespace).Create(ctx, req, metav1.CreateOptions{})
 		require.NoError(t, err)
 		return s
 	}
@@ -92,7 +92,7 @@ func TestPlantedKeyIsNeverUsed(t *testing.T) {
 		t.Helper()
 		var tn authv1beta1.Tenant
 		eventually(t, "the Tenant built by the consumer's controller", func() bool {
-			got, err := consumer.admin.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+			got, err := consumerEnv.admin.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 			require.NoError(t, err)
 			if len(got.Data[contract.TenantKey]) == 0 {
 				return false
@@ -108,12 +108,12 @@ func TestPlantedKeyIsNeverUsed(t *testing.T) {
 		planted := plant(providerID)
 		req := request(providerID, true)
 		eventually(t, "a KeyUnattested Event", func() bool {
-			list, err := consumer.admin.CoreV1().Events(req.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+			list, err := consumerEnv.admin.CoreV1().Events(req.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
 				"involvedObject.name": req.Name, "reason": contract.ReasonKeyUnattested}.String()})
 			require.NoError(t, err)
 			return len(list.Items) > 0
 		})
-		got, err := consumer.admin.CoreV1().Secrets(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
+		got, err := consumerEnv.admin.CoreV1().Secrets(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Empty(t, got.Data[contract.TenantKey], "no Tenant built for her key")
 		requireKept(planted)
@@ -121,7 +121,7 @@ func TestPlantedKeyIsNeverUsed(t *testing.T) {
 		// Her Secret removed, the next request gets a key the controller
 		// made and attested.
 		require.NoError(t, secrets.Delete(ctx, planted.Name, metav1.DeleteOptions{}))
-		require.NoError(t, consumer.admin.CoreV1().Secrets(req.Namespace).Delete(ctx, req.Name, metav1.DeleteOptions{}))
+		require.NoError(t, consumerEnv.admin.CoreV1().Secrets(req.Namespace).Delete(ctx, req.Name, metav1.DeleteOptions{}))
 		tn := builtTenant(request(providerID, true))
 		own, err := secrets.Get(ctx, planted.Name, metav1.GetOptions{})
 		require.NoError(t, err)

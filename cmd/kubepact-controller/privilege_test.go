@@ -38,9 +38,9 @@ const controllerUser = "system:serviceaccount:kubepact-system:kubepact-controlle
 func TestServiceAccountCannotEscalate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sa, err := kubernetes.NewForConfig(provider.sa)
+	sa, err := kubernetes.NewForConfig(providerEnv.sa)
 	require.NoError(t, err)
-	admin := provider.admin
+	admin := providerEnv.admin
 
 	const consumerID = "cl-attack"
 	tenantNS := clusterid.TenantNamespace(consumerID)
@@ -245,8 +245,8 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 func TestPublicKeyRecordWriters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := provider.admin
-	sa, err := kubernetes.NewForConfig(provider.sa)
+	admin := providerEnv.admin
+	sa, err := kubernetes.NewForConfig(providerEnv.sa)
 	require.NoError(t, err)
 	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: keys.DefaultNamespace}}, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
@@ -268,7 +268,7 @@ func TestPublicKeyRecordWriters(t *testing.T) {
 		_ = admin.RbacV1().RoleBindings(keys.DefaultNamespace).Delete(ctx, user, metav1.DeleteOptions{})
 		_ = admin.RbacV1().Roles(keys.DefaultNamespace).Delete(ctx, user, metav1.DeleteOptions{})
 	})
-	cfg := rest.CopyConfig(provider.cluster.AdminConfig())
+	cfg := rest.CopyConfig(providerEnv.cluster.AdminConfig())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	writer, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)

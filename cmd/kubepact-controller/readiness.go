@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/controllers/contract"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -138,12 +138,12 @@ func noEndpointError(namespace string) error {
 	return fmt.Errorf("%w: --api-server-url is not set and kube-public/cluster-info is missing: "+
 		"add --api-server-url=https://HOST:PORT, the address peers reach this API server at, to the controller's args (%s), "+
 		"or publish kube-public/cluster-info and restart the controller; a cluster that only consumes runs --roles=consumer",
-		kubepact.ErrNoEndpoint, edit)
+		provider.ErrNoEndpoint, edit)
 }
 
 // Check is the healthz.Checker of the provider role: nil when it can
 // accept Tenants, else an error wrapping errProviderNotReady and each
-// problem's error (kubepact.ErrNoEndpoint, a *rbac.MissingRoleError, the
+// problem's error (provider.ErrNoEndpoint, a *rbac.MissingRoleError, the
 // API's error for a role never read), or errNotChecked before the first
 // check.
 func (r *providerReadiness) Check(*http.Request) error {

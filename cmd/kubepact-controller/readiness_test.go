@@ -188,16 +188,16 @@ func requireNoClusterInfo(ctx context.Context, t *testing.T, s *side) {
 func TestNotReadyWithoutURL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	requireNoClusterInfo(ctx, t, provider)
-	pod := controllerPod(ctx, t, provider, "kubepact-controller-no-url")
+	requireNoClusterInfo(ctx, t, providerEnv)
+	pod := controllerPod(ctx, t, providerEnv, "kubepact-controller-no-url")
 
 	args, probe := shippedWith(ctx, t, "provider", "--cluster-id=cl-ready-provider")
 	began := time.Now()
-	c := startInPod(t, provider, pod, probe, args)
+	c := startInPod(t, providerEnv, pod, probe, args)
 	body := c.waitNotReady(t, "the provider's API server URL is unknown", "--api-server-url=https://HOST:PORT",
 		"kubectl -n kubepact-system edit deployment kubepact-controller", "--roles=consumer")
 	t.Logf("not ready %v after the start: /readyz/provider: %s", time.Since(began).Round(time.Millisecond), body)
-	e := waitEvent(ctx, t, provider, pod, corev1.EventTypeWarning, contract.ReasonAPIServerURLUnknown, "--api-server-url=https://HOST:PORT")
+	e := waitEvent(ctx, t, providerEnv, pod, corev1.EventTypeWarning, contract.ReasonAPIServerURLUnknown, "--api-server-url=https://HOST:PORT")
 	t.Logf("Event %v after the start: %s %s: %s", time.Since(began).Round(time.Millisecond), e.Type, e.Reason, e.Message)
 	require.Equal(t, 1, strings.Count(c.logs.String(), `"msg":"not ready: the provider role cannot accept Tenants or ResourceSlices"`), "one log line")
 	require.Contains(t, c.logs.String(), `"reason":"APIServerURLUnknown"`)
@@ -206,9 +206,9 @@ func TestNotReadyWithoutURL(t *testing.T) {
 
 	// The operator adds --api-server-url; the Deployment restarts it.
 	args, probe = shippedWith(ctx, t, "provider", "--cluster-id=cl-ready-provider",
-		"--api-server-url="+provider.cluster.Host(), "--api-server-ca-file="+writeFile(t, provider.cluster.CA()))
+		"--api-server-url="+providerEnv.cluster.Host(), "--api-server-ca-file="+writeFile(t, providerEnv.cluster.CA()))
 	began = time.Now()
-	c = startInPod(t, provider, pod, probe, args)
+	c = startInPod(t, providerEnv, pod, probe, args)
 	eventually(t, "ready with --api-server-url", c.ready)
 	t.Logf("ready %v after the restart with --api-server-url", time.Since(began).Round(time.Millisecond))
 	code, _ := get(probe, "/readyz/provider")
@@ -225,13 +225,13 @@ func TestNotReadyWithoutURL(t *testing.T) {
 func TestNotReadyWithoutPeerRole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	caFile := writeFile(t, provider.cluster.CA())
+	caFile := writeFile(t, providerEnv.cluster.CA())
 	var replicas []*podController
 	for _, name := range []string{"kubepact-controller-a", "kubepact-controller-b"} {
-		pod := controllerPod(ctx, t, provider, name)
+		pod := controllerPod(ctx, t, providerEnv, name)
 		args, probe := shippedWith(ctx, t, "provider", "--cluster-id=cl-ready-provider",
-			"--api-server-url="+provider.cluster.Host(), "--api-server-ca-file="+caFile)
-		c := startInPod(t, provider, pod, probe, args)
+			"--api-server-url="+providerEnv.cluster.Host(), "--api-server-ca-file="+caFile)
+		c := startInPod(t, providerEnv, pod, probe, args)
 		eventually(t, name+" ready", c.ready)
 		replicas = append(replicas, c)
 	}
@@ -259,20 +259,20 @@ func TestNotReadyWithoutPeerRole(t *testing.T) {
 	}()
 
 	deleted := time.Now()
-	deleteRole(ctx, t, provider, rbac.ControlPlaneClusterRoleName)
+	deleteRole(ctx, t, providerEnv, rbac.ControlPlaneClusterRoleName)
 	for _, c := range replicas {
 		body := c.waitNotReady(t, `ClusterRole "liqo-remote-controlplane"`, "kubectl apply -k config/roles, or kubepact install roles")
 		t.Logf("%s (leader %v) not ready %v after the role's deletion: /readyz/provider: %s", c.pod.Name, c.elected(),
 			time.Since(deleted).Round(time.Millisecond), body)
 	}
 	for _, c := range replicas {
-		e := waitEvent(ctx, t, provider, c.pod, corev1.EventTypeWarning, contract.ReasonPeerRoleMissing, "liqo-remote-controlplane", "kubectl apply -k config/roles")
+		e := waitEvent(ctx, t, providerEnv, c.pod, corev1.EventTypeWarning, contract.ReasonPeerRoleMissing, "liqo-remote-controlplane", "kubectl apply -k config/roles")
 		t.Logf("%s: Event %s %s %v after the deletion: %s", c.pod.Name, e.Type, e.Reason, time.Since(deleted).Round(time.Millisecond), e.Message)
 	}
 	notReadyUntil := time.Now()
 
 	reinstalled := time.Now()
-	reinstallRoles(ctx, t, provider)
+	reinstallRoles(ctx, t, providerEnv)
 	for _, c := range replicas {
 		eventually(t, c.pod.Name+" ready again", c.ready)
 		took := time.Since(reinstalled)
@@ -280,7 +280,7 @@ func TestNotReadyWithoutPeerRole(t *testing.T) {
 		require.Less(t, took, readinessInterval+5*time.Second, "ready within a check or so")
 	}
 	for _, c := range replicas {
-		waitEvent(ctx, t, provider, c.pod, corev1.EventTypeNormal, reasonProviderReady)
+		waitEvent(ctx, t, providerEnv, c.pod, corev1.EventTypeNormal, reasonProviderReady)
 		require.Equal(t, 1, strings.Count(c.logs.String(), `"reason":"PeerRoleMissing"`), "one log line")
 	}
 	time.Sleep(2 * time.Second)
@@ -312,14 +312,14 @@ func TestNotReadyWithoutPeerRole(t *testing.T) {
 func TestConsumerReadyWithoutProviderNeeds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	requireNoClusterInfo(ctx, t, consumer)
+	requireNoClusterInfo(ctx, t, consumerEnv)
 	for _, name := range rbac.PeerRoleNames() {
-		deleteRole(ctx, t, consumer, name)
+		deleteRole(ctx, t, consumerEnv, name)
 	}
-	pod := controllerPod(ctx, t, consumer, "kubepact-controller-consumer")
+	pod := controllerPod(ctx, t, consumerEnv, "kubepact-controller-consumer")
 	args, probe := shippedWith(ctx, t, "consumer", "--cluster-id=cl-ready-consumer")
 	began := time.Now()
-	c := startInPod(t, consumer, pod, probe, args)
+	c := startInPod(t, consumerEnv, pod, probe, args)
 	eventually(t, "ready", c.ready)
 	t.Logf("consumer ready %v after the start", time.Since(began).Round(time.Millisecond))
 	code, _ := get(probe, "/readyz/provider")

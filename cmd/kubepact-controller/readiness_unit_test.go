@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/controllers/contract"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -74,10 +74,10 @@ func (u readinessUnderTest) recorded() []string {
 
 var testPod = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kubepact-system", Name: "kubepact-controller-0"}
 
-var withURL = controllers.ProviderConfig{ClusterID: "cl-p", Endpoint: kubepact.Endpoint{Server: "https://192.0.2.1:6443", CA: []byte("ca")}}
+var withURL = controllers.ProviderConfig{ClusterID: "cl-p", Endpoint: provider.Endpoint{Server: "https://192.0.2.1:6443", CA: []byte("ca")}}
 
 // TestProviderReadinessNoURL: a provider without an API server URL is not
-// ready, with kubepact.ErrNoEndpoint and the fix; it says so in one log
+// ready, with provider.ErrNoEndpoint and the fix; it says so in one log
 // line and one Warning Event, recorded again only every eventReminder.
 func TestProviderReadinessNoURL(t *testing.T) {
 	u := newReadinessUnderTest(t, controllers.ProviderConfig{ClusterID: "cl-p"}, testPod)
@@ -86,7 +86,7 @@ func TestProviderReadinessNoURL(t *testing.T) {
 	u.check(t.Context())
 	err := u.Check(nil)
 	require.ErrorIs(t, err, errProviderNotReady)
-	require.ErrorIs(t, err, kubepact.ErrNoEndpoint)
+	require.ErrorIs(t, err, provider.ErrNoEndpoint)
 	require.Contains(t, err.Error(), "--api-server-url=https://HOST:PORT", "the fix")
 	require.Contains(t, err.Error(), "kubectl -n kubepact-system edit deployment kubepact-controller", "where to make it")
 	require.Contains(t, err.Error(), "--roles=consumer", "the way out for a consumer")
@@ -196,7 +196,7 @@ func TestProviderReadinessUnread(t *testing.T) {
 func TestProviderReadinessOutsidePod(t *testing.T) {
 	u := newReadinessUnderTest(t, controllers.ProviderConfig{ClusterID: "cl-p"}, nil)
 	u.check(t.Context())
-	require.ErrorIs(t, u.Check(nil), kubepact.ErrNoEndpoint)
+	require.ErrorIs(t, u.Check(nil), provider.ErrNoEndpoint)
 	require.Empty(t, u.recorded())
 	require.Len(t, *u.lines, 1)
 }

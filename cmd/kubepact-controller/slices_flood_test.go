@@ -56,7 +56,7 @@ func TestSliceFloodAsShipped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const providerID, consumerID = "cl-flood-provider", "cl-flood-consumer"
-	p := peer{side: provider, id: providerID}
+	p := peer{side: providerEnv, id: providerID}
 	startCurrent(ctx, t, p)
 	peerClient := floodPeer(ctx, t, providerID, consumerID)
 	tenantNS := clusterid.TenantNamespace(consumerID)
@@ -86,7 +86,7 @@ func TestSliceFloodAsShipped(t *testing.T) {
 	// SliceLimitReached Event.
 	var list authv1beta1.ResourceSliceList
 	signed := func() int {
-		require.NoError(t, provider.typed.List(ctx, &list, client.InNamespace(tenantNS)))
+		require.NoError(t, providerEnv.typed.List(ctx, &list, client.InNamespace(tenantNS)))
 		n := 0
 		for _, s := range list.Items {
 			if s.Status.AuthParams != nil && len(s.Status.AuthParams.SignedCRT) > 0 {
@@ -129,7 +129,7 @@ func TestSliceFloodAsShipped(t *testing.T) {
 		}
 		time.Sleep(5 * time.Second) // what the workers might sign
 		require.Equal(t, before, signedSliceCSRs(ctx, t, consumerID), "nothing signed for the new CSRs")
-		require.NoError(t, provider.typed.Get(ctx, client.ObjectKeyFromObject(target), target))
+		require.NoError(t, providerEnv.typed.Get(ctx, client.ObjectKeyFromObject(target), target))
 		require.Equal(t, held, target.Status.AuthParams.SignedCRT, "the slice keeps the certificate it holds")
 		eventually(t, "a RekeyTooSoon Event on "+target.Name, func() bool { return hasEvent(ctx, t, tenantNS, target.Name, reasonRekeyTooSoon) })
 	})
@@ -141,7 +141,7 @@ func TestSliceFloodAsShipped(t *testing.T) {
 		require.NoError(t, peerClient.Delete(ctx, &gone))
 		eventually(t, next.Name+" signed", func() bool {
 			var s authv1beta1.ResourceSlice
-			require.NoError(t, provider.typed.Get(ctx, client.ObjectKeyFromObject(&next), &s))
+			require.NoError(t, providerEnv.typed.Get(ctx, client.ObjectKeyFromObject(&next), &s))
 			return s.Status.AuthParams != nil
 		})
 		time.Sleep(5 * time.Second)
@@ -158,7 +158,7 @@ func TestSliceCertificateRateAsShipped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const providerID, consumerID, rate = "cl-rate-provider", "cl-rate-consumer", 5
-	startCurrent(ctx, t, peer{side: provider, id: providerID}, fmt.Sprintf("--slice-certificates-per-hour=%d", rate))
+	startCurrent(ctx, t, peer{side: providerEnv, id: providerID}, fmt.Sprintf("--slice-certificates-per-hour=%d", rate))
 	peerClient := floodPeer(ctx, t, providerID, consumerID)
 	tenantNS := clusterid.TenantNamespace(consumerID)
 
@@ -173,7 +173,7 @@ func TestSliceCertificateRateAsShipped(t *testing.T) {
 	}
 	eventually(t, "the first five slices gone", func() bool {
 		var list authv1beta1.ResourceSliceList
-		require.NoError(t, provider.typed.List(ctx, &list, client.InNamespace(tenantNS)))
+		require.NoError(t, providerEnv.typed.List(ctx, &list, client.InNamespace(tenantNS)))
 		return len(list.Items) == 0
 	})
 	for i := range 3 {
@@ -193,7 +193,7 @@ func TestSliceCertificateRateAsShipped(t *testing.T) {
 func floodPeer(ctx context.Context, t *testing.T, providerID, consumerID string) client.Client {
 	t.Helper()
 	ns := clusterid.TenantNamespace(consumerID)
-	_, err := provider.admin.CoreV1().Namespaces().Create(ctx, tenant.Namespace(consumerID), metav1.CreateOptions{})
+	_, err := providerEnv.admin.CoreV1().Namespaces().Create(ctx, tenant.Namespace(consumerID), metav1.CreateOptions{})
 	require.NoError(t, err)
 	n := requestNonce(ctx, t, consumerID)
 	clusterKey, err := keys.Generate(nil, keys.Ed25519)
@@ -202,7 +202,7 @@ func floodPeer(ctx context.Context, t *testing.T, providerID, consumerID string)
 	require.NoError(t, err)
 	tn, err := tenant.Build(consumerID, clusterKey, n, &tenant.BuildOptions{ProviderID: providerID, Expiry: time.Now().Add(5 * time.Minute), IdentityKey: cpKey})
 	require.NoError(t, err)
-	tenants := kube.NewTenantStore(provider.typed)
+	tenants := kube.NewTenantStore(providerEnv.typed)
 	_, err = tenants.Apply(ctx, tn)
 	require.NoError(t, err)
 	eventually(t, "the Tenant's status", func() bool {
@@ -245,7 +245,7 @@ func floodCSR(t *testing.T, consumerID, name string) []byte {
 // ResourceSlice name in namespace, with a message that holds no PEM.
 func hasEvent(ctx context.Context, t *testing.T, namespace, name, reason string) bool {
 	t.Helper()
-	events, err := provider.admin.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	events, err := providerEnv.admin.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, e := range events.Items {
 		if e.Regarding.Kind == authv1beta1.ResourceSliceKind && e.Regarding.Name == name && e.Reason == reason {
@@ -261,7 +261,7 @@ func hasEvent(ctx context.Context, t *testing.T, namespace, name, reason string)
 // identity's.
 func signedSliceCSRs(ctx context.Context, t *testing.T, consumerID string) int {
 	t.Helper()
-	list, err := provider.admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=" + consumerID})
+	list, err := providerEnv.admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=" + consumerID})
 	require.NoError(t, err)
 	n := 0
 	for _, c := range list.Items {

@@ -34,11 +34,11 @@ func TestControllerSlices(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const providerID, consumerID = "cl-ctl-slices-provider", "cl-ctl-slices-consumer"
-	caFile := writeFile(t, provider.cluster.CA())
-	start(t, provider, "--cluster-id="+providerID, "--roles=provider",
-		"--api-server-url="+provider.cluster.Host(), "--api-server-ca-file="+caFile,
+	caFile := writeFile(t, providerEnv.cluster.CA())
+	start(t, providerEnv, "--cluster-id="+providerID, "--roles=provider",
+		"--api-server-url="+providerEnv.cluster.Host(), "--api-server-ca-file="+caFile,
 		"--leader-election-namespace=kubepact-system", "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	start(t, consumer, "--cluster-id="+consumerID, "--roles=consumer", "--leader-election-namespace=kubepact-system",
+	start(t, consumerEnv, "--cluster-id="+consumerID, "--roles=consumer", "--leader-election-namespace=kubepact-system",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0")
 	handshake(ctx, t, providerID, consumerID)
 
@@ -49,25 +49,25 @@ func TestControllerSlices(t *testing.T) {
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 	require.NoError(t, err)
-	slices := consumer.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource))
+	slices := consumerEnv.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource))
 	_, err = slices.Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	secretName := kubeconfig.SecretName(identity.ResourceSliceName(s.Name))
 	require.Eventually(t, func() bool {
-		_, err := consumer.admin.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+		_, err := consumerEnv.admin.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
 		return err == nil
 	}, time.Minute, 100*time.Millisecond, "the slice's kubeconfig Secret")
 	tenantNS := clusterid.TenantNamespace(consumerID)
-	_, err = provider.admin.RbacV1().RoleBindings(tenantNS).Get(ctx, "liqo-binding-liqo-virtual-kubelet-remote", metav1.GetOptions{})
+	_, err = providerEnv.admin.RbacV1().RoleBindings(tenantNS).Get(ctx, "liqo-binding-liqo-virtual-kubelet-remote", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "no slice binding in the tenant namespace: %v", err)
 	sliceCRB := rbac.ResourceSliceClusterRoleBindingName(consumerID)
-	_, err = provider.admin.RbacV1().ClusterRoleBindings().Get(ctx, sliceCRB, metav1.GetOptions{})
+	_, err = providerEnv.admin.RbacV1().ClusterRoleBindings().Get(ctx, sliceCRB, metav1.GetOptions{})
 	require.NoError(t, err)
 
 	// Renew: the consumer keeps one for its ControlPlane Identity, the
 	// replicator copies it, the provider answers with the Tenant's
 	// certificate.
-	renews := provider.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.RenewResource)).Namespace(tenantNS)
+	renews := providerEnv.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.RenewResource)).Namespace(tenantNS)
 	eventually(t, "the provider's answer in the Renew's status", func() bool {
 		r, err := renews.Get(ctx, identity.ControlPlaneName(providerID), metav1.GetOptions{})
 		if err != nil {
@@ -77,14 +77,14 @@ func TestControllerSlices(t *testing.T) {
 		return crt != ""
 	})
 
-	tenants := provider.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource)).Namespace(tenantNS)
+	tenants := providerEnv.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.TenantResource)).Namespace(tenantNS)
 	setCondition := func(c authv1beta1.TenantCondition) {
 		t.Helper()
 		patch := []byte(`{"spec":{"tenantCondition":"` + string(c) + `"}}`)
 		_, err := tenants.Patch(ctx, consumerID, types.MergePatchType, patch, metav1.PatchOptions{})
 		require.NoError(t, err)
 	}
-	providerSlices := provider.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).Namespace(tenantNS)
+	providerSlices := providerEnv.dynamic.Resource(authv1beta1.SchemeGroupVersion.WithResource(authv1beta1.ResourceSliceResource)).Namespace(tenantNS)
 	setCondition(authv1beta1.TenantConditionCordoned)
 	eventually(t, "the slice cordoned", func() bool {
 		got, err := providerSlices.Get(ctx, s.Name, metav1.GetOptions{})
@@ -93,13 +93,13 @@ func TestControllerSlices(t *testing.T) {
 
 	setCondition(authv1beta1.TenantConditionDrained)
 	eventually(t, "the drained tenant's bindings gone", func() bool {
-		_, errCP := provider.admin.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
-		_, errRB := provider.admin.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.VirtualKubeletClusterRoleName), metav1.GetOptions{})
-		_, errCRB := provider.admin.RbacV1().ClusterRoleBindings().Get(ctx, sliceCRB, metav1.GetOptions{})
+		_, errCP := providerEnv.admin.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.ControlPlaneClusterRoleName), metav1.GetOptions{})
+		_, errRB := providerEnv.admin.RbacV1().RoleBindings(tenantNS).Get(ctx, rbac.BindingName(rbac.VirtualKubeletClusterRoleName), metav1.GetOptions{})
+		_, errCRB := providerEnv.admin.RbacV1().ClusterRoleBindings().Get(ctx, sliceCRB, metav1.GetOptions{})
 		return apierrors.IsNotFound(errCP) && apierrors.IsNotFound(errRB) && apierrors.IsNotFound(errCRB)
 	})
 	eventually(t, "the revocation recorded", func() bool {
-		_, err := provider.admin.CoreV1().ConfigMaps(tenantNS).Get(ctx, kube.RevocationName, metav1.GetOptions{})
+		_, err := providerEnv.admin.CoreV1().ConfigMaps(tenantNS).Get(ctx, kube.RevocationName, metav1.GetOptions{})
 		return err == nil
 	})
 	eventually(t, "the drained tenant's slice gone", func() bool {

@@ -61,7 +61,7 @@ func deleteNamespaceAtEnd(t *testing.T, s *side, name string) {
 func TestNamespaceSubresources(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s := provider
+	s := providerEnv
 	admin := s.admin
 	attack.RequireSubresources(t, admin.Discovery())
 

@@ -36,7 +36,7 @@ func TestUpgradeAdoptsOwnKeys(t *testing.T) {
 	defer cancel()
 	bin, tree, err := prevbuild.Build(ctx, lastUnattestedCommit, nil)
 	require.NoError(t, err, "the upgrade test needs the repository with commit %s: a full clone, not a shallow one", lastUnattestedCommit)
-	p, c := peer{provider, "cl-keys-upgrade-p"}, peer{consumer, "cl-keys-upgrade-c"}
+	p, c := peer{providerEnv, "cl-keys-upgrade-p"}, peer{consumerEnv, "cl-keys-upgrade-c"}
 	peers := []peer{p, c}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

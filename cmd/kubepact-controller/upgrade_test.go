@@ -53,7 +53,7 @@ func TestUpgradeClosesTenantNamespaceSliceGrant(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	bin, tree := previousBuild(ctx, t)
-	a, b := peer{provider, "cl-upgrade-a"}, peer{consumer, "cl-upgrade-b"}
+	a, b := peer{providerEnv, "cl-upgrade-a"}, peer{consumerEnv, "cl-upgrade-b"}
 	peers := []peer{a, b}
 	// Whatever happens below, the package's clusters are left with this
 	// config/ applied, as the other tests expect.

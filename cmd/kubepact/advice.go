@@ -9,8 +9,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
@@ -53,7 +53,7 @@ type remedy struct {
 // remedies are what to do about each failure, in the order advice tries
 // them: the first whose errors err wraps is err's.
 var remedies = []remedy{
-	{errs: []error{kubepact.ErrInUse},
+	{errs: []error{consumer.ErrInUse},
 		text: "ResourceSlices of this consumer still hold identities on the provider: " +
 			"delete those ResourceSlices (their Identities go with them), then run unauthenticate again"},
 	{errs: []error{tenant.ErrNotTenantNamespace}, reasons: []string{contract.ReasonNotTenantNamespace},
@@ -95,7 +95,7 @@ var remedies = []remedy{
 			"have the consumer generate it with kubepact generate tenant"},
 	{as: isDenied,
 		text: "the provider cluster denied the certificate signing request; see the CertificateSigningRequest's conditions"},
-	{errs: []error{kubepact.ErrEndpointChanged},
+	{errs: []error{consumer.ErrEndpointChanged},
 		text: "the provider's Identity names another API server or CA than the kubeconfig this cluster holds for it; " +
 			"if the provider really moved or rotated its CA, run again with --replace-endpoint"},
 	{errs: []error{identity.ErrWrongProvider},

@@ -89,8 +89,8 @@ func TestApplyIdentityClientCA(t *testing.T) {
 	ctx := testContext(t)
 	consumerID, providerID, keyNamespace := unique("cl-consumer-cca"), unique("cl-provider-cca"), unique("liqo-cca")
 	dir := t.TempDir()
-	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
-	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace}
+	onProvider := []string{"--kubeconfig", providerEnv.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace}
 	cmd := func(words string, args ...string) []string { return append(strings.Fields(words), args...) }
 
 	text := strings.TrimSpace(cli(t, "", cmd("create nonce --remote-cluster-id "+consumerID, onProvider...)...).ok(t).stdout)
@@ -100,15 +100,15 @@ func TestApplyIdentityClientCA(t *testing.T) {
 
 	// The certificate, issued through the CSR API, chains to the cluster
 	// CA, one of the provider's client CAs; the second client CA is another.
-	clusterCA := writeFile(t, dir, "cluster-ca.pem", string(provider.cluster.CA()))
-	secondPEM, secondKey := provider.cluster.SecondClientCA()
+	clusterCA := writeFile(t, dir, "cluster-ca.pem", string(providerEnv.cluster.CA()))
+	secondPEM, secondKey := providerEnv.cluster.SecondClientCA()
 	secondCA := writeFile(t, dir, "second-ca.pem", string(secondPEM))
-	bundle := writeFile(t, dir, "bundle.pem", string(secondPEM)+string(provider.cluster.CA()))
+	bundle := writeFile(t, dir, "bundle.pem", string(secondPEM)+string(providerEnv.cluster.CA()))
 
 	// A second Identity, its certificate re-issued by the second client CA.
 	id, err := identity.Decode([]byte(readFile(t, identityFile)))
 	require.NoError(t, err)
-	key, err := kube.NewKeyStore(consumer.client, keyNamespace).Get(ctx)
+	key, err := kube.NewKeyStore(consumerEnv.client, keyNamespace).Get(ctx)
 	require.NoError(t, err)
 	second, err := csr.ParseCertificate(secondPEM)
 	require.NoError(t, err)

@@ -59,7 +59,7 @@ func testContext(t *testing.T) context.Context {
 // authenticateArgs are the arguments of authenticate and unauthenticate
 // between the test clusters.
 func authenticateArgs(verb, consumerID, providerID, namespace string) []string {
-	return []string{verb, "--local", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig,
+	return []string{verb, "--local", "--kubeconfig", consumerEnv.kubeconfig, "--remote-kubeconfig", providerEnv.kubeconfig,
 		"--cluster-id", consumerID, "--remote-cluster-id", providerID, "-n", namespace}
 }
 
@@ -68,7 +68,7 @@ func authenticateArgs(verb, consumerID, providerID, namespace string) []string {
 func issuedConfig(t *testing.T, ctx context.Context, providerID string) (*rest.Config, *corev1.Secret) {
 	t.Helper()
 	name := kubeconfig.SecretName(identity.ControlPlaneName(providerID))
-	sec, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, name, metav1.GetOptions{})
+	sec, err := consumerEnv.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
 	cfg, err := kubeconfig.Parse(sec.Data[kubeconfig.SecretKey])
 	require.NoError(t, err)
@@ -121,9 +121,9 @@ func requireLeastPrivilege(t *testing.T, ctx context.Context, cfg *rest.Config, 
 // providerID are gone and that cfg is refused on the provider.
 func requireUnauthenticated(t *testing.T, ctx context.Context, providerID, secretName string, cfg *rest.Config, tenantNS string) {
 	t.Helper()
-	_, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, secretName, metav1.GetOptions{})
+	_, err := consumerEnv.client.CoreV1().Secrets("liqo-tenant-"+providerID).Get(ctx, secretName, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "kubeconfig Secret: %v", err)
-	ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+providerID)
+	ids, err := kube.NewIdentityStore(consumerEnv.typed).List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Empty(t, ids)
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -143,7 +143,7 @@ func TestAuthenticate(t *testing.T) {
 		assert.Contains(t, r.stderr, " INFO  "+string(s)+"\n")
 	}
 	assert.Equal(t, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n"+
-		"  server:    "+provider.cluster.Host()+"\n"+
+		"  server:    "+providerEnv.cluster.Host()+"\n"+
 		"  user:      "+consumerID+"\n"+
 		"  namespace: "+tenantNS+"\n", r.stdout)
 
@@ -170,7 +170,7 @@ func TestAuthenticateReadsClusterIDs(t *testing.T) {
 	for _, c := range []struct {
 		env *testEnv
 		id  string
-	}{{consumer, consumerID}, {provider, providerID}} {
+	}{{consumerEnv, consumerID}, {providerEnv, providerID}} {
 		_, err := c.env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		_, err = c.env.client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
@@ -179,7 +179,7 @@ func TestAuthenticateReadsClusterIDs(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	args := []string{"--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig, "-n", namespace, "--remote-namespace", namespace}
+	args := []string{"--kubeconfig", consumerEnv.kubeconfig, "--remote-kubeconfig", providerEnv.kubeconfig, "-n", namespace, "--remote-namespace", namespace}
 
 	r := cli(t, "", append([]string{"authenticate", "--local", "--install-crds"}, args...)...).ok(t)
 	assert.Contains(t, r.stdout, "  user:      "+consumerID+"\n")
@@ -188,10 +188,10 @@ func TestAuthenticateReadsClusterIDs(t *testing.T) {
 	assert.Contains(t, r.stdout, "Consumer "+consumerID+" is no longer authenticated on provider "+providerID)
 
 	// Without the ConfigMap, --cluster-id is needed.
-	r = cli(t, "", "authenticate", "--local", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig, "-n", "liqo-no-ids")
+	r = cli(t, "", "authenticate", "--local", "--kubeconfig", consumerEnv.kubeconfig, "--remote-kubeconfig", providerEnv.kubeconfig, "-n", "liqo-no-ids")
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "cannot tell the ID of the consumer cluster: it has no ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in liqo-no-ids; pass --cluster-id")
-	r = cli(t, "", "authenticate", "--local", "--kubeconfig", consumer.kubeconfig, "--remote-kubeconfig", provider.kubeconfig,
+	r = cli(t, "", "authenticate", "--local", "--kubeconfig", consumerEnv.kubeconfig, "--remote-kubeconfig", providerEnv.kubeconfig,
 		"-n", "liqo-no-ids", "--cluster-id", "cl-consumer-noid")
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "cannot tell the ID of the provider cluster: it has no ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in liqo; pass --remote-cluster-id")
@@ -204,8 +204,8 @@ func TestOfflineFlow(t *testing.T) {
 	ctx := testContext(t)
 	consumerID, providerID, keyNamespace := unique("cl-consumer-files"), unique("cl-provider-files"), unique("liqo-files")
 	dir := t.TempDir()
-	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
-	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace}
+	onProvider := []string{"--kubeconfig", providerEnv.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace}
 	cmd := func(words string, args ...string) []string { return append(strings.Fields(words), args...) }
 
 	// run runs one command of the flow and records how long it took.
@@ -248,7 +248,7 @@ func TestOfflineFlow(t *testing.T) {
 	// Consumer: apply the Identity.
 	r = run(cmd("apply identity --remote-cluster-id "+providerID+" "+identityFile, onConsumer...)...)
 	assert.Equal(t, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n"+
-		"  server:    "+provider.cluster.Host()+"\n"+
+		"  server:    "+providerEnv.cluster.Host()+"\n"+
 		"  user:      "+consumerID+"\n"+
 		"  namespace: liqo-tenant-"+consumerID+"\n", r.stdout)
 	t.Logf("offline flow took %v: %s", total.Round(time.Millisecond), strings.Join(took, ", "))
@@ -267,13 +267,13 @@ func TestOfflineFlow(t *testing.T) {
 				assert.NotContains(t, out, absent, f)
 			}
 		}
-		createAsKubectl(t, ctx, provider, tenantFile, authv1beta1.TenantResource)
-		createAsKubectl(t, ctx, consumer, identityFile, authv1beta1.IdentityResource)
+		createAsKubectl(t, ctx, providerEnv, tenantFile, authv1beta1.TenantResource)
+		createAsKubectl(t, ctx, consumerEnv, identityFile, authv1beta1.IdentityResource)
 	})
 
 	t.Run("an Identity for another key is refused", func(t *testing.T) {
 		// Another Liqo namespace holds another cluster key.
-		other := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace + "-other"}
+		other := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace + "-other"}
 		cli(t, "", cmd("generate tenant --remote-cluster-id "+providerID+" --nonce "+text, other...)...).ok(t)
 		r := cli(t, "", cmd("apply identity --remote-cluster-id "+providerID+" "+identityFile, other...)...)
 		assert.Equal(t, exitError, r.code)
@@ -293,10 +293,10 @@ func TestOfflineFlow(t *testing.T) {
 		assert.Empty(t, r.stdout)
 		assert.Contains(t, r.stderr, `kubepact: step "`+string(step.IdentityApplied)+`" failed: `)
 		assert.Contains(t, r.stderr, "this Identity was issued by another provider than --remote-cluster-id names")
-		ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, "liqo-tenant-"+wrong)
+		ids, err := kube.NewIdentityStore(consumerEnv.typed).List(ctx, "liqo-tenant-"+wrong)
 		require.NoError(t, err)
 		assert.Empty(t, ids)
-		secrets, err := consumer.client.CoreV1().Secrets("liqo-tenant-"+wrong).List(ctx, metav1.ListOptions{})
+		secrets, err := consumerEnv.client.CoreV1().Secrets("liqo-tenant-"+wrong).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		assert.Empty(t, secrets.Items)
 		assert.Equal(t, before, heldState(t, ctx, providerID), "the held Identity and kubeconfig Secret are unchanged")
@@ -304,9 +304,9 @@ func TestOfflineFlow(t *testing.T) {
 
 	t.Run("a changed endpoint needs --replace-endpoint", func(t *testing.T) {
 		original := readFile(t, identityFile)
-		require.Contains(t, original, "apiServer: "+provider.cluster.Host()+"\n")
-		moved := writeFile(t, dir, "moved.yaml", strings.Replace(original, "apiServer: "+provider.cluster.Host(), "apiServer: https://moved.example:6443", 1))
-		plain := writeFile(t, dir, "http.yaml", strings.Replace(original, "apiServer: "+provider.cluster.Host(), "apiServer: http://moved.example:6443", 1))
+		require.Contains(t, original, "apiServer: "+providerEnv.cluster.Host()+"\n")
+		moved := writeFile(t, dir, "moved.yaml", strings.Replace(original, "apiServer: "+providerEnv.cluster.Host(), "apiServer: https://moved.example:6443", 1))
+		plain := writeFile(t, dir, "http.yaml", strings.Replace(original, "apiServer: "+providerEnv.cluster.Host(), "apiServer: http://moved.example:6443", 1))
 		apply := "apply identity --remote-cluster-id " + providerID + " "
 		before := heldState(t, ctx, providerID)
 
@@ -324,15 +324,15 @@ func TestOfflineFlow(t *testing.T) {
 		r = cli(t, "", append(cmd(apply+moved, onConsumer...), "--replace-endpoint")...).ok(t)
 		assert.Contains(t, r.stdout, "  server:    https://moved.example:6443\n")
 		r = cli(t, "", append(cmd(apply+identityFile, onConsumer...), "--replace-endpoint")...).ok(t)
-		assert.Contains(t, r.stdout, "  server:    "+provider.cluster.Host()+"\n")
+		assert.Contains(t, r.stdout, "  server:    "+providerEnv.cluster.Host()+"\n")
 	})
 
 	t.Run("only the protocol's metadata is stored", func(t *testing.T) {
 		// Start from nothing held, so the Identity is created.
-		store := kube.NewIdentityStore(consumer.typed)
+		store := kube.NewIdentityStore(consumerEnv.typed)
 		ns, name := "liqo-tenant-"+providerID, identity.ControlPlaneName(providerID)
 		require.NoError(t, store.Delete(ctx, ns, name))
-		err := consumer.client.CoreV1().Secrets(ns).Delete(ctx, kubeconfig.SecretName(name), metav1.DeleteOptions{})
+		err := consumerEnv.client.CoreV1().Secrets(ns).Delete(ctx, kubeconfig.SecretName(name), metav1.DeleteOptions{})
 		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
 
 		var u map[string]any
@@ -356,7 +356,7 @@ func TestOfflineFlow(t *testing.T) {
 		assert.Empty(t, ids[0].Finalizers)
 		assert.Empty(t, ids[0].Annotations)
 		assert.Equal(t, map[string]string{"liqo.io/remote-cluster-id": providerID}, ids[0].Labels)
-		sec, err := consumer.client.CoreV1().Secrets(ns).Get(ctx, kubeconfig.SecretName(name), metav1.GetOptions{})
+		sec, err := consumerEnv.client.CoreV1().Secrets(ns).Get(ctx, kubeconfig.SecretName(name), metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Len(t, sec.OwnerReferences, 1)
 		assert.Equal(t, ids[0].UID, sec.OwnerReferences[0].UID)
@@ -370,10 +370,10 @@ type heldObjects struct{ identity, secret string }
 func heldState(t *testing.T, ctx context.Context, providerID string) heldObjects {
 	t.Helper()
 	ns, name := "liqo-tenant-"+providerID, identity.ControlPlaneName(providerID)
-	ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, ns)
+	ids, err := kube.NewIdentityStore(consumerEnv.typed).List(ctx, ns)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
-	sec, err := consumer.client.CoreV1().Secrets(ns).Get(ctx, kubeconfig.SecretName(name), metav1.GetOptions{})
+	sec, err := consumerEnv.client.CoreV1().Secrets(ns).Get(ctx, kubeconfig.SecretName(name), metav1.GetOptions{})
 	require.NoError(t, err)
 	return heldObjects{identity: ids[0].ResourceVersion, secret: sec.ResourceVersion}
 }
@@ -405,8 +405,8 @@ func TestGenerateIdentityAfterNonceRedeemed(t *testing.T) {
 	t.Parallel()
 	consumerID, providerID := unique("cl-consumer-redeemed"), unique("cl-provider-redeemed")
 	dir := t.TempDir()
-	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
-	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", unique("liqo-redeemed")}
+	onProvider := []string{"--kubeconfig", providerEnv.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", unique("liqo-redeemed")}
 
 	text := strings.TrimSpace(cli(t, "", append([]string{"create", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...).ok(t).stdout)
 	first := cli(t, "", append([]string{"generate", "tenant", "--remote-cluster-id", providerID, "--nonce", text}, onConsumer...)...).ok(t)
@@ -446,12 +446,12 @@ func TestCreateNonceTTL(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	consumerID, providerID := unique("cl-consumer-ttl"), unique("cl-provider-ttl")
-	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
-	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", unique("liqo-ttl")}
+	onProvider := []string{"--kubeconfig", providerEnv.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", unique("liqo-ttl")}
 
 	const ttl = 2 * time.Second
 	text := strings.TrimSpace(cli(t, "", append([]string{"create", "nonce", "--remote-cluster-id", consumerID, "--nonce-ttl", ttl.String()}, onProvider...)...).ok(t).stdout)
-	sec, err := provider.client.CoreV1().Secrets("liqo-tenant-"+consumerID).Get(ctx, nonce.SecretName, metav1.GetOptions{})
+	sec, err := providerEnv.client.CoreV1().Secrets("liqo-tenant-"+consumerID).Get(ctx, nonce.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, ttl.String(), sec.Annotations[nonce.TTLAnnotation], "the nonce Secret records the TTL it was issued with")
 	issued, err := nonce.FromSecret(sec)
@@ -470,7 +470,7 @@ func TestCreateNonceTTL(t *testing.T) {
 	assert.Empty(t, r.stdout)
 	assert.Contains(t, r.stderr, nonce.ErrExpired.Error())
 	assert.Contains(t, r.stderr, "the nonce expired before the Tenant came back; ask the provider for a new nonce: kubepact create nonce --remote-cluster-id "+consumerID)
-	err = provider.typed.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-" + consumerID, Name: consumerID}, &authv1beta1.Tenant{})
+	err = providerEnv.typed.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-" + consumerID, Name: consumerID}, &authv1beta1.Tenant{})
 	assert.True(t, apierrors.IsNotFound(err), "no Tenant recorded: %v", err)
 }
 
@@ -481,7 +481,7 @@ func TestUnauthenticateRefusedWhileInUse(t *testing.T) {
 	cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
 
 	// A ResourceSlice identity beside the ControlPlane one.
-	store := kube.NewIdentityStore(consumer.typed)
+	store := kube.NewIdentityStore(consumerEnv.typed)
 	ids, err := store.List(ctx, "liqo-tenant-"+providerID)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
@@ -509,8 +509,8 @@ func TestOfflineFlowStrict(t *testing.T) {
 	ctx := testContext(t)
 	consumerID, providerID, keyNamespace := unique("cl-consumer-strict"), unique("cl-provider-strict"), unique("liqo-strict")
 	dir := t.TempDir()
-	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
-	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace}
+	onProvider := []string{"--kubeconfig", providerEnv.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", keyNamespace}
 	run := func(words string, args ...string) result {
 		t.Helper()
 		return cli(t, "", append(strings.Fields(words), args...)...).ok(t)
@@ -523,9 +523,9 @@ func TestOfflineFlowStrict(t *testing.T) {
 
 	restCfg, _ := issuedConfig(t, ctx, providerID)
 	requireLeastPrivilege(t, ctx, restCfg, "liqo-tenant-"+consumerID)
-	clusterKey, err := kube.NewKeyStore(consumer.client, keyNamespace).Get(ctx)
+	clusterKey, err := kube.NewKeyStore(consumerEnv.client, keyNamespace).Get(ctx)
 	require.NoError(t, err)
-	idKey, err := kube.NewKeyring(consumer.client, keyNamespace).Get(ctx, identity.ControlPlaneName(providerID))
+	idKey, err := kube.NewKeyring(consumerEnv.client, keyNamespace).Get(ctx, identity.ControlPlaneName(providerID))
 	require.NoError(t, err)
 	block, _ := pem.Decode(restCfg.CertData)
 	require.NotNil(t, block)
@@ -541,20 +541,20 @@ func TestOfflineFlowStrict(t *testing.T) {
 func TestInstallRoles(t *testing.T) {
 	ctx := testContext(t)
 	consumerID, providerID, namespace := unique("cl-consumer-roles"), unique("cl-provider-roles"), unique("liqo-roles")
-	roles := provider.client.RbacV1().ClusterRoles()
+	roles := providerEnv.client.RbacV1().ClusterRoles()
 	require.NoError(t, roles.Delete(ctx, rbac.ControlPlaneClusterRoleName, metav1.DeleteOptions{}))
-	t.Cleanup(func() { _ = rbac.Install(context.Background(), kube.NewRBAC(provider.client)) })
+	t.Cleanup(func() { _ = rbac.Install(context.Background(), kube.NewRBAC(providerEnv.client)) })
 
 	r := cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...)
 	require.Equal(t, exitError, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "kubepact install roles")
 	_, err := roles.Get(ctx, rbac.ControlPlaneClusterRoleName, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "authenticate installs no role: %v", err)
-	bindings, err := provider.client.RbacV1().RoleBindings("liqo-tenant-"+consumerID).List(ctx, metav1.ListOptions{})
+	bindings, err := providerEnv.client.RbacV1().RoleBindings("liqo-tenant-"+consumerID).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, bindings.Items, "nothing bound")
 
-	r = cli(t, "", "install", "roles", "--kubeconfig", provider.kubeconfig).ok(t)
+	r = cli(t, "", "install", "roles", "--kubeconfig", providerEnv.kubeconfig).ok(t)
 	for _, name := range rbac.PeerRoleNames() {
 		assert.Contains(t, r.stdout, "ClusterRole "+name+" installed\n")
 		_, err := roles.Get(ctx, name, metav1.GetOptions{})
@@ -584,8 +584,8 @@ func TestTenantWithoutControllerIsDeletable(t *testing.T) {
 		t.Parallel()
 		ctx := testContext(t)
 		consumerID, providerID := unique("cl-consumer-nofin-files"), unique("cl-provider-nofin-files")
-		onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
-		onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", unique("liqo-nofin-files")}
+		onProvider := []string{"--kubeconfig", providerEnv.kubeconfig, "--cluster-id", providerID}
+		onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", unique("liqo-nofin-files")}
 		text := strings.TrimSpace(cli(t, "", append([]string{"create", "nonce", "--remote-cluster-id", consumerID}, onProvider...)...).ok(t).stdout)
 		r := cli(t, "", append([]string{"generate", "tenant", "--remote-cluster-id", providerID, "--nonce", text}, onConsumer...)...).ok(t)
 		tenantFile := writeFile(t, t.TempDir(), "tenant.yaml", r.stdout)
@@ -601,13 +601,13 @@ func TestTenantWithoutControllerIsDeletable(t *testing.T) {
 func requireDeletable(t *testing.T, ctx context.Context, consumerID string) {
 	t.Helper()
 	ns := clusterid.TenantNamespace(consumerID)
-	tn, err := kube.NewTenantStore(provider.typed).Get(ctx, ns, consumerID)
+	tn, err := kube.NewTenantStore(providerEnv.typed).Get(ctx, ns, consumerID)
 	require.NoError(t, err)
 	require.Empty(t, tn.Finalizers, "no controller would remove a finalizer")
 	start := time.Now()
-	require.NoError(t, provider.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	require.NoError(t, providerEnv.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool {
-		_, err := provider.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		_, err := providerEnv.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}, time.Minute, 100*time.Millisecond, "namespace %s deleted", ns)
 	t.Logf("kubectl delete namespace %s: gone in %v", ns, time.Since(start).Round(time.Millisecond))

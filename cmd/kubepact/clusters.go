@@ -22,13 +22,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/step"
 )
 
@@ -226,19 +227,19 @@ func (c *cluster) recordedID(ctx context.Context) (id, where string, err error) 
 
 // endpoint returns how consumers reach this cluster's API server: the
 // kubeconfig's server, or serverURL when set, and the kubeconfig's CA.
-func (c *cluster) endpoint(serverURL string) (kubepact.Endpoint, error) {
+func (c *cluster) endpoint(serverURL string) (provider.Endpoint, error) {
 	cfg := rest.CopyConfig(c.config)
 	if err := rest.LoadTLSFiles(cfg); err != nil {
-		return kubepact.Endpoint{}, fmt.Errorf("reading the CA of the %s cluster: %w", c.role, err)
+		return provider.Endpoint{}, fmt.Errorf("reading the CA of the %s cluster: %w", c.role, err)
 	}
 	if len(cfg.CAData) == 0 {
-		return kubepact.Endpoint{}, fmt.Errorf("the kubeconfig of the %s cluster has no certificate authority for its API server: "+
+		return provider.Endpoint{}, fmt.Errorf("the kubeconfig of the %s cluster has no certificate authority for its API server: "+
 			"consumers need it to trust the server; use a kubeconfig with certificate-authority-data", c.role)
 	}
 	if serverURL == "" {
 		serverURL = cfg.Host
 	}
-	return kubepact.Endpoint{Server: serverURL, CA: cfg.CAData}, nil
+	return provider.Endpoint{Server: serverURL, CA: cfg.CAData}, nil
 }
 
 // ensureCRDs installs the authentication.liqo.io CRDs when install is set,
@@ -275,10 +276,10 @@ func requireCRDs(d discovery.DiscoveryInterface, role string, resources ...strin
 }
 
 // provider returns the Provider of this cluster, whose ID is id.
-func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact.ProviderOptions) (*kubepact.Provider, error) {
+func (c *cluster) provider(id string, endpoint provider.Endpoint, opts *provider.Options) (*provider.Provider, error) {
 	nonces := kube.NewNonceStore(c.client)
-	return kubepact.NewProvider(id, endpoint, kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+	return provider.New(id, endpoint, provider.Ports{
+		Core: provider.Core{
 			Namespaces:   kube.NewNamespaces(c.client),
 			Nonces:       nonces,
 			Peek:         nonces,
@@ -287,7 +288,7 @@ func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact
 			Certificates: kube.NewCertificateCache(c.client),
 			RBAC:         kube.NewRBAC(c.client),
 		},
-		SlicePorts: kubepact.SlicePorts{
+		SlicePorts: provider.SlicePorts{
 			ClusterRBAC: kube.NewRBAC(c.client),
 			Slices:      kube.NewSliceStore(c.typed),
 		},
@@ -299,14 +300,14 @@ func (c *cluster) provider(id string, endpoint kubepact.Endpoint, opts *kubepact
 // cluster key and its identities' own keys in the Liqo namespace. With a
 // reviewer it confirms Identities online with the provider; nil applies
 // them offline.
-func (c *cluster) consumer(id string, reviewer identity.Reviewer, opts *kubepact.ConsumerOptions) (*kubepact.Consumer, error) {
-	var o kubepact.ConsumerOptions
+func (c *cluster) consumer(id string, reviewer identity.Reviewer, opts *consumer.Options) (*consumer.Consumer, error) {
+	var o consumer.Options
 	if opts != nil {
 		o = *opts
 	}
 	o.KeyNamespace = c.namespace // where the keys are, which their attestations name
-	return kubepact.NewConsumer(id, kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+	return consumer.New(id, consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: kube.NewNamespaces(c.client),
 			Keys:       kube.NewKeyStore(c.client, c.namespace),
 			Identities: kube.NewIdentityStore(c.typed),

@@ -165,10 +165,10 @@ func TestVersion(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	ns := unique("kubepact-version")
-	_, err := consumer.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	_, err := consumerEnv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	labels := map[string]string{appNameLabel: kubepactApp}
-	_, err = consumer.client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+	_, err = consumerEnv.client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubepact-controller", Labels: map[string]string{appNameLabel: kubepactApp, versionLabel: "v0.1.0-test"}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
@@ -181,10 +181,10 @@ func TestVersion(t *testing.T) {
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = consumer.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		_ = consumerEnv.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
 
-	r, err := cliErr(t, nil, "version", "--kubeconfig", consumer.kubeconfig)
+	r, err := cliErr(t, nil, "version", "--kubeconfig", consumerEnv.kubeconfig)
 	require.NoError(t, err)
 	assert.Equal(t, "Client Version: "+cliVersion()+"\nController Version: v0.1.0-test (Deployment "+ns+"/kubepact-controller)\n", r.stdout)
 }

@@ -30,9 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/identity"
@@ -40,6 +40,7 @@ import (
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -141,19 +142,19 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	ctx := testContext(t)
 	// Each cluster records a generated ID, as kubepact-controller does.
 	ns := unique("liqo-ctl")
-	consumerID, generated, err := kube.EnsureClusterID(ctx, consumer.client, "", &kube.ClusterIDOptions{Namespace: ns})
+	consumerID, generated, err := kube.EnsureClusterID(ctx, consumerEnv.client, "", &kube.ClusterIDOptions{Namespace: ns})
 	require.NoError(t, err)
 	require.True(t, generated)
-	providerID, _, err := kube.EnsureClusterID(ctx, provider.client, "", &kube.ClusterIDOptions{Namespace: ns})
+	providerID, _, err := kube.EnsureClusterID(ctx, providerEnv.client, "", &kube.ClusterIDOptions{Namespace: ns})
 	require.NoError(t, err)
-	require.NoError(t, rbac.Install(ctx, kube.NewRBAC(provider.client)))
+	require.NoError(t, rbac.Install(ctx, kube.NewRBAC(providerEnv.client)))
 	args := func(verb ...string) []string {
-		return append(verb, "--kubeconfig", consumer.kubeconfig, "-n", ns, "--remote-kubeconfig", provider.kubeconfig, "--remote-namespace", ns)
+		return append(verb, "--kubeconfig", consumerEnv.kubeconfig, "-n", ns, "--remote-kubeconfig", providerEnv.kubeconfig, "--remote-namespace", ns)
 	}
 	requireNothingWritten := func() {
 		t.Helper()
-		requireNamespaceAbsent(t, ctx, consumer, providerID)
-		requireNamespaceAbsent(t, ctx, provider, consumerID)
+		requireNamespaceAbsent(t, ctx, consumerEnv, providerID)
+		requireNamespaceAbsent(t, ctx, providerEnv, consumerID)
 	}
 
 	// No controller runs: authenticate writes nothing and says to pass --local.
@@ -163,17 +164,17 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	assert.Contains(t, r.stderr, "--local")
 	requireNothingWritten()
 
-	startController(t, provider.cluster.AdminConfig(), func(mgr manager.Manager) error {
+	startController(t, providerEnv.cluster.AdminConfig(), func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID: providerID,
-			Endpoint:  kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()},
+			Endpoint:  provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 			Policy:    policy,
 		})
 	})
-	stopConsumer := startController(t, consumer.cluster.AdminConfig(), func(mgr manager.Manager) error {
+	stopConsumer := startController(t, consumerEnv.cluster.AdminConfig(), func(mgr manager.Manager) error {
 		return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID, KeyNamespace: ns})
 	})
-	for _, e := range []*testEnv{provider, consumer} {
+	for _, e := range []*testEnv{providerEnv, consumerEnv} {
 		require.Eventually(t, func() bool {
 			_, err := findController(ctx, e.client, ns, false)
 			return err == nil
@@ -206,21 +207,21 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 
 	// The consumer holds a signed nonce of another nonce for this provider:
 	// refused, as liqoctl refuses it; deleted, the handshake goes on.
-	_, err = consumer.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(providerID), metav1.CreateOptions{})
+	_, err = consumerEnv.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(providerID), metav1.CreateOptions{})
 	require.NoError(t, err)
 	stale := nonce.SignedSecret(providerID, newNonce(t), nil)
 	delete(stale.Data, nonce.SignedSecretKey)
-	_, err = consumer.client.CoreV1().Secrets(stale.Namespace).Create(ctx, stale, metav1.CreateOptions{})
+	_, err = consumerEnv.client.CoreV1().Secrets(stale.Namespace).Create(ctx, stale, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = cliErr(t, nil, args("authenticate")...)
 	require.ErrorIs(t, err, errNonceMismatch)
 	// Deleted once the consumer's controller has signed it, so that no
 	// write of the controller races the deletion.
 	require.Eventually(t, func() bool {
-		s, err := consumer.client.CoreV1().Secrets(stale.Namespace).Get(ctx, stale.Name, metav1.GetOptions{})
+		s, err := consumerEnv.client.CoreV1().Secrets(stale.Namespace).Get(ctx, stale.Name, metav1.GetOptions{})
 		return err == nil && len(s.Data[nonce.SignedSecretKey]) > 0
 	}, 30*time.Second, 50*time.Millisecond, "the consumer's controller signs the stale nonce")
-	require.NoError(t, consumer.client.CoreV1().Secrets(stale.Namespace).Delete(ctx, stale.Name, metav1.DeleteOptions{}))
+	require.NoError(t, consumerEnv.client.CoreV1().Secrets(stale.Namespace).Delete(ctx, stale.Name, metav1.DeleteOptions{}))
 
 	// --key-algorithm is the consumer's controller's: refused before writing.
 	r, err = cliErr(t, nil, args("authenticate", "--key-algorithm", "ecdsa-p256")...)
@@ -243,7 +244,7 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	t.Logf("authenticate through the controllers: %s, %d requests to the provider: %q", time.Since(start).Round(time.Millisecond), len(rec.requests()), rec.requests())
 	tenantNS := clusterid.TenantNamespace(consumerID)
 	assert.Equal(t, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n"+
-		"  server:    "+provider.cluster.Host()+"\n"+
+		"  server:    "+providerEnv.cluster.Host()+"\n"+
 		"  user:      "+consumerID+"\n"+
 		"  namespace: "+tenantNS+"\n", r.stdout)
 	for _, step := range []string{"Nonce issued by the provider", "Nonce signed by the consumer", "Tenant accepted by the provider's controller",
@@ -261,7 +262,7 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 		}
 	}
 	// The controllers did: the CSR was made and signed on the provider.
-	csrs, err := provider.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=" + consumerID})
+	csrs, err := providerEnv.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=" + consumerID})
 	require.NoError(t, err)
 	require.NotEmpty(t, csrs.Items)
 	// Between kubepact clusters the cluster key stays home: the provider
@@ -271,7 +272,7 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 
 	// get kubeconfig: the peering's kubeconfig passes a SelfSubjectReview on the provider.
 	file := filepath.Join(t.TempDir(), "provider.kubeconfig")
-	_, err = cliErr(t, nil, "get", "kubeconfig", "--kubeconfig", consumer.kubeconfig, "--remote-cluster-id", providerID, "--output-file", file)
+	_, err = cliErr(t, nil, "get", "kubeconfig", "--kubeconfig", consumerEnv.kubeconfig, "--remote-cluster-id", providerID, "--output-file", file)
 	require.NoError(t, err)
 	info, err := os.Stat(file)
 	require.NoError(t, err)
@@ -279,16 +280,16 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	requireReviewed(t, ctx, data, consumerID)
-	r, err = runCLI(t, nil, "get", "kubeconfig", "--kubeconfig", consumer.kubeconfig, "--remote-cluster-id", providerID)
+	r, err = runCLI(t, nil, "get", "kubeconfig", "--kubeconfig", consumerEnv.kubeconfig, "--remote-cluster-id", providerID)
 	require.NoError(t, err)
 	assert.Equal(t, string(data), r.stdout, "the same kubeconfig on standard output")
-	_, err = cliErr(t, nil, "get", "kubeconfig", "--kubeconfig", consumer.kubeconfig, "--remote-cluster-id", "cl-nobody")
+	_, err = cliErr(t, nil, "get", "kubeconfig", "--kubeconfig", consumerEnv.kubeconfig, "--remote-cluster-id", "cl-nobody")
 	require.ErrorIs(t, err, errNoKubeconfig)
-	_, err = cliErr(t, nil, "get", "kubeconfig", "--kubeconfig", consumer.kubeconfig, "--remote-cluster-id", providerID, "--resourceslice", "no-such-slice")
+	_, err = cliErr(t, nil, "get", "kubeconfig", "--kubeconfig", consumerEnv.kubeconfig, "--remote-cluster-id", providerID, "--resourceslice", "no-such-slice")
 	require.ErrorIs(t, err, errNoKubeconfig)
 
 	// get tenant|identity -o json decode into the API types; the tables name the peers.
-	r, err = cliErr(t, nil, "get", "tenant", consumerID, "--kubeconfig", provider.kubeconfig, "-o", "json")
+	r, err = cliErr(t, nil, "get", "tenant", consumerID, "--kubeconfig", providerEnv.kubeconfig, "-o", "json")
 	require.NoError(t, err)
 	var got authv1beta1.Tenant
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
@@ -296,26 +297,26 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	assert.Equal(t, consumerID, got.Spec.ClusterID)
 	require.NotNil(t, got.Status.AuthParams)
 	assert.Empty(t, got.ManagedFields)
-	r, err = cliErr(t, nil, "get", "identity", providerID, "--kubeconfig", consumer.kubeconfig, "-o", "json")
+	r, err = cliErr(t, nil, "get", "identity", providerID, "--kubeconfig", consumerEnv.kubeconfig, "-o", "json")
 	require.NoError(t, err)
 	var ids authv1beta1.IdentityList
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ids))
 	require.Len(t, ids.Items, 1)
 	assert.Equal(t, identity.ControlPlaneName(providerID), ids.Items[0].Name)
 	assert.Equal(t, authv1beta1.IdentityKind, ids.Items[0].Kind)
-	r, err = cliErr(t, nil, "get", "identity", providerID, "--kubeconfig", consumer.kubeconfig, "-o", "name")
+	r, err = cliErr(t, nil, "get", "identity", providerID, "--kubeconfig", consumerEnv.kubeconfig, "-o", "name")
 	require.NoError(t, err)
 	assert.Equal(t, "identity.authentication.liqo.io/"+identity.ControlPlaneName(providerID)+"\n", r.stdout)
-	r, err = cliErr(t, nil, "get", "tenant", consumerID, "--kubeconfig", provider.kubeconfig, "-o", "jsonpath={.spec.clusterID}")
+	r, err = cliErr(t, nil, "get", "tenant", consumerID, "--kubeconfig", providerEnv.kubeconfig, "-o", "jsonpath={.spec.clusterID}")
 	require.NoError(t, err)
 	assert.Equal(t, consumerID, r.stdout)
-	r, err = cliErr(t, nil, "get", "tenant", "--kubeconfig", provider.kubeconfig)
+	r, err = cliErr(t, nil, "get", "tenant", "--kubeconfig", providerEnv.kubeconfig)
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^NAME\s+NAMESPACE\s+CONDITION\s+CERTIFICATE EXPIRES\s+AGE$`, r.stdout)
 	assert.Regexp(t, `(?m)^`+consumerID+`\s+`+tenantNS+`\s+Active\s+\d{4}-`, r.stdout)
 
 	// get nonce -o prints the nonce Secret, which decodes as one.
-	r, err = cliErr(t, nil, "get", "nonce", "--kubeconfig", provider.kubeconfig, "-n", ns, "--remote-cluster-id", consumerID, "-o", "json")
+	r, err = cliErr(t, nil, "get", "nonce", "--kubeconfig", providerEnv.kubeconfig, "-n", ns, "--remote-cluster-id", consumerID, "-o", "json")
 	require.NoError(t, err)
 	var nonceSecret corev1.Secret
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &nonceSecret))
@@ -323,33 +324,33 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	assert.Len(t, nonceSecret.Data[nonce.SecretKey], 88)
 
 	// status: one table of peers, on each side.
-	r, err = cliErr(t, nil, "status", "--kubeconfig", consumer.kubeconfig)
+	r, err = cliErr(t, nil, "status", "--kubeconfig", consumerEnv.kubeconfig)
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^PEER\s+ROLE\s+CONDITION\s+CERTIFICATE EXPIRES\s+LAST ERROR$`, r.stdout)
 	assert.Regexp(t, `(?m)^`+providerID+`\s+provider\s+Ready\s+\d{4}-\S+\s+-$`, r.stdout)
-	r, err = cliErr(t, nil, "status", "--kubeconfig", provider.kubeconfig)
+	r, err = cliErr(t, nil, "status", "--kubeconfig", providerEnv.kubeconfig)
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^`+consumerID+`\s+consumer\s+Active\s+\d{4}-\S+\s+-$`, r.stdout)
 
 	// An unknown provider for --force: nothing changes, and it says so.
-	_, err = cliErr(t, nil, "unauthenticate", "--force", "--kubeconfig", consumer.kubeconfig, "-n", ns, "--remote-cluster-id", "cl-unknown-provider")
+	_, err = cliErr(t, nil, "unauthenticate", "--force", "--kubeconfig", consumerEnv.kubeconfig, "-n", ns, "--remote-cluster-id", "cl-unknown-provider")
 	require.ErrorIs(t, err, errNotPeered)
 	var held authv1beta1.Identity
-	require.NoError(t, consumer.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: identity.ControlPlaneName(providerID)}, &held))
+	require.NoError(t, consumerEnv.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: identity.ControlPlaneName(providerID)}, &held))
 
 	// A ResourceSlice still uses the peering: unauthenticate refuses and
 	// changes nothing; once the slice is gone, it proceeds.
-	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "-n", ns, "--remote-cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "-n", ns, "--remote-cluster-id", providerID}
 	_, err = cliErr(t, nil, append([]string{"create", "resourceslice", "slice-ctl"}, onConsumer...)...)
 	require.NoError(t, err)
 	r, err = cliErr(t, nil, args("unauthenticate")...)
-	require.ErrorIs(t, err, kubepact.ErrInUse)
+	require.ErrorIs(t, err, consumer.ErrInUse)
 	assert.Contains(t, r.stderr, "delete those ResourceSlices")
-	require.NoError(t, consumer.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: identity.ControlPlaneName(providerID)}, &held))
+	require.NoError(t, consumerEnv.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: identity.ControlPlaneName(providerID)}, &held))
 	_, err = cliErr(t, nil, append([]string{"delete", "resourceslice", "slice-ctl"}, onConsumer...)...)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		err := consumer.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: "slice-ctl"}, &authv1beta1.ResourceSlice{})
+		err := consumerEnv.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: "slice-ctl"}, &authv1beta1.ResourceSlice{})
 		return apierrors.IsNotFound(err)
 	}, time.Minute, 100*time.Millisecond, "the consumer's controller lets the slice go")
 
@@ -357,9 +358,9 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	r, err = cliErr(t, nil, args("unauthenticate")...)
 	require.NoError(t, err, r.stderr)
 	assert.Equal(t, "Consumer "+consumerID+" is no longer authenticated on provider "+providerID+"\n", r.stdout)
-	err = provider.typed.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: consumerID}, &authv1beta1.Tenant{})
+	err = providerEnv.typed.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: consumerID}, &authv1beta1.Tenant{})
 	assert.True(t, apierrors.IsNotFound(err), "the Tenant is gone: %v", err)
-	_, err = consumer.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)).Get(ctx,
+	_, err = consumerEnv.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)).Get(ctx,
 		kubeconfig.SecretName(identity.ControlPlaneName(providerID)), metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the kubeconfig Secret is gone: %v", err)
 
@@ -382,7 +383,7 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	assert.Equal(t, contract.ReasonConsumerRevoked, refused.Reason)
 	assert.Less(t, time.Since(start), 60*time.Second)
 	t.Logf("a revoked consumer refused in %s", time.Since(start).Round(time.Millisecond))
-	r, err = cliErr(t, nil, "status", "--kubeconfig", provider.kubeconfig)
+	r, err = cliErr(t, nil, "status", "--kubeconfig", providerEnv.kubeconfig)
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^`+consumerID+`\s+consumer\s+Pending\s+-\s+ConsumerRevoked: `, r.stdout, "the last error of the peer")
 
@@ -452,21 +453,21 @@ func allowPeeringWithoutKeys(t *testing.T, ctx context.Context, providerID, keyN
 			{APIGroups: []string{authv1beta1.SchemeGroupVersion.Group}, Resources: []string{"*"}, Verbs: all},
 		},
 	}
-	_, err := consumer.client.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
+	_, err := consumerEnv.client.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = consumer.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+	_, err = consumerEnv.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	tenantNS := clusterid.TenantNamespace(providerID)
-	_, err = consumer.client.RbacV1().Roles(tenantNS).Create(ctx, &rbacv1.Role{
+	_, err = consumerEnv.client.RbacV1().Roles(tenantNS).Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: all}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = consumer.client.RbacV1().RoleBindings(tenantNS).Create(ctx, &rbacv1.RoleBinding{
+	_, err = consumerEnv.client.RbacV1().RoleBindings(tenantNS).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
@@ -474,13 +475,13 @@ func allowPeeringWithoutKeys(t *testing.T, ctx context.Context, providerID, keyN
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = consumer.client.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{})
-		_ = consumer.client.RbacV1().ClusterRoles().Delete(ctx, user, metav1.DeleteOptions{})
+		_ = consumerEnv.client.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{})
+		_ = consumerEnv.client.RbacV1().ClusterRoles().Delete(ctx, user, metav1.DeleteOptions{})
 	})
 
 	// The user may not read the key Secret: the proof that authenticate
 	// does not need it.
-	cfg := rest.CopyConfig(consumer.cluster.AdminConfig())
+	cfg := rest.CopyConfig(consumerEnv.cluster.AdminConfig())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	as, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
@@ -500,10 +501,10 @@ func allowPeeringWithoutKeys(t *testing.T, ctx context.Context, providerID, keyN
 // in the keyring of keyNS, and holds nothing of the cluster key.
 func requireClusterKeyHome(t *testing.T, ctx context.Context, keyNS, providerID string) {
 	t.Helper()
-	s, err := consumer.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)).Get(ctx,
+	s, err := consumerEnv.client.CoreV1().Secrets(clusterid.TenantNamespace(providerID)).Get(ctx,
 		kubeconfig.SecretName(identity.ControlPlaneName(providerID)), metav1.GetOptions{})
 	require.NoError(t, err)
-	clusterKey, err := kube.NewKeyStore(consumer.client, keyNS).Get(ctx)
+	clusterKey, err := kube.NewKeyStore(consumerEnv.client, keyNS).Get(ctx)
 	require.NoError(t, err)
 	pemBytes, err := keys.MarshalPrivateKey(clusterKey)
 	require.NoError(t, err)
@@ -518,7 +519,7 @@ func requireClusterKeyHome(t *testing.T, ctx context.Context, keyNS, providerID 
 	tlsKey, err := keys.ParsePrivateKey(rc.KeyData)
 	require.NoError(t, err)
 	assert.False(t, keys.Equal(clusterKey.Public(), tlsKey.Public()), "the kubeconfig's key is the cluster key")
-	own, err := kube.NewKeyring(consumer.client, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
+	own, err := kube.NewKeyring(consumerEnv.client, keyNS).Get(ctx, identity.ControlPlaneName(providerID))
 	require.NoError(t, err)
 	assert.True(t, keys.Equal(own.Key.Public(), tlsKey.Public()), "the kubeconfig's key is the identity's own")
 }

@@ -21,9 +21,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
@@ -441,11 +441,11 @@ func (c *clusters) authenticate(ctx context.Context, e *env, o declarativeOption
 		info("Nonce signed by the consumer")
 		// 4. The Tenant, built here with the consumer's cluster key, as
 		// liqoctl builds it.
-		cons, err := c.consumer.consumer(c.consumerID, nil, &kubepact.ConsumerOptions{KeyAlgorithm: o.alg.alg, Strict: o.strict})
+		cons, err := c.consumer.consumer(c.consumerID, nil, &consumer.Options{KeyAlgorithm: o.alg.alg, Strict: o.strict})
 		if err != nil {
 			return err
 		}
-		if t, err = cons.Tenant(ctx, c.providerID, n, &kubepact.TenantOptions{ProxyURL: o.proxyURL}); err != nil {
+		if t, err = cons.Tenant(ctx, c.providerID, n, &consumer.TenantOptions{ProxyURL: o.proxyURL}); err != nil {
 			return err
 		}
 	} else {
@@ -801,7 +801,7 @@ func (c *clusters) unauthenticate(ctx context.Context, e *env, revoke bool) erro
 		return fmt.Errorf("consumer cluster: %w", err)
 	}
 	if len(held) > 0 {
-		return fmt.Errorf("%w: ResourceSlice %s/%s still exists on the consumer", kubepact.ErrInUse, idNS, held[0].Name)
+		return fmt.Errorf("%w: ResourceSlice %s/%s still exists on the consumer", consumer.ErrInUse, idNS, held[0].Name)
 	}
 	info := func(format string, a ...any) { fmt.Fprintf(e.stderr, " INFO  "+format+"\n", a...) }
 

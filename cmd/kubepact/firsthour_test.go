@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/controllers/contract"
@@ -36,6 +35,7 @@ import (
 	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -54,13 +54,13 @@ func pairIDs(t *testing.T, ctx context.Context) (consumerID, providerID, ns stri
 	t.Helper()
 	ctrl.SetLogger(logr.Discard())
 	ns = unique("liqo-first")
-	consumerID, _, err := kube.EnsureClusterID(ctx, consumer.client, "", &kube.ClusterIDOptions{Namespace: ns})
+	consumerID, _, err := kube.EnsureClusterID(ctx, consumerEnv.client, "", &kube.ClusterIDOptions{Namespace: ns})
 	require.NoError(t, err)
-	providerID, _, err = kube.EnsureClusterID(ctx, provider.client, "", &kube.ClusterIDOptions{Namespace: ns})
+	providerID, _, err = kube.EnsureClusterID(ctx, providerEnv.client, "", &kube.ClusterIDOptions{Namespace: ns})
 	require.NoError(t, err)
-	require.NoError(t, rbac.Install(ctx, kube.NewRBAC(provider.client)))
+	require.NoError(t, rbac.Install(ctx, kube.NewRBAC(providerEnv.client)))
 	args = func(verb string, extra ...string) []string {
-		return append([]string{verb, "--kubeconfig", consumer.kubeconfig, "-n", ns, "--remote-kubeconfig", provider.kubeconfig, "--remote-namespace", ns}, extra...)
+		return append([]string{verb, "--kubeconfig", consumerEnv.kubeconfig, "-n", ns, "--remote-kubeconfig", providerEnv.kubeconfig, "--remote-namespace", ns}, extra...)
 	}
 	return consumerID, providerID, ns, args
 }
@@ -71,8 +71,8 @@ func pairIDs(t *testing.T, ctx context.Context) (consumerID, providerID, ns stri
 func startControllers(t *testing.T, ctx context.Context, consumerID, providerID, ns string, pcfg controllers.ProviderConfig) {
 	t.Helper()
 	pcfg.ClusterID = providerID
-	startController(t, provider.cluster.AdminConfig(), func(mgr manager.Manager) error { return controllers.SetupProvider(mgr, pcfg) })
-	startController(t, consumer.cluster.AdminConfig(), func(mgr manager.Manager) error {
+	startController(t, providerEnv.cluster.AdminConfig(), func(mgr manager.Manager) error { return controllers.SetupProvider(mgr, pcfg) })
+	startController(t, consumerEnv.cluster.AdminConfig(), func(mgr manager.Manager) error {
 		return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID, KeyNamespace: ns})
 	})
 	requireControllers(t, ctx, ns)
@@ -80,7 +80,7 @@ func startControllers(t *testing.T, ctx context.Context, consumerID, providerID,
 
 func requireControllers(t *testing.T, ctx context.Context, ns string) {
 	t.Helper()
-	for _, e := range []*testEnv{provider, consumer} {
+	for _, e := range []*testEnv{providerEnv, consumerEnv} {
 		require.Eventually(t, func() bool {
 			_, err := findController(ctx, e.client, ns, false)
 			return err == nil
@@ -89,8 +89,8 @@ func requireControllers(t *testing.T, ctx context.Context, ns string) {
 }
 
 // testEndpoint is how consumers reach the provider test cluster.
-func testEndpoint() kubepact.Endpoint {
-	return kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()}
+func testEndpoint() provider.Endpoint {
+	return provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()}
 }
 
 // newestEvent returns the newest Event of reason about the object kind
@@ -143,7 +143,7 @@ func TestAuthenticateNoAPIServerURL(t *testing.T) {
 		assert.Equal(t, contract.ReasonAPIServerURLUnknown, blocked.Reason)
 		assert.Equal(t, providerRole, blocked.Role)
 		assert.Equal(t, exitError, r.code)
-		ev := newestEvent(t, ctx, provider, tenantNS, "Tenant", consumerID, contract.ReasonAPIServerURLUnknown)
+		ev := newestEvent(t, ctx, providerEnv, tenantNS, "Tenant", consumerID, contract.ReasonAPIServerURLUnknown)
 		assert.Equal(t, ev.Note, blocked.Note)
 		assert.Contains(t, r.stderr, ev.Note, "the whole note")
 		assert.Contains(t, r.stderr, "--api-server-url", "the fix")
@@ -162,8 +162,8 @@ func TestAuthenticateNoAPIServerURL(t *testing.T) {
 func TestAuthenticatePeerRoleMissing(t *testing.T) {
 	ctx := testContext(t)
 	consumerID, providerID, ns, args := pairIDs(t, ctx)
-	t.Cleanup(func() { require.NoError(t, rbac.Install(context.Background(), kube.NewRBAC(provider.client))) })
-	require.NoError(t, provider.client.RbacV1().ClusterRoles().Delete(ctx, rbac.ControlPlaneClusterRoleName, metav1.DeleteOptions{}))
+	t.Cleanup(func() { require.NoError(t, rbac.Install(context.Background(), kube.NewRBAC(providerEnv.client))) })
+	require.NoError(t, providerEnv.client.RbacV1().ClusterRoles().Delete(ctx, rbac.ControlPlaneClusterRoleName, metav1.DeleteOptions{}))
 	startControllers(t, ctx, consumerID, providerID, ns, controllers.ProviderConfig{Endpoint: testEndpoint()})
 
 	start := time.Now()
@@ -173,7 +173,7 @@ func TestAuthenticatePeerRoleMissing(t *testing.T) {
 	require.ErrorAs(t, err, &blocked, r.stderr)
 	require.ErrorIs(t, err, errBlocked)
 	assert.Equal(t, contract.ReasonPeerRoleMissing, blocked.Reason)
-	ev := newestEvent(t, ctx, provider, clusterid.TenantNamespace(consumerID), "Tenant", consumerID, contract.ReasonPeerRoleMissing)
+	ev := newestEvent(t, ctx, providerEnv, clusterid.TenantNamespace(consumerID), "Tenant", consumerID, contract.ReasonPeerRoleMissing)
 	assert.Contains(t, r.stderr, ev.Note, "the whole note")
 	assert.Contains(t, ev.Note, "kubepact install roles", "the Event names the fix")
 	assert.Contains(t, r.stderr, "kubectl apply -k config/roles")
@@ -181,7 +181,7 @@ func TestAuthenticatePeerRoleMissing(t *testing.T) {
 	requireFastAnswer(t, ev, start, returned)
 	t.Logf("refused in %s\n%s", returned.Sub(start).Round(time.Millisecond), r.stderr)
 
-	require.NoError(t, rbac.Install(ctx, kube.NewRBAC(provider.client)))
+	require.NoError(t, rbac.Install(ctx, kube.NewRBAC(providerEnv.client)))
 	start = time.Now()
 	r, err = cliErr(t, nil, args("authenticate", "--timeout", "2m")...)
 	require.NoError(t, err, r.stderr)
@@ -270,8 +270,8 @@ func TestAuthenticateControllerKilled(t *testing.T) {
 	ctx := testContext(t)
 	_, _, ns, args := pairIDs(t, ctx)
 	const leaseDuration = 5 * time.Second
-	kill := startLeaseHolder(t, provider.cluster.AdminConfig(), leaseDuration)
-	startLeaseHolder(t, consumer.cluster.AdminConfig(), leaseDuration)
+	kill := startLeaseHolder(t, providerEnv.cluster.AdminConfig(), leaseDuration)
+	startLeaseHolder(t, consumerEnv.cluster.AdminConfig(), leaseDuration)
 	requireControllers(t, ctx, ns)
 
 	var stderr syncBuffer
@@ -281,7 +281,7 @@ func TestAuthenticateControllerKilled(t *testing.T) {
 		return strings.Contains(stderr.String(), "Waiting for the provider's controller to issue the nonce")
 	}, time.Minute, 50*time.Millisecond, "the CLI waits for the nonce")
 	kill()
-	l, err := provider.client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, kubepactLease, metav1.GetOptions{})
+	l, err := providerEnv.client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, kubepactLease, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotEmpty(t, ptr.Deref(l.Spec.HolderIdentity, ""), "killed, the controller keeps its Lease")
 	staleAt := l.Spec.RenewTime.Add(leaseDuration)
@@ -310,19 +310,19 @@ func TestAuthenticateControllerKilled(t *testing.T) {
 func TestAuthenticateEarlierRefusal(t *testing.T) {
 	ctx := testContext(t)
 	consumerID, _, ns, args := pairIDs(t, ctx)
-	startLeaseHolder(t, provider.cluster.AdminConfig(), 5*time.Second)
-	startLeaseHolder(t, consumer.cluster.AdminConfig(), 5*time.Second)
+	startLeaseHolder(t, providerEnv.cluster.AdminConfig(), 5*time.Second)
+	startLeaseHolder(t, consumerEnv.cluster.AdminConfig(), 5*time.Second)
 	requireControllers(t, ctx, ns)
 
 	// An earlier run left the nonce request, and a Liqo provider refused it.
-	require.NoError(t, kube.NewNamespaces(provider.client).Ensure(ctx, tenant.Namespace(consumerID)))
+	require.NoError(t, kube.NewNamespaces(providerEnv.client).Ensure(ctx, tenant.Namespace(consumerID)))
 	req := nonce.Secret(consumerID, nonce.Entry{})
 	req.Data, req.Annotations = nil, nil
-	secrets := provider.client.CoreV1().Secrets(req.Namespace)
+	secrets := providerEnv.client.CoreV1().Secrets(req.Namespace)
 	s, err := secrets.Create(ctx, req, metav1.CreateOptions{})
 	require.NoError(t, err)
 	note := "Secret not in tenant namespace: " + strings.Repeat("this note is longer than eighty characters, and is printed whole; ", 2)
-	_, err = provider.client.EventsV1().Events(s.Namespace).Create(ctx, &eventsv1.Event{
+	_, err = providerEnv.client.EventsV1().Events(s.Namespace).Create(ctx, &eventsv1.Event{
 		ObjectMeta:          metav1.ObjectMeta{Name: unique(s.Name)},
 		EventTime:           metav1.NowMicro(),
 		ReportingController: "liqo.io/noncecreator",
@@ -494,16 +494,16 @@ func TestUnauthenticateTwice(t *testing.T) {
 	r, err = cliErr(t, nil, args("authenticate")...)
 	require.NoError(t, err, r.stderr)
 	idNS, idName := clusterid.TenantNamespace(providerID), identity.ControlPlaneName(providerID)
-	require.NoError(t, kube.NewIdentityStore(consumer.typed).Delete(ctx, idNS, idName))
+	require.NoError(t, kube.NewIdentityStore(consumerEnv.typed).Delete(ctx, idNS, idName))
 	require.Eventually(t, func() bool {
-		_, err := consumer.dynamic.Resource(identitiesResource).Namespace(idNS).Get(ctx, idName, metav1.GetOptions{})
+		_, err := consumerEnv.dynamic.Resource(identitiesResource).Namespace(idNS).Get(ctx, idName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}, time.Minute, 50*time.Millisecond, "the consumer's controller lets the Identity go")
 	r, err = cliErr(t, nil, args("unauthenticate")...)
 	require.NoError(t, err, r.stderr)
 	assert.Contains(t, r.stderr, " INFO  Identity "+idNS+"/"+idName+" already gone on the consumer\n")
 	assert.Contains(t, r.stderr, " INFO  Tenant "+clusterid.TenantNamespace(consumerID)+"/"+consumerID+" removed by the provider's controller\n")
-	_, err = provider.dynamic.Resource(tenantsResource).Namespace(clusterid.TenantNamespace(consumerID)).Get(ctx, consumerID, metav1.GetOptions{})
+	_, err = providerEnv.dynamic.Resource(tenantsResource).Namespace(clusterid.TenantNamespace(consumerID)).Get(ctx, consumerID, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the Tenant is gone: %v", err)
 	assert.True(t, slices.Contains(strings.Split(r.stdout, "\n"), "Consumer "+consumerID+" is no longer authenticated on provider "+providerID))
 }

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
@@ -30,6 +29,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -50,19 +50,19 @@ func TestAuthenticateRefusesForeignTenant(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	ctx := testContext(t)
 	ns := unique("liqo-foreign")
-	consumerID, _, err := kube.EnsureClusterID(ctx, consumer.client, "", &kube.ClusterIDOptions{Namespace: ns})
+	consumerID, _, err := kube.EnsureClusterID(ctx, consumerEnv.client, "", &kube.ClusterIDOptions{Namespace: ns})
 	require.NoError(t, err)
-	providerID, _, err := kube.EnsureClusterID(ctx, provider.client, "", &kube.ClusterIDOptions{Namespace: ns})
+	providerID, _, err := kube.EnsureClusterID(ctx, providerEnv.client, "", &kube.ClusterIDOptions{Namespace: ns})
 	require.NoError(t, err)
-	require.NoError(t, rbac.Install(ctx, kube.NewRBAC(provider.client)))
-	startController(t, provider.cluster.AdminConfig(), func(mgr manager.Manager) error {
+	require.NoError(t, rbac.Install(ctx, kube.NewRBAC(providerEnv.client)))
+	startController(t, providerEnv.cluster.AdminConfig(), func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID: providerID,
-			Endpoint:  kubepact.Endpoint{Server: provider.cluster.Host(), CA: provider.cluster.CA()},
+			Endpoint:  provider.Endpoint{Server: providerEnv.cluster.Host(), CA: providerEnv.cluster.CA()},
 		})
 	})
 	tenantNS := clusterid.TenantNamespace(providerID)
-	slow := rest.CopyConfig(consumer.cluster.AdminConfig())
+	slow := rest.CopyConfig(consumerEnv.cluster.AdminConfig())
 	slow.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/namespaces/"+tenantNS+"/secrets/"+nonce.SignedSecretName) {
@@ -74,7 +74,7 @@ func TestAuthenticateRefusesForeignTenant(t *testing.T) {
 	startController(t, slow, func(mgr manager.Manager) error {
 		return controllers.SetupConsumer(mgr, controllers.ConsumerConfig{ClusterID: consumerID, KeyNamespace: ns})
 	})
-	for _, e := range []*testEnv{provider, consumer} {
+	for _, e := range []*testEnv{providerEnv, consumerEnv} {
 		require.Eventually(t, func() bool {
 			_, err := findController(ctx, e.client, ns, false)
 			return err == nil
@@ -82,24 +82,24 @@ func TestAuthenticateRefusesForeignTenant(t *testing.T) {
 	}
 	// Leading, the consumer's controller made the cluster key and published it.
 	require.Eventually(t, func() bool {
-		_, err := kube.NewPublicKeyRecord(consumer.client, ns).Get(ctx)
+		_, err := kube.NewPublicKeyRecord(consumerEnv.client, ns).Get(ctx)
 		return err == nil
 	}, time.Minute, 100*time.Millisecond, "the consumer's controller publishes the cluster's public key")
 
 	// The tenant namespace exists (an earlier peering made it), and the
 	// attacker holds a Role on its Secrets, nothing else.
-	_, err = consumer.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(providerID), metav1.CreateOptions{})
+	_, err = consumerEnv.client.CoreV1().Namespaces().Create(ctx, tenant.Namespace(providerID), metav1.CreateOptions{})
 	require.NoError(t, err)
 	const mallory = "mallory"
-	_, err = consumer.client.RbacV1().Roles(tenantNS).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: mallory},
+	_, err = consumerEnv.client.RbacV1().Roles(tenantNS).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: mallory},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "update", "patch"}}}},
 		metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = consumer.client.RbacV1().RoleBindings(tenantNS).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: mallory},
+	_, err = consumerEnv.client.RbacV1().RoleBindings(tenantNS).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: mallory},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: mallory},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: mallory}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	cfg := rest.CopyConfig(consumer.cluster.AdminConfig())
+	cfg := rest.CopyConfig(consumerEnv.cluster.AdminConfig())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: mallory, Groups: []string{"system:authenticated"}}
 	attacker, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
@@ -115,16 +115,16 @@ func TestAuthenticateRefusesForeignTenant(t *testing.T) {
 	wrote := make(chan error, 1)
 	go func() { wrote <- forgeTenant(ctx, attacker, tenantNS, consumerID, providerID, attackerKey) }()
 
-	r, err := cliErr(t, nil, "authenticate", "--kubeconfig", consumer.kubeconfig, "-n", ns,
-		"--remote-kubeconfig", provider.kubeconfig, "--remote-namespace", ns)
+	r, err := cliErr(t, nil, "authenticate", "--kubeconfig", consumerEnv.kubeconfig, "-n", ns,
+		"--remote-kubeconfig", providerEnv.kubeconfig, "--remote-namespace", ns)
 	require.NoError(t, <-wrote, "the attacker wrote its Tenant")
 	require.ErrorIs(t, err, errUntrustedTenant, r.stderr)
 	assert.Equal(t, exitError, r.code)
 
 	// Nothing reached the provider: no Tenant, no CSR.
-	err = provider.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(consumerID), Name: consumerID}, &authv1beta1.Tenant{})
+	err = providerEnv.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(consumerID), Name: consumerID}, &authv1beta1.Tenant{})
 	require.True(t, apierrors.IsNotFound(err), "no Tenant applied: %v", err)
-	csrs, err := provider.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=" + consumerID})
+	csrs, err := providerEnv.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterid.Label + "=" + consumerID})
 	require.NoError(t, err)
 	assert.Empty(t, csrs.Items)
 }
@@ -172,7 +172,7 @@ func forgeTenant(ctx context.Context, as kubernetes.Interface, ns, consumerID, p
 // Tenant against: it says so, and names the fix.
 func TestPublishedKeyMissing(t *testing.T) {
 	ctx := testContext(t)
-	_, err := publishedKey(ctx, &cluster{role: consumerRole, client: consumer.client, namespace: unique("liqo-old")})
+	_, err := publishedKey(ctx, &cluster{role: consumerRole, client: consumerEnv.client, namespace: unique("liqo-old")})
 	require.ErrorIs(t, err, errNoPublicKey)
 	assert.Contains(t, err.Error(), "upgrade the consumer's kubepact-controller")
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 )
 
 // pairFlags are the flags of a command that reaches both clusters: the local
@@ -32,14 +34,14 @@ func apiServerURLFlag(f *flags) *string {
 
 // pair is a consumer and a provider, both reachable.
 type pair struct {
-	consumer *kubepact.Consumer
-	provider *kubepact.Provider
+	consumer *consumer.Consumer
+	provider *provider.Provider
 }
 
 // connect builds the consumer and the provider, which consumers reach at
 // apiServerURL or else at the server of its kubeconfig. With installCRDs it
 // installs the CRDs on both clusters, otherwise it checks that they are there.
-func (p *pairFlags) connect(ctx context.Context, e *env, apiServerURL string, installCRDs bool, popts *kubepact.ProviderOptions, copts *kubepact.ConsumerOptions) (*pair, error) {
+func (p *pairFlags) connect(ctx context.Context, e *env, apiServerURL string, installCRDs bool, popts *provider.Options, copts *consumer.Options) (*pair, error) {
 	c, err := p.connectClusters(ctx, e)
 	if err != nil {
 		return nil, err
@@ -111,8 +113,8 @@ func authenticateCommand(f *flags) runFunc {
 		}
 		onStep := printSteps(e.stderr)
 		p, err := pf.connect(ctx, e, *apiServerURL, *installCRDs,
-			&kubepact.ProviderOptions{NonceTTL: *nonceTTL, Policy: policy.policy, OnStep: onStep},
-			&kubepact.ConsumerOptions{KeyAlgorithm: alg.alg, Strict: *strict, OnStep: onStep})
+			&provider.Options{NonceTTL: *nonceTTL, Policy: policy.policy, OnStep: onStep},
+			&consumer.Options{KeyAlgorithm: alg.alg, Strict: *strict, OnStep: onStep})
 		if err != nil {
 			return err
 		}
@@ -157,7 +159,7 @@ func unauthenticateCommand(f *flags) runFunc {
 			return c.unpeered(ctx, e, *revoke)
 		}
 		onStep := printSteps(e.stderr)
-		p, err := pf.connect(ctx, e, "", false, &kubepact.ProviderOptions{OnStep: onStep}, &kubepact.ConsumerOptions{OnStep: onStep})
+		p, err := pf.connect(ctx, e, "", false, &provider.Options{OnStep: onStep}, &consumer.Options{OnStep: onStep})
 		if err != nil {
 			return err
 		}
@@ -181,7 +183,7 @@ func unauthenticateCommand(f *flags) runFunc {
 
 // printAuthenticated tells where the kubeconfig is and what it grants,
 // without printing it.
-func printAuthenticated(w io.Writer, done *kubepact.Authenticated) {
+func printAuthenticated(w io.Writer, done *consumer.Authenticated) {
 	cfg := done.Kubeconfig
 	fmt.Fprintf(w, "Kubeconfig Secret %s/%s\n  server:    %s\n  user:      %s\n  namespace: %s\n",
 		done.Secret.Namespace, done.Secret.Name, cfg.Server(), cfg.User(), cfg.Namespace())

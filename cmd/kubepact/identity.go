@@ -10,10 +10,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 )
 
 func generateIdentityCommand(f *flags) runFunc {
@@ -49,7 +50,7 @@ func generateIdentityCommand(f *flags) runFunc {
 		}
 		ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
 		defer cancel()
-		cl, p, err := pf.connect(ctx, *apiServerURL, &kubepact.ProviderOptions{NonceTTL: *ttl, Policy: policy.policy, OnStep: printSteps(e.stderr), NoFinalizer: true})
+		cl, p, err := pf.connect(ctx, *apiServerURL, &provider.Options{NonceTTL: *ttl, Policy: policy.policy, OnStep: printSteps(e.stderr), NoFinalizer: true})
 		if err != nil {
 			return err
 		}
@@ -114,11 +115,11 @@ func applyIdentityCommand(f *flags) runFunc {
 			return err
 		}
 		// Offline: the provider may not be reachable from here.
-		c, err := cl.consumer(consumerID, nil, &kubepact.ConsumerOptions{OnStep: printSteps(e.stderr)})
+		c, err := cl.consumer(consumerID, nil, &consumer.Options{OnStep: printSteps(e.stderr)})
 		if err != nil {
 			return err
 		}
-		done, err := c.Apply(ctx, *providerID, id, &kubepact.ApplyOptions{ReplaceEndpoint: *replace, ClientCAs: clientCAs})
+		done, err := c.Apply(ctx, *providerID, id, &consumer.ApplyOptions{ReplaceEndpoint: *replace, ClientCAs: clientCAs})
 		if err != nil {
 			return err
 		}

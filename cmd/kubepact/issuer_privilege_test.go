@@ -36,9 +36,9 @@ var issuer = serviceAccountUser("kubepact-system", "kubepact-serviceaccount-issu
 func TestServiceAccountIssuer(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	applyConfig(t, ctx, provider, "serviceaccount-identity")
-	sa := impersonating(t, provider, issuer)
-	admin := provider.client
+	applyConfig(t, ctx, providerEnv, "serviceaccount-identity")
+	sa := impersonating(t, providerEnv, issuer)
+	admin := providerEnv.client
 
 	awaitPolicy(t, func() error {
 		_, err := sa.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{})
@@ -52,8 +52,8 @@ func TestServiceAccountIssuer(t *testing.T) {
 		consumerID, providerID := unique("cl-consumer-issuer"), unique("cl-provider-issuer")
 		dir := t.TempDir()
 		out := filepath.Join(dir, "secret.yaml")
-		asIssuer := []string{"--kubeconfig", impersonatingKubeconfig(t, provider, issuer), "--cluster-id", providerID}
-		onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID}
+		asIssuer := []string{"--kubeconfig", impersonatingKubeconfig(t, providerEnv, issuer), "--cluster-id", providerID}
+		onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID}
 
 		cli(t, "", append([]string{"create", "serviceaccount-identity", "--remote-cluster-id", consumerID, "--expiration", "15m",
 			"--install-token-policy=false", "--out", out}, asIssuer...)...).ok(t)

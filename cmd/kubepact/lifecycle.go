@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 )
 
 // tenantLifecycleCommand returns the setup of a provider command that acts
 // on a consumer's Tenant with act, then prints done.
-func tenantLifecycleCommand(act func(*kubepact.Provider) func(context.Context, string) error, done string) func(f *flags) runFunc {
+func tenantLifecycleCommand(act func(*provider.Provider) func(context.Context, string) error, done string) func(f *flags) runFunc {
 	return func(f *flags) runFunc {
 		pf := addProviderFlags(f, "whose Tenant it is (required)")
-		lifetime := f.Duration("certificate-lifetime", kubepact.DefaultCertificateLifetime,
+		lifetime := f.Duration("certificate-lifetime", provider.DefaultCertificateLifetime,
 			"the longest lifetime the provider requests for certificates: revocation records last at least that long")
 		return func(ctx context.Context, e *env, args []string) error {
 			if err := noArgs(args); err != nil {
@@ -26,7 +26,7 @@ func tenantLifecycleCommand(act func(*kubepact.Provider) func(context.Context, s
 			}
 			ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
 			defer cancel()
-			_, p, err := pf.connect(ctx, "", &kubepact.ProviderOptions{CertificateLifetime: *lifetime, OnStep: printSteps(e.stderr)})
+			_, p, err := pf.connect(ctx, "", &provider.Options{CertificateLifetime: *lifetime, OnStep: printSteps(e.stderr)})
 			if err != nil {
 				return err
 			}
@@ -46,12 +46,12 @@ func tenantLifecycleCommand(act func(*kubepact.Provider) func(context.Context, s
 }
 
 var (
-	cordonTenantCommand = tenantLifecycleCommand(func(p *kubepact.Provider) func(context.Context, string) error { return p.Cordon },
+	cordonTenantCommand = tenantLifecycleCommand(func(p *provider.Provider) func(context.Context, string) error { return p.Cordon },
 		"Tenant of %s cordoned: no new ResourceSlice is accepted, accepted ones stay")
-	uncordonTenantCommand = tenantLifecycleCommand(func(p *kubepact.Provider) func(context.Context, string) error { return p.Uncordon },
+	uncordonTenantCommand = tenantLifecycleCommand(func(p *provider.Provider) func(context.Context, string) error { return p.Uncordon },
 		"Tenant of %s uncordoned: active again")
-	drainTenantCommand = tenantLifecycleCommand(func(p *kubepact.Provider) func(context.Context, string) error { return p.Drain },
+	drainTenantCommand = tenantLifecycleCommand(func(p *provider.Provider) func(context.Context, string) error { return p.Drain },
 		"Tenant of %s drained: its bindings, ResourceSlices and NamespaceMaps are deleted")
-	readmitTenantCommand = tenantLifecycleCommand(func(p *kubepact.Provider) func(context.Context, string) error { return p.Readmit },
+	readmitTenantCommand = tenantLifecycleCommand(func(p *provider.Provider) func(context.Context, string) error { return p.Readmit },
 		"%s readmitted: a new Tenant may be bound, and certificates issued to it before regain what the new binding grants")
 )

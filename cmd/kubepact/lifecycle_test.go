@@ -18,13 +18,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -41,27 +41,27 @@ func sliceConfig(t *testing.T, ctx context.Context, consumerID, sliceName, names
 	require.NoError(t, err)
 	checked, err := csr.Check(req, csr.ResourceSlicePolicy(consumerID, sliceName, key.Public()))
 	require.NoError(t, err)
-	cert, err := kube.NewCSRSigner(provider.client, kube.NewApprover(provider.client)).Sign(ctx, csr.Request{CSR: checked, Lifetime: time.Hour})
+	cert, err := kube.NewCSRSigner(providerEnv.client, kube.NewApprover(providerEnv.client)).Sign(ctx, csr.Request{CSR: checked, Lifetime: time.Hour})
 	require.NoError(t, err)
 	keyPEM, err := keys.MarshalPrivateKey(key)
 	require.NoError(t, err)
 
-	binder := kube.NewRBAC(provider.client)
+	binder := kube.NewRBAC(providerEnv.client)
 	for _, b := range rbac.ResourceSliceRoleBindings(consumerID, "edit", []string{namespace}) {
 		require.NoError(t, binder.ApplyRoleBinding(ctx, b))
 	}
 	// The Tenant's acceptance made the cluster-wide binding; its roleRef
 	// is immutable, so it is made again to one that grants something here.
-	require.NoError(t, provider.client.RbacV1().ClusterRoleBindings().Delete(ctx, "liqo-binding-liqo-virtual-kubelet-remote-clusterwide-"+consumerID, metav1.DeleteOptions{}))
-	_, err = provider.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+	require.NoError(t, providerEnv.client.RbacV1().ClusterRoleBindings().Delete(ctx, "liqo-binding-liqo-virtual-kubelet-remote-clusterwide-"+consumerID, metav1.DeleteOptions{}))
+	_, err = providerEnv.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "liqo-binding-liqo-virtual-kubelet-remote-clusterwide-" + consumerID,
 			Labels: map[string]string{clusterid.Label: consumerID, rbac.ManagedByLabel: rbac.ManagedByValue}},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: consumerID}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	return &rest.Config{Host: provider.cluster.Host(), TLSClientConfig: rest.TLSClientConfig{
-		CAData: provider.cluster.CA(), CertData: cert, KeyData: keyPEM}}
+	return &rest.Config{Host: providerEnv.cluster.Host(), TLSClientConfig: rest.TLSClientConfig{
+		CAData: providerEnv.cluster.CA(), CertData: cert, KeyData: keyPEM}}
 }
 
 // requirePowerless checks that cfg is allowed nothing beyond what every
@@ -97,7 +97,7 @@ func requirePowerless(t *testing.T, ctx context.Context, cfg *rest.Config, names
 
 func sliceAnnotations(t *testing.T, ctx context.Context, namespace string) map[string]map[string]string {
 	t.Helper()
-	l, err := provider.dynamic.Resource(resourceSlices).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	l, err := providerEnv.dynamic.Resource(resourceSlices).Namespace(namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	out := map[string]map[string]string{}
 	for _, s := range l.Items {
@@ -117,10 +117,10 @@ func TestCordonDrainReadmit(t *testing.T) {
 	consumerID, providerID, namespace := unique("cl-consumer-drain"), unique("cl-provider-drain"), unique("liqo-drain")
 	tenantNS := clusterid.TenantNamespace(consumerID)
 	offloaded := unique("offloaded")
-	_, err := provider.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: offloaded}}, metav1.CreateOptions{})
+	_, err := providerEnv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: offloaded}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	lifecycleArgs := func(verb string) []string {
-		return []string{verb, "tenant", "--kubeconfig", provider.kubeconfig, "--cluster-id", providerID, "--remote-cluster-id", consumerID}
+		return []string{verb, "tenant", "--kubeconfig", providerEnv.kubeconfig, "--cluster-id", providerID, "--remote-cluster-id", consumerID}
 	}
 
 	cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
@@ -142,7 +142,7 @@ func TestCordonDrainReadmit(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// A binding labelled for the consumer, but not its own, survives the drain.
-	_, err = provider.client.RbacV1().RoleBindings(offloaded).Create(ctx, &rbacv1.RoleBinding{
+	_, err = providerEnv.client.RbacV1().RoleBindings(offloaded).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "alice", Labels: map[string]string{clusterid.Label: consumerID, rbac.ManagedByLabel: rbac.ManagedByValue}},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
@@ -171,10 +171,10 @@ func TestCordonDrainReadmit(t *testing.T) {
 	assert.Contains(t, r.stdout, "recorded as revoked until")
 	requirePowerless(t, ctx, controlPlane, tenantNS, offloaded)
 	requirePowerless(t, ctx, slice, tenantNS, offloaded)
-	l, err := provider.dynamic.Resource(resourceSlices).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
+	l, err := providerEnv.dynamic.Resource(resourceSlices).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, l.Items)
-	_, err = provider.client.RbacV1().RoleBindings(offloaded).Get(ctx, "alice", metav1.GetOptions{})
+	_, err = providerEnv.client.RbacV1().RoleBindings(offloaded).Get(ctx, "alice", metav1.GetOptions{})
 	require.NoError(t, err, "a binding that is not the consumer's survives")
 	r = cli(t, "", lifecycleArgs("cordon")...)
 	require.Equal(t, exitError, r.code)
@@ -191,15 +191,15 @@ func TestCordonDrainReadmit(t *testing.T) {
 	require.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, lifecycle.ErrRevoked.Error())
 	requirePowerless(t, ctx, controlPlane, tenantNS)
-	cm, err := provider.client.CoreV1().ConfigMaps(tenantNS).Get(ctx, kube.RevocationName, metav1.GetOptions{})
+	cm, err := providerEnv.client.CoreV1().ConfigMaps(tenantNS).Get(ctx, kube.RevocationName, metav1.GetOptions{})
 	require.NoError(t, err)
 	until, err := time.Parse(time.RFC3339, cm.Data[kube.RevocationUntilKey])
 	require.NoError(t, err)
-	require.True(t, until.After(time.Now().Add(kubepact.DefaultCertificateLifetime-time.Hour)), "revoked until %s", until)
+	require.True(t, until.After(time.Now().Add(provider.DefaultCertificateLifetime-time.Hour)), "revoked until %s", until)
 
 	cli(t, "", lifecycleArgs("readmit")...).ok(t)
 	cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
-	st, err := kube.NewTenantStore(provider.typed).Get(ctx, tenantNS, consumerID)
+	st, err := kube.NewTenantStore(providerEnv.typed).Get(ctx, tenantNS, consumerID)
 	require.NoError(t, err)
 	require.Equal(t, authv1beta1.TenantConditionActive, st.Spec.TenantCondition)
 }

@@ -199,7 +199,7 @@
 // how to resume or clean up. unauthenticate deletes the
 // consumer's Identity and the provider's Tenant and waits for the
 // controllers to clean up; like the in-process flow, it refuses while the
-// consumer holds ResourceSlices of the provider (kubepact.ErrInUse). With --local, both commands instead do every
+// consumer holds ResourceSlices of the provider (consumer.ErrInUse). With --local, both commands instead do every
 // step in this process with both clusters' admin kubeconfigs, for clusters
 // where no controller runs. unauthenticate of two clusters with no peering
 // changes nothing and fails saying so. One whose Identity and Tenant are

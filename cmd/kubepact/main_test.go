@@ -28,7 +28,7 @@ type testEnv struct {
 	typed      client.Client
 }
 
-var provider, consumer *testEnv
+var providerEnv, consumerEnv *testEnv
 
 // TestMain starts two independent control planes, the provider and the
 // consumer, with the CRDs installed, shared by the tests that need clusters.
@@ -46,7 +46,7 @@ func testMain(m *testing.M) int {
 	newEnv := func(ctx context.Context, c *testcluster.Cluster) (*testEnv, error) {
 		return newTestEnv(ctx, c, filepath.Join(dir, c.Name()+".kubeconfig"))
 	}
-	return testcluster.Main(m, 30*time.Minute, testcluster.Options{}, newEnv, &provider, &consumer)
+	return testcluster.Main(m, 30*time.Minute, testcluster.Options{}, newEnv, &providerEnv, &consumerEnv)
 }
 
 func newTestEnv(ctx context.Context, c *testcluster.Cluster, kubeconfigPath string) (*testEnv, error) {

@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 )
 
 // providerFlags are the flags of a command run on the provider about one
@@ -47,7 +47,7 @@ func (p *providerFlags) checkConsumerID(e *env, optional bool) error {
 
 // connect connects the provider cluster and returns its Provider, reachable
 // by consumers at its kubeconfig's server or at apiServerURL.
-func (p *providerFlags) connect(ctx context.Context, apiServerURL string, opts *kubepact.ProviderOptions) (*cluster, *kubepact.Provider, error) {
+func (p *providerFlags) connect(ctx context.Context, apiServerURL string, opts *provider.Options) (*cluster, *provider.Provider, error) {
 	cl, err := p.cluster.connect(providerRole)
 	if err != nil {
 		return nil, nil, err
@@ -76,7 +76,7 @@ func createNonceCommand(f *flags) runFunc {
 		}
 		ctx, cancel := context.WithTimeout(ctx, *pf.timeout)
 		defer cancel()
-		_, p, err := pf.connect(ctx, "", &kubepact.ProviderOptions{NonceTTL: *ttl, OnStep: printSteps(e.stderr)})
+		_, p, err := pf.connect(ctx, "", &provider.Options{NonceTTL: *ttl, OnStep: printSteps(e.stderr)})
 		if err != nil {
 			return err
 		}

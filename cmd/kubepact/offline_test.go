@@ -17,8 +17,8 @@ import (
 	fakeclient "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
@@ -370,7 +370,7 @@ func TestAdvice(t *testing.T) {
 		err  error
 		want string
 	}{
-		{failed(step.ForgetIdentity, fmt.Errorf("%w: ResourceSlice identity x", kubepact.ErrInUse)), "delete those ResourceSlices"},
+		{failed(step.ForgetIdentity, fmt.Errorf("%w: ResourceSlice identity x", consumer.ErrInUse)), "delete those ResourceSlices"},
 		{failed(step.TenantApplied, &tenant.FieldError{Field: "spec.signature", Err: nonce.ErrNotFound}),
 			"ask the provider for a new nonce: kubepact create nonce --remote-cluster-id cl-consumer"},
 		{failed(step.TenantApplied, nonce.ErrExpired), "kubepact create nonce --remote-cluster-id cl-consumer"},
@@ -378,7 +378,7 @@ func TestAdvice(t *testing.T) {
 		{failed(step.IdentityApplied, identity.ErrExpired), "ask the provider for a new Identity"},
 		{failed(step.TenantApplied, fmt.Errorf("%w: %w", tenant.ErrTranscriptMismatch, keys.ErrBadSignature)), "transcript was signed for another provider"},
 		{failed(step.NonceSigned, keys.ErrNotFound), "this cluster has no cluster key yet"},
-		{failed(step.IdentityApplied, fmt.Errorf("%w: API server", kubepact.ErrEndpointChanged)), "run again with --replace-endpoint"},
+		{failed(step.IdentityApplied, fmt.Errorf("%w: API server", consumer.ErrEndpointChanged)), "run again with --replace-endpoint"},
 		{failed(step.IdentityApplied, identity.ErrWrongProvider), "issued by another provider than --remote-cluster-id names"},
 		{failed(step.IdentityApplied, identity.ValidateServer("http://p.example")), "not an https URL"},
 		{errors.New("something else"), ""},

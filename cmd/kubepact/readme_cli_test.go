@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
 	"github.com/kubepact/kubepact/identity"
@@ -25,6 +24,7 @@ import (
 	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -134,7 +134,7 @@ func TestREADMECLIBlock(t *testing.T) {
 	startController(t, p.AdminConfig(), func(mgr manager.Manager) error {
 		return controllers.SetupProvider(mgr, controllers.ProviderConfig{
 			ClusterID: providerID,
-			Endpoint:  kubepact.Endpoint{Server: p.Host(), CA: p.CA()},
+			Endpoint:  provider.Endpoint{Server: p.Host(), CA: p.CA()},
 		})
 	})
 	startController(t, c.AdminConfig(), func(mgr manager.Manager) error {

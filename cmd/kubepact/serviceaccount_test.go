@@ -27,8 +27,8 @@ func TestServiceAccountIdentityCLI(t *testing.T) {
 	consumerID, providerID := unique("sacli-consumer"), unique("sacli-provider")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "secret.yaml")
-	onProvider := []string{"--kubeconfig", provider.kubeconfig, "--cluster-id", providerID}
-	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID}
+	onProvider := []string{"--kubeconfig", providerEnv.kubeconfig, "--cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID}
 
 	cli(t, "", append([]string{"create", "serviceaccount-identity", "--remote-cluster-id", consumerID, "--expiration", "15m", "--out", out}, onProvider...)...).ok(t)
 	info, err := os.Stat(out)
@@ -49,7 +49,7 @@ func TestServiceAccountIdentityCLI(t *testing.T) {
 	}
 	ns := clusterid.TenantNamespace(providerID)
 	stored := func() []byte {
-		s, err := consumer.client.CoreV1().Secrets(ns).Get(ctx, saidentity.SecretName(providerID), metav1.GetOptions{})
+		s, err := consumerEnv.client.CoreV1().Secrets(ns).Get(ctx, saidentity.SecretName(providerID), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestServiceAccountIdentityCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Server() != provider.cluster.Host() || cfg.Namespace() != clusterid.TenantNamespace(consumerID) {
+	if cfg.Server() != providerEnv.cluster.Host() || cfg.Namespace() != clusterid.TenantNamespace(consumerID) {
 		t.Fatalf("stored %v", cfg)
 	}
 
@@ -71,7 +71,7 @@ func TestServiceAccountIdentityCLI(t *testing.T) {
 	}
 
 	r = cli(t, "", append([]string{"revoke", "serviceaccount-identity", "--remote-cluster-id", consumerID}, onProvider...)...).ok(t)
-	if _, err := provider.client.CoreV1().ServiceAccounts(clusterid.TenantNamespace(consumerID)).Get(ctx, saidentity.Name(consumerID), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := providerEnv.client.CoreV1().ServiceAccounts(clusterid.TenantNamespace(consumerID)).Get(ctx, saidentity.Name(consumerID), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("ServiceAccount after revoke: %v", err)
 	}
 	r = cli(t, "", append([]string{"refresh", "serviceaccount-identity", "--remote-cluster-id", providerID}, onConsumer...)...)
@@ -109,7 +109,7 @@ func TestServiceAccountIdentityCLIRejects(t *testing.T) {
 		{[]string{"refresh", "serviceaccount-identity"}, exitUsage},
 		{[]string{"refresh", "serviceaccount-identity", "--remote-cluster-id", "UPPER"}, exitUsage},
 		{[]string{"apply", "serviceaccount-identity"}, exitUsage},
-		{[]string{"apply", "serviceaccount-identity", junk, "--kubeconfig", consumer.kubeconfig}, exitError},
+		{[]string{"apply", "serviceaccount-identity", junk, "--kubeconfig", consumerEnv.kubeconfig}, exitError},
 	} {
 		if r := cli(t, "", tc.args...); r.code != tc.code {
 			t.Errorf("kubepact %s: exit %d, want %d\n%s", strings.Join(tc.args, " "), r.code, tc.code, r.stderr)
@@ -123,7 +123,7 @@ func TestCreateServiceAccountIdentityAsKubeconfig(t *testing.T) {
 	t.Parallel()
 	consumerID := unique("sacli-kc")
 	r := cli(t, "", "create", "serviceaccount-identity", "--remote-cluster-id", consumerID, "--as", "kubeconfig",
-		"--kubeconfig", provider.kubeconfig, "--cluster-id", unique("sacli-p")).ok(t)
+		"--kubeconfig", providerEnv.kubeconfig, "--cluster-id", unique("sacli-p")).ok(t)
 	cfg, err := kubeconfig.Parse([]byte(r.stdout))
 	if err != nil {
 		t.Fatal(err)

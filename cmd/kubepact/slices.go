@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
@@ -111,11 +111,11 @@ func createResourceSliceCommand(f *flags) runFunc {
 		if err := cl.ensureCRDs(ctx, false, authv1beta1.ResourceSliceResource); err != nil {
 			return err
 		}
-		c, err := cl.consumer(id, nil, &kubepact.ConsumerOptions{Strict: *strict, OnStep: printSteps(e.stderr)})
+		c, err := cl.consumer(id, nil, &consumer.Options{Strict: *strict, OnStep: printSteps(e.stderr)})
 		if err != nil {
 			return err
 		}
-		s, err := c.Slice(ctx, *sf.providerID, name, &kubepact.SliceOptions{Class: authv1beta1.ResourceSliceClass(*class), Resources: res.list})
+		s, err := c.Slice(ctx, *sf.providerID, name, &consumer.SliceOptions{Class: authv1beta1.ResourceSliceClass(*class), Resources: res.list})
 		if err != nil {
 			return err
 		}
@@ -267,7 +267,7 @@ func forceUnauthenticate(ctx context.Context, e *env, pf *pairFlags) error {
 	} else if !holds {
 		return fmt.Errorf("%w: consumer %s holds no Identity, ResourceSlice or signed nonce of provider %s: nothing was changed", errNotPeered, id, pf.provider.clusterID)
 	}
-	c, err := cl.consumer(id, nil, &kubepact.ConsumerOptions{OnStep: printSteps(e.stderr)})
+	c, err := cl.consumer(id, nil, &consumer.Options{OnStep: printSteps(e.stderr)})
 	if err != nil {
 		return err
 	}

@@ -25,13 +25,13 @@ func TestResourceSliceCommands(t *testing.T) {
 	ctx := testContext(t)
 	consumerID, providerID, namespace := unique("cl-consumer-slices"), unique("cl-provider-slices"), unique("liqo-slices")
 	cli(t, "", authenticateArgs("authenticate", consumerID, providerID, namespace)...).ok(t)
-	onConsumer := []string{"--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", namespace, "--remote-cluster-id", providerID}
+	onConsumer := []string{"--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", namespace, "--remote-cluster-id", providerID}
 	ns := "liqo-tenant-" + providerID
 
 	r := cli(t, "", append([]string{"create", "resourceslice", "slice-a", "--resource", "cpu=2,memory=4Gi"}, onConsumer...)...).ok(t)
 	assert.Contains(t, r.stdout, "ResourceSlice "+ns+"/slice-a created")
 	var sa authv1beta1.ResourceSlice
-	require.NoError(t, consumer.typed.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slice-a"}, &sa))
+	require.NoError(t, consumerEnv.typed.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slice-a"}, &sa))
 	assert.Equal(t, resourceslice.ConsumerLabels(providerID), sa.Labels)
 	assert.Equal(t, "2", sa.Spec.Resources.Cpu().String())
 
@@ -39,7 +39,7 @@ func TestResourceSliceCommands(t *testing.T) {
 	assert.Equal(t, exitError, r.code, "already exists")
 	r = cli(t, "", append([]string{"create", "resourceslice", "slice-b", "--resource", "cpu"}, onConsumer...)...)
 	assert.Equal(t, exitUsage, r.code)
-	r = cli(t, "", "create", "resourceslice", "slice-b", "--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID)
+	r = cli(t, "", "create", "resourceslice", "slice-b", "--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID)
 	assert.Equal(t, exitUsage, r.code, "no provider")
 
 	r = cli(t, "", append([]string{"get", "resourceslice"}, onConsumer...)...).ok(t)
@@ -59,7 +59,7 @@ func TestResourceSliceCommands(t *testing.T) {
 	cli(t, "", append([]string{"create", "resourceslice", "slice-c"}, onConsumer...)...).ok(t)
 	r = cli(t, "", append([]string{"delete", "resourceslice", "slice-c"}, onConsumer...)...).ok(t)
 	assert.Contains(t, r.stdout, "ResourceSlice "+ns+"/slice-c deleted")
-	err := consumer.typed.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slice-c"}, &authv1beta1.ResourceSlice{})
+	err := consumerEnv.typed.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slice-c"}, &authv1beta1.ResourceSlice{})
 	assert.True(t, apierrors.IsNotFound(err), "deleted: %v", err)
 
 	// unauthenticate refuses while a slice exists, and changes nothing.
@@ -67,25 +67,25 @@ func TestResourceSliceCommands(t *testing.T) {
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "still in use")
 	secretName := kubeconfig.SecretName(identity.ControlPlaneName(providerID))
-	_, err = consumer.client.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	_, err = consumerEnv.client.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
 	require.NoError(t, err)
 
 	// --force needs the provider's ID, and contacts only the consumer.
-	r = cli(t, "", "unauthenticate", "--force", "--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", namespace)
+	r = cli(t, "", "unauthenticate", "--force", "--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", namespace)
 	assert.Equal(t, exitUsage, r.code)
-	r = cli(t, "", "unauthenticate", "--force", "--kubeconfig", consumer.kubeconfig, "--cluster-id", consumerID, "-n", namespace,
+	r = cli(t, "", "unauthenticate", "--force", "--kubeconfig", consumerEnv.kubeconfig, "--cluster-id", consumerID, "-n", namespace,
 		"--remote-cluster-id", providerID).ok(t)
 	assert.Contains(t, r.stderr, "NOT contacted")
 	assert.Contains(t, r.stdout, "slices:     slice-a")
-	err = consumer.typed.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slice-a"}, &authv1beta1.ResourceSlice{})
+	err = consumerEnv.typed.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slice-a"}, &authv1beta1.ResourceSlice{})
 	assert.True(t, apierrors.IsNotFound(err), "the slice is gone: %v", err)
-	_, err = consumer.client.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	_, err = consumerEnv.client.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the kubeconfig Secret is gone: %v", err)
-	ids, err := kube.NewIdentityStore(consumer.typed).List(ctx, ns)
+	ids, err := kube.NewIdentityStore(consumerEnv.typed).List(ctx, ns)
 	require.NoError(t, err)
 	assert.Empty(t, ids)
 	// The provider still holds the Tenant: it was not contacted.
-	_, err = kube.NewTenantStore(provider.typed).Get(ctx, "liqo-tenant-"+consumerID, consumerID)
+	_, err = kube.NewTenantStore(providerEnv.typed).Get(ctx, "liqo-tenant-"+consumerID, consumerID)
 	require.NoError(t, err)
 
 	// delete resourceslice of a slice that does not exist.

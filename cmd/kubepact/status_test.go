@@ -106,10 +106,10 @@ func TestStatusOutput(t *testing.T) {
 	ctx := testContext(t)
 	peer := unique("cl-status")
 	ns := unique("kubepact-status")
-	_, err := provider.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	_, err := providerEnv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = provider.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		_ = providerEnv.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
 
 	// An Active Tenant: accepted, with a certificate.
@@ -117,15 +117,15 @@ func TestStatusOutput(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: peer},
 		Spec:       authv1beta1.TenantSpec{ClusterID: peer},
 	}
-	require.NoError(t, provider.typed.Create(ctx, tenant))
+	require.NoError(t, providerEnv.typed.Create(ctx, tenant))
 	notAfter := time.Now().Add(24 * time.Hour).UTC().Truncate(time.Second)
 	tenant.Status.AuthParams = &authv1beta1.AuthParams{SignedCRT: selfSigned(t, notAfter), APIServer: "https://provider.example"}
-	require.NoError(t, provider.typed.Status().Update(ctx, tenant))
+	require.NoError(t, providerEnv.typed.Status().Update(ctx, tenant))
 
 	now := time.Now()
 	record := func(typ, reason, note string, when time.Time) {
 		t.Helper()
-		_, err := provider.client.EventsV1().Events(ns).Create(ctx, &eventsv1.Event{
+		_, err := providerEnv.client.EventsV1().Events(ns).Create(ctx, &eventsv1.Event{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: peer + "-"},
 			EventTime:  metav1.NewMicroTime(when), ReportingController: "kubepact.io/status-test", ReportingInstance: "status-test",
 			Action: "Accept", Type: typ, Reason: reason, Note: note,
@@ -138,7 +138,7 @@ func TestStatusOutput(t *testing.T) {
 	}
 	status := func(args ...string) string {
 		t.Helper()
-		r, err := cliErr(t, nil, append([]string{"status", "--kubeconfig", provider.kubeconfig}, args...)...)
+		r, err := cliErr(t, nil, append([]string{"status", "--kubeconfig", providerEnv.kubeconfig}, args...)...)
 		require.NoError(t, err, r.stderr)
 		return r.stdout
 	}
@@ -193,7 +193,7 @@ func TestStatusOutput(t *testing.T) {
 	assert.Equal(t, "Active", status("-o", `jsonpath={.peers[?(@.clusterID=="`+peer+`")].condition}`))
 
 	// -o name names nothing: a usage error.
-	r, err := cliErr(t, nil, "status", "--kubeconfig", provider.kubeconfig, "-o", "name")
+	r, err := cliErr(t, nil, "status", "--kubeconfig", providerEnv.kubeconfig, "-o", "name")
 	var usage *usageError
 	require.ErrorAs(t, err, &usage)
 	assert.Equal(t, exitUsage, r.code)

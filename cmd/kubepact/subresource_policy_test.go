@@ -51,21 +51,21 @@ func grantClusterRole(ctx context.Context, t *testing.T, env *testEnv, r *rbacv1
 // PeeringRequest, writes none through peeringrequests/status either.
 func TestFlowPoliciesCoverSubresources(t *testing.T) {
 	ctx := testContext(t)
-	attack.RequireSubresources(t, provider.client.Discovery())
-	applyConfig(t, ctx, provider, "token-server")
-	applyConfig(t, ctx, provider, "serviceaccount-identity")
-	admin := provider.client
+	attack.RequireSubresources(t, providerEnv.client.Discovery())
+	applyConfig(t, ctx, providerEnv, "token-server")
+	applyConfig(t, ctx, providerEnv, "serviceaccount-identity")
+	admin := providerEnv.client
 	// Both policies are in force once each refuses a write RBAC allows.
 	awaitPolicy(t, func() error {
 		probe := secret(metav1.NamespaceDefault, "liqo-remote-certificate")
-		_, err := impersonating(t, provider, tokenServer).CoreV1().Secrets(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{})
+		_, err := impersonating(t, providerEnv, tokenServer).CoreV1().Secrets(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{})
 		if err == nil {
 			_ = admin.CoreV1().Secrets(probe.Namespace).Delete(ctx, probe.Name, metav1.DeleteOptions{})
 		}
 		return err
 	})
 	awaitPolicy(t, func() error {
-		_, err := impersonating(t, provider, issuer).CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(ctx,
+		_, err := impersonating(t, providerEnv, issuer).CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(ctx,
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{})
 		if err == nil {
 			_ = admin.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Delete(ctx, "probe", metav1.DeleteOptions{})
@@ -80,9 +80,9 @@ func TestFlowPoliciesCoverSubresources(t *testing.T) {
 		for _, sub := range slices.Sorted(maps.Keys(attack.NamespaceSubresourceWrites)) {
 			write := attack.NamespaceSubresourceWrites[sub]
 			t.Run(who.name+"/"+sub, func(t *testing.T) {
-				grantClusterRole(ctx, t, provider, attack.SubresourceRole(who.name+"-"+sub, sub, false),
+				grantClusterRole(ctx, t, providerEnv, attack.SubresourceRole(who.name+"-"+sub, sub, false),
 					rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: who.name, Namespace: "kubepact-system"})
-				sa := impersonating(t, provider, who.user)
+				sa := impersonating(t, providerEnv, who.user)
 				name := clusterid.TenantNamespace(unique("cl-sub"))
 				t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 				_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
@@ -126,9 +126,9 @@ func TestFlowPoliciesCoverSubresources(t *testing.T) {
 			"apiVersion": saidentity.PeeringRequestGroup + "/v1alpha1", "kind": "PeeringRequest",
 			"metadata": map[string]any{"name": id}, "spec": map[string]any{"clusterID": id},
 		}}
-		_, err := provider.dynamic.Resource(prs).Create(ctx, pr, metav1.CreateOptions{})
+		_, err := providerEnv.dynamic.Resource(prs).Create(ctx, pr, metav1.CreateOptions{})
 		require.NoError(t, err)
-		grantClusterRole(ctx, t, provider, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubepact-serviceaccount-issuer-pr-status"},
+		grantClusterRole(ctx, t, providerEnv, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubepact-serviceaccount-issuer-pr-status"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{saidentity.PeeringRequestGroup}, Resources: []string{"peeringrequests/status"}, Verbs: []string{"update"}}}},
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "kubepact-serviceaccount-issuer", Namespace: "kubepact-system"})
 		// RBAC lets the issuer in, as the API server's authorizer says:
@@ -142,16 +142,16 @@ func TestFlowPoliciesCoverSubresources(t *testing.T) {
 			require.NoError(t, err)
 			return r.Status.Allowed
 		}, time.Minute, 200*time.Millisecond, "RBAC grants the issuer peeringrequests/status")
-		cfg := rest.CopyConfig(provider.cluster.AdminConfig())
+		cfg := rest.CopyConfig(providerEnv.cluster.AdminConfig())
 		cfg.Impersonate = issuer
 		d, err := dynamic.NewForConfig(cfg)
 		require.NoError(t, err)
-		cur, err := provider.dynamic.Resource(prs).Get(ctx, id, metav1.GetOptions{})
+		cur, err := providerEnv.dynamic.Resource(prs).Get(ctx, id, metav1.GetOptions{})
 		require.NoError(t, err)
 		require.NoError(t, unstructured.SetNestedField(cur.Object, "forged", "status", "phase"))
 		_, err = d.Resource(prs).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		attack.Refused(t, err)
-		got, err := provider.dynamic.Resource(prs).Get(ctx, id, metav1.GetOptions{})
+		got, err := providerEnv.dynamic.Resource(prs).Get(ctx, id, metav1.GetOptions{})
 		require.NoError(t, err)
 		_, found, _ := unstructured.NestedFieldNoCopy(got.Object, "status")
 		require.False(t, found, "the PeeringRequest's status stays unwritten")
@@ -181,12 +181,12 @@ func installPeeringRequestCRD(ctx context.Context, t *testing.T) schema.GroupVer
 			}},
 		},
 	}}
-	crds := provider.dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	crds := providerEnv.dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	_, err := crds.Create(ctx, crd, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
 	require.Eventually(t, func() bool {
-		_, err := provider.dynamic.Resource(prs).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := providerEnv.dynamic.Resource(prs).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil
 	}, time.Minute, 100*time.Millisecond, "the PeeringRequest CRD served")
 	return prs

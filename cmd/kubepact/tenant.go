@@ -12,9 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/nonce"
@@ -62,8 +62,8 @@ func generateTenantCommand(f *flags) runFunc {
 		} else {
 			ctx, cancel := context.WithTimeout(ctx, *timeout)
 			defer cancel()
-			t, err = clusterTenant(ctx, e, cf, *providerID, n, &kubepact.TenantOptions{ProxyURL: *proxyURL},
-				&kubepact.ConsumerOptions{KeyAlgorithm: alg.alg, TranscriptLifetime: *lifetime, Strict: *strict, OnStep: printSteps(e.stderr)})
+			t, err = clusterTenant(ctx, e, cf, *providerID, n, &consumer.TenantOptions{ProxyURL: *proxyURL},
+				&consumer.Options{KeyAlgorithm: alg.alg, TranscriptLifetime: *lifetime, Strict: *strict, OnStep: printSteps(e.stderr)})
 		}
 		if err != nil {
 			return err
@@ -74,7 +74,7 @@ func generateTenantCommand(f *flags) runFunc {
 
 // clusterTenant has the consumer cluster build the Tenant with its cluster key.
 func clusterTenant(ctx context.Context, e *env, cf *clusterFlags, providerID string, n nonce.Nonce,
-	topts *kubepact.TenantOptions, copts *kubepact.ConsumerOptions) (*authv1beta1.Tenant, error) {
+	topts *consumer.TenantOptions, copts *consumer.Options) (*authv1beta1.Tenant, error) {
 	cl, err := cf.connect(consumerRole)
 	if err != nil {
 		return nil, err

@@ -13,12 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/authserver"
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire"
 )
 
@@ -66,7 +67,7 @@ func serveCommand(f *flags) runFunc {
 	tlsSecret := f.String("tls-secret", defaultServingSecret, "kubernetes.io/tls Secret in the Liqo namespace holding the serving certificate")
 	hosts := f.String("hosts", "", "comma-separated DNS names and IPs consumers use to reach the server: when the TLS Secret is missing, make it, with a new CA in ca.crt")
 	allowEmpty := f.Bool("allow-empty-token", false, "DANGEROUS: turn authentication off, so that anyone who reaches the server gets an identity")
-	lifetime := f.Duration("certificate-lifetime", kubepact.DefaultCertificateLifetime, "lifetime requested for the certificates issued")
+	lifetime := f.Duration("certificate-lifetime", provider.DefaultCertificateLifetime, "lifetime requested for the certificates issued")
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -214,7 +215,7 @@ func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, r
 	if err != nil {
 		return err
 	}
-	c, err := cl.consumer(id, reviewer, &kubepact.ConsumerOptions{KeyAlgorithm: alg.alg, OnStep: printSteps(e.stderr)})
+	c, err := cl.consumer(id, reviewer, &consumer.Options{KeyAlgorithm: alg.alg, OnStep: printSteps(e.stderr)})
 	if err != nil {
 		return err
 	}

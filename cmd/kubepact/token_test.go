@@ -45,7 +45,7 @@ func TestTokenFlow(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	consumerID, providerID, namespace := unique("cl-consumer-token"), unique("cl-provider-token"), unique("liqo-token")
-	providerArgs := []string{"--kubeconfig", provider.kubeconfig, "-n", namespace}
+	providerArgs := []string{"--kubeconfig", providerEnv.kubeconfig, "-n", namespace}
 
 	tok := cli(t, "", append([]string{"get", "token"}, providerArgs...)...).ok(t).stdout
 	require.Regexp(t, tokenText, tok)
@@ -56,14 +56,14 @@ func TestTokenFlow(t *testing.T) {
 
 	consumerArgs := func(token string) []string {
 		return []string{"authenticate", "--token", token, "--auth-url", "https://" + addr, "--auth-ca", caFile,
-			"--kubeconfig", consumer.kubeconfig, "-n", namespace, "--cluster-id", consumerID, "--remote-cluster-id", providerID}
+			"--kubeconfig", consumerEnv.kubeconfig, "-n", namespace, "--cluster-id", consumerID, "--remote-cluster-id", providerID}
 	}
 	r := cli(t, "", consumerArgs(strings.TrimSpace(tok))...).ok(t)
 	assert.Contains(t, r.stdout, "Kubeconfig Secret liqo-tenant-"+providerID+"/kubeconfig-controlplane-"+providerID+"\n")
 	assert.Contains(t, r.stdout, "  user:      "+consumerID+"\n")
 	cfg, _ := issuedConfig(t, ctx, providerID)
 	requireLeastPrivilege(t, ctx, cfg, "liqo-tenant-"+consumerID)
-	remote, err := consumer.client.CoreV1().Secrets(namespace).Get(ctx, authtoken.RemoteSecretName(providerID), metav1.GetOptions{})
+	remote, err := consumerEnv.client.CoreV1().Secrets(namespace).Get(ctx, authtoken.RemoteSecretName(providerID), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, string(authtoken.StatusEstablished), remote.Annotations[authtoken.StatusAnnotation])
 
@@ -72,7 +72,7 @@ func TestTokenFlow(t *testing.T) {
 	require.NotEqual(t, tok, rotated)
 	// A consumer that has no identity yet (here the provider cluster itself,
 	// under another ID) is refused with the old token.
-	old := cli(t, "", append(consumerArgs(strings.TrimSpace(tok)), "--kubeconfig", provider.kubeconfig, "--cluster-id", unique("cl-consumer-late"))...)
+	old := cli(t, "", append(consumerArgs(strings.TrimSpace(tok)), "--kubeconfig", providerEnv.kubeconfig, "--cluster-id", unique("cl-consumer-late"))...)
 	assert.Equal(t, exitError, old.code, "old token: %s", old.stderr)
 	assert.Contains(t, old.stderr, "wrong token")
 	assert.NotContains(t, old.stderr+old.stdout, strings.TrimSpace(tok))
@@ -110,13 +110,13 @@ func TestTokenFlowAllowEmpty(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	consumerID, providerID, namespace := unique("cl-consumer-open"), unique("cl-provider-open"), unique("liqo-open")
-	addr, caFile, serveErr := startServe(t, ctx, "--kubeconfig", provider.kubeconfig, "-n", namespace, "--cluster-id", providerID, "--allow-empty-token")
+	addr, caFile, serveErr := startServe(t, ctx, "--kubeconfig", providerEnv.kubeconfig, "-n", namespace, "--cluster-id", providerID, "--allow-empty-token")
 	assert.Contains(t, serveErr.String(), "WARNING: --allow-empty-token")
 	assert.Contains(t, serveErr.String(), "WARNING: authentication is disabled")
 	r := cli(t, "", "authenticate", "--no-token", "--auth-url", "https://"+addr, "--auth-ca", caFile,
-		"--kubeconfig", consumer.kubeconfig, "-n", namespace, "--cluster-id", consumerID, "--remote-cluster-id", providerID).ok(t)
+		"--kubeconfig", consumerEnv.kubeconfig, "-n", namespace, "--cluster-id", consumerID, "--remote-cluster-id", providerID).ok(t)
 	assert.Contains(t, r.stdout, "  user:      "+consumerID+"\n")
-	_, err := provider.client.CoreV1().Secrets(namespace).Get(ctx, authtoken.SecretName, metav1.GetOptions{})
+	_, err := providerEnv.client.CoreV1().Secrets(namespace).Get(ctx, authtoken.SecretName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "serve --allow-empty-token made a token: %v", err)
 }
 
@@ -153,7 +153,7 @@ func startServe(t *testing.T, ctx context.Context, args ...string) (string, stri
 			namespace = args[i+1]
 		}
 	}
-	serving, err := provider.client.CoreV1().Secrets(namespace).Get(ctx, defaultServingSecret, metav1.GetOptions{})
+	serving, err := providerEnv.client.CoreV1().Secrets(namespace).Get(ctx, defaultServingSecret, metav1.GetOptions{})
 	require.NoError(t, err)
 	return addr, writeFile(t, t.TempDir(), "auth-ca.pem", string(serving.Data["ca.crt"])), &serveErr
 }

@@ -33,9 +33,9 @@ var tokenServer = serviceAccountUser("kubepact-system", "kubepact-token-server")
 func TestTokenServerServiceAccount(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	applyConfig(t, ctx, provider, "token-server")
-	sa := impersonating(t, provider, tokenServer)
-	admin := provider.client
+	applyConfig(t, ctx, providerEnv, "token-server")
+	sa := impersonating(t, providerEnv, tokenServer)
+	admin := providerEnv.client
 
 	probe := secret(metav1.NamespaceDefault, "liqo-remote-certificate")
 	awaitPolicy(t, func() error {
@@ -50,13 +50,13 @@ func TestTokenServerServiceAccount(t *testing.T) {
 		// The Liqo namespace is the default, liqo, as the policy's
 		// liqoNamespace says.
 		consumerID, providerID, namespace := unique("cl-consumer-tsa"), unique("cl-provider-tsa"), unique("liqo-tsa")
-		kubeconfig := impersonatingKubeconfig(t, provider, tokenServer)
+		kubeconfig := impersonatingKubeconfig(t, providerEnv, tokenServer)
 		addr, caFile, _ := startServe(t, ctx, "--kubeconfig", kubeconfig, "-n", "liqo", "--cluster-id", providerID)
 		tok := strings.TrimSpace(cli(t, "", "get", "token", "--kubeconfig", kubeconfig, "-n", "liqo").ok(t).stdout)
 		require.Regexp(t, tokenText, tok+"\n")
 
 		r := cli(t, "", "authenticate", "--token", tok, "--auth-url", "https://"+addr, "--auth-ca", caFile,
-			"--kubeconfig", consumer.kubeconfig, "-n", namespace, "--cluster-id", consumerID, "--remote-cluster-id", providerID).ok(t)
+			"--kubeconfig", consumerEnv.kubeconfig, "-n", namespace, "--cluster-id", consumerID, "--remote-cluster-id", providerID).ok(t)
 		assert.Contains(t, r.stdout, "  user:      "+consumerID+"\n")
 		cfg, _ := issuedConfig(t, ctx, providerID)
 		requireLeastPrivilege(t, ctx, cfg, clusterid.TenantNamespace(consumerID))
@@ -198,7 +198,7 @@ func TestTokenServerServiceAccount(t *testing.T) {
 		ns := "liqo-tenant-" + victim
 		_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		cfg := rest.CopyConfig(provider.cluster.AdminConfig())
+		cfg := rest.CopyConfig(providerEnv.cluster.AdminConfig())
 		cfg.Impersonate = tokenServer
 		dyn, err := dynamic.NewForConfig(cfg)
 		require.NoError(t, err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubepact/kubepact/controllers/contract"
 )
 
 // TestNewestCurrent tells the Events listed before a wait that still tell

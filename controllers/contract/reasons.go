@@ -65,7 +65,7 @@ const (
 	// Final.
 	ReasonIdentityHeld = "IdentityHeld"
 	// ReasonAPIServerURLUnknown: the provider does not know the URL
-	// consumers reach its API server at (kubepact.ErrNoEndpoint): set
+	// consumers reach its API server at (provider.ErrNoEndpoint): set
 	// --api-server-url, or publish kube-public/cluster-info.
 	// Blocking.
 	ReasonAPIServerURLUnknown = "APIServerURLUnknown"

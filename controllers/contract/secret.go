@@ -29,7 +29,7 @@ const (
 	TenantProxyURLKey = "proxyURL"
 	// TenantOwnKeyKey, set to TenantOwnKey by whoever writes the request,
 	// asks for a Tenant whose CSR is for a fresh key of the ControlPlane
-	// identity's own, as a Strict consumer makes (kubepact.ConsumerOptions.Strict),
+	// identity's own, as a Strict consumer makes (consumer.Options.Strict),
 	// whatever this controller's own setting: the cluster key then only
 	// signs the nonce and never lands in a kubeconfig. The key is stored in
 	// the keyring (kubepact-key-controlplane-<provider ID> in the key

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/wire/memory"
 )
@@ -35,13 +37,13 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	onStep := func(s step.Done) { fmt.Fprintf(w, " INFO  %-12s %s\n", s.Cluster, s.Name) }
 
-	provider, err := kubepact.NewProvider("cl-provider", providerCluster.Endpoint(),
-		providerCluster.ProviderPorts(), &kubepact.ProviderOptions{OnStep: onStep})
+	provider, err := provider.New("cl-provider", providerCluster.Endpoint(),
+		providerCluster.ProviderPorts(), &provider.Options{OnStep: onStep})
 	if err != nil {
 		return err
 	}
-	consumer, err := kubepact.NewConsumer("cl-consumer",
-		consumerCluster.ConsumerPorts(), &kubepact.ConsumerOptions{OnStep: onStep})
+	consumer, err := consumer.New("cl-consumer",
+		consumerCluster.ConsumerPorts(), &consumer.Options{OnStep: onStep})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@
 //
 //  1. Steps: the pure steps of the handshake and what follows it (nonce,
 //     tenant, csr, identity, kubeconfig, rbac, keys, clusterid,
-//     resourceslice, renewal, lifecycle, step, and accept, the provider's
+//     resourceslice, renewal, lifecycle, step, peer, and accept, the provider's
 //     decision over them), the shared-token flow's token
 //     (authtoken), ServiceAccount identities (saidentity, which imports
 //     only steps), their conformance suites (the xxxtest packages), the
@@ -16,8 +16,8 @@
 //  2. Adapters and fakes: kube (client-go) and fake (in memory), which
 //     implement the steps' ports and import nothing that composes them;
 //     and the internal test helpers built on kube (attack, liqosteps).
-//  3. Provider and consumer: the root package (and the provider and
-//     consumer packages, once they exist).
+//  3. Provider and consumer: the provider and consumer packages, and the
+//     root package, which composes them (Authenticate).
 //  4. Composition: wire, which joins adapters to a Provider and a
 //     Consumer, wire/memory and wire/intercept.
 //  5. Controllers and authserver: the reconcilers, and the token flow's
@@ -52,11 +52,12 @@ var Order = []Layer{
 		"apis/...", "config/...",
 		"clusterid/...", "keys/...", "nonce/...", "tenant/...", "csr/...",
 		"identity/...", "kubeconfig/...", "rbac/...", "resourceslice/...",
-		"step", "renewal/...", "lifecycle/...", "accept/...", "authtoken/...", "saidentity/...",
+		"step", "peer", "renewal/...", "lifecycle/...", "accept/...", "authtoken/...", "saidentity/...",
 		"internal/decode", "internal/objwatch", "internal/version",
 		"internal/wiretest", "internal/floor", "internal/kustomize",
 		"internal/prevbuild", "internal/testcluster", "internal/testkeys",
 		"internal/weakkeys", "internal/layers", "internal/testenv",
+		"internal/async", "internal/portcheck",
 	}},
 	{Name: "adapters and fakes", Packages: []string{
 		"kube/...", "fake/...",

@@ -35,6 +35,7 @@ import (
 	"github.com/kubepact/kubepact"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/internal/testenv"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/wire"
 )
@@ -393,7 +394,7 @@ func kubepactProvider(t *testing.T, p *side) *kubepact.Provider {
 	t.Helper()
 	ports, err := wire.NewProviderPorts(p.cluster.AdminConfig(), nil)
 	require.NoError(t, err)
-	prov, err := kubepact.NewProvider(p.id, kubepact.Endpoint{Server: p.cluster.Host(), CA: p.cluster.CA()}, ports, nil)
+	prov, err := provider.New(p.id, provider.Endpoint{Server: p.cluster.Host(), CA: p.cluster.CA()}, ports, nil)
 	require.NoError(t, err)
 	return prov
 }

@@ -1,6 +1,6 @@
 // Package intercept injects failures into kubepact's ports, in the manner
 // of controller-runtime's client/interceptor: Provider and Consumer wrap
-// every port of a kubepact.ProviderPorts or kubepact.ConsumerPorts so that
+// every port of a provider.Ports or consumer.Ports so that
 // Faults sees each call before it runs and after it succeeded, and may
 // fail it at either point. The ports wrapped may be package fake's
 // (through wire/memory) or package kube's adapters.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/intercept"
 	"github.com/kubepact/kubepact/wire/memory"
 )
@@ -16,8 +18,8 @@ func ExampleFaults() {
 	pc, _ := memory.NewCluster("cl-provider", nil)
 	cc, _ := memory.NewCluster("cl-consumer", nil)
 	faults := &intercept.Faults{}
-	provider, _ := kubepact.NewProvider("cl-provider", pc.Endpoint(), intercept.Provider(pc.ProviderPorts(), faults), nil)
-	consumer, _ := kubepact.NewConsumer("cl-consumer", intercept.Consumer(cc.ConsumerPorts(), faults), nil)
+	provider, _ := provider.New("cl-provider", pc.Endpoint(), intercept.Provider(pc.ProviderPorts(), faults), nil)
+	consumer, _ := consumer.New("cl-consumer", intercept.Consumer(cc.ConsumerPorts(), faults), nil)
 
 	lost := errors.New("connection reset")
 	faults.Set(func(_ context.Context, c intercept.Call) error {

@@ -8,13 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/kubepact/kubepact"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -100,11 +101,11 @@ func call1[T any](ctx context.Context, f *Faults, op string, fn func() (T, error
 }
 
 // Provider returns ports that call f around every call of p's, and that
-// have the optional ports p has: ProviderCore.Peek, which is kept as it is,
+// have the optional ports p has: Core.Peek, which is kept as it is,
 // and SlicePorts.
-func Provider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPorts {
-	out := kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+func Provider(p provider.Ports, f *Faults) provider.Ports {
+	out := provider.Ports{
+		Core: provider.Core{
 			Namespaces:   namespacesHook{p.Namespaces, f},
 			Nonces:       noncesHook{p.Nonces, f},
 			Tenants:      tenantsHook{p.Tenants, f},
@@ -133,9 +134,9 @@ func Provider(p kubepact.ProviderPorts, f *Faults) kubepact.ProviderPorts {
 }
 
 // Consumer returns ports that call f around every call of c's.
-func Consumer(c kubepact.ConsumerPorts, f *Faults) kubepact.ConsumerPorts {
-	out := kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+func Consumer(c consumer.Ports, f *Faults) consumer.Ports {
+	out := consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: namespacesHook{c.Namespaces, f},
 			Keys:       keysHook{c.Keys, f},
 			Identities: identitiesHook{c.Identities, f},

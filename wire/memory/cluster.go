@@ -8,10 +8,11 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/fake"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/rbac"
 )
 
@@ -106,14 +107,14 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 }
 
 // Endpoint returns the cluster's API server URL and CA.
-func (c *Cluster) Endpoint() kubepact.Endpoint {
-	return kubepact.Endpoint{Server: c.Server, CA: c.Signer.CA.Certificate()}
+func (c *Cluster) Endpoint() provider.Endpoint {
+	return provider.Endpoint{Server: c.Server, CA: c.Signer.CA.Certificate()}
 }
 
-// ProviderPorts returns the ports a kubepact.Provider needs.
-func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
-	return kubepact.ProviderPorts{
-		ProviderCore: kubepact.ProviderCore{
+// ProviderPorts returns the ports a provider.Provider needs.
+func (c *Cluster) ProviderPorts() provider.Ports {
+	return provider.Ports{
+		Core: provider.Core{
 			Namespaces:   c.Namespaces,
 			Nonces:       c.Nonces,
 			Peek:         c.Nonces,
@@ -122,7 +123,7 @@ func (c *Cluster) ProviderPorts() kubepact.ProviderPorts {
 			Certificates: c.Certificates,
 			RBAC:         c.RBAC,
 		},
-		SlicePorts: kubepact.SlicePorts{
+		SlicePorts: provider.SlicePorts{
 			ClusterRBAC:    c.RBAC,
 			Slices:         c.Slices,
 			StorageClasses: c.StorageClasses,
@@ -136,12 +137,12 @@ func (c *Cluster) LifecyclePorts() lifecycle.Ports {
 	return lifecycle.Ports{Conditions: c.Tenants, Slices: c.Slices, Bindings: c.RBAC, Revocations: c.Revocations}
 }
 
-// ConsumerPorts returns the ports a kubepact.Consumer needs. Reviewer is
+// ConsumerPorts returns the ports a consumer.Consumer needs. Reviewer is
 // set once c reaches a provider (Reach), so Apply confirms Identities
 // online; until then the consumer applies them offline.
-func (c *Cluster) ConsumerPorts() kubepact.ConsumerPorts {
-	ports := kubepact.ConsumerPorts{
-		ConsumerCore: kubepact.ConsumerCore{
+func (c *Cluster) ConsumerPorts() consumer.Ports {
+	ports := consumer.Ports{
+		Core: consumer.Core{
 			Namespaces: c.Namespaces,
 			Keys:       c.Keys,
 			Identities: c.Identities,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/kubepact/kubepact"
+	"github.com/kubepact/kubepact/consumer"
+	"github.com/kubepact/kubepact/provider"
 	"github.com/kubepact/kubepact/wire/memory"
 )
 
@@ -12,8 +14,8 @@ func ExampleNewCluster() {
 	ctx := context.Background()
 	pc, _ := memory.NewCluster("cl-provider", nil)
 	cc, _ := memory.NewCluster("cl-consumer", nil)
-	provider, _ := kubepact.NewProvider("cl-provider", pc.Endpoint(), pc.ProviderPorts(), nil)
-	consumer, _ := kubepact.NewConsumer("cl-consumer", cc.ConsumerPorts(), nil)
+	provider, _ := provider.New("cl-provider", pc.Endpoint(), pc.ProviderPorts(), nil)
+	consumer, _ := consumer.New("cl-consumer", cc.ConsumerPorts(), nil)
 
 	if _, err := kubepact.Authenticate(ctx, consumer, provider, nil); err != nil {
 		panic(err)

@@ -1,4 +1,4 @@
-package kubepact
+package provider
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 
 // issueSlice returns the certificate of slice s for req, cached under key,
 // as csr.Issue does, but asks the signer for a request it has not signed
-// for s only within ProviderOptions.SliceBounds (admitSlice): over a bound
+// for s only within Options.SliceBounds (admitSlice): over a bound
 // it returns the *resourceslice.BoundError, and nothing is signed or
 // written. The certificate cached for s, for the same request, is returned
 // or re-signed when due whatever the bounds.

@@ -1,10 +1,9 @@
-package kubepact
+package consumer
 
 import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -12,166 +11,22 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
-	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
-	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/internal/async"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
 )
-
-// ConsumerOptions tunes a Consumer. The zero value, like a nil pointer, uses
-// the real clock, crypto/rand.Reader, Ed25519 for new keys, transcripts valid
-// for tenant.DefaultTranscriptLifetime, the cluster key as TLS key, and no
-// step observer.
-type ConsumerOptions struct {
-	Clock clock.PassiveClock
-	Rand  io.Reader
-	// KeyAlgorithm is the algorithm of new keys; an existing key is always
-	// kept.
-	KeyAlgorithm keys.Algorithm
-	// TranscriptLifetime is how long the transcript of a Tenant is valid.
-	TranscriptLifetime time.Duration
-	// Strict gives each identity a fresh TLS key, stored in
-	// ConsumerPorts.IdentityKeys before its CSR is built, so the cluster key
-	// only signs handshakes and never lands in a kubeconfig. Only kubepact
-	// providers accept such Tenants: a Liqo provider requires the CSR to be
-	// for the cluster key.
-	Strict bool
-	// KeyNamespace is the namespace of the cluster key and IdentityKeys:
-	// the attestation of each key of IdentityKeys names it
-	// (keys.Attester). Empty means keys.DefaultNamespace.
-	KeyNamespace string
-	// OnStep, when set, is called after each completed step.
-	OnStep func(step.Done)
-}
-
-// Consumer runs the consumer's side of the handshake: it builds Tenants and
-// applies the Identities providers return. It is safe for concurrent use.
-type Consumer struct {
-	id    string
-	ports ConsumerPorts
-	opts  ConsumerOptions
-
-	mu  sync.Mutex
-	key *keys.PrivateKey // the cluster key, once read
-
-	renewMu   sync.Mutex
-	deadlines map[string]deadline // by provider: the renewal deadline drawn for the certificate held
-}
-
-// NewConsumer returns the Consumer of cluster clusterID.
-func NewConsumer(clusterID string, ports ConsumerPorts, opts *ConsumerOptions) (*Consumer, error) {
-	if err := clusterid.Validate(clusterID); err != nil {
-		return nil, err
-	}
-	c := &Consumer{id: clusterID, ports: ports}
-	if opts != nil {
-		c.opts = *opts
-	}
-	if err := ports.check(c.opts.Strict); err != nil {
-		return nil, err
-	}
-	if c.opts.TranscriptLifetime <= 0 {
-		c.opts.TranscriptLifetime = tenant.DefaultTranscriptLifetime
-	}
-	if c.opts.Clock == nil {
-		c.opts.Clock = clock.RealClock{}
-	}
-	if c.opts.Rand == nil {
-		c.opts.Rand = rand.Reader
-	}
-	if c.opts.KeyNamespace == "" {
-		c.opts.KeyNamespace = keys.DefaultNamespace
-	}
-	return c, nil
-}
-
-// ClusterID returns the consumer's cluster ID.
-func (c *Consumer) ClusterID() string { return c.id }
-
-// step reports a completed step to the observer and, at V(1), to the
-// logger in ctx.
-func (c *Consumer) step(ctx context.Context, s step.Done) {
-	s.Cluster = c.id
-	logr.FromContextOrDiscard(ctx).V(1).Info(string(s.Name), "cluster", s.Cluster, "role", "consumer")
-	if c.opts.OnStep != nil {
-		c.opts.OnStep(s)
-	}
-}
-
-// clusterKey returns the cluster key, reading it once; with create, it
-// generates and stores one when there is none.
-func (c *Consumer) clusterKey(ctx context.Context, create bool) (*keys.PrivateKey, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.key != nil {
-		return c.key, nil
-	}
-	var (
-		k   *keys.PrivateKey
-		err error
-	)
-	if create {
-		k, err = keys.Ensure(ctx, c.ports.Keys, c.opts.Rand, c.opts.KeyAlgorithm)
-	} else {
-		k, err = c.ports.Keys.Get(ctx)
-	}
-	if err != nil {
-		return nil, err
-	}
-	c.key = k
-	return k, nil
-}
-
-// tlsKey returns the key of the ControlPlane identity id for providerID: the
-// identity's own key, or the next key of a renewal under way
-// (renewal.NextKeyName), when id's certificate is for it; otherwise, for a
-// Strict consumer, the identity's own key, and for any other the cluster
-// key. Only keys this consumer attested count (heldKey).
-func (c *Consumer) tlsKey(ctx context.Context, providerID string, id *authv1beta1.Identity) (*keys.PrivateKey, error) {
-	if c.ports.IdentityKeys == nil {
-		return c.clusterKey(ctx, false)
-	}
-	name, use := identity.ControlPlaneName(providerID), controlPlaneUse(providerID)
-	own, ownErr := c.heldKey(ctx, name, use)
-	if ownErr != nil && !errors.Is(ownErr, keys.ErrUnattested) {
-		return nil, ownErr
-	}
-	if cert, perr := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT); perr == nil {
-		if own != nil && keys.Equal(cert.PublicKey, own.Public()) {
-			return own, nil
-		}
-		next, nerr := c.heldKey(ctx, renewal.NextKeyName(name), use)
-		switch {
-		case nerr == nil && next != nil && keys.Equal(cert.PublicKey, next.Public()):
-			return next, nil
-		case nerr != nil && !errors.Is(nerr, keys.ErrUnattested):
-			return nil, nerr
-		}
-	}
-	switch {
-	case own != nil && c.opts.Strict:
-		return own, nil
-	case c.opts.Strict && ownErr != nil:
-		return nil, ownErr
-	case c.opts.Strict:
-		return nil, fmt.Errorf("%w: key %s", keys.ErrNotFound, name)
-	}
-	return c.clusterKey(ctx, false)
-}
 
 // TenantOptions tunes Consumer.Tenant. The zero value, like a nil pointer,
 // sends no proxy URL and asks a certificate for the cluster key, unless
@@ -185,7 +40,7 @@ type TenantOptions struct {
 	// accepts such a Tenant (the transcript binds the key to the cluster
 	// key; a Liqo provider requires the CSR to be for the cluster key): set
 	// it only for a provider known to be kubepact. It needs
-	// ConsumerPorts.IdentityKeys (ErrInvalidConfig otherwise). Authenticate
+	// Ports.IdentityKeys (peer.ErrInvalidConfig otherwise). kubepact.Authenticate
 	// always sets it: its provider is kubepact's. Without it the CSR is for
 	// the cluster key, whatever keys the consumer holds: a key of its own is
 	// used only when asked for.
@@ -225,7 +80,7 @@ func (c *Consumer) Tenant(ctx context.Context, providerID string, n nonce.Nonce,
 // returns the function that waits for it: it reports step.ConsumerNamespace
 // and step.NonceRetrieved, or returns the *step.Error of the first.
 func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func() error {
-	wait := startErr(func() error { return c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) })
+	wait := async.StartErr(func() error { return c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)) })
 	return sync.OnceValue(func() error {
 		if err := wait(); err != nil {
 			return stepError(step.ConsumerNamespace, err)
@@ -240,7 +95,7 @@ func (c *Consumer) ensureNamespace(ctx context.Context, providerID string) func(
 // keeps once read, and returns the function that waits for it and returns
 // the *step.Error buildTenant would.
 func (c *Consumer) loadKey(ctx context.Context) func() error {
-	return startErr(func() error {
+	return async.StartErr(func() error {
 		if _, err := c.clusterKey(ctx, true); err != nil {
 			return stepError(step.NonceSigned, err)
 		}
@@ -251,7 +106,7 @@ func (c *Consumer) loadKey(ctx context.Context) func() error {
 // readHeld starts reading the ControlPlane Identity held for providerID
 // and returns the function that waits for it (see heldIdentity).
 func (c *Consumer) readHeld(ctx context.Context, providerID string) func() (*authv1beta1.Identity, error) {
-	return start(func() (*authv1beta1.Identity, error) { return c.controlPlaneHeld(ctx, providerID) })
+	return async.Start(func() (*authv1beta1.Identity, error) { return c.controlPlaneHeld(ctx, providerID) })
 }
 
 // recordSignedNonce writes the Secret "liqo-signed-nonce" for providerID,
@@ -272,7 +127,7 @@ func (c *Consumer) recordSignedNonce(ctx context.Context, providerID string, n n
 //
 // The Tenant carries only what a provider may see: the cluster's public key,
 // the signature over n, the CSR and the transcript, which binds it to
-// providerID and expires after ConsumerOptions.TranscriptLifetime. Errors
+// providerID and expires after Options.TranscriptLifetime. Errors
 // are *step.Error values, as Tenant's.
 func (c *Consumer) BuildTenant(ctx context.Context, providerID string, n nonce.Nonce, opts *TenantOptions) (*authv1beta1.Tenant, error) {
 	if err := clusterid.Validate(providerID); err != nil {
@@ -301,7 +156,7 @@ func (c *Consumer) buildTenant(ctx context.Context, providerID string, n nonce.N
 		ownKey = ownKey || opts.OwnKey
 	}
 	if ownKey && c.ports.IdentityKeys == nil {
-		return nil, stepError(step.TenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", ErrInvalidConfig))
+		return nil, stepError(step.TenantGenerated, fmt.Errorf("%w: TenantOptions.OwnKey needs IdentityKeys", peer.ErrInvalidConfig))
 	}
 	if ownKey {
 		// Stored before the CSR is built: a retry after a crash re-uses it.
@@ -362,7 +217,7 @@ type ApplyOptions struct {
 // (identity.Verify). Its CA may be empty: the kubeconfig then trusts the
 // system roots. When the consumer already holds an Identity for providerID
 // with another API server or CA, Apply refuses with ErrEndpointChanged
-// unless opts.ReplaceEndpoint is set. With ConsumerPorts.Reviewer, Apply
+// unless opts.ReplaceEndpoint is set. With Ports.Reviewer, Apply
 // then asks the provider who the new kubeconfig authenticates as, and
 // refuses with identity.ErrRejected when the provider refuses it and
 // identity.ErrWrongUser when it takes it for another user than the
@@ -424,7 +279,7 @@ func (c *Consumer) storeIdentity(ctx context.Context, current, want *authv1beta1
 		return c.ports.Identities.Apply(ctx, want)
 	}
 	if current != nil && equality.Semantic.DeepEqual(current.Spec, want.Spec) {
-		applied := start(func() (*authv1beta1.Identity, error) { return c.ports.Identities.Apply(ctx, want) })
+		applied := async.Start(func() (*authv1beta1.Identity, error) { return c.ports.Identities.Apply(ctx, want) })
 		confirmErr := identity.Confirm(ctx, c.ports.Reviewer, cfg, c.id)
 		stored, applyErr := applied()
 		if err := cmp.Or(confirmErr, applyErr); err != nil {
@@ -560,7 +415,7 @@ func redactedURL(s string) string {
 // Forget removes the consumer's ControlPlane Identity for providerID, its
 // kubeconfig and signed-nonce Secrets and, when it has one, its own TLS key. It refuses, with
 // an error wrapping ErrInUse, while ResourceSlice Identities for that
-// provider exist, or (with ConsumerPorts.Slices) ResourceSlices; ForgetForce
+// provider exist, or (with Ports.Slices) ResourceSlices; ForgetForce
 // removes those too. Forgetting an unknown provider succeeds.
 func (c *Consumer) Forget(ctx context.Context, providerID string) error {
 	if err := clusterid.Validate(providerID); err != nil {
@@ -616,18 +471,3 @@ func (a *Authenticated) GoString() string { return a.String() }
 
 // Format makes every fmt verb print String: the Secret's data is a kubeconfig.
 func (a *Authenticated) Format(f fmt.State, _ rune) { io.WriteString(f, a.String()) }
-
-// String names the consumer. fmt never calls the formatting methods of
-// unexported fields, so Consumer formats itself to keep its key out.
-func (c *Consumer) String() string {
-	if c == nil {
-		return "kubepact.Consumer(<nil>)"
-	}
-	return fmt.Sprintf("kubepact.Consumer(%s, strict=%t)", c.id, c.opts.Strict)
-}
-
-// GoString is String.
-func (c *Consumer) GoString() string { return c.String() }
-
-// Format makes every fmt verb print String.
-func (c *Consumer) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }

@@ -1,4 +1,4 @@
-package kubepact
+package consumer
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/nonce"
+	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
@@ -43,7 +44,7 @@ type SliceOptions struct {
 // the ResourceSlice name to create there: replication labels, both cluster
 // IDs, class, resources and the CSR of the slice identity. The CSR is for
 // the cluster key, as Liqo's, unless the consumer is Strict: then for a
-// fresh key of the slice identity, stored in ConsumerPorts.IdentityKeys
+// fresh key of the slice identity, stored in Ports.IdentityKeys
 // under identity.ResourceSliceKeyName(providerID, name) before the CSR is
 // built.
 func (c *Consumer) Slice(ctx context.Context, providerID, name string, opts *SliceOptions) (*authv1beta1.ResourceSlice, error) {
@@ -216,7 +217,7 @@ func sliceIdentity(s *authv1beta1.ResourceSlice, providerID string) *authv1beta1
 // slice's key with CN and O of csr.ResourceSliceSubject (identity.Verify),
 // and the API server and CA must be those of the consumer's ControlPlane
 // Identity for the provider (ErrEndpointChanged; a slice before the
-// handshake gets identity.ErrMalformed). With ConsumerPorts.Reviewer the
+// handshake gets identity.ErrMalformed). With Ports.Reviewer the
 // provider is then asked who the kubeconfig authenticates as
 // (identity.ConfirmSubject). A status that fails any check writes nothing.
 //
@@ -350,13 +351,13 @@ func (f *Forgotten) String() string {
 // contacts the provider: what the provider holds (the Tenant, bindings,
 // certificates it issued, valid until they expire) stays there. It
 // returns, and logs at level 0 to the logger in ctx, what it removed. It
-// needs ConsumerPorts.Slices.
+// needs Ports.Slices.
 func (c *Consumer) ForgetForce(ctx context.Context, providerID string) (*Forgotten, error) {
 	if err := clusterid.Validate(providerID); err != nil {
 		return nil, err
 	}
 	if c.ports.Slices == nil {
-		return nil, stepError(step.ForgetForced, fmt.Errorf("%w: ForgetForce needs the Slices port", ErrInvalidConfig))
+		return nil, stepError(step.ForgetForced, fmt.Errorf("%w: ForgetForce needs the Slices port", peer.ErrInvalidConfig))
 	}
 	namespace := clusterid.TenantNamespace(providerID)
 	f := &Forgotten{ProviderID: providerID}
@@ -419,7 +420,7 @@ func (c *Consumer) ForgetForce(ctx context.Context, providerID string) (*Forgott
 }
 
 // slicesInUse wraps ErrInUse when ResourceSlices exist in namespace
-// (with ConsumerPorts.Slices).
+// (with Ports.Slices).
 func (c *Consumer) slicesInUse(ctx context.Context, namespace string) error {
 	if c.ports.Slices == nil {
 		return nil

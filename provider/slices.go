@@ -1,4 +1,4 @@
-package kubepact
+package provider
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/step"
@@ -37,13 +38,13 @@ import (
 // then wraps rbac.ErrPrivilegedUser). Nothing is signed or
 // bound then. Resources follow resourceslice.Decide over the Tenant's
 // spec.tenantCondition. A slice whose resources are Accepted gets, as from
-// Liqo's provider, the offer of ProviderOptions.SliceOffer in its status:
+// Liqo's provider, the offer of Options.SliceOffer in its status:
 // status.resources = its spec's resources plus the offer's default
 // quantities for those the spec leaves out (resourceslice.Resources),
-// capped by ProviderPorts.SlicePolicy (resourceslice.Cap); the cluster's
+// capped by Ports.SlicePolicy (resourceslice.Cap); the cluster's
 // StorageClasses, sorted by name, with the offer's local class, else the
 // annotated one, as the default (resourceslice.StorageClasses; only with
-// ProviderPorts.StorageClasses); and the offer's ingress classes,
+// Ports.StorageClasses); and the offer's ingress classes,
 // load-balancer classes and node labels. A Liqo consumer builds its
 // virtual node from them. A slice the policy refuses (an error wrapping
 // resourceslice.ErrRefused) has its Resources Denied with the refusal as
@@ -52,12 +53,12 @@ import (
 // credentials: its CSR is signed like the ControlPlane CSR, cached under
 // csr.CacheKey{ConsumerID, Slice}, the slice RBAC is bound for group
 // consumerID (rbac.VirtualKubeletClusterRole in each of
-// ProviderOptions.SliceNamespaces, rbac.VirtualKubeletClusterWideRole
+// Options.SliceNamespaces, rbac.VirtualKubeletClusterWideRole
 // cluster-wide) and status.authParams is filled.
 //
 // A certificate for a request the provider has not signed for the slice
 // (its first CSR, or another one) is asked of the signer only within
-// ProviderOptions.SliceBounds, the consumer's bounds (resourceslice.Bounds):
+// Options.SliceBounds, the consumer's bounds (resourceslice.Bounds):
 // over one, AcceptSlice returns a *resourceslice.BoundError, wrapping
 // resourceslice.ErrSliceLimit, ErrRekeyTooSoon or ErrCertificateRate, with
 // a nil status: nothing is signed, bound or written, and the slice keeps
@@ -244,8 +245,8 @@ func (p *Provider) sliceHeld(ctx context.Context, s *authv1beta1.ResourceSlice) 
 
 // grant fills the offer fields of status, the status of slice s whose
 // resources Decide accepts: the resources the spec asks for with the
-// offer's default quantities, capped by ProviderPorts.SlicePolicy, the
-// cluster's StorageClasses (when ProviderPorts.StorageClasses is set),
+// offer's default quantities, capped by Ports.SlicePolicy, the
+// cluster's StorageClasses (when Ports.StorageClasses is set),
 // and the offer's classes and node labels. A refusal of the policy is
 // returned as refused (wrapping resourceslice.ErrRefused), with status
 // left without an offer; other errors are failures to decide.
@@ -278,24 +279,24 @@ func (p *Provider) grant(ctx context.Context, s *authv1beta1.ResourceSlice, stat
 // sliceConfig checks that p has what slices need.
 func (p *Provider) sliceConfig(accept bool) error {
 	if p.ports.ClusterRBAC == nil || p.ports.Slices == nil {
-		return fmt.Errorf("%w: ResourceSlices need the ClusterRBAC and Slices ports", ErrInvalidConfig)
+		return fmt.Errorf("%w: ResourceSlices need the ClusterRBAC and Slices ports", peer.ErrInvalidConfig)
 	}
 	if accept && p.endpoint.Server == "" {
-		return fmt.Errorf("%w: %w: accepting ResourceSlices needs it", ErrInvalidConfig, ErrNoEndpoint)
+		return fmt.Errorf("%w: %w: accepting ResourceSlices needs it", peer.ErrInvalidConfig, ErrNoEndpoint)
 	}
 	if accept && len(p.endpoint.CA) == 0 {
-		return fmt.Errorf("%w: accepting ResourceSlices needs the endpoint's CA", ErrInvalidConfig)
+		return fmt.Errorf("%w: accepting ResourceSlices needs the endpoint's CA", peer.ErrInvalidConfig)
 	}
 	return nil
 }
 
-// ErrSliceNamespace is what ProviderOptions.SliceNamespaces naming a
+// ErrSliceNamespace is what Options.SliceNamespaces naming a
 // tenant namespace fails with, as a *SliceNamespaceError (which also
-// matches ErrInvalidConfig).
+// matches peer.ErrInvalidConfig).
 var ErrSliceNamespace = errors.New("kubepact: a tenant namespace is never granted to ResourceSlice identities")
 
 // SliceNamespaceError names the tenant namespace that
-// ProviderOptions.SliceNamespaces returned for a consumer's slices. A
+// Options.SliceNamespaces returned for a consumer's slices. A
 // tenant namespace holds this cluster's own objects for that peer (in a
 // two-way peering its kubeconfig Secret, whose key may be the cluster key,
 // its signed nonce and its certificate caches) and the provider's records
@@ -307,15 +308,17 @@ type SliceNamespaceError struct {
 }
 
 func (e *SliceNamespaceError) Error() string {
-	return fmt.Sprintf("kubepact: ProviderOptions.SliceNamespaces of consumer %q names tenant namespace %q: a tenant namespace is never granted to ResourceSlice identities",
+	return fmt.Sprintf("kubepact: Options.SliceNamespaces of consumer %q names tenant namespace %q: a tenant namespace is never granted to ResourceSlice identities",
 		e.ConsumerID, e.Namespace)
 }
 
-// Unwrap returns ErrSliceNamespace and ErrInvalidConfig.
-func (e *SliceNamespaceError) Unwrap() []error { return []error{ErrSliceNamespace, ErrInvalidConfig} }
+// Unwrap returns ErrSliceNamespace and peer.ErrInvalidConfig.
+func (e *SliceNamespaceError) Unwrap() []error {
+	return []error{ErrSliceNamespace, peer.ErrInvalidConfig}
+}
 
 // sliceNamespaces returns the namespaces consumerID's slices may use: none
-// unless ProviderOptions.SliceNamespaces names some, and never a tenant
+// unless Options.SliceNamespaces names some, and never a tenant
 // namespace (a *SliceNamespaceError).
 func (p *Provider) sliceNamespaces(consumerID string) ([]string, error) {
 	if p.opts.SliceNamespaces == nil {

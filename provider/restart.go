@@ -1,4 +1,4 @@
-package kubepact
+package provider
 
 import (
 	"bytes"

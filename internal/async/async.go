@@ -1,12 +1,14 @@
-package kubepact
+// Package async starts the requests of a handshake that do not depend on
+// each other at once, and waits for each where it is needed.
+package async
 
 import "sync"
 
-// start runs f in a goroutine of its own and returns the function that
+// Start runs f in a goroutine of its own and returns the function that
 // waits for its result: the same result at every call. A handshake starts
 // the requests that do not depend on each other with it, and waits for
 // each where it decides on it.
-func start[T any](f func() (T, error)) func() (T, error) {
+func Start[T any](f func() (T, error)) func() (T, error) {
 	type result struct {
 		v   T
 		err error
@@ -22,9 +24,9 @@ func start[T any](f func() (T, error)) func() (T, error) {
 	})
 }
 
-// startErr is start for a function that returns an error alone.
-func startErr(f func() error) func() error {
-	wait := start(func() (struct{}, error) { return struct{}{}, f() })
+// StartErr is Start for a function that returns an error alone.
+func StartErr(f func() error) func() error {
+	wait := Start(func() (struct{}, error) { return struct{}{}, f() })
 	return func() error {
 		_, err := wait()
 		return err

@@ -1,4 +1,4 @@
-package kubepact
+package provider
 
 import (
 	"context"
@@ -281,7 +281,7 @@ func (p *Provider) Revocation(ctx context.Context, consumerID string) (lifecycle
 // has yet to fill); the nonce's mark does (see Forget): a claim of the key
 // it names, over the very certificate it names, is the holder's, which
 // lets a consumer whose certificate has a key of its own
-// (TenantOptions.OwnKey, a Strict consumer) re-peer with its cluster key.
+// (consumer.TenantOptions.OwnKey, a Strict consumer) re-peer with its cluster key.
 func (p *Provider) unpeeredHolder(ctx context.Context, consumerID string, cached *csr.CacheEntry, claim []crypto.PublicKey) (bool, error) {
 	e, err := p.ports.Nonces.Get(ctx, consumerID)
 	switch {
@@ -315,4 +315,187 @@ func verifiable(t *authv1beta1.Tenant) *authv1beta1.Tenant {
 	v := t.DeepCopy()
 	v.Spec.TenantCondition = authv1beta1.TenantConditionActive
 	return v
+}
+
+// Forget unpeers consumerID, as Liqo does when a Tenant is deleted (by its
+// consumer, liqoctl unauthenticate or kubepact unauthenticate): it deletes
+// the consumer's ControlPlane RoleBinding, every slice binding of the
+// consumer (in Options.SliceNamespaces, in its tenant namespace
+// where earlier versions bound them, and cluster-wide), whatever its
+// slices' labels say, and its Tenant, and the next
+// valid handshake signed by the same cluster key is admitted at once. What
+// that needs is kept:
+//
+//   - the nonce, as Liqo keeps its liqo-nonce Secret: a Liqo consumer
+//     refuses a different one. When the Tenant was accepted and redeemed
+//     it, the nonce is marked (nonce.Redemption.Unpeered) with the key of
+//     the certificate cached for the consumer, so IssueNonce keeps it for
+//     that key after the Tenant is gone; another key still gets
+//     nonce.ErrRedeemed.
+//   - the cached certificate (csr.CacheKey{ConsumerID}): it is valid until
+//     it expires, whatever happens to the Tenant, so it keeps holding the
+//     consumer ID (lifecycle.CheckHolder): another key is refused with a
+//     *lifecycle.HeldError until it expires; the unpeered key, proven by
+//     the nonce's signature, is its holder.
+//
+// No revocation record is written, and one already in force (a drain, a
+// record an administrator wrote) stays: Accept keeps refusing until it
+// ends or Readmit. A deletion is a revocation instead (see Revoke) when
+// the stored Tenant is Drained, or carries lifecycle.RevokeAnnotation
+// "true". A drained Tenant's nonce is kept as an unpeered one is: the
+// drain's record refuses the consumer until the administrator readmits it,
+// and then a Liqo consumer comes back with the nonce it already signed,
+// with no step by hand. The annotation is what a consumer whose key may
+// have leaked sets before deleting
+// its Tenant. The tenant namespace stays. Forgetting an unknown consumer
+// succeeds.
+func (p *Provider) Forget(ctx context.Context, consumerID string) error {
+	return p.forget(ctx, consumerID, false)
+}
+
+// Revoke deletes what the provider holds for consumerID, as Forget does,
+// but as a revocation: when a certificate was issued to the consumer, it
+// first records until when it may be valid (lifecycle.Revocation, see
+// Readmit) and deletes the bindings of its ServiceAccount identity
+// (saidentity.IdentityBinding), whose refresh is then refused, and it
+// deletes the cached certificate and the nonce, so that
+// nothing of the old peering is kept. Accept binds the consumer again only
+// once every certificate issued to it expired, or the administrator
+// readmits it; a new key then gets a fresh nonce. kubepact unauthenticate
+// --revoke calls it.
+func (p *Provider) Revoke(ctx context.Context, consumerID string) error {
+	return p.forget(ctx, consumerID, true)
+}
+
+// forget unpeers consumerID or, with revoke, or when its stored Tenant is
+// drained or asks for it, revokes it.
+func (p *Provider) forget(ctx context.Context, consumerID string, revoke bool) error {
+	if err := clusterid.Validate(consumerID); err != nil {
+		return err
+	}
+	namespace := clusterid.TenantNamespace(consumerID)
+	stored, err := p.ports.Tenants.Get(ctx, namespace, consumerID)
+	switch {
+	case errors.Is(err, tenant.ErrNotFound):
+		stored = nil
+	case err != nil:
+		return stepError(step.ForgetTenant, err)
+	}
+	reason := forgetReason(stored, revoke)
+	if reason != "" {
+		if err := p.revoke(ctx, consumerID, reason); err != nil {
+			return err
+		}
+	}
+	// Only a suspected key starts over with a new nonce.
+	keepNonce := reason != lifecycle.ReasonRevoked
+	if keepNonce {
+		if err := p.keepNonce(ctx, consumerID, stored); err != nil {
+			return stepError(step.ForgetTenant, err)
+		}
+	}
+	if err := p.unbind(ctx, consumerID); err != nil {
+		return stepError(step.ForgetTenant, err)
+	}
+	if reason != "" {
+		if err := p.ports.Certificates.Delete(ctx, csr.CacheKey{ConsumerID: consumerID}); err != nil {
+			return stepError(step.ForgetTenant, err)
+		}
+	}
+	if !keepNonce {
+		if _, err := p.ports.Nonces.Consume(ctx, consumerID); err != nil && !errors.Is(err, nonce.ErrNotFound) {
+			return stepError(step.ForgetTenant, err)
+		}
+	}
+	if err := p.ports.Tenants.Delete(ctx, namespace, consumerID); err != nil {
+		return stepError(step.ForgetTenant, err)
+	}
+	p.unprivileged.forget(consumerID)
+	p.step(ctx, step.Done{Name: step.ForgetTenant})
+	return nil
+}
+
+// forgetReason is the revocation reason an unpeering of the consumer
+// whose stored Tenant is stored records, "" for none: ReasonRevoked when
+// asked (revoke) or when the Tenant carries lifecycle.RevokeAnnotation
+// "true", ReasonDrained for a Drained Tenant.
+func forgetReason(stored *authv1beta1.Tenant, revoke bool) string {
+	switch {
+	case revoke:
+		return lifecycle.ReasonRevoked
+	case stored != nil && lifecycle.Condition(stored.Spec.TenantCondition) == authv1beta1.TenantConditionDrained:
+		return lifecycle.ReasonDrained
+	case stored != nil && stored.Annotations[lifecycle.RevokeAnnotation] == "true":
+		return lifecycle.ReasonRevoked
+	}
+	return ""
+}
+
+// unbind deletes every binding the provider made for consumerID: its
+// ControlPlane RoleBinding, and every slice binding, whatever the slices'
+// labels (which the consumer's replicator sets) say, cluster-wide too.
+func (p *Provider) unbind(ctx context.Context, consumerID string) error {
+	namespace := clusterid.TenantNamespace(consumerID)
+	if err := p.ports.RBAC.DeleteRoleBinding(ctx, namespace, rbac.BindingName(rbac.ControlPlaneClusterRoleName)); err != nil {
+		return err
+	}
+	if err := p.unbindSlices(ctx, consumerID); err != nil {
+		return err
+	}
+	if p.ports.ClusterRBAC != nil {
+		return p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID))
+	}
+	return nil
+}
+
+// keepNonce marks the nonce of consumerID as kept for the key of its
+// stored Tenant, before an unpeering deletes that Tenant: only when the
+// Tenant was accepted (it has a status) with the key that redeemed the
+// nonce, and every live certificate the provider holds for the consumer is
+// that Tenant's (lifecycle.CheckHolder with the Tenant's own keys). The
+// mark names the key of the cached certificate (the Tenant's key when
+// nothing is cached), so that certificate stays the unpeered key's and no
+// other. Anything else leaves the nonce as it is: IssueNonce then replaces
+// it once the Tenant is gone.
+func (p *Provider) keepNonce(ctx context.Context, consumerID string, stored *authv1beta1.Tenant) error {
+	if stored == nil || stored.Status.AuthParams == nil || lifecycle.FlowOf(stored) != lifecycle.FlowHandshake {
+		return nil
+	}
+	pub, err := keys.ParsePublicKey(stored.Spec.PublicKey)
+	if err != nil {
+		return nil
+	}
+	e, err := p.ports.Nonces.Get(ctx, consumerID)
+	switch {
+	case errors.Is(err, nonce.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case e.Redemption == nil || e.Redemption.Key != keys.Fingerprint(pub):
+		return nil
+	}
+	// The Tenant's own keys (its CSR's included, through stored) hold
+	// every live certificate, or another key holds one.
+	claim := []crypto.PublicKey{pub}
+	var cached *csr.CacheEntry
+	switch c, err := p.ports.Certificates.Get(ctx, csr.CacheKey{ConsumerID: consumerID}); {
+	case err == nil:
+		cached = &c
+	case !errors.Is(err, csr.ErrNotFound):
+		return err
+	}
+	if lifecycle.CheckHolder(consumerID, stored, cached, claim, p.opts.Clock.Now()) != nil {
+		return nil
+	}
+	holder := e.Redemption.Key
+	if cached != nil {
+		if leaf, err := csr.ParseCertificate(cached.Certificate); err == nil {
+			holder = keys.Fingerprint(leaf.PublicKey)
+		}
+	}
+	if e.Redemption.Unpeered == holder {
+		return nil
+	}
+	e.Redemption.Unpeered = holder
+	return p.ports.Nonces.Put(ctx, consumerID, e)
 }

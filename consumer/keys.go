@@ -1,4 +1,4 @@
-package kubepact
+package consumer
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/resourceslice"
 )
 
-// The consumer's keys of its own (ConsumerPorts.IdentityKeys) are read and
+// The consumer's keys of its own (Ports.IdentityKeys) are read and
 // written only here, through a keys.Attester made with the cluster key: a
 // key is used only when the cluster key attests that this consumer made it,
 // under that name, for that purpose and provider. Anyone who may create
@@ -128,15 +129,15 @@ func (c *Consumer) ensureKey(ctx context.Context, name string, u keys.Use) (*key
 // IdentityKey returns the TLS key of the consumer's ControlPlane identity
 // with providerID, a key of the identity's own: the one it keeps, when it
 // attested it, or a new one, made, attested and stored in
-// ConsumerPorts.IdentityKeys before IdentityKey returns. A flow that builds
+// Ports.IdentityKeys before IdentityKey returns. A flow that builds
 // the identity's CSR itself (the token flow, authserver) calls it; the key
 // is the one Apply then finds for the certificate. A key kept under that
 // name that this consumer did not attest is refused with an error wrapping
 // keys.ErrUnattested, and left as it is; without IdentityKeys the error
-// wraps ErrInvalidConfig.
+// wraps peer.ErrInvalidConfig.
 func (c *Consumer) IdentityKey(ctx context.Context, providerID string) (*keys.PrivateKey, error) {
 	if c.ports.IdentityKeys == nil {
-		return nil, fmt.Errorf("%w: a key of the identity's own needs IdentityKeys", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: a key of the identity's own needs IdentityKeys", peer.ErrInvalidConfig)
 	}
 	if err := clusterid.Validate(providerID); err != nil {
 		return nil, err
@@ -173,7 +174,7 @@ func (c *Consumer) moveKey(ctx context.Context, name string, u keys.Use, k *keys
 
 // ownControlPlaneKey reports whether the consumer made a key of its own
 // for its ControlPlane identity with providerID: whether it was asked for
-// one (TenantOptions.OwnKey, ConsumerOptions.Strict) and keeps it. Only an
+// one (TenantOptions.OwnKey, Options.Strict) and keeps it. Only an
 // attested key counts: a Secret that merely exists under that name
 // switches nothing on.
 func (c *Consumer) ownControlPlaneKey(ctx context.Context, providerID string) (bool, error) {

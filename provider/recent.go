@@ -1,4 +1,4 @@
-package kubepact
+package provider
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 
 // DefaultRecheckInterval is how long a Provider trusts a passed privilege
 // check of a consumer, and its application of the ControlPlane ClusterRole,
-// unless ProviderOptions.RecheckInterval says otherwise.
+// unless Options.RecheckInterval says otherwise.
 const DefaultRecheckInterval = time.Minute
 
 // recent remembers, for a bounded time, which keys passed a check. It is
