@@ -19,8 +19,10 @@
 // Everything the playground starts outlives `up`, each process in a session of its own. The
 // state directory (--state-dir, else $KUBEPACT_PLAYGROUND_DIR, else
 // $XDG_STATE_HOME/kubepact-playground, else ~/.local/state/kubepact-playground) holds the
-// process IDs, the kubeconfigs, the logs, the built binaries and the clusters' data; `down` stops
-// the processes and removes it. Linux only.
+// process IDs, the kubeconfigs, the logs, a copy of the built binaries and the clusters' data;
+// `down` stops the processes and removes it. The binaries are built into
+// ~/.cache/kubepact/playground/bin ($XDG_CACHE_HOME), so that the next up links them again only
+// when the code changed. Linux only.
 package main
 
 import (

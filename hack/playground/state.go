@@ -121,7 +121,8 @@ func (p process) alive() bool {
 }
 
 // stopAll stops the processes: the controllers first, so that they release their Leases while
-// the API servers answer, then the control planes. See stopGroups.
+// the API servers answer, then the control planes, whose data goes with the state directory:
+// they get less time to shut down cleanly. See stopGroups.
 func stopAll(procs []process) {
 	var controllers, planes []process
 	for _, p := range procs {
@@ -131,13 +132,13 @@ func stopAll(procs []process) {
 			planes = append(planes, p)
 		}
 	}
-	stopGroups(controllers)
-	stopGroups(planes)
+	stopGroups(controllers, 15*time.Second)
+	stopGroups(planes, 3*time.Second)
 }
 
-// stopGroups sends SIGTERM to each process's group, then SIGKILL to those still running 15
-// seconds later, and returns once none runs.
-func stopGroups(procs []process) {
+// stopGroups sends SIGTERM to each process's group, then SIGKILL to those still running after
+// grace, and returns once none runs.
+func stopGroups(procs []process, grace time.Duration) {
 	signalAll := func(sig syscall.Signal) {
 		for _, p := range procs {
 			if p.alive() {
@@ -160,7 +161,7 @@ func stopGroups(procs []process) {
 		}
 	}
 	signalAll(syscall.SIGTERM)
-	if !waitAll(15 * time.Second) {
+	if !waitAll(grace) {
 		signalAll(syscall.SIGKILL)
 		waitAll(10 * time.Second)
 	}

@@ -176,15 +176,48 @@ func repoRoot() (string, error) {
 	}
 }
 
-// goBuild builds the CLI and the controller into bin, with the caller's go and its settings.
+// goBuild builds the CLI and the controller with the caller's go and its settings into a
+// cache directory, where go links them again only when they changed, and copies them into bin,
+// so that a later build never writes a binary that runs.
 func goBuild(ctx context.Context, repo, bin string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin+string(filepath.Separator), "./cmd/kubepact", "./cmd/"+controllerName)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return err
+	}
+	cache = filepath.Join(cache, "kubepact", "playground", "bin")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", cache+string(filepath.Separator), "./cmd/kubepact", "./cmd/"+controllerName)
 	cmd.Dir = repo
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go build ./cmd/kubepact ./cmd/%s: %w", controllerName, err)
 	}
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		return err
+	}
+	for _, name := range []string{"kubepact", controllerName} {
+		if err := copyFile(filepath.Join(cache, name), filepath.Join(bin, name)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// copyFile copies the executable src to dst.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o700)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // addCluster records c's admin kubeconfig and processes.
