@@ -8,4 +8,6 @@
 # --state-dir DIR (or KUBEPACT_PLAYGROUND_DIR) picks where its state is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec go run ./hack/playground "$@"
+# Static and -trimpath, as hack/playground builds kubepact: a fresh clone
+# elsewhere then finds the compiled packages in Go's build cache.
+CGO_ENABLED=0 exec go run -trimpath ./hack/playground "$@"

@@ -176,17 +176,18 @@ func repoRoot() (string, error) {
 	}
 }
 
-// goBuild builds the CLI and the controller with the caller's go and its settings into a
-// cache directory, where go links them again only when they changed, and copies them into bin,
-// so that a later build never writes a binary that runs.
+// goBuild builds the CLI and the controller with the caller's go and its settings, static and
+// with -trimpath as the image is (so a fresh clone elsewhere finds the compiled packages in Go's
+// build cache), into a cache directory, where go links them again only when they changed, and
+// copies them into bin, so that a later build never writes a binary that runs.
 func goBuild(ctx context.Context, repo, bin string) error {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return err
 	}
 	cache = filepath.Join(cache, "kubepact", "playground", "bin")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", cache+string(filepath.Separator), "./cmd/kubepact", "./cmd/"+controllerName)
-	cmd.Dir = repo
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", cache+string(filepath.Separator), "./cmd/kubepact", "./cmd/"+controllerName)
+	cmd.Dir, cmd.Env = repo, append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go build ./cmd/kubepact ./cmd/%s: %w", controllerName, err)
