@@ -19,13 +19,14 @@ import (
 	"github.com/kubepact/kubepact/internal/testenv"
 )
 
-// TestPlayground runs the playground as a user does, through hack/playground.sh: up, then the
-// three commands it prints (the CLI it built, on its two clusters and their controllers), its
-// status, up again (already up), and down, after which no process up started runs and the
-// state directory, which held everything, is gone.
+// TestPlayground runs the playground as a user does: up as README.md's "Try it locally" writes
+// it, then the three commands it prints (the CLI it built, on its two clusters and their
+// controllers), its status, up again (already up), and down as the README writes it, after
+// which no process up started runs and the state directory, which held everything, is gone.
 func TestPlayground(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
+	upLine, downLine := readmeLine(t, "hack/playground.sh up"), readmeLine(t, "hack/playground.sh down")
 	binDir, err := testcluster.EnsureBinaries(ctx)
 	require.NoError(t, err)
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
@@ -50,7 +51,7 @@ func TestPlayground(t *testing.T) {
 	})
 
 	begin := time.Now()
-	out, err := sh(ctx, "hack/playground.sh up")
+	out, err := sh(ctx, upLine)
 	require.NoError(t, err)
 	t.Logf("up in %s", time.Since(begin).Round(time.Second))
 	commands := map[string]string{}
@@ -84,7 +85,7 @@ func TestPlayground(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "no longer authenticated")
 
-	_, err = sh(ctx, "hack/playground.sh down")
+	_, err = sh(ctx, downLine)
 	require.NoError(t, err)
 	for _, p := range procs {
 		require.False(t, p.alive(), "%s/%s (pid %d) runs after down", p.Cluster, p.Name, p.PID)
@@ -93,6 +94,26 @@ func TestPlayground(t *testing.T) {
 	require.True(t, errors.Is(err, os.ErrNotExist), "the state directory is gone after down: %v", err)
 	_, err = sh(ctx, "hack/playground.sh status")
 	require.Error(t, err, "status says it is not up")
+}
+
+// readmeLine returns the line of the first sh block of README.md's "## Try it locally" that
+// starts with prefix.
+func readmeLine(t *testing.T, prefix string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Try it locally\n")
+	require.True(t, ok, `README.md has "## Try it locally"`)
+	_, block, ok := strings.Cut(section, "\n```sh\n")
+	require.True(t, ok, `README.md's "## Try it locally" has an sh block`)
+	block, _, _ = strings.Cut(block, "\n```\n")
+	for _, line := range strings.Split(block, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	t.Fatalf(`README.md's "## Try it locally" has no line %q...:\n%s`, prefix, block)
+	return ""
 }
 
 func TestQuote(t *testing.T) {
