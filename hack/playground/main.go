@@ -114,6 +114,9 @@ func status(dir string) error {
 		}
 		fmt.Printf("%-8s %-33s pid %-7d log %s\n", mark, p.Cluster+"/"+p.Name, p.PID, p.Log)
 	}
+	if !st.Up {
+		return fmt.Errorf("not up: an up is starting it, or one left it half-started (then run down)")
+	}
 	if gone > 0 {
 		return fmt.Errorf("partly down: %d processes are gone; run down, then up", gone)
 	}

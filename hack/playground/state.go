@@ -19,6 +19,8 @@ const stateFile = "state.json"
 // state is what up started: enough for status to print and for down to stop it all.
 type state struct {
 	dir string
+	// Up says that up finished: everything runs.
+	Up bool `json:"up"`
 	// CLI is the kubepact CLI up built.
 	CLI string `json:"cli"`
 	// Clusters are the provider and the consumer, in that order.

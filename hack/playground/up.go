@@ -55,6 +55,9 @@ func (p progress) step(format string, args ...any) {
 // started and removes dir.
 func up(ctx context.Context, dir string) (err error) {
 	if st, err := load(dir); err == nil {
+		if !st.Up {
+			return fmt.Errorf("%s holds a playground that an up is starting, or that one left half-started: wait, or run down", dir)
+		}
 		for _, p := range st.processes() {
 			if !p.alive() {
 				return fmt.Errorf("%s holds a playground that is partly down (%s/%s, pid %d, is gone): run down, then up", dir, p.Cluster, p.Name, p.PID)
@@ -111,7 +114,7 @@ func up(ctx context.Context, dir string) (err error) {
 	}
 	for _, c := range clusters {
 		if err := st.addCluster(c, binDir); err != nil {
-			return err
+			return errors.Join(err, testcluster.StopAll(clusters))
 		}
 	}
 	if err := st.save(); err != nil {
@@ -151,6 +154,10 @@ func up(ctx context.Context, dir string) (err error) {
 		return err
 	}
 
+	st.Up = true
+	if err := st.save(); err != nil {
+		return err
+	}
 	pr.step("up in %s; running until down:", time.Since(pr.begin).Round(100*time.Millisecond))
 	for _, p := range st.processes() {
 		fmt.Fprintf(os.Stderr, "          %-33s pid %-7d log %s\n", p.Cluster+"/"+p.Name, p.PID, p.Log)
