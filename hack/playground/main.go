@@ -12,7 +12,8 @@
 // 127.0.0.1, built once by hack/controlplane.sh into ~/.cache/kubepact/controlplane. They run no
 // kubelet, so no Pod ever runs: the installed Deployment stays unready, and the controllers run
 // here instead, as processes with the Deployment's args, env and ServiceAccount (a token from the
-// TokenRequest API), plus --api-server-url, as these clusters publish no kube-public/cluster-info.
+// TokenRequest API, valid 24 hours), plus --api-server-url, as these clusters publish no
+// kube-public/cluster-info.
 // kubepact is installed from charts/kubepact with `helm template` when helm is on the PATH, else
 // from config/ with `kubectl kustomize`; kubectl must be on the PATH.
 //
