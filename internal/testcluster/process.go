@@ -30,7 +30,7 @@ type process struct {
 // internal/testenv): nothing of the test process's, such as the ETCD_* variables that etcd would
 // read as flags or a KUBECONFIG, reaches a component. Its output is appended to logPath and, when
 // extra is not nil, copied line by line to extra with prefix in front of each line. A detached
-// process leads a process group of its own and outlives the caller (see Options.Detach).
+// process leads a session and process group of its own and outlives the caller (see Options.Detach).
 func startProcess(name, bin string, args []string, home, logPath string, extra io.Writer, prefix string, detach bool) (*process, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, err

@@ -14,10 +14,10 @@ func componentProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// detachedProcAttr puts a component in a process group of its own, which it leads, and lets it
-// outlive the process that started it.
+// detachedProcAttr puts a component in a session and process group of its own, which it leads,
+// so that neither the end of the process that started it nor a hangup of its terminal stops it.
 func detachedProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+	return &syscall.SysProcAttr{Setsid: true}
 }
 
 // scriptProcAttr puts the build script in its own process group, so that cancelling it reaches

@@ -122,8 +122,8 @@ type Options struct {
 	AuditLog bool
 
 	// Detach lets the components outlive the calling process, for a program that starts a
-	// cluster and exits (hack/playground): each runs in a process group of its own, leads it
-	// (its PID is the group's ID, see PIDs) and gets no parent-death signal. Stop still works
+	// cluster and exits (hack/playground): each runs in a session and process group of its own
+	// and leads them (its PID is the group's ID, see PIDs), with no parent-death signal. Stop still works
 	// while the caller runs; after it exits, whoever stops the cluster signals the groups and
 	// removes Dir. It requires a nil LogWriter, whose pipe would end with the caller.
 	Detach bool
