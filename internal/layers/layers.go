@@ -22,7 +22,7 @@
 //     Consumer, wire/memory and wire/intercept.
 //  5. Controllers and authserver: the reconcilers, and the token flow's
 //     HTTPS server, which issues identities through the root package.
-//  6. Programs: cmd and examples.
+//  6. Programs: cmd, examples and hack/playground.
 //
 // A package's own test files (package x, not x_test) count as the package:
 // they are compiled into it. External tests (package x_test) may import any
@@ -73,7 +73,7 @@ var Order = []Layer{
 		"controllers/...", "authserver/...",
 	}},
 	{Name: "programs", Packages: []string{
-		"cmd/...", "examples/...",
+		"cmd/...", "examples/...", "hack/playground",
 	}},
 }
 

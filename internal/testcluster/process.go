@@ -29,8 +29,9 @@ type process struct {
 // startProcess starts bin with args, in an environment of its own with HOME home (see
 // internal/testenv): nothing of the test process's, such as the ETCD_* variables that etcd would
 // read as flags or a KUBECONFIG, reaches a component. Its output is appended to logPath and, when
-// extra is not nil, copied line by line to extra with prefix in front of each line.
-func startProcess(name, bin string, args []string, home, logPath string, extra io.Writer, prefix string) (*process, error) {
+// extra is not nil, copied line by line to extra with prefix in front of each line. A detached
+// process leads a session and process group of its own and outlives the caller (see Options.Detach).
+func startProcess(name, bin string, args []string, home, logPath string, extra io.Writer, prefix string, detach bool) (*process, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, err
 	}
@@ -45,6 +46,9 @@ func startProcess(name, bin string, args []string, home, logPath string, extra i
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.SysProcAttr = componentProcAttr()
+	if detach {
+		cmd.SysProcAttr = detachedProcAttr()
+	}
 	// If a component leaves a descendant holding its output open, give up on the output rather
 	// than hanging in Wait.
 	cmd.WaitDelay = 5 * time.Second

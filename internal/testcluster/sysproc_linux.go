@@ -14,6 +14,12 @@ func componentProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
+// detachedProcAttr puts a component in a session and process group of its own, which it leads,
+// so that neither the end of the process that started it nor a hangup of its terminal stops it.
+func detachedProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true}
+}
+
 // scriptProcAttr puts the build script in its own process group, so that cancelling it reaches
 // the go commands it runs, and sends it SIGTERM if the test process dies.
 func scriptProcAttr() *syscall.SysProcAttr {

@@ -11,6 +11,10 @@ import (
 // outlive a test process that dies without calling Cluster.Stop.
 func componentProcAttr() *syscall.SysProcAttr { return nil }
 
+// detachedProcAttr returns nil: outside Linux a component always outlives the process that
+// started it, in that process's group.
+func detachedProcAttr() *syscall.SysProcAttr { return nil }
+
 // scriptProcAttr returns nil: outside Linux the build script runs in the test's process group.
 func scriptProcAttr() *syscall.SysProcAttr { return nil }
 

@@ -120,6 +120,16 @@ type Options struct {
 	// AuditLog makes the API server write one JSON line per request, at the Metadata level, to
 	// AuditLogPath: who asked what of which resource, to count a component's requests.
 	AuditLog bool
+
+	// Detach lets the components outlive the calling process, for a program that starts a
+	// cluster and exits (hack/playground): each runs in a session and process group of its own
+	// and leads them (its PID is the group's ID, see PIDs), with no parent-death signal. Stop still works
+	// while the caller runs; after it exits, whoever stops the cluster signals the groups and
+	// removes Dir. It requires a nil LogWriter, whose pipe would end with the caller.
+	Detach bool
+
+	// ParentDir is where the cluster's directory is made. The default is os.TempDir().
+	ParentDir string
 }
 
 // Cluster is a running control plane. Its methods are safe for concurrent use.
@@ -132,6 +142,7 @@ type Cluster struct {
 	signing   time.Duration
 	noRoles   bool
 	audit     bool
+	detach    bool
 
 	host       string
 	ca         *authority
@@ -164,12 +175,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := checkBinaries(binDir); err != nil {
 		return nil, err
 	}
+	if opts.Detach && opts.LogWriter != nil {
+		return nil, errors.New("test cluster: Options.Detach takes no LogWriter")
+	}
 	name := sanitizeName(opts.Name)
-	dir, err := os.MkdirTemp("", "kubepact-testcluster-"+name+"-")
+	dir, err := os.MkdirTemp(opts.ParentDir, "kubepact-testcluster-"+name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster directory: %w", err)
 	}
-	c := &Cluster{name: name, dir: dir, binDir: binDir, logWriter: opts.LogWriter, kcmQPS: opts.ControllerManagerQPS, signing: opts.SigningDuration, noRoles: opts.NoPeerRoles, audit: opts.AuditLog}
+	c := &Cluster{name: name, dir: dir, binDir: binDir, logWriter: opts.LogWriter, kcmQPS: opts.ControllerManagerQPS, signing: opts.SigningDuration, noRoles: opts.NoPeerRoles, audit: opts.AuditLog, detach: opts.Detach}
 	if err := c.writePKI(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("test cluster %s: %w", name, err)
@@ -244,6 +258,17 @@ func (c *Cluster) AdminKubeconfig() []byte {
 		panic(fmt.Sprintf("testcluster: writing kubeconfig: %v", err))
 	}
 	return data
+}
+
+// PIDs returns the process ID of each running component, by component name ("etcd",
+// "kube-apiserver", "kube-controller-manager"). With Options.Detach each is also the ID of the
+// component's process group.
+func (c *Cluster) PIDs() map[string]int {
+	pids := map[string]int{}
+	for _, p := range c.running() {
+		pids[p.name] = p.cmd.Process.Pid
+	}
+	return pids
 }
 
 // Stop stops the components, controller-manager first and etcd last, each with SIGTERM and after
@@ -515,7 +540,7 @@ func (c *Cluster) start(component string, args []string) error {
 		prefix = "[" + c.name + "/" + component + "] "
 	}
 	p, err := startProcess(component, filepath.Join(c.binDir, component), args,
-		c.path("home"), c.path(component+".log"), c.logWriter, prefix)
+		c.path("home"), c.path(component+".log"), c.logWriter, prefix, c.detach)
 	if err != nil {
 		return err
 	}
