@@ -347,9 +347,10 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 }
 
 // decide takes the provider's decision (accept.Builtin but the signature,
-// for which the shared token stands, then Options.Checks) on consumerID asking a certificate for checked, and returns
-// its stored Tenant and the request to sign: checked, or the CSR cached for
-// it when an identity was issued already. The lifecycle decisions come
+// for which the shared token stands, then Options.Checks) on consumerID
+// asking a certificate for checked, and returns its stored Tenant and the
+// request to sign: checked, or the CSR cached for it when an identity was
+// issued already. The lifecycle decisions come
 // first, before the certificate cache is read: a drained or revoked
 // consumer gets nothing, not even the certificate already issued, and is
 // never bound again.
