@@ -95,7 +95,8 @@
 //	                                 --revoke, --timeout
 //	status                           connection flags, --cluster-id, -n/--namespace, -o/--output, --timeout
 //	version                          connection flags, --client, --cluster-id, -n/--namespace, --timeout
-//	install roles                    connection flags, --cluster-id, -n/--namespace, --timeout
+//	install roles                    connection flags, --cluster-id, --helm-namespace, --helm-release,
+//	                                 -n/--namespace, --timeout
 //	create nonce                     connection flags, --cluster-id, -n/--namespace, --nonce-ttl,
 //	                                 --remote-cluster-id, --timeout
 //	get nonce                        connection flags, --cluster-id, -n/--namespace, --nonce-ttl,
