@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/saidentity"
@@ -79,8 +80,17 @@ func TestTokenSecretForIdentityIsRefused(t *testing.T) {
 	}
 
 	// Turning the other token Secret towards the identity is refused too.
-	other.Annotations[corev1.ServiceAccountNameKey] = saidentity.Name(consumerID)
-	_, err = secrets.Update(ctx, other, metav1.UpdateOptions{})
+	// The token controller fills that Secret meanwhile: an update that
+	// conflicts with it reads the Secret again.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := secrets.Get(ctx, other.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		latest.Annotations[corev1.ServiceAccountNameKey] = saidentity.Name(consumerID)
+		_, err = secrets.Update(ctx, latest, metav1.UpdateOptions{})
+		return err
+	})
 	requirePolicyRefusal(t, err)
 }
 
