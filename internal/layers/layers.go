@@ -52,7 +52,7 @@ var Order = []Layer{
 		"apis/...", "config/...",
 		"clusterid/...", "keys/...", "nonce/...", "tenant/...", "csr/...",
 		"identity/...", "kubeconfig/...", "rbac/...", "resourceslice/...",
-		"step", "peer", "renewal/...", "lifecycle/...", "accept/...", "authtoken/...", "saidentity/...",
+		"step", "peer", "renewal/...", "lifecycle/...", "accept/...", "enrol/...", "authtoken/...", "saidentity/...",
 		"internal/decode", "internal/objwatch", "internal/version",
 		"internal/wiretest", "internal/floor", "internal/kustomize",
 		"internal/prevbuild", "internal/testcluster", "internal/testkeys",
@@ -60,7 +60,7 @@ var Order = []Layer{
 		"internal/async", "internal/portcheck",
 	}},
 	{Name: "adapters and fakes", Packages: []string{
-		"kube/...", "fake/...",
+		"kube/...", "fake/...", "enrolhttp/...",
 		"internal/attack", "internal/liqosteps",
 	}},
 	{Name: "provider and consumer", Packages: []string{

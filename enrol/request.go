@@ -1,0 +1,261 @@
+package enrol
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/crypto/cryptobyte"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
+	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/tenant"
+)
+
+// Contexts separate the signatures of this package from any other use of
+// the keys that make them.
+const (
+	// RequestContext prefixes what a consumer's cluster key signs.
+	RequestContext = "kubepact enrolment request"
+	// GrantContext prefixes what a provider's enrolment key signs.
+	GrantContext = "kubepact enrolment grant"
+	// Version is the encoding's version, signed with it.
+	Version = 1
+)
+
+var (
+	// ErrMalformed reports an object of this package that cannot be
+	// parsed: a key, a CSR or a field out of bounds.
+	ErrMalformed = errors.New("malformed enrolment object")
+	// ErrNotCommitted reports a key that the provider's AuthorizedConsumer
+	// for the consumer ID does not list: it may get no identity for that
+	// ID, in any flow.
+	ErrNotCommitted = errors.New("key not committed for this consumer")
+	// ErrBadRequest reports an enrolment request whose signature does not
+	// verify with any committed key, or that names another provider or
+	// consumer.
+	ErrBadRequest = errors.New("enrolment request does not verify")
+	// ErrClusterKeyCSR reports a request whose CSR is for the cluster key
+	// itself: the cluster key must never become a TLS key.
+	ErrClusterKeyCSR = errors.New("enrolment CSR is for the cluster key")
+)
+
+// Request is a consumer's enrolment request to one provider.
+type Request struct {
+	ProviderID string
+	ConsumerID string
+	// CSR is the PEM ControlPlane CSR, Signature the cluster key's
+	// signature of the request's transcript.
+	CSR       []byte
+	Signature []byte
+}
+
+// transcript returns the canonical bytes a request's signature covers:
+// the context, the version, both IDs and the SHA-256 of the CSR, each
+// length-prefixed.
+func (r *Request) transcript() []byte {
+	sum := sha256.Sum256(r.CSR)
+	var b cryptobyte.Builder
+	addString(&b, RequestContext)
+	b.AddUint8(Version)
+	addString(&b, r.ProviderID)
+	addString(&b, r.ConsumerID)
+	b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(sum[:]) })
+	return b.BytesOrPanic() // only length overflows fail, and the fields are bounded
+}
+
+func addString(b *cryptobyte.Builder, s string) {
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s)) })
+}
+
+// CSRSHA256 returns the hex SHA-256 of r's CSR, as a Grant names it.
+func (r *Request) CSRSHA256() string { return csrSHA256(r.CSR) }
+
+func csrSHA256(pemBytes []byte) string {
+	sum := sha256.Sum256(pemBytes)
+	return hex.EncodeToString(sum[:])
+}
+
+// NewRequest returns consumer consumerID's request to provider providerID:
+// a ControlPlane CSR for identityKey, signed with the cluster key
+// clusterKey. With Ed25519 keys the same keys make the same request.
+func NewRequest(rand io.Reader, providerID, consumerID string, clusterKey, identityKey crypto.Signer) (*Request, error) {
+	for _, id := range []string{providerID, consumerID} {
+		if err := clusterid.Validate(id); err != nil {
+			return nil, err
+		}
+	}
+	if keys.Equal(clusterKey.Public(), identityKey.Public()) {
+		return nil, ErrClusterKeyCSR
+	}
+	req, err := csr.Create(rand, identityKey, csr.ControlPlaneSubject(consumerID))
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{ProviderID: providerID, ConsumerID: consumerID, CSR: req}
+	if r.Signature, err = keys.SignMessage(rand, clusterKey, r.transcript()); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// API returns r as the API carries it.
+func (r *Request) API() peeringv1alpha1.EnrolmentRequest {
+	return peeringv1alpha1.EnrolmentRequest{CSR: string(r.CSR), Signature: bytes.Clone(r.Signature)}
+}
+
+// Commitment is what a provider's AuthorizedConsumer commits: the keys
+// that alone may hold an identity for ConsumerID, and the request to
+// grant.
+type Commitment struct {
+	ConsumerID string
+	Keys       []crypto.PublicKey
+	Request    Request
+}
+
+// FromAuthorizedConsumer parses ac, on provider providerID, into its
+// Commitment. It checks the form of every field (the CRD's schema checks
+// most of them already) and nothing else: Verify checks the request.
+func FromAuthorizedConsumer(providerID string, ac *peeringv1alpha1.AuthorizedConsumer) (*Commitment, error) {
+	if err := clusterid.Validate(ac.Spec.ClusterID); err != nil {
+		return nil, fmt.Errorf("%w: spec.clusterID: %w", ErrMalformed, err)
+	}
+	if ac.Name != ac.Spec.ClusterID {
+		return nil, fmt.Errorf("%w: metadata.name %q is not spec.clusterID %q", ErrMalformed, ac.Name, ac.Spec.ClusterID)
+	}
+	pubs, err := ParseKeys(ac.Spec.PublicKeys)
+	if err != nil {
+		return nil, fmt.Errorf("%w: spec.publicKeys: %w", ErrMalformed, err)
+	}
+	req := ac.Spec.Request
+	if len(req.CSR) == 0 || len(req.CSR) > csr.MaxSize || len(req.Signature) == 0 || len(req.Signature) > tenant.MaxSignatureSize {
+		return nil, fmt.Errorf("%w: spec.request: CSR of %d bytes, signature of %d", ErrMalformed, len(req.CSR), len(req.Signature))
+	}
+	return &Commitment{ConsumerID: ac.Spec.ClusterID, Keys: pubs, Request: Request{
+		ProviderID: providerID, ConsumerID: ac.Spec.ClusterID, CSR: []byte(req.CSR), Signature: bytes.Clone(req.Signature),
+	}}, nil
+}
+
+// MaxKeys is how many keys an object of this package commits at most: one,
+// and its successor while a rotation overlaps.
+const MaxKeys = 2
+
+// ParseKeys parses PKIX PEM public keys, one to MaxKeys of them.
+func ParseKeys(pems []string) ([]crypto.PublicKey, error) {
+	if len(pems) == 0 || len(pems) > MaxKeys {
+		return nil, fmt.Errorf("%w: %d keys, want 1 to %d", ErrMalformed, len(pems), MaxKeys)
+	}
+	out := make([]crypto.PublicKey, 0, len(pems))
+	for i, p := range pems {
+		pub, err := keys.ParsePublicKey([]byte(p))
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %w", i, err)
+		}
+		out = append(out, pub)
+	}
+	return out, nil
+}
+
+// Holds reports whether pub is one of c's keys.
+func (c *Commitment) Holds(pub crypto.PublicKey) bool {
+	for _, k := range c.Keys {
+		if keys.Equal(k, pub) {
+			return true
+		}
+	}
+	return false
+}
+
+// Check returns nil when pub may hold an identity for c's consumer, and
+// otherwise an error wrapping ErrNotCommitted.
+func (c *Commitment) Check(pub crypto.PublicKey) error {
+	if c.Holds(pub) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is not among the %d keys committed for %s", ErrNotCommitted, keys.Fingerprint(pub), len(c.Keys), c.ConsumerID)
+}
+
+// Verify checks c's request: signed over its transcript by one of c's
+// keys, for a ControlPlane CSR of c's consumer for another key than the
+// cluster key. It returns what tenant.Verify returns for a Tenant, with
+// the cluster key that signed.
+func (c *Commitment) Verify() (*tenant.Verified, error) {
+	msg := c.Request.transcript()
+	var signer crypto.PublicKey
+	for _, k := range c.Keys {
+		if keys.VerifyMessage(k, msg, c.Request.Signature) == nil {
+			signer = k
+			break
+		}
+	}
+	if signer == nil {
+		return nil, fmt.Errorf("%w: no committed key of %s signed it for provider %s", ErrBadRequest, c.ConsumerID, c.Request.ProviderID)
+	}
+	checked, err := csr.Check(c.Request.CSR, csr.ControlPlanePolicy(c.ConsumerID, nil))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if keys.Equal(checked.PublicKey(), signer) {
+		return nil, ErrClusterKeyCSR
+	}
+	return &tenant.Verified{ClusterID: c.ConsumerID, PublicKey: signer, CSR: checked}, nil
+}
+
+// Tenant returns the Tenant a provider records for c's request, verified
+// as v (Verify): the consumer's Tenant as a Liqo provider stores it, its
+// signature the request's. Enrolled recognises it.
+func (c *Commitment) Tenant(v *tenant.Verified) (*authv1beta1.Tenant, error) {
+	pub, err := keys.MarshalPublicKey(v.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	return &authv1beta1.Tenant{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.TenantKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      c.ConsumerID,
+			Namespace: clusterid.TenantNamespace(c.ConsumerID),
+			Labels:    map[string]string{clusterid.Label: c.ConsumerID},
+		},
+		Spec: authv1beta1.TenantSpec{
+			ClusterID:       c.ConsumerID,
+			AuthzPolicy:     authv1beta1.KeysExchange,
+			PublicKey:       pub,
+			CSR:             bytes.Clone(c.Request.CSR),
+			Signature:       bytes.Clone(c.Request.Signature),
+			TenantCondition: authv1beta1.TenantConditionActive,
+		},
+	}, nil
+}
+
+// Enrolled reports whether t is the Tenant of c's request: its CSR and
+// signature are the committed ones. Such a Tenant is verified by
+// VerifyTenant, with no nonce; any other Tenant of c's consumer by its
+// nonce.
+func (c *Commitment) Enrolled(t *authv1beta1.Tenant) bool {
+	return bytes.Equal(t.Spec.CSR, c.Request.CSR) && bytes.Equal(t.Spec.Signature, c.Request.Signature)
+}
+
+// VerifyTenant verifies t, an Enrolled Tenant whose cluster key is pub,
+// by c's request (Verify): pub must be the key that signed it.
+func (c *Commitment) VerifyTenant(t *authv1beta1.Tenant, pub crypto.PublicKey) (*tenant.Verified, error) {
+	if !c.Enrolled(t) {
+		return nil, fmt.Errorf("%w: the Tenant is not the committed request", ErrBadRequest)
+	}
+	v, err := c.Verify()
+	if err != nil {
+		return nil, err
+	}
+	if !keys.Equal(v.PublicKey, pub) {
+		return nil, fmt.Errorf("%w: the Tenant's key did not sign the committed request", ErrBadRequest)
+	}
+	return v, nil
+}

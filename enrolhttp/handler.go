@@ -1,0 +1,124 @@
+package enrolhttp
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
+)
+
+// Grants looks up the grant signed for a consumer ID, nil when there is
+// none: typically from a cache of the AuthorizedConsumers, never a request
+// to the API server.
+type Grants func(consumerID string) *peeringv1alpha1.Grant
+
+// Limits are the endpoint's failure limits. They apply per replica and
+// per client address as the replica sees it: behind a proxy or a load
+// balancer that does not keep the client's address, every client shares
+// the proxy's budget.
+type Limits struct {
+	// PerClient is how many requests a client address may make per
+	// second, Burst how many at once. Zero means 1 and 5.
+	PerClient rate.Limit
+	Burst     int
+	// Clients bounds how many client addresses are tracked; past it the
+	// oldest are forgotten. Zero means 10000.
+	Clients int
+}
+
+// Handler serves grants: GET GrantsPath+consumerID?csr=<sha256>. Any
+// other path or method is 404; a client over its limit gets 429.
+type Handler struct {
+	grants  Grants
+	limits  Limits
+	mu      sync.Mutex
+	clients map[string]*clientLimit
+}
+
+type clientLimit struct {
+	limiter *rate.Limiter
+	seen    time.Time
+}
+
+// NewHandler returns the handler serving from grants, within limits.
+func NewHandler(grants Grants, limits Limits) *Handler {
+	if limits.PerClient == 0 {
+		limits.PerClient = 1
+	}
+	if limits.Burst == 0 {
+		limits.Burst = 5
+	}
+	if limits.Clients == 0 {
+		limits.Clients = 10000
+	}
+	return &Handler{grants: grants, limits: limits, clients: make(map[string]*clientLimit)}
+}
+
+// unknown stands in for a consumer with no grant, so that an unknown ID
+// costs the comparison a known one costs.
+var unknown = &peeringv1alpha1.Grant{CSRSHA256: strings.Repeat("0", 64)}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if !h.allow(r.RemoteAddr) {
+		http.Error(w, "too many requests", http.StatusTooManyRequests)
+		return
+	}
+	id, ok := strings.CutPrefix(r.URL.Path, GrantsPath)
+	if r.Method != http.MethodGet || !ok || id == "" || strings.Contains(id, "/") {
+		http.NotFound(w, r)
+		return
+	}
+	g := h.grants(id)
+	found := g != nil
+	if !found {
+		g = unknown
+	}
+	match := subtle.ConstantTimeCompare([]byte(g.CSRSHA256), []byte(r.URL.Query().Get(CSRParam))) == 1
+	if !found || !match {
+		http.Error(w, ErrNotAuthorized.Error(), http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(g)
+}
+
+// allow reports whether the client at remote may make one more request.
+func (h *Handler) allow(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, ok := h.clients[host]
+	if !ok {
+		if len(h.clients) >= h.limits.Clients {
+			h.forgetOldest()
+		}
+		c = &clientLimit{limiter: rate.NewLimiter(h.limits.PerClient, h.limits.Burst)}
+		h.clients[host] = c
+	}
+	c.seen = now
+	return c.limiter.AllowN(now, 1)
+}
+
+// forgetOldest forgets the client seen longest ago.
+func (h *Handler) forgetOldest() {
+	var oldest string
+	var at time.Time
+	for host, c := range h.clients {
+		if oldest == "" || c.seen.Before(at) {
+			oldest, at = host, c.seen
+		}
+	}
+	delete(h.clients, oldest)
+}
