@@ -31,6 +31,7 @@ func cachedRecords(c *memory.Cluster) provider.CachedRecords {
 		Revocations:  c.Revocations,
 		Bindings:     fakeBindings{c.RBAC},
 		Grants:       fakeGrants{c.RBAC},
+		Commitments:  c.Commitments,
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/tenant"
 )
@@ -65,6 +66,9 @@ const (
 	// Admitted: the consumer is neither drained nor revoked
 	// (lifecycle.Admit).
 	Admitted = "admitted"
+	// Committed: where an AuthorizedConsumer commits the consumer ID, the
+	// Tenant's cluster key is one it lists (enrol.Commitment.Check).
+	Committed = "committed"
 	// Signature: the Tenant verifies against the nonce it redeemed
 	// (tenant.Verify).
 	Signature = "signature"
@@ -97,6 +101,11 @@ type Facts struct {
 	// Admission is lifecycle.Admit's answer for the consumer: nil, or why
 	// it is refused.
 	Admission error
+	// Commitment is what the provider's AuthorizedConsumer commits for the
+	// consumer ID, nil when none does; Commitments says why it could not
+	// be read, or parsed.
+	Commitment  *enrol.Commitment
+	Commitments error
 	// Verified is what tenant.Verify learnt from the Tenant over the
 	// nonce it redeemed; when nil, Verification says why.
 	Verified     *tenant.Verified
@@ -138,6 +147,8 @@ func Builtin() Chain {
 	return Chain{
 		{Name: Admitted, Stage: StageRedeem, Run: admitted,
 			Why: "a drained or revoked consumer must not spend its nonce, nor get anything signed or bound"},
+		{Name: Committed, Stage: StageRedeem, Run: committed,
+			Why: "once Git commits a consumer's keys, no flow may grant its ID to another key"},
 		{Name: Signature, Stage: StageIssue, Run: signature,
 			Why: "only the holder of the cluster key that signed the nonce may have a certificate for its CSR"},
 		{Name: SingleHolder, Stage: StageIssue, Run: singleHolder,
@@ -176,6 +187,16 @@ func (c Chain) Run(ctx context.Context, stage Stage, f *Facts) (*Check, error) {
 }
 
 func admitted(_ context.Context, f *Facts) error { return f.Admission }
+
+func committed(_ context.Context, f *Facts) error {
+	if f.Commitments != nil {
+		return f.Commitments
+	}
+	if f.Commitment == nil {
+		return nil
+	}
+	return f.Commitment.Check(f.Key)
+}
 
 func signature(_ context.Context, f *Facts) error {
 	if f.Verified == nil && f.Verification == nil {

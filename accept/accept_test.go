@@ -2,6 +2,7 @@ package accept_test
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"errors"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/kubepact/kubepact/accept"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/internal/testkeys"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
@@ -116,6 +118,14 @@ func TestChecks(t *testing.T) {
 		{name: "all pass", wantAsked: true},
 		{name: "not admitted", change: func(f *accept.Facts) { f.Admission = errRevoked },
 			wantCheck: accept.Admitted, wantErr: errRevoked},
+		{name: "committed", wantAsked: true, change: func(f *accept.Facts) {
+			f.Commitment = &enrol.Commitment{ConsumerID: consumerID, Keys: []crypto.PublicKey{other.key.Public(), fx.key.Public()}}
+		}},
+		{name: "another key committed", change: func(f *accept.Facts) {
+			f.Commitment = &enrol.Commitment{ConsumerID: consumerID, Keys: []crypto.PublicKey{other.key.Public()}}
+		}, wantCheck: accept.Committed, wantErr: enrol.ErrNotCommitted},
+		{name: "commitments unreadable", change: func(f *accept.Facts) { f.Commitments = enrol.ErrMalformed },
+			wantCheck: accept.Committed, wantErr: enrol.ErrMalformed},
 		{name: "bad signature", change: func(f *accept.Facts) { f.Verified, f.Verification = nil, errForged },
 			wantCheck: accept.Signature, wantErr: errForged},
 		{name: "signature never verified", change: func(f *accept.Facts) { f.Verified = nil },
@@ -169,7 +179,7 @@ func TestStages(t *testing.T) {
 	}
 	base := accept.Builtin()
 	c := base.With(record("first"), record("second"))
-	require.Len(t, base, 5, "With changed the chain it extends")
+	require.Len(t, base, 6, "With changed the chain it extends")
 
 	_, err := c.Run(context.Background(), accept.StageRedeem, f)
 	require.NoError(t, err)

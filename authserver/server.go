@@ -29,6 +29,7 @@ import (
 	"github.com/kubepact/kubepact/authtoken"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/peer"
@@ -357,6 +358,11 @@ func (s *Server) issue(r *http.Request, client string) (*CertificateResponse, *r
 func (s *Server) decide(ctx context.Context, consumerID string, checked *csr.Checked) (*authv1beta1.Tenant, *csr.Checked, *refusal) {
 	f := &accept.Facts{ConsumerID: consumerID, Key: checked.PublicKey(), Now: s.opts.Clock.Now()}
 	f.Stored, f.Admission = lifecycle.Admit(ctx, s.ports.Tenants, s.ports.Lifecycle.Revocations, consumerID, f.Now)
+	if s.ports.Commitments != nil {
+		// A committed consumer ID is granted to its committed cluster keys
+		// alone; a shared-token request carries none.
+		f.Commitment, f.Commitments = s.ports.Commitments.Commitment(ctx, consumerID)
+	}
 	if check, err := s.checks.Run(ctx, accept.StageRedeem, f); err != nil {
 		return nil, nil, refusalOf(check, err)
 	}
@@ -401,6 +407,10 @@ func refusalOf(check *accept.Check, err error) *refusal {
 		return refuse(http.StatusForbidden, "the cluster ID's certificates were revoked", err)
 	case check.Name == accept.Admitted:
 		return refuse(http.StatusInternalServerError, "reading the cluster ID's records failed", err)
+	case check.Name == accept.Committed && errors.Is(err, enrol.ErrNotCommitted):
+		return refuse(http.StatusForbidden, "the cluster ID peers from Git, with its committed keys only", err)
+	case check.Name == accept.Committed:
+		return refuse(http.StatusInternalServerError, "reading the cluster ID's commitment failed", err)
 	case check.Name == accept.SingleHolder:
 		return refuse(http.StatusForbidden, "an identity was already issued for this cluster ID", err)
 	case check.Name == accept.Unprivileged && errors.Is(err, rbac.ErrPrivilegedUser):

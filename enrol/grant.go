@@ -13,11 +13,11 @@ import (
 	"io"
 
 	"golang.org/x/crypto/cryptobyte"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 )
 
@@ -115,18 +115,9 @@ func VerifyGrant(g *peeringv1alpha1.Grant, t Trust) (*authv1beta1.Identity, erro
 	if err := CheckCAPin(g.CA, t.CASHA256); err != nil {
 		return nil, err
 	}
-	ns := g.Namespace
-	return &authv1beta1.Identity{
-		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.SchemeGroupVersion.String(), Kind: authv1beta1.IdentityKind},
-		Spec: authv1beta1.IdentitySpec{
-			ClusterID: g.ProviderID,
-			Type:      authv1beta1.ControlPlaneIdentityType,
-			Namespace: &ns,
-			AuthParams: authv1beta1.AuthParams{
-				CA: bytes.Clone(g.CA), SignedCRT: bytes.Clone(g.Certificate), APIServer: g.APIServer, ProxyURL: g.ProxyURL,
-			},
-		},
-	}, nil
+	return identity.Build(g.ProviderID, authv1beta1.AuthParams{
+		CA: bytes.Clone(g.CA), SignedCRT: bytes.Clone(g.Certificate), APIServer: g.APIServer, ProxyURL: g.ProxyURL,
+	}, &identity.BuildOptions{TenantNamespace: g.Namespace})
 }
 
 // CAPin returns the pin of the first certificate of the PEM bundle ca, as

@@ -2,6 +2,7 @@ package enrol
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
@@ -115,17 +116,23 @@ func (r *Request) API() peeringv1alpha1.EnrolmentRequest {
 
 // Commitment is what a provider's AuthorizedConsumer commits: the keys
 // that alone may hold an identity for ConsumerID, and the request to
-// grant.
+// grant, its CSR and signature.
 type Commitment struct {
 	ConsumerID string
 	Keys       []crypto.PublicKey
-	Request    Request
+	CSR        []byte
+	Signature  []byte
 }
 
-// FromAuthorizedConsumer parses ac, on provider providerID, into its
-// Commitment. It checks the form of every field (the CRD's schema checks
-// most of them already) and nothing else: Verify checks the request.
-func FromAuthorizedConsumer(providerID string, ac *peeringv1alpha1.AuthorizedConsumer) (*Commitment, error) {
+// Request returns c's request, as made to provider providerID.
+func (c *Commitment) Request(providerID string) *Request {
+	return &Request{ProviderID: providerID, ConsumerID: c.ConsumerID, CSR: bytes.Clone(c.CSR), Signature: bytes.Clone(c.Signature)}
+}
+
+// FromAuthorizedConsumer parses ac into its Commitment. It checks the form
+// of every field (the CRD's schema checks most of them already) and
+// nothing else: Verify checks the request.
+func FromAuthorizedConsumer(ac *peeringv1alpha1.AuthorizedConsumer) (*Commitment, error) {
 	if err := clusterid.Validate(ac.Spec.ClusterID); err != nil {
 		return nil, fmt.Errorf("%w: spec.clusterID: %w", ErrMalformed, err)
 	}
@@ -140,9 +147,7 @@ func FromAuthorizedConsumer(providerID string, ac *peeringv1alpha1.AuthorizedCon
 	if len(req.CSR) == 0 || len(req.CSR) > csr.MaxSize || len(req.Signature) == 0 || len(req.Signature) > tenant.MaxSignatureSize {
 		return nil, fmt.Errorf("%w: spec.request: CSR of %d bytes, signature of %d", ErrMalformed, len(req.CSR), len(req.Signature))
 	}
-	return &Commitment{ConsumerID: ac.Spec.ClusterID, Keys: pubs, Request: Request{
-		ProviderID: providerID, ConsumerID: ac.Spec.ClusterID, CSR: []byte(req.CSR), Signature: bytes.Clone(req.Signature),
-	}}, nil
+	return &Commitment{ConsumerID: ac.Spec.ClusterID, Keys: pubs, CSR: []byte(req.CSR), Signature: bytes.Clone(req.Signature)}, nil
 }
 
 // MaxKeys is how many keys an object of this package commits at most: one,
@@ -184,23 +189,23 @@ func (c *Commitment) Check(pub crypto.PublicKey) error {
 	return fmt.Errorf("%w: %s is not among the %d keys committed for %s", ErrNotCommitted, keys.Fingerprint(pub), len(c.Keys), c.ConsumerID)
 }
 
-// Verify checks c's request: signed over its transcript by one of c's
-// keys, for a ControlPlane CSR of c's consumer for another key than the
-// cluster key. It returns what tenant.Verify returns for a Tenant, with
-// the cluster key that signed.
-func (c *Commitment) Verify() (*tenant.Verified, error) {
-	msg := c.Request.transcript()
+// Verify checks c's request to provider providerID: signed over its
+// transcript by one of c's keys, for a ControlPlane CSR of c's consumer
+// for another key than the cluster key. It returns what tenant.Verify
+// returns for a Tenant, with the cluster key that signed.
+func (c *Commitment) Verify(providerID string) (*tenant.Verified, error) {
+	msg := c.Request(providerID).transcript()
 	var signer crypto.PublicKey
 	for _, k := range c.Keys {
-		if keys.VerifyMessage(k, msg, c.Request.Signature) == nil {
+		if keys.VerifyMessage(k, msg, c.Signature) == nil {
 			signer = k
 			break
 		}
 	}
 	if signer == nil {
-		return nil, fmt.Errorf("%w: no committed key of %s signed it for provider %s", ErrBadRequest, c.ConsumerID, c.Request.ProviderID)
+		return nil, fmt.Errorf("%w: no committed key of %s signed it for provider %s", ErrBadRequest, c.ConsumerID, providerID)
 	}
-	checked, err := csr.Check(c.Request.CSR, csr.ControlPlanePolicy(c.ConsumerID, nil))
+	checked, err := csr.Check(c.CSR, csr.ControlPlanePolicy(c.ConsumerID, nil))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
@@ -229,8 +234,8 @@ func (c *Commitment) Tenant(v *tenant.Verified) (*authv1beta1.Tenant, error) {
 			ClusterID:       c.ConsumerID,
 			AuthzPolicy:     authv1beta1.KeysExchange,
 			PublicKey:       pub,
-			CSR:             bytes.Clone(c.Request.CSR),
-			Signature:       bytes.Clone(c.Request.Signature),
+			CSR:             bytes.Clone(c.CSR),
+			Signature:       bytes.Clone(c.Signature),
 			TenantCondition: authv1beta1.TenantConditionActive,
 		},
 	}, nil
@@ -241,16 +246,17 @@ func (c *Commitment) Tenant(v *tenant.Verified) (*authv1beta1.Tenant, error) {
 // VerifyTenant, with no nonce; any other Tenant of c's consumer by its
 // nonce.
 func (c *Commitment) Enrolled(t *authv1beta1.Tenant) bool {
-	return bytes.Equal(t.Spec.CSR, c.Request.CSR) && bytes.Equal(t.Spec.Signature, c.Request.Signature)
+	return bytes.Equal(t.Spec.CSR, c.CSR) && bytes.Equal(t.Spec.Signature, c.Signature)
 }
 
 // VerifyTenant verifies t, an Enrolled Tenant whose cluster key is pub,
-// by c's request (Verify): pub must be the key that signed it.
-func (c *Commitment) VerifyTenant(t *authv1beta1.Tenant, pub crypto.PublicKey) (*tenant.Verified, error) {
+// by c's request to provider providerID (Verify): pub must be the key
+// that signed it.
+func (c *Commitment) VerifyTenant(t *authv1beta1.Tenant, pub crypto.PublicKey, providerID string) (*tenant.Verified, error) {
 	if !c.Enrolled(t) {
 		return nil, fmt.Errorf("%w: the Tenant is not the committed request", ErrBadRequest)
 	}
-	v, err := c.Verify()
+	v, err := c.Verify(providerID)
 	if err != nil {
 		return nil, err
 	}
@@ -258,4 +264,12 @@ func (c *Commitment) VerifyTenant(t *authv1beta1.Tenant, pub crypto.PublicKey) (
 		return nil, fmt.Errorf("%w: the Tenant's key did not sign the committed request", ErrBadRequest)
 	}
 	return v, nil
+}
+
+// Commitments reads a provider's commitments (its AuthorizedConsumers).
+// Commitment returns the one for consumerID, nil and nil when there is
+// none; an object that does not parse is an error wrapping ErrMalformed,
+// so that no flow grants the ID while it stands.
+type Commitments interface {
+	Commitment(ctx context.Context, consumerID string) (*Commitment, error)
 }

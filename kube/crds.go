@@ -44,10 +44,11 @@ func (e *CRDFieldMissingError) Is(target error) bool { return target == ErrCRDIn
 
 // InstallCRDs creates the authentication.liqo.io CRDs that are missing, from
 // the project's generated manifests (which carry Liqo v1.2's schemas), and
-// waits until the API server serves them. It never updates a CRD that
-// exists, such as one installed by Liqo: it checks instead that the CRD
-// serves v1beta1 with every field of kubepact's schema, and otherwise returns
-// a *CRDFieldMissingError, which matches ErrCRDIncompatible.
+// kubepact's own peering.kubepact.io CRDs, and waits until the API server
+// serves them. It never updates a CRD that exists, such as one installed
+// by Liqo: it checks instead that a Liqo CRD serves v1beta1 with every
+// field of kubepact's schema, and otherwise returns a
+// *CRDFieldMissingError, which matches ErrCRDIncompatible.
 //
 // cfg needs create, get, list and watch on
 // customresourcedefinitions.apiextensions.k8s.io; cfg itself is not changed.
@@ -63,7 +64,8 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 	}
 	api := client.Resource(crdResource)
 	var names []string
-	for _, manifest := range crd.Manifests() {
+	liqo := len(crd.Manifests())
+	for i, manifest := range append(crd.Manifests(), crd.PeeringManifests()...) {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(manifest, &u.Object); err != nil {
 			return fmt.Errorf("decoding CRD manifest: %w", err)
@@ -79,7 +81,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 		if err != nil {
 			return wrap(err, "installing", "CustomResourceDefinition", "", u.GetName())
 		}
-		if cur != nil {
+		if cur != nil && i < liqo {
 			if err := checkCRD(u, cur); err != nil {
 				return err
 			}

@@ -21,13 +21,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/renewal"
 	"github.com/kubepact/kubepact/tenant"
 )
 
-// NewScheme returns a new scheme holding client-go's built-in types and the
-// authentication.liqo.io/v1beta1 types. It leaves client-go's global scheme
+// NewScheme returns a new scheme holding client-go's built-in types, the
+// authentication.liqo.io/v1beta1 types and kubepact's
+// peering.kubepact.io/v1alpha1 types. It leaves client-go's global scheme
 // alone.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
@@ -35,6 +37,9 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := authv1beta1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := peeringv1alpha1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -59,9 +64,12 @@ func NewClient(cfg *rest.Config, httpClient *http.Client) (client.Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
-	known := meta.NewDefaultRESTMapper([]schema.GroupVersion{authv1beta1.SchemeGroupVersion})
+	known := meta.NewDefaultRESTMapper([]schema.GroupVersion{authv1beta1.SchemeGroupVersion, peeringv1alpha1.SchemeGroupVersion})
 	for _, kind := range []string{authv1beta1.TenantKind, authv1beta1.IdentityKind, authv1beta1.ResourceSliceKind, authv1beta1.RenewKind} {
 		known.Add(authv1beta1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeNamespace)
+	}
+	for _, kind := range []string{peeringv1alpha1.AuthorizedConsumerKind, peeringv1alpha1.TrustedProviderKind} {
+		known.Add(peeringv1alpha1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeRoot)
 	}
 	mapper := meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{known, discovered}}
 	c, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient, Mapper: mapper})

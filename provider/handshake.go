@@ -15,6 +15,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/internal/async"
 	"github.com/kubepact/kubepact/keys"
@@ -156,6 +157,7 @@ type acceptReads struct {
 	admitted   func() (*authv1beta1.Tenant, error)
 	cached     func() (*csr.CacheEntry, error)
 	roles      func() error
+	commitment func() (*enrol.Commitment, error)
 	nonce      func() (nonce.Entry, error) // nil when not read
 }
 
@@ -167,8 +169,9 @@ func (p *Provider) startReads(ctx context.Context, consumerID string, readNonce 
 		admitted: async.Start(func() (*authv1beta1.Tenant, error) {
 			return lifecycle.Admit(ctx, p.ports.Tenants, p.ports.Lifecycle.Revocations, consumerID, p.opts.Clock.Now())
 		}),
-		cached: p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID}),
-		roles:  async.StartErr(func() error { return p.requireRoles(ctx, p.tenantRoles()...) }),
+		cached:     p.readCache(ctx, csr.CacheKey{ConsumerID: consumerID}),
+		roles:      async.StartErr(func() error { return p.requireRoles(ctx, p.tenantRoles()...) }),
+		commitment: async.Start(func() (*enrol.Commitment, error) { return commitment(ctx, p.ports.Commitments, consumerID) }),
 	}
 	if readNonce {
 		r.nonce = async.Start(func() (nonce.Entry, error) { return p.ports.Nonces.Get(ctx, consumerID) })
@@ -181,6 +184,7 @@ func (r *acceptReads) wait() {
 	_, _ = r.admitted()
 	_, _ = r.cached()
 	_ = r.roles()
+	_, _ = r.commitment()
 	if r.nonce != nil {
 		_, _ = r.nonce()
 	}
@@ -504,7 +508,33 @@ func (g *acceptGathering) beforeRedeem() (*accept.Facts, error) {
 	}
 	f := &accept.Facts{ConsumerID: g.in.consumerID, Tenant: g.in.tenant, Key: g.in.key, Now: g.p.opts.Clock.Now()}
 	f.Stored, f.Admission = g.reads.admitted()
+	f.Commitment, f.Commitments = g.reads.commitment()
 	return f, nil
+}
+
+// commitment returns the commitment of consumerID in c, nil when c is nil
+// or commits none.
+func commitment(ctx context.Context, c enrol.Commitments, consumerID string) (*enrol.Commitment, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return c.Commitment(ctx, consumerID)
+}
+
+// enrolled reports whether the Tenant of f is its consumer's committed
+// request (enrol.Commitment.Enrolled), and then verifies it by that
+// request, into f: it redeems no nonce, for it was never issued one.
+func (p *Provider) enrolled(f *accept.Facts) bool {
+	if f.Commitment == nil || !f.Commitment.Enrolled(f.Tenant) {
+		return false
+	}
+	v, err := f.Commitment.VerifyTenant(f.Tenant, f.Key, p.id)
+	if err != nil {
+		f.Verified, f.Verification = nil, &tenant.FieldError{Tenant: f.Tenant.Name, Field: "spec.signature", Err: err}
+	} else {
+		f.Verified, f.Verification = v, nil
+	}
+	return true
 }
 
 // redeem redeems the consumer's nonce for the Tenant (a compare-and-swap)
@@ -516,6 +546,9 @@ func (g *acceptGathering) beforeRedeem() (*accept.Facts, error) {
 // Verify does not depend on time. Against any other nonce (it changed
 // since it was read) it is verified anew.
 func (g *acceptGathering) redeem(ctx context.Context, f *accept.Facts) error {
+	if g.p.enrolled(f) {
+		return nil
+	}
 	e, err := nonce.Redeem(ctx, g.p.ports.Nonces, f.ConsumerID, nonce.Redeemer{Tenant: g.in.digest, Key: keys.Fingerprint(f.Key)},
 		g.p.opts.Clock.Now(), g.p.nonceOptions())
 	if err != nil {

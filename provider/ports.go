@@ -2,6 +2,7 @@ package provider
 
 import (
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/internal/portcheck"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
@@ -51,6 +52,11 @@ type Core struct {
 	// RBAC binds the consumer's role, after checking (rbac.Reviewer) that
 	// the consumer's user name holds no privilege of its own.
 	RBAC rbac.Binder
+	// Commitments, optional, are the consumers committed from Git (the
+	// AuthorizedConsumers): where one commits a consumer ID, only its keys
+	// get an identity for it, in any flow, and its committed request is
+	// verified without a nonce. Nil means none is committed.
+	Commitments enrol.Commitments
 }
 
 // SlicePorts are the ports of ResourceSlices: needed only by AcceptSlice

@@ -13,6 +13,7 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
@@ -58,6 +59,9 @@ type CachedRecords struct {
 	Revocations  lifecycle.Revocations
 	Bindings     BindingReader
 	Grants       GrantReader
+	// Commitments are the provider's AuthorizedConsumers as cached:
+	// required where the provider reads commitments (Core.Commitments).
+	Commitments enrol.Commitments
 }
 
 // Unchanged reports whether Accept of the stored Tenant t would ask
@@ -120,7 +124,7 @@ var errChanged = errors.New("changed")
 // unchanged takes Accept's decision on t over recs: the same checks, over
 // Facts from the cache (cachedFacts), and then a Plan that must be empty.
 func (p *Provider) unchanged(ctx context.Context, t *authv1beta1.Tenant, recs CachedRecords) (*authv1beta1.Identity, error) {
-	if !recs.complete() || t == nil || t.DeletionTimestamp != nil || t.UID == "" || lifecycle.FlowOf(t) != lifecycle.FlowHandshake {
+	if !recs.complete() || p.ports.Commitments != nil && recs.Commitments == nil || t == nil || t.DeletionTimestamp != nil || t.UID == "" || lifecycle.FlowOf(t) != lifecycle.FlowHandshake {
 		return nil, errChanged
 	}
 	in, err := p.parse(t)
@@ -168,7 +172,10 @@ func (p *Provider) cachedFacts(ctx context.Context, in incoming, t *authv1beta1.
 	f := &accept.Facts{ConsumerID: in.consumerID, Tenant: in.tenant, Key: in.key, Stored: t, Now: now}
 	_, f.Admission = lifecycle.Admit(ctx, storedOnly{t}, recs.Revocations, in.consumerID, now)
 	f.Verification = errChanged
-	if e, ok := recs.Nonces.Peek(ctx, in.consumerID); ok && e.Redemption != nil &&
+	f.Commitment, f.Commitments = commitment(ctx, recs.Commitments, in.consumerID)
+	// The committed request verifies its own Tenant (Provider.enrolled); any other
+	// Tenant verifies against the nonce it redeemed.
+	if e, ok := recs.Nonces.Peek(ctx, in.consumerID); !p.enrolled(f) && ok && e.Redemption != nil &&
 		bytes.Equal(e.Redemption.By, in.digest) && e.Redemption.Key == keys.Fingerprint(in.key) {
 		f.Verified, f.Verification = tenant.Verify(in.tenant, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: e.Redemption.At})
 	}

@@ -430,6 +430,7 @@ func providerPorts(cs kubernetes.Interface, typed client.Client, signer csr.Sign
 			Signer:       signer,
 			Certificates: kube.NewCertificateCache(cs),
 			RBAC:         rbac,
+			Commitments:  kube.NewCommitments(typed),
 		},
 		SlicePorts: provider.SlicePorts{
 			ClusterRBAC: rbac,

@@ -287,6 +287,7 @@ func (c *cluster) provider(id string, endpoint provider.Endpoint, opts *provider
 			Signer:       kube.NewCSRSigner(c.client, kube.NewApprover(c.client)),
 			Certificates: kube.NewCertificateCache(c.client),
 			RBAC:         kube.NewRBAC(c.client),
+			Commitments:  kube.NewCommitments(c.typed),
 		},
 		SlicePorts: provider.SlicePorts{
 			ClusterRBAC: kube.NewRBAC(c.client),

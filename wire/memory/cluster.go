@@ -52,6 +52,8 @@ type Cluster struct {
 	Reviewer     *fake.Reviewer
 	Slices       *fake.ResourceSlices
 	Revocations  *fake.Revocations
+	// Commitments are the cluster's AuthorizedConsumers, as a provider.
+	Commitments *fake.Commitments
 	// StorageClasses are the cluster's StorageClasses, offered to the
 	// ResourceSlices a provider accepts.
 	StorageClasses *fake.StorageClasses
@@ -96,6 +98,7 @@ func NewCluster(name string, opts *ClusterOptions) (*Cluster, error) {
 		Reviewer:       &fake.Reviewer{Clock: o.Clock},
 		Slices:         &fake.ResourceSlices{},
 		Revocations:    &fake.Revocations{},
+		Commitments:    &fake.Commitments{},
 		StorageClasses: &fake.StorageClasses{},
 	}
 	if !o.NoPeerRoles {
@@ -122,6 +125,7 @@ func (c *Cluster) ProviderPorts() provider.Ports {
 			Signer:       c.Signer,
 			Certificates: c.Certificates,
 			RBAC:         c.RBAC,
+			Commitments:  c.Commitments,
 		},
 		SlicePorts: provider.SlicePorts{
 			ClusterRBAC:    c.RBAC,
