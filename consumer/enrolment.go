@@ -6,15 +6,19 @@ import (
 	"fmt"
 
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
+	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/peer"
+	"github.com/kubepact/kubepact/step"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 // EnrolmentRequest returns this consumer's enrolment request to provider
 // providerID (enrol.NewRequest): a ControlPlane CSR for the key of that
 // identity, which the keyring keeps (Ports.IdentityKeys, required), signed
-// by the cluster key, which it makes when there is none. It is public:
+// by the cluster key, which it makes when there is none, and it ensures the
+// provider's tenant namespace, where the grant's Identity goes. It is public:
 // the provider's administrators commit it, with the cluster's public key,
 // in an AuthorizedConsumer.
 //
@@ -25,6 +29,14 @@ import (
 func (c *Consumer) EnrolmentRequest(ctx context.Context, providerID string, held *peeringv1alpha1.EnrolmentRequest) (*enrol.Request, error) {
 	if c.ports.IdentityKeys == nil {
 		return nil, &peer.MissingPortError{Field: "IdentityKeys"}
+	}
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, err
+	}
+	// The tenant namespace holds what the grant becomes: the Identity and
+	// its kubeconfig Secret.
+	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
+		return nil, stepError(step.ConsumerNamespace, err)
 	}
 	cluster, err := c.clusterKey(ctx, true)
 	if err != nil {

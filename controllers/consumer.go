@@ -83,8 +83,9 @@ type ConsumerConfig struct {
 
 // SetupConsumer adds the consumer's reconcilers to mgr: the signed-nonce
 // reconciler (liqo-signed-nonce Secrets), the Identity reconciler, the
-// ResourceSlice reconciler, the replicator of ResourceSlices and Renews and
-// the renewal reconciler (renew_consumer.go). mgr's
+// ResourceSlice reconciler, the replicator of ResourceSlices and Renews,
+// the renewal reconciler (renew_consumer.go) and, where the cluster serves
+// the peering.kubepact.io CRDs, the TrustedProvider reconciler. mgr's
 // scheme must know the authentication.liqo.io/v1beta1 types (see
 // NewScheme).
 func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
@@ -157,6 +158,16 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	}
 	if err := setupSliceConsumer(mgr, c, cfg); err != nil {
 		return err
+	}
+	peering, err := servesPeering(mgr)
+	if err != nil {
+		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
+	}
+	if peering {
+		tr := &trustedProviderReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(trustedProviderControllerName), fetch: fetchGrant}
+		if err := setupTrustedProviders(mgr, tr); err != nil {
+			return err
+		}
 	}
 	return setupRenewConsumer(mgr, c, kube.NewRenewStore(uncached), cfg.Clock)
 }

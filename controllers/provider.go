@@ -32,6 +32,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/nonce"
@@ -110,6 +111,14 @@ type ProviderConfig struct {
 	// SlicePolicy, when set, caps or refuses the resources of ResourceSlices
 	// (provider.Ports.SlicePolicy); nil grants what they ask.
 	SlicePolicy resourceslice.Policy
+	// EnrolmentNamespace is where the provider keeps its enrolment key
+	// (kube.EnrolmentKeyName), publishes its public half
+	// (kube.EnrolmentPublicKeyRecordName) and writes the enrolment
+	// endpoint's serving certificate (kube.EnrolmentTLSSecretName): the
+	// controller's own namespace. Empty, the provider grants no
+	// AuthorizedConsumer; where the peering.kubepact.io CRDs are served,
+	// AuthorizedConsumers still bind every flow to their keys.
+	EnrolmentNamespace string
 	// SliceBounds bounds, per consumer, the certificates signed for
 	// ResourceSlices (provider.Options.SliceBounds): over a bound a
 	// slice gets nothing signed and an Event names the bound
@@ -185,9 +194,27 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 	// The redemption reads the nonce Secret from the manager's cache,
 	// which watches nonce Secrets, and writes on what it read.
 	nonces := newEmptyNonceStore(cs, mgr.GetClient())
-	p, err := newProvider(mgr, cs, uncached, cfg, signer, nonces)
+	peering, err := servesPeering(mgr)
+	if err != nil {
+		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
+	}
+	// Accept reads the commitments from the API server; the restart's
+	// Unchanged from the manager's cache, where the CRDs are served (a
+	// cache of a kind not served cannot start).
+	commitments, cachedCommitments := kube.NewCommitments(uncached), kube.NewCommitments(uncached)
+	if peering {
+		cachedCommitments = kube.NewCommitments(mgr.GetClient())
+	} else {
+		mgr.GetLogger().Info("the peering.kubepact.io CRDs are not served: no AuthorizedConsumer is granted; each is still read when a Tenant is accepted")
+	}
+	p, err := newProvider(mgr, cs, uncached, cfg, signer, nonces, commitments)
 	if err != nil {
 		return err
+	}
+	if peering && cfg.EnrolmentNamespace != "" {
+		if err := setupEnrolment(mgr, cs, p, cfg); err != nil {
+			return err
+		}
 	}
 
 	if err := mgr.Add(&tenantNamespaceSliceGrants{client: cs, log: mgr.GetLogger().WithName("tenant-namespace-slice-grants")}); err != nil {
@@ -215,6 +242,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 			Revocations:  kube.NewRevocations(cs).WithReader(mgr.GetClient()),
 			Bindings:     newBindingReader(mgr.GetClient()),
 			Grants:       grantReader{cache: mgr.GetClient()},
+			Commitments:  cachedCommitments,
 		}}
 	if err := setupTenantReconciler(mgr, tr, workers, settled); err != nil {
 		return err
@@ -252,7 +280,8 @@ func providerSigner(mgr manager.Manager, cs kubernetes.Interface, cfg ProviderCo
 
 // newProvider returns the Provider the reconcilers call, over the
 // adapters of every port.
-func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.Client, cfg ProviderConfig, signer csr.Signer, nonces *emptyNonceStore) (*provider.Provider, error) {
+func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.Client, cfg ProviderConfig, signer csr.Signer, nonces *emptyNonceStore,
+	commitments enrol.Commitments) (*provider.Provider, error) {
 	lifecyclePorts := kube.NewLifecyclePorts(cs, uncached)
 	// The Tenant reconciler watches ResourceSlices, so it finds them in the
 	// manager's cache: a slice the cache has yet to see requeues its Tenant
@@ -271,6 +300,7 @@ func newProvider(mgr manager.Manager, cs kubernetes.Interface, uncached client.C
 			Signer:       signer,
 			Certificates: kube.NewCertificateCache(cs),
 			RBAC:         kube.NewRBAC(cs),
+			Commitments:  commitments,
 		},
 		SlicePorts: provider.SlicePorts{
 			ClusterRBAC: kube.NewRBAC(cs),

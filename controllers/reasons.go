@@ -10,6 +10,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/csr"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
@@ -48,6 +49,10 @@ func reasonOf(err error, fallback string) (string, bool) {
 		return contract.ReasonPrivilegedUser, true
 	case errors.Is(err, lifecycle.ErrIdentityHeld):
 		return contract.ReasonIdentityHeld, true
+	case errors.Is(err, enrol.ErrNotCommitted):
+		return contract.ReasonNotCommitted, true
+	case errors.Is(err, enrol.ErrBadRequest), errors.Is(err, enrol.ErrMalformed), errors.Is(err, enrol.ErrClusterKeyCSR):
+		return contract.ReasonRequestRejected, true
 	case errors.Is(err, provider.ErrNoEndpoint):
 		return contract.ReasonAPIServerURLUnknown, true
 	case errors.Is(err, tenant.ErrNotTenantNamespace):

@@ -84,12 +84,13 @@ const (
 type PublicKeyRecord struct {
 	client    kubernetes.Interface
 	namespace string
+	name      string
 }
 
 // NewPublicKeyRecord returns the PublicKeyRecord of namespace, the
 // namespace of the cluster key Secret (keys.DefaultNamespace for Liqo).
 func NewPublicKeyRecord(client kubernetes.Interface, namespace string) *PublicKeyRecord {
-	return &PublicKeyRecord{client: client, namespace: namespace}
+	return &PublicKeyRecord{client: client, namespace: namespace, name: PublicKeyRecordName}
 }
 
 // PublicKeyRecordConfigMap returns the record of pub in namespace, as
@@ -112,8 +113,9 @@ func (r *PublicKeyRecord) Publish(ctx context.Context, pub crypto.PublicKey) err
 	if err != nil {
 		return err
 	}
+	ac.WithName(r.name)
 	if _, err := r.client.CoreV1().ConfigMaps(r.namespace).Apply(ctx, ac, applyOptions(true)); err != nil {
-		return wrap(err, "applying", "ConfigMap", r.namespace, PublicKeyRecordName)
+		return wrap(err, "applying", "ConfigMap", r.namespace, r.name)
 	}
 	return nil
 }
@@ -124,20 +126,20 @@ func (r *PublicKeyRecord) Publish(ctx context.Context, pub crypto.PublicKey) err
 // errors are wrapped, so apierrors.IsForbidden tells a client that may not
 // read it.
 func (r *PublicKeyRecord) Get(ctx context.Context) (crypto.PublicKey, error) {
-	cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(ctx, PublicKeyRecordName, metav1.GetOptions{})
+	cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, notFound(keys.ErrNotFound, err, "ConfigMap", r.namespace, PublicKeyRecordName)
+		return nil, notFound(keys.ErrNotFound, err, "ConfigMap", r.namespace, r.name)
 	}
 	if err != nil {
-		return nil, wrap(err, "reading", "ConfigMap", r.namespace, PublicKeyRecordName)
+		return nil, wrap(err, "reading", "ConfigMap", r.namespace, r.name)
 	}
 	raw, ok := cm.Data[PublicKeyRecordKey]
 	if !ok {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %w: no %s", r.namespace, PublicKeyRecordName, keys.ErrMalformed, PublicKeyRecordKey)
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w: no %s", r.namespace, r.name, keys.ErrMalformed, PublicKeyRecordKey)
 	}
 	pub, err := keys.ParsePublicKey([]byte(raw))
 	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", r.namespace, PublicKeyRecordName, PublicKeyRecordKey, err)
+		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", r.namespace, r.name, PublicKeyRecordKey, err)
 	}
 	return pub, nil
 }

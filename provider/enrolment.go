@@ -10,6 +10,7 @@ import (
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/step"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 var (
@@ -91,6 +92,11 @@ func (p *Provider) Enrol(ctx context.Context, consumerID string) (*authv1beta1.I
 		return id, nil
 	}
 	if plan.Record {
+		// The tenant namespace comes with the first record: no nonce
+		// brought it.
+		if err := p.ports.Namespaces.Ensure(ctx, tenant.Namespace(f.ConsumerID)); err != nil {
+			return nil, stepError(step.ProviderNamespace, err)
+		}
 		if _, err := p.ports.Tenants.Apply(ctx, w.Record); err != nil {
 			return nil, stepError(step.TenantApplied, err)
 		}

@@ -251,10 +251,12 @@ func Final(reason string) bool {
 		ReasonPrivilegedUser, ReasonConsumerPrivileged,
 		ReasonIdentityHeld, ReasonCSRDenied,
 		ReasonTenantDrained, ReasonConsumerRevoked,
+		ReasonNotCommitted, ReasonRequestRejected,
 		// the consumer's
 		ReasonInvalidSignedNonceSecret, ReasonNotTenantNamespace,
 		ReasonMalformedNonce, ReasonSignedNonceMismatch, ReasonInvalidProxyURL,
-		ReasonInvalidIdentity, ReasonIdentityRejected, ReasonKeyUnattested:
+		ReasonInvalidIdentity, ReasonIdentityRejected, ReasonKeyUnattested,
+		ReasonEndpointForbidden, ReasonGrantRejected, ReasonInvalidSpec:
 		return true
 	}
 	return false
