@@ -185,9 +185,10 @@ func (c *Commitment) Check(pub crypto.PublicKey) error {
 }
 
 // Verify checks c's request: signed over its transcript by one of c's
-// keys, for a ControlPlane CSR of c's consumer for another key than the
-// cluster key. It returns what tenant.Verify returns for a Tenant, with
-// the cluster key that signed.
+// keys, for a ControlPlane CSR of c's consumer for a key that is none of
+// c's keys (no committed cluster key may become a TLS key). It returns
+// what tenant.Verify returns for a Tenant, with the cluster key that
+// signed.
 func (c *Commitment) Verify() (*tenant.Verified, error) {
 	msg := c.Request.transcript()
 	var signer crypto.PublicKey
@@ -204,7 +205,9 @@ func (c *Commitment) Verify() (*tenant.Verified, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
-	if keys.Equal(checked.PublicKey(), signer) {
+	// Neither the key that signed nor its committed successor (or
+	// predecessor) may become a TLS key.
+	if c.Holds(checked.PublicKey()) {
 		return nil, ErrClusterKeyCSR
 	}
 	return &tenant.Verified{ClusterID: c.ConsumerID, PublicKey: signer, CSR: checked}, nil
