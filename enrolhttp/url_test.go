@@ -52,6 +52,8 @@ func TestCheckURL(t *testing.T) {
 		{"https://100.100.100.200", false},
 		{"https://192.0.0.192", false},
 		{"https://[fd00:ec2::254]", false},
+		{"https://[64:ff9b::169.254.169.254]", false},
+		{"https://[64:ff9b::a9fe:a9fe]:443", false},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			t.Parallel()
@@ -100,6 +102,10 @@ func TestCheckAddr(t *testing.T) {
 		{"100.100.100.200", false},
 		{"192.0.0.192", false},
 		{"fd00:ec2::254", false},
+		{"64:ff9b::a9fe:a9fe", false},
+		{"64:ff9b::100.100.100.200", false},
+		{"64:ff9b::808:808", true},
+		{"fe80::1%eth0", false},
 	} {
 		err := enrolhttp.CheckAddr(netip.MustParseAddr(tc.addr))
 		if tc.ok {
