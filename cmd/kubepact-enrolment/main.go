@@ -205,15 +205,18 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	grants := enrolhttp.NewHandler(servedGrants(informer.GetStore()), enrolhttp.Limits{PerClient: rate.Limit(o.rate), Burst: o.burst})
 	srv := newServer(routes(grants, informer.HasSynced, pair.loaded), pair, logger)
 
+	informerCtx, stopInformer := context.WithCancel(ctx)
+	defer stopInformer()
 	informerDone := make(chan struct{})
-	go func() { defer close(informerDone); informer.Run(ctx.Done()) }()
+	go func() { defer close(informerDone); informer.Run(informerCtx.Done()) }()
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(ln, "", "") }()
 	logger.Info("serving grants", "address", ln.Addr().String(), "version", Version(), "rate", o.rate, "burst", o.burst)
 
 	select {
 	case err = <-served: // it stopped on its own: a failure
-		<-informerDone // ctx ends with run's caller
+		stopInformer()
+		<-informerDone
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
@@ -222,6 +225,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	defer cancel()
 	err = srv.Shutdown(shutdown)
 	<-served
+	stopInformer()
 	<-informerDone
 	if err != nil {
 		return fmt.Errorf("stopping: %w", err)

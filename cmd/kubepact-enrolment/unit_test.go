@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/tls"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/enrol"
@@ -240,4 +242,25 @@ func generateKey(t *testing.T) *keys.PrivateKey {
 	k, err := keys.Generate(nil, keys.Ed25519)
 	require.NoError(t, err)
 	return k
+}
+
+// TestRunFailsToBind: an address in use is a failure, reported at once.
+func TestRunFailsToBind(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	certFile, keyFile := writePair(t, t.TempDir(), generateKey(t), time.Now())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(t.Context(), []string{"--bind-address=" + l.Addr().String(), "--tls-cert-file=" + certFile, "--tls-key-file=" + keyFile},
+			&rest.Config{Host: "https://127.0.0.1:1"}, &bytes.Buffer{}, &bytes.Buffer{})
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, errUsage)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return")
+	}
 }
