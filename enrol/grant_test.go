@@ -208,6 +208,17 @@ func TestGrantSignedByUncommittedKey(t *testing.T) {
 	assert.ErrorIs(t, err, enrol.ErrBadGrant)
 }
 
+func TestVerifyGrantNil(t *testing.T) {
+	t.Parallel()
+	c, p := newConsumer(t), newProvider(t)
+	tr := p.trust(t, c)
+	_, err := enrol.VerifyGrant(nil, tr)
+	assert.ErrorIs(t, err, enrol.ErrBadGrant)
+	tr.Request = nil
+	_, err = enrol.VerifyGrant(p.grant(t, c.request, nil), tr)
+	assert.ErrorIs(t, err, enrol.ErrBadGrant)
+}
+
 func TestGrantCAPinMismatch(t *testing.T) {
 	t.Parallel()
 	c, p := newConsumer(t), newProvider(t)

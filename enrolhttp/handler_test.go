@@ -209,7 +209,8 @@ func TestHandlerForgetsOldestClient(t *testing.T) {
 }
 
 // BenchmarkHandler measures one request served from memory: a grant
-// served, and an unknown consumer refused.
+// served, an unknown consumer refused, and a known one asking for another
+// CSR refused.
 func BenchmarkHandler(b *testing.B) {
 	f := newFixture(b)
 	grants, _ := f.grants()
@@ -217,6 +218,7 @@ func BenchmarkHandler(b *testing.B) {
 	for _, bc := range []struct{ name, target string }{
 		{"served", grantURL(consumerID, f.request.CSRSHA256())},
 		{"unknown", grantURL("consumer-2", f.request.CSRSHA256())},
+		{"wrong-csr", grantURL(consumerID, strings.Repeat("0", 64))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -249,6 +249,9 @@ func newServer(h http.Handler, pair *keyPair, logger logr.Logger) *http.Server {
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    8 << 10,
+		// HTTP/1.1 only: what consumers and probes speak, and no HTTP/2
+		// stream multiplexing for a client to spend a replica's budget on.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		// Failed handshakes from scanners are routine: logged at V(1).
 		ErrorLog: log.New(logWriter{logger.V(1)}, "", 0),
 	}

@@ -314,6 +314,15 @@ func TestEndpoint(t *testing.T) {
 	t.Run("healthz", func(t *testing.T) {
 		assert.Equal(t, http.StatusOK, probe(t, url+"/healthz"))
 	})
+	t.Run("HTTP/1.1 only", func(t *testing.T) {
+		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}},
+		}}
+		resp, err := c.Get(url + "/healthz")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, 1, resp.ProtoMajor, "no HTTP/2")
+	})
 	t.Run("the ServiceAccount may do nothing else", func(t *testing.T) {
 		ctx := t.Context()
 		tenants := schema.GroupVersionResource{Group: authv1beta1.SchemeGroupVersion.Group, Version: authv1beta1.SchemeGroupVersion.Version, Resource: "tenants"}
