@@ -43,11 +43,11 @@
 // sees it: behind a proxy or a load balancer that does not keep the
 // client's address, every client shares the proxy's budget.
 //
-// /healthz answers 200 while the process serves; /readyz answers 200 once
-// the AuthorizedConsumers are in the cache and a TLS key pair is loaded,
-// 503 before. On SIGTERM it stops accepting, finishes the requests in
-// flight and exits 0; --help and --version exit 0, a bad command line 2,
-// a failure 1.
+// It speaks HTTP/1.1 over TLS 1.3 only. /healthz answers 200 while the
+// process serves; /readyz answers 200 once the AuthorizedConsumers are in
+// the cache and a TLS key pair is loaded, 503 before. On SIGTERM it stops
+// accepting, finishes the requests in flight and exits 0; --help and
+// --version exit 0, a bad command line 2, a failure 1.
 package main
 
 import (
