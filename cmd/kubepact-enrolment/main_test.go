@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -35,6 +38,7 @@ import (
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/enrolhttp"
 	"github.com/kubepact/kubepact/internal/testcluster"
+	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 )
@@ -49,6 +53,7 @@ const (
 // ClusterRole bound to its ServiceAccount, and clients as the
 // administrator and as that ServiceAccount.
 type cluster struct {
+	tc                *testcluster.Cluster
 	admin, sa         *rest.Config
 	adminPeering      *rest.RESTClient
 	saPeering         *rest.RESTClient
@@ -60,7 +65,7 @@ func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	tc := testcluster.StartT(t)
 	ctx := t.Context()
-	c := &cluster{admin: tc.AdminConfig()}
+	c := &cluster{tc: tc, admin: tc.AdminConfig()}
 	c.sa = rest.CopyConfig(c.admin)
 	c.sa.Impersonate = rest.ImpersonationConfig{
 		UserName: serviceAccount,
@@ -393,11 +398,85 @@ func TestEndpoint(t *testing.T) {
 		assert.NotErrorIs(t, err, enrolhttp.ErrNotAuthorized, "429 is no answer about the consumer")
 		assert.Equal(t, http.StatusOK, probe(t, "https://"+addr+"/healthz"), "probes are not limited")
 	})
+	t.Run("the binary", func(t *testing.T) {
+		certFile, keyFile := tlsFiles(t, t.TempDir(), enrolment)
+		testBinary(t, cl, client, notReady.request, "--tls-cert-file="+certFile, "--tls-key-file="+keyFile)
+	})
 	t.Run("stops cleanly", func(t *testing.T) {
 		require.NoError(t, stop(), "SIGTERM: run returns nil")
 		_, err := net.DialTimeout("tcp", addr, time.Second)
 		assert.Error(t, err, "the listener is closed")
 	})
+}
+
+// testBinary builds kubepact-enrolment and runs it as a Deployment
+// would, with a kubeconfig of the ServiceAccount (by impersonation) and
+// args: it serves r's grant to client, then exits 0 on SIGTERM. --help
+// exits 0 and a bad flag 2.
+func testBinary(t *testing.T, cl *cluster, client *enrolhttp.Client, r *enrol.Request, args ...string) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kubepact-enrolment")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = testenv.New(t, testenv.Options{Go: true})
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	kc, err := clientcmd.Load(cl.tc.AdminKubeconfig())
+	require.NoError(t, err)
+	for _, a := range kc.AuthInfos {
+		a.Impersonate = serviceAccount
+		a.ImpersonateGroups = cl.sa.Impersonate.Groups
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, kubeconfig))
+
+	env := testenv.New(t, testenv.Options{})
+	for code, args := range map[int][]string{0: {"--help"}, 2: {"--no-such-flag"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		err := cmd.Run()
+		if code == 0 {
+			assert.NoError(t, err, args)
+		} else {
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, args)
+			assert.Equal(t, code, exit.ExitCode(), args)
+		}
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	cmd := exec.Command(bin, append([]string{"--kubeconfig=" + kubeconfig, "--bind-address=" + addr}, args...)...)
+	cmd.Env = env
+	stderr := &syncWriter{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("kubepact-enrolment's log:\n%s", stderr.String())
+		}
+	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, http.StatusOK, probe(c, "https://"+addr+"/readyz"))
+	}, 30*time.Second, 100*time.Millisecond, "ready")
+	_, err = client.Fetch(t.Context(), "https://"+addr, r)
+	require.NoError(t, err)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		assert.NoError(t, err, "SIGTERM exits 0")
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit 20s after SIGTERM")
+	}
 }
 
 func mustPublicPEM(t *testing.T, k *keys.PrivateKey) string {
