@@ -69,6 +69,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -209,6 +210,11 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	defer stopInformer()
 	informerDone := make(chan struct{})
 	go func() { defer close(informerDone); informer.Run(informerCtx.Done()) }()
+	go func() {
+		if cache.WaitForCacheSync(informerCtx.Done(), informer.HasSynced) {
+			logger.Info("the AuthorizedConsumers are cached", "count", len(informer.GetStore().ListKeys()))
+		}
+	}()
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(ln, "", "") }()
 	logger.Info("serving grants", "address", ln.Addr().String(), "version", Version(), "rate", o.rate, "burst", o.burst)
