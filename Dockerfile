@@ -3,8 +3,10 @@
 #   docker build -t ghcr.io/kubepact/kubepact-controller:$(cat VERSION) .
 #
 # hack/image.sh builds the same image without one (an OCI archive). Keep the
-# two alike: a static, stripped binary, its version from VERSION, at
-# /kubepact-controller in an empty image, run as 65532:65532.
+# two alike: static, stripped binaries, their version from VERSION, in an
+# empty image, run as 65532:65532: the controller at /kubepact-controller,
+# the entrypoint, and the enrolment endpoint at /kubepact-enrolment, which
+# its Deployment names as its command.
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
@@ -20,6 +22,9 @@ COPY . .
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
 	-ldflags "-s -w -X main.version=${VERSION}" \
 	-o /out/kubepact-controller ./cmd/kubepact-controller
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
+	-ldflags "-s -w -X main.version=${VERSION}" \
+	-o /out/kubepact-enrolment ./cmd/kubepact-enrolment
 
 FROM scratch
 ARG VERSION=v0.2.0
@@ -27,5 +32,6 @@ LABEL org.opencontainers.image.version=$VERSION \
 	org.opencontainers.image.source=https://github.com/kubepact/kubepact \
 	org.opencontainers.image.licenses=Apache-2.0
 COPY --from=build /out/kubepact-controller /kubepact-controller
+COPY --from=build /out/kubepact-enrolment /kubepact-enrolment
 USER 65532:65532
 ENTRYPOINT ["/kubepact-controller"]

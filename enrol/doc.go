@@ -27,4 +27,31 @@
 //
 // Everything here is pure: it parses, signs and verifies, and reads and
 // writes nothing.
+//
+// # Errors
+//
+// Every refusal wraps one sentinel, for errors.Is: ErrMalformed (an object
+// that does not parse), ErrBadRequest (a request no committed key signed,
+// or made for another provider or consumer), ErrClusterKeyCSR (a CSR for
+// a committed cluster key), ErrNotCommitted (a key the AuthorizedConsumer
+// does not list), ErrBadGrant (a grant no committed enrolment key signed,
+// or for another provider, consumer, request or namespace), ErrCAPin (a
+// grant whose CA does not hold the pinned key) and ErrEndpointCertificate
+// (an endpoint certificate no committed enrolment key issued, or not valid
+// now). Errors name IDs and key fingerprints, never a signature's or a
+// CSR's bytes.
+//
+// # Security
+//
+// The enrolment key signs two things only: grants, whose encoding starts
+// with the length of GrantContext, and the endpoint's X.509 certificates,
+// which start with a DER SEQUENCE; neither parses as the other. A request
+// and a grant are each bound to both IDs and to the CSR's SHA-256, so
+// neither can be replayed to another provider or consumer, or for another
+// key.
+//
+// # Concurrency
+//
+// Functions and the methods of Commitment are safe for concurrent use;
+// nothing here holds state.
 package enrol

@@ -94,6 +94,9 @@ type Trust struct {
 // names. It returns the Identity g carries, which the consumer then
 // checks against its CSR's key as it checks any (consumer.Apply).
 func VerifyGrant(g *peeringv1alpha1.Grant, t Trust) (*authv1beta1.Identity, error) {
+	if g == nil || t.Request == nil {
+		return nil, fmt.Errorf("%w: no grant, or no request to check it against", ErrBadGrant)
+	}
 	msg := grantTranscript(g)
 	signed := false
 	for _, k := range t.EnrolmentKeys {

@@ -191,8 +191,9 @@ func (c *Commitment) Check(pub crypto.PublicKey) error {
 
 // Verify checks c's request to provider providerID: signed over its
 // transcript by one of c's keys, for a ControlPlane CSR of c's consumer
-// for another key than the cluster key. It returns what tenant.Verify
-// returns for a Tenant, with the cluster key that signed.
+// for a key that is none of c's keys (no committed cluster key may become
+// a TLS key). It returns what tenant.Verify returns for a Tenant, with
+// the cluster key that signed.
 func (c *Commitment) Verify(providerID string) (*tenant.Verified, error) {
 	msg := c.Request(providerID).transcript()
 	var signer crypto.PublicKey
@@ -209,7 +210,9 @@ func (c *Commitment) Verify(providerID string) (*tenant.Verified, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
-	if keys.Equal(checked.PublicKey(), signer) {
+	// Neither the key that signed nor its committed successor (or
+	// predecessor) may become a TLS key.
+	if c.Holds(checked.PublicKey()) {
 		return nil, ErrClusterKeyCSR
 	}
 	return &tenant.Verified{ClusterID: c.ConsumerID, PublicKey: signer, CSR: checked}, nil

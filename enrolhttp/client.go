@@ -44,6 +44,10 @@ type Client struct {
 	// Now is the clock the endpoint's certificate is judged by; nil means
 	// time.Now.
 	Now func() time.Time
+	// Resolver resolves the endpoint's host name; nil means the default
+	// resolver. Whatever it answers, a forbidden address is not dialled
+	// (CheckAddr).
+	Resolver *net.Resolver
 }
 
 // Fetch returns the grant endpoint serves for request r. It returns
@@ -110,7 +114,7 @@ func (c *Client) client() *http.Client {
 	if now == nil {
 		now = time.Now
 	}
-	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: dialControl}
+	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: dialControl, Resolver: c.Resolver}
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:       nil,

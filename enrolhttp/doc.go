@@ -17,4 +17,18 @@
 // consumer committed: the endpoint's certificate must be issued by one
 // (enrol.VerifyServingCertificate). What it fetches it trusts only once
 // enrol.VerifyGrant has checked it.
+//
+// # Errors
+//
+// Client.Fetch returns ErrNotAuthorized for an endpoint that has no grant
+// for the request (404 or 403), an error wrapping ErrForbiddenURL for an
+// endpoint it must not contact (CheckURL at once, CheckAddr at each dial),
+// enrol.ErrEndpointCertificate for an endpoint that is not the provider's,
+// and enrol.ErrMalformed for an answer that is not a grant. A redirect,
+// a 429 or any other status is an error that matches none of them.
+//
+// # Concurrency
+//
+// A Handler serves concurrent requests; a Client may be used by several
+// goroutines once its fields are set.
 package enrolhttp

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +21,8 @@ import (
 type Grants func(consumerID string) *peeringv1alpha1.Grant
 
 // Limits are the endpoint's failure limits. They apply per replica and
-// per client address as the replica sees it: behind a proxy or a load
+// per client address as the replica sees it (an IPv6 client by its /64):
+// behind a proxy or a load
 // balancer that does not keep the client's address, every client shares
 // the proxy's budget.
 type Limits struct {
@@ -34,7 +36,8 @@ type Limits struct {
 }
 
 // Handler serves grants: GET GrantsPath+consumerID?csr=<sha256>. Any
-// other path or method is 404; a client over its limit gets 429.
+// other path or method gets the 404 "not authorized" an unknown consumer
+// gets; a client over its limit gets 429.
 type Handler struct {
 	grants  Grants
 	limits  Limits
@@ -73,7 +76,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, ok := strings.CutPrefix(r.URL.Path, GrantsPath)
 	if r.Method != http.MethodGet || !ok || id == "" || strings.Contains(id, "/") {
-		http.NotFound(w, r)
+		notAuthorized(w)
 		return
 	}
 	g := h.grants(id)
@@ -83,19 +86,39 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	match := subtle.ConstantTimeCompare([]byte(g.CSRSHA256), []byte(r.URL.Query().Get(CSRParam))) == 1
 	if !found || !match {
-		http.Error(w, ErrNotAuthorized.Error(), http.StatusNotFound)
+		notAuthorized(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(g)
 }
 
-// allow reports whether the client at remote may make one more request.
-func (h *Handler) allow(remote string) bool {
+// notAuthorized is every 404 of the handler, whatever was not found: a
+// path, a consumer, a grant or a CSR.
+func notAuthorized(w http.ResponseWriter) {
+	http.Error(w, ErrNotAuthorized.Error(), http.StatusNotFound)
+}
+
+// clientKey is the address a client is limited by: its IPv4 address, or
+// the /64 of its IPv6 address, which a single host commonly holds whole.
+func clientKey(remote string) string {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
 		host = remote
 	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if ip = ip.Unmap(); ip.Is6() {
+		return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
+	}
+	return ip.String()
+}
+
+// allow reports whether the client at remote may make one more request.
+func (h *Handler) allow(remote string) bool {
+	host := clientKey(remote)
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -62,11 +62,21 @@ func CheckURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// nat64 is the well-known NAT64 prefix (RFC 6052): on an IPv6-only
+// cluster behind NAT64, 64:ff9b::a9fe:a9fe reaches 169.254.169.254.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
 // CheckAddr refuses an address the client must not dial: unspecified,
 // link-local (169.254.0.0/16, where most clouds serve metadata, and
-// fe80::/10), multicast, or a metadata service's.
+// fe80::/10), multicast, or a metadata service's, including an IPv4
+// address of those written as IPv4-mapped IPv6 or in the well-known NAT64
+// prefix.
 func CheckAddr(ip netip.Addr) error {
-	ip = ip.Unmap()
+	ip = ip.Unmap().WithZone("")
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		ip = netip.AddrFrom4([4]byte(b[12:]))
+	}
 	switch {
 	case ip.IsUnspecified():
 		return fmt.Errorf("%w: %s is unspecified", ErrForbiddenURL, ip)

@@ -6,16 +6,17 @@
 #
 # The archive names one image index, ghcr.io/kubepact/kubepact-controller:VERSION,
 # holding an image for linux/amd64 and one for linux/arm64. Each is the image
-# the Dockerfile builds: a static binary (CGO_ENABLED=0, -trimpath, stripped,
-# its version from VERSION) at /kubepact-controller in an empty image, run as
-# 65532:65532.
+# the Dockerfile builds: static binaries (CGO_ENABLED=0, -trimpath, stripped,
+# their version from VERSION) in an empty image, run as 65532:65532: the
+# controller at /kubepact-controller, the entrypoint, and the enrolment
+# endpoint at /kubepact-enrolment, which its Deployment names as its command.
 # It builds the release: the version linked in with -ldflags wins over every
 # other source (package internal/version), so the image's version label,
 # kubepact-controller --version and kubepact_build_info all say VERSION; build
 # it from the release's commit.
 # ARCHS picks the architectures (default "amd64 arm64"; ARCHS=amd64 builds one).
 # Each binary's build info is checked (GOOS, GOARCH, CGO_ENABLED=0, -trimpath),
-# and the one for this machine's architecture is run: it must report VERSION.
+# and those for this machine's architecture are run: they must report VERSION.
 # Load or push the archive with skopeo, crane or ctr (README.md, "Image").
 set -euo pipefail
 if [ $# -ne 1 ]; then
@@ -31,20 +32,24 @@ ref="ghcr.io/kubepact/kubepact-controller:$version"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 binaries=()
-for arch in $archs; do
-	bin="$work/$arch/kubepact-controller"
+
+# build ARCH PACKAGE OUT builds the command PACKAGE (./cmd/NAME) for
+# linux/ARCH at OUT and checks it.
+build() {
+	local arch="$1" pkg="$2" bin="$3" name info reported
+	name="$(basename "$pkg")"
 	CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath \
 		-ldflags "-s -w -X main.version=$version" \
-		-o "$bin" ./cmd/kubepact-controller
+		-o "$bin" "$pkg"
 	# The binary was built as the image says, whether or not it runs here.
 	# Go leaves -ldflags out of the build info of a -trimpath build
 	# (golang.org/issue/52372); the binary that runs here, built by this same
 	# line, shows the version was linked in.
 	info="$(go version -m "$bin")"
-	for want in "path	github.com/kubepact/kubepact/cmd/kubepact-controller" \
+	for want in "path	github.com/kubepact/kubepact/cmd/$name" \
 		"build	-trimpath=true" "build	CGO_ENABLED=0" "build	GOARCH=$arch" "build	GOOS=linux"; do
 		if ! grep -qF -- "$want" <<<"$info"; then
-			echo "hack/image.sh: the linux/$arch binary's build info lacks \"$want\":" >&2
+			echo "hack/image.sh: the linux/$arch $name binary's build info lacks \"$want\":" >&2
 			echo "$info" >&2
 			exit 1
 		fi
@@ -52,12 +57,17 @@ for arch in $archs; do
 	# The binary says the version the image is labelled with, where it can run.
 	if [ "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" = "linux/$arch" ]; then
 		reported="$("$bin" --version)"
-		if [ "$reported" != "kubepact-controller $version" ]; then
-			echo "hack/image.sh: the binary reports \"$reported\", the image would say $version" >&2
+		if [ "$reported" != "$name $version" ]; then
+			echo "hack/image.sh: the $name binary reports \"$reported\", the image would say $version" >&2
 			exit 1
 		fi
 	fi
-	binaries+=(-binary "$arch=$bin")
+}
+
+for arch in $archs; do
+	build "$arch" ./cmd/kubepact-controller "$work/$arch/kubepact-controller"
+	build "$arch" ./cmd/kubepact-enrolment "$work/$arch/kubepact-enrolment"
+	binaries+=(-binary "$arch=$work/$arch/kubepact-controller" -enrolment "$arch=$work/$arch/kubepact-enrolment")
 done
 # hack/image is a module of its own: go-containerregistry stays out of the
 # library's go.mod. It runs on the build machine, whatever GOARCH says.

@@ -3,14 +3,17 @@
 // archive, lists the platforms an archive holds, and reads a file back out of
 // one platform's image. hack/image.sh and CI run it:
 //
-//	go run . build -version V -ref REF -out OUT.tar -binary amd64=FILE -binary arm64=FILE
+//	go run . build -version V -ref REF -out OUT.tar -binary amd64=FILE -binary arm64=FILE \
+//		[-enrolment amd64=FILE -enrolment arm64=FILE]
 //	go run . list -archive OUT.tar
 //	go run . extract -archive OUT.tar -platform linux/arm64 -file /kubepact-controller -out FILE
 //
 // The archive's index.json names one OCI image index (REF), which holds one
 // image per architecture. Each image is what the Dockerfile at the repository
 // root builds: no base (scratch), one layer holding the static binary at
-// /kubepact-controller, run as 65532:65532. Every timestamp is the Unix
+// /kubepact-controller, the entrypoint, and with -enrolment the enrolment
+// endpoint's at /kubepact-enrolment (its Deployment names it as its
+// command), run as 65532:65532. Every timestamp is the Unix
 // epoch, so the same binaries always give the same digests.
 //
 // It is a module of its own, so that the library's users never inherit
@@ -47,6 +50,9 @@ import (
 const (
 	// Path is where the binary sits in the image, and its entrypoint.
 	Path = "/kubepact-controller"
+	// EnrolmentPath is where the enrolment endpoint's binary sits
+	// (cmd/kubepact-enrolment), when the image holds it.
+	EnrolmentPath = "/kubepact-enrolment"
 	// User is the numeric user and group the binary runs as (distroless's
 	// nonroot), so that Pods with runAsNonRoot need no runAsUser.
 	User = "65532:65532"
@@ -64,7 +70,8 @@ const (
 var epoch = time.Unix(0, 0).UTC()
 
 // ErrSpec is returned by Index for a Spec it cannot build from: no binary,
-// no version or name, or an architecture Go does not name.
+// no version or name, an architecture Go does not name, or enrolment
+// binaries for other architectures than the controller's.
 var ErrSpec = errors.New("incomplete image spec")
 
 // ErrLayout is returned for an archive whose index.json does not name one
@@ -80,6 +87,9 @@ type Spec struct {
 	Version  string            // org.opencontainers.image.version
 	Ref      string            // the index's name and tag, e.g. ghcr.io/kubepact/kubepact-controller:v0.2.0
 	Binaries map[string][]byte // the static linux binary for each GOARCH
+	// Enrolment, when not empty, is kubepact-enrolment's static linux
+	// binary for each GOARCH of Binaries, at EnrolmentPath.
+	Enrolment map[string][]byte
 }
 
 // Index returns the OCI index an archive's index.json holds for s: one
@@ -93,6 +103,18 @@ func Index(s Spec) (v1.ImageIndex, error) {
 	case s.Version == "", s.Ref == "":
 		return nil, fmt.Errorf("%w: version and ref are required", ErrSpec)
 	}
+	if len(s.Enrolment) > 0 {
+		for arch := range s.Binaries {
+			if len(s.Enrolment[arch]) == 0 {
+				return nil, fmt.Errorf("%w: no enrolment binary for %q", ErrSpec, arch)
+			}
+		}
+		for arch := range s.Enrolment {
+			if _, ok := s.Binaries[arch]; !ok {
+				return nil, fmt.Errorf("%w: an enrolment binary for %q, which has no controller binary", ErrSpec, arch)
+			}
+		}
+	}
 	arches := make([]string, 0, len(s.Binaries))
 	for arch := range s.Binaries {
 		arches = append(arches, arch)
@@ -100,7 +122,11 @@ func Index(s Spec) (v1.ImageIndex, error) {
 	sort.Strings(arches)
 	platforms := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range arches {
-		img, err := image(s.Binaries[arch], s.Version, arch)
+		files := []layerFile{{Path, s.Binaries[arch]}}
+		if len(s.Enrolment) > 0 {
+			files = append(files, layerFile{EnrolmentPath, s.Enrolment[arch]})
+		}
+		img, err := image(files, s.Version, arch)
 		if err != nil {
 			return nil, err
 		}
@@ -115,15 +141,21 @@ func Index(s Spec) (v1.ImageIndex, error) {
 	}), nil
 }
 
-// image is the linux/arch image holding bin.
-func image(bin []byte, version, arch string) (v1.Image, error) {
+// layerFile is one binary of the image's layer.
+type layerFile struct {
+	path string
+	bin  []byte
+}
+
+// image is the linux/arch image holding files, files[0] its entrypoint.
+func image(files []layerFile, version, arch string) (v1.Image, error) {
 	switch {
-	case len(bin) == 0:
+	case len(files[0].bin) == 0:
 		return nil, fmt.Errorf("%w: no binary for %q", ErrSpec, arch)
 	case arch == "" || strings.ContainsAny(arch, "/ \t"):
 		return nil, fmt.Errorf("%w: architecture %q", ErrSpec, arch)
 	}
-	layer, err := binaryLayer(bin)
+	layer, err := binaryLayer(files)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +166,7 @@ func image(bin []byte, version, arch string) (v1.Image, error) {
 		MediaType: types.OCILayer,
 		History: v1.History{
 			Created:   v1.Time{Time: epoch},
-			CreatedBy: "hack/image.sh: COPY kubepact-controller " + Path,
+			CreatedBy: "hack/image.sh: COPY" + copied(files),
 		},
 	})
 	if err != nil {
@@ -158,22 +190,35 @@ func image(bin []byte, version, arch string) (v1.Image, error) {
 	return mutate.ConfigFile(img, cf)
 }
 
-// binaryLayer is a gzipped tar holding bin at Path, mode 0755, owned by root.
-func binaryLayer(bin []byte) (v1.Layer, error) {
+// copied is what the layer's history says it copied: each binary's name
+// and path.
+func copied(files []layerFile) string {
+	var b strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&b, " %s %s", path.Base(f.path), f.path)
+	}
+	return b.String()
+}
+
+// binaryLayer is a gzipped tar holding each of files at its path, mode 0755,
+// owned by root, in order.
+func binaryLayer(files []layerFile) (v1.Layer, error) {
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
-	if err := tw.WriteHeader(&tar.Header{
-		Typeflag: tar.TypeReg,
-		Name:     strings.TrimPrefix(Path, "/"),
-		Mode:     0o755,
-		Size:     int64(len(bin)),
-		ModTime:  epoch,
-		Format:   tar.FormatPAX,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(bin); err != nil {
-		return nil, err
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{
+			Typeflag: tar.TypeReg,
+			Name:     strings.TrimPrefix(f.path, "/"),
+			Mode:     0o755,
+			Size:     int64(len(f.bin)),
+			ModTime:  epoch,
+			Format:   tar.FormatPAX,
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.bin); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -421,31 +466,27 @@ func run(args []string) error {
 	flags := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	switch args[0] {
 	case "build":
-		s := Spec{Binaries: map[string][]byte{}}
+		s := Spec{Binaries: map[string][]byte{}, Enrolment: map[string][]byte{}}
 		out := flags.String("out", "", "the OCI layout archive to write")
 		flags.StringVar(&s.Version, "version", "", "the images' version label")
 		flags.StringVar(&s.Ref, "ref", "", "the image index's name and tag")
-		var binaries []string
+		var binaries, enrolment []string
 		flags.Func("binary", "ARCH=FILE: the static linux binary built for GOARCH ARCH (repeat for each architecture)", func(v string) error {
 			binaries = append(binaries, v)
+			return nil
+		})
+		flags.Func("enrolment", "ARCH=FILE: kubepact-enrolment's static linux binary for GOARCH ARCH, at "+EnrolmentPath+" (repeat for each architecture)", func(v string) error {
+			enrolment = append(enrolment, v)
 			return nil
 		})
 		if err := flags.Parse(args[1:]); err != nil {
 			return err
 		}
-		for _, v := range binaries {
-			arch, file, ok := strings.Cut(v, "=")
-			if !ok || arch == "" || file == "" {
-				return fmt.Errorf("%w: -binary %q, want ARCH=FILE", ErrSpec, v)
-			}
-			if _, dup := s.Binaries[arch]; dup {
-				return fmt.Errorf("%w: two binaries for %s", ErrSpec, arch)
-			}
-			bin, err := os.ReadFile(file)
-			if err != nil {
-				return err
-			}
-			s.Binaries[arch] = bin
+		if err := readBinaries(s.Binaries, "binary", binaries); err != nil {
+			return err
+		}
+		if err := readBinaries(s.Enrolment, "enrolment", enrolment); err != nil {
+			return err
 		}
 		if *out == "" {
 			return errors.New("build: -out is required")
@@ -504,6 +545,25 @@ func run(args []string) error {
 	default:
 		return fmt.Errorf("unknown command %q: want build, list or extract", args[0])
 	}
+}
+
+// readBinaries reads each ARCH=FILE of values, given as -flag, into m.
+func readBinaries(m map[string][]byte, flag string, values []string) error {
+	for _, v := range values {
+		arch, file, ok := strings.Cut(v, "=")
+		if !ok || arch == "" || file == "" {
+			return fmt.Errorf("%w: -%s %q, want ARCH=FILE", ErrSpec, flag, v)
+		}
+		if _, dup := m[arch]; dup {
+			return fmt.Errorf("%w: two -%s binaries for %s", ErrSpec, flag, arch)
+		}
+		bin, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		m[arch] = bin
+	}
+	return nil
 }
 
 // list writes one line per image of the archive's index idx: its platform,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,6 +254,113 @@ func TestIndexRejects(t *testing.T) {
 		}
 		if err := run(args); !errors.Is(err, ErrSpec) {
 			t.Errorf("build -binary %q: %v, want ErrSpec", bin, err)
+		}
+	}
+}
+
+// TestArchiveWithEnrolment: with -enrolment, each platform's image holds
+// kubepact-enrolment at /kubepact-enrolment beside the controller, in the
+// same layer, and is otherwise the controller's image; the controller
+// stays the entrypoint.
+func TestArchiveWithEnrolment(t *testing.T) {
+	dir := t.TempDir()
+	var args []string
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, name := range []string{"controller", "enrolment"} {
+			f := filepath.Join(dir, name+"-"+arch)
+			if err := os.WriteFile(f, []byte("fake "+name+" "+arch), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args = append(args, "-binary", arch+"="+filepath.Join(dir, "controller-"+arch), "-enrolment", arch+"="+filepath.Join(dir, "enrolment-"+arch))
+	}
+	archive := filepath.Join(dir, "x.tar")
+	if err := run(append([]string{"build", "-version", "v9.8.7", "-ref", "ghcr.io/kubepact/kubepact-controller:v9.8.7", "-out", archive}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := ReadArchive(archive, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, _, err := Named(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, _, err := ImageFor(named, "linux/"+arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkImage(t, img, arch, []byte("fake controller "+arch))
+		data, h, err := File(img, EnrolmentPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(data) != "fake enrolment "+arch {
+			t.Errorf("linux/%s: %s holds %q, want the enrolment binary", arch, EnrolmentPath, data)
+		}
+		if h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(epoch) {
+			t.Errorf("%s: mode %o, owner %d:%d, time %s; want 755, 0:0, the epoch", EnrolmentPath, h.Mode, h.Uid, h.Gid, h.ModTime)
+		}
+
+		out := filepath.Join(dir, "extracted-"+arch)
+		if err := run([]string{"extract", "-archive", archive, "-platform", "linux/" + arch, "-file", EnrolmentPath, "-out", out}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(out); string(got) != "fake enrolment "+arch {
+			t.Errorf("extract -file %s: %q", EnrolmentPath, got)
+		}
+	}
+
+	// Without -enrolment the image is the controller's alone, as before:
+	// adding the option changed no digest of an image without it.
+	plain, err := Index(Spec{Binaries: map[string][]byte{"amd64": []byte("x")}, Version: "v1", Ref: "x:v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, _, err := Named(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _, err := ImageFor(pn, "linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := File(img, EnrolmentPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s in an image built without it: %v", EnrolmentPath, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "hack/image.sh: COPY kubepact-controller /kubepact-controller"; cf.History[0].CreatedBy != want {
+		t.Errorf("history %q, want %q", cf.History[0].CreatedBy, want)
+	}
+}
+
+func TestIndexRejectsEnrolment(t *testing.T) {
+	bins := map[string][]byte{"amd64": []byte("x"), "arm64": []byte("y")}
+	for name, enrolment := range map[string]map[string][]byte{
+		"one architecture missing": {"amd64": []byte("e")},
+		"an empty binary":          {"amd64": []byte("e"), "arm64": nil},
+		"an extra architecture":    {"amd64": []byte("e"), "arm64": []byte("e"), "riscv64": []byte("e")},
+	} {
+		if _, err := Index(Spec{Binaries: bins, Enrolment: enrolment, Version: "v1", Ref: "x:v1"}); !errors.Is(err, ErrSpec) {
+			t.Errorf("%s: Index: %v, want ErrSpec", name, err)
+		}
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "bin")
+	if err := os.WriteFile(f, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range [][]string{{"amd64"}, {"=" + f}, {"amd64=" + f, "amd64=" + f}} {
+		args := []string{"build", "-out", filepath.Join(dir, "x.tar"), "-version", "v1", "-ref", "x:v1", "-binary", "amd64=" + f}
+		for _, v := range e {
+			args = append(args, "-enrolment", v)
+		}
+		if err := run(args); !errors.Is(err, ErrSpec) {
+			t.Errorf("build -enrolment %q: %v, want ErrSpec", e, err)
 		}
 	}
 }
