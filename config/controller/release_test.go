@@ -421,3 +421,36 @@ func TestNetworkPolicy(t *testing.T) {
 		})
 	}
 }
+
+// keepAnnotations are what keeps a CRD, and so every object of it, when
+// kubepact is uninstalled or pruned: Helm, Argo CD and Flux each read one.
+var keepAnnotations = map[string]string{
+	"helm.sh/resource-policy":           "keep",
+	"argocd.argoproj.io/sync-options":   "Delete=false,Prune=false",
+	"kustomize.toolkit.fluxcd.io/prune": "disabled",
+}
+
+// TestPeeringCRDsKept: as config/ installs them, the two peering CRDs
+// (whose objects are peering grants) carry the annotations that keep them
+// on a Helm uninstall, an Argo CD prune or deletion and a Flux prune;
+// Liqo's CRDs, whose metadata is Liqo's, carry none of them.
+func TestPeeringCRDsKept(t *testing.T) {
+	var peering int
+	for _, u := range kustomize(t, "config") {
+		if u.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		a := u.GetAnnotations()
+		if strings.HasSuffix(u.GetName(), ".peering.kubepact.io") {
+			peering++
+			for k, v := range keepAnnotations {
+				require.Equal(t, v, a[k], "%s: annotation %s", u.GetName(), k)
+			}
+			continue
+		}
+		for k := range keepAnnotations {
+			require.NotContains(t, a, k, u.GetName())
+		}
+	}
+	require.Equal(t, 2, peering, "authorizedconsumers and trustedproviders")
+}
