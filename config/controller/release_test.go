@@ -548,3 +548,22 @@ func TestEnrolmentManifests(t *testing.T) {
 	require.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
 	require.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: spec.ServiceAccountName, Namespace: d.Namespace}}, binding.Subjects)
 }
+
+// TestEnrolmentFollowsNamespace: config/enrolment with another namespace
+// binds its ClusterRole to the ServiceAccount where it then lives, and the
+// Deployment runs there.
+func TestEnrolmentFollowsNamespace(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "enrolment")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join(root, "config", "enrolment"))))
+	path := filepath.Join(dir, "kustomization.yaml")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	k := strings.Replace(string(b), "\nnamespace: kubepact-system\n", "\nnamespace: team-a\n", 1)
+	require.NotEqual(t, string(b), k, "config/enrolment/kustomization.yaml sets the namespace")
+	require.NoError(t, os.WriteFile(path, []byte(k), 0o644))
+	objects := render(t, dir)
+	require.Equal(t, "team-a", deployment(t, objects).Namespace)
+	var binding rbacv1.ClusterRoleBinding
+	only(t, objects, "ClusterRoleBinding", &binding)
+	require.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kubepact-enrolment", Namespace: "team-a"}}, binding.Subjects)
+}
