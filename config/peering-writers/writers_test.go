@@ -110,7 +110,7 @@ func listItems(list client.ObjectList) []client.Object {
 // create, an update, a patch, a delete and a deletecollection. The listed
 // ServiceAccounts and a peering admin, bound to the shipped ClusterRole
 // kubepact-peering-admin, write them; the controller adds and removes its
-// finalizer and writes the status.
+// finalizer and writes the status, but cannot change the spec.
 func TestPeeringWriters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -190,6 +190,11 @@ func TestPeeringWriters(t *testing.T) {
 			require.NoError(t, e.objects.Get(ctx, client.ObjectKeyFromObject(target), target))
 			target.SetFinalizers([]string{peeringv1alpha1.Finalizer})
 			require.NoError(t, controller.Update(ctx, target), "the controller adds its finalizer")
+			// Never the spec, which Git owns (the controller's own
+			// policy, kubepact-controller).
+			forged := target.DeepCopyObject().(client.Object)
+			forgeSpec(forged)
+			refused(t, controller.Update(ctx, forged), "the controller changes the spec")
 			setReady(target)
 			require.NoError(t, controller.Status().Update(ctx, target), "the controller writes the status")
 			require.NoError(t, e.objects.Delete(ctx, target))
