@@ -64,6 +64,9 @@ func TestCRDFiles(t *testing.T) {
 		"authentication.liqo.io_renews.yaml",
 		"authentication.liqo.io_resourceslices.yaml",
 		"authentication.liqo.io_tenants.yaml",
+		// kubepact's own, from apis/peering/v1alpha1
+		"peering.kubepact.io_authorizedconsumers.yaml",
+		"peering.kubepact.io_trustedproviders.yaml",
 	}, names)
 }
 
