@@ -346,6 +346,13 @@ func TestPublicKeyRecordWriters(t *testing.T) {
 	require.NoError(t, configMaps(sa).Delete(ctx, kube.PublicKeyRecordName, metav1.DeleteOptions{}))
 }
 
+// ownNamespaceConditions are, by policy, the match condition that names the
+// controller's namespace.
+var ownNamespaceConditions = map[string]string{
+	"kubepact-enrolment-records":    "enrolment-record",
+	"kubepact-peering-writers-list": "writers-list",
+}
+
 // TestPolicyFollowsServiceAccount renders config/ with the namespace set in
 // config/controller or in config/ itself: the admission policy's match
 // condition and the bindings' subjects name the ServiceAccount where it
@@ -368,12 +375,32 @@ func TestPolicyFollowsServiceAccount(t *testing.T) {
 			require.NoError(t, os.WriteFile(path, b, 0o644))
 			objects, err := kustomize(t.Context(), filepath.Join(dir, tt.render))
 			require.NoError(t, err)
-			var policies, subjects int
+			var policies, subjects, params int
 			for _, u := range objects {
 				switch u.GetKind() {
 				case "ValidatingAdmissionPolicy":
 					conds, _, err := unstructured.NestedSlice(u.Object, "spec", "matchConditions")
 					require.NoError(t, err)
+					// The policies on records in the controller's own
+					// namespace match there: the enrolment records, and
+					// the list of peering writers, which beside the
+					// controller no one but peering admins writes.
+					if name, ok := ownNamespaceConditions[u.GetName()]; ok {
+						var found bool
+						for _, c := range conds {
+							c := c.(map[string]any)
+							if c["name"] == name {
+								require.True(t, strings.HasPrefix(c["expression"].(string), "request.namespace == 'team-a' && "),
+									"policy %s: %s", u.GetName(), c["expression"])
+								found = true
+							}
+						}
+						require.True(t, found, "policy %s names the controller's namespace", u.GetName())
+						if u.GetName() == "kubepact-peering-writers-list" {
+							policies++
+							continue
+						}
+					}
 					// Each policy names the controller's user in the
 					// match condition controller-service-account: the
 					// controller's own policy matches its requests, the
@@ -393,6 +420,15 @@ func TestPolicyFollowsServiceAccount(t *testing.T) {
 					}
 					require.True(t, found, "policy %s names the controller's user", u.GetName())
 					policies++
+				case "ValidatingAdmissionPolicyBinding":
+					// The list of peering writers, the parameter, is read
+					// where it lives: beside the controller.
+					if ns, found, _ := unstructured.NestedString(u.Object, "spec", "paramRef", "namespace"); found {
+						require.Equal(t, "team-a", ns, "binding %s", u.GetName())
+						params++
+					}
+				case "ConfigMap":
+					require.Equal(t, "team-a", u.GetNamespace(), "ConfigMap %s", u.GetName())
 				case "ClusterRoleBinding", "RoleBinding":
 					if !strings.HasPrefix(u.GetName(), "kubepact-controller") {
 						continue
@@ -403,13 +439,15 @@ func TestPolicyFollowsServiceAccount(t *testing.T) {
 					subjects++
 				}
 			}
-			// The controller's and the public key record's, and from
-			// config/ the signed-nonce and key Secret policies.
-			wantPolicies := 4
+			// The controller's, the public key record's and the
+			// enrolment records', and from config/ the signed-nonce,
+			// key Secret, peering writers' and writers' list policies.
+			wantPolicies, wantParams := 7, 1
 			if tt.render == "controller" {
-				wantPolicies = 2
+				wantPolicies, wantParams = 3, 0
 			}
 			require.Equal(t, wantPolicies, policies)
+			require.Equal(t, wantParams, params)
 			require.Equal(t, 2, subjects)
 		})
 	}

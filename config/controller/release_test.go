@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -420,4 +421,149 @@ func TestNetworkPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepAnnotations are what keeps a CRD, and so every object of it, when
+// kubepact is uninstalled or pruned: Helm, Argo CD and Flux each read one.
+var keepAnnotations = map[string]string{
+	"helm.sh/resource-policy":           "keep",
+	"argocd.argoproj.io/sync-options":   "Delete=false,Prune=false",
+	"kustomize.toolkit.fluxcd.io/prune": "disabled",
+}
+
+// TestPeeringCRDsKept: as config/ installs them, the two peering CRDs
+// (whose objects are peering grants) carry the annotations that keep them
+// on a Helm uninstall, an Argo CD prune or deletion and a Flux prune;
+// Liqo's CRDs, whose metadata is Liqo's, carry none of them.
+func TestPeeringCRDsKept(t *testing.T) {
+	var peering int
+	for _, u := range kustomize(t, "config") {
+		if u.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		a := u.GetAnnotations()
+		if strings.HasSuffix(u.GetName(), ".peering.kubepact.io") {
+			peering++
+			for k, v := range keepAnnotations {
+				require.Equal(t, v, a[k], "%s: annotation %s", u.GetName(), k)
+			}
+			continue
+		}
+		for k := range keepAnnotations {
+			require.NotContains(t, a, k, u.GetName())
+		}
+	}
+	require.Equal(t, 2, peering, "authorizedconsumers and trustedproviders")
+}
+
+// TestEnrolmentManifests: config/enrolment, as kubectl apply -k renders it,
+// runs the endpoint from the controller's image at VERSION, as its own
+// ServiceAccount, with two replicas that prefer different nodes and a
+// PodDisruptionBudget that keeps one, restricted like the controller's
+// pods, serving HTTPS on 8443 with the Secret kubepact-enrolment-tls
+// mounted where its flags read it, behind a Service on 443. Its
+// ClusterRole reads AuthorizedConsumers and nothing else, and is bound to
+// that ServiceAccount only. It makes no Namespace, and config/ does not
+// include it.
+func TestEnrolmentManifests(t *testing.T) {
+	v := version(t)
+	objects := kustomize(t, "config/enrolment")
+	for _, u := range objects {
+		require.NotEqual(t, "Namespace", u.GetKind(), "config/enrolment makes no Namespace")
+		require.Equal(t, v, u.GetLabels()[versionLabel], "%s %s", u.GetKind(), u.GetName())
+		require.Equal(t, "kubepact-enrolment", u.GetName(), "%s", u.GetKind())
+	}
+	for _, u := range kustomize(t, "config") {
+		require.NotEqual(t, "kubepact-enrolment", u.GetName(), "config/ includes %s kubepact-enrolment", u.GetKind())
+	}
+
+	d := deployment(t, objects)
+	require.Equal(t, "kubepact-system", d.Namespace)
+	require.Equal(t, int32(2), *d.Spec.Replicas)
+	spec := d.Spec.Template.Spec
+	require.Equal(t, "kubepact-enrolment", spec.ServiceAccountName)
+	require.NotNil(t, spec.AutomountServiceAccountToken)
+	require.True(t, *spec.AutomountServiceAccountToken, "the endpoint reads AuthorizedConsumers with its token")
+	require.True(t, *spec.SecurityContext.RunAsNonRoot)
+	require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, spec.SecurityContext.SeccompProfile.Type)
+	require.NotNil(t, spec.Affinity)
+	require.Nil(t, spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, "a one-node cluster still runs both replicas")
+	require.Len(t, spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, 1)
+	term := spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm
+	require.Equal(t, "kubernetes.io/hostname", term.TopologyKey)
+	requireSelectsPods(t, d, term.LabelSelector, "pod anti-affinity")
+
+	require.Len(t, spec.Containers, 1)
+	c := spec.Containers[0]
+	require.Equal(t, image+":"+v, c.Image, "the controller's image")
+	require.Equal(t, []string{"/kubepact-enrolment"}, c.Command)
+	require.Equal(t, []string{
+		"--bind-address=:8443",
+		"--tls-cert-file=/etc/kubepact-enrolment/tls/tls.crt",
+		"--tls-key-file=/etc/kubepact-enrolment/tls/tls.key",
+		"--rate=5",
+		"--burst=20",
+	}, c.Args)
+	require.Len(t, c.Ports, 1)
+	require.Equal(t, int32(8443), c.Ports[0].ContainerPort)
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		require.NotNil(t, p, name)
+		require.Equal(t, corev1.URISchemeHTTPS, p.HTTPGet.Scheme, name)
+		require.Equal(t, intstr.FromString(c.Ports[0].Name), p.HTTPGet.Port, name)
+	}
+	require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+	require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
+	require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+	require.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+	require.False(t, c.Resources.Requests.Cpu().IsZero())
+	require.False(t, c.Resources.Requests.Memory().IsZero())
+	require.False(t, c.Resources.Limits.Memory().IsZero())
+	require.Len(t, c.VolumeMounts, 1)
+	require.Equal(t, "/etc/kubepact-enrolment/tls", c.VolumeMounts[0].MountPath)
+	require.True(t, c.VolumeMounts[0].ReadOnly)
+	require.Len(t, spec.Volumes, 1)
+	require.Equal(t, c.VolumeMounts[0].Name, spec.Volumes[0].Name)
+	require.NotNil(t, spec.Volumes[0].Secret)
+	require.Equal(t, "kubepact-enrolment-tls", spec.Volumes[0].Secret.SecretName)
+
+	var pdb policyv1.PodDisruptionBudget
+	only(t, objects, "PodDisruptionBudget", &pdb)
+	require.Equal(t, intstr.FromInt32(1), *pdb.Spec.MinAvailable)
+	requireSelectsPods(t, d, pdb.Spec.Selector, "PodDisruptionBudget")
+
+	var svc corev1.Service
+	only(t, objects, "Service", &svc)
+	require.Equal(t, d.Spec.Selector.MatchLabels, svc.Spec.Selector)
+	require.Len(t, svc.Spec.Ports, 1)
+	require.Equal(t, int32(443), svc.Spec.Ports[0].Port)
+	require.Equal(t, intstr.FromString(c.Ports[0].Name), svc.Spec.Ports[0].TargetPort)
+
+	var role rbacv1.ClusterRole
+	only(t, objects, "ClusterRole", &role)
+	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"peering.kubepact.io"}, Resources: []string{"authorizedconsumers"},
+		Verbs: []string{"get", "list", "watch"}}}, role.Rules)
+	var binding rbacv1.ClusterRoleBinding
+	only(t, objects, "ClusterRoleBinding", &binding)
+	require.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
+	require.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: spec.ServiceAccountName, Namespace: d.Namespace}}, binding.Subjects)
+}
+
+// TestEnrolmentFollowsNamespace: config/enrolment with another namespace
+// binds its ClusterRole to the ServiceAccount where it then lives, and the
+// Deployment runs there.
+func TestEnrolmentFollowsNamespace(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "enrolment")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join(root, "config", "enrolment"))))
+	path := filepath.Join(dir, "kustomization.yaml")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	k := strings.Replace(string(b), "\nnamespace: kubepact-system\n", "\nnamespace: team-a\n", 1)
+	require.NotEqual(t, string(b), k, "config/enrolment/kustomization.yaml sets the namespace")
+	require.NoError(t, os.WriteFile(path, []byte(k), 0o644))
+	objects := render(t, dir)
+	require.Equal(t, "team-a", deployment(t, objects).Namespace)
+	var binding rbacv1.ClusterRoleBinding
+	only(t, objects, "ClusterRoleBinding", &binding)
+	require.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kubepact-enrolment", Namespace: "team-a"}}, binding.Subjects)
 }

@@ -282,6 +282,16 @@ func TestSchemaRefuses(t *testing.T) {
 		{"a flag and its value in one item", values("extraArgs", []any{"--workers=4", "--key-namespace other"}), "/extraArgs/1", &kind.Not{}},
 		{"a flag's value apart", values("extraArgs", []any{"--key-namespace", "other"}), "/extraArgs/0", &kind.Not{}},
 		{"a bool flag the chart sets", values("extraArgs", []any{"--leader-elect=false"}), "/extraArgs/0", &kind.Not{}},
+		// A peering writer is a ServiceAccount, namespace/name: no user,
+		// no group, nothing that would smuggle CEL into the list.
+		{"a peering writer without its namespace", values("peeringWriters.serviceAccounts", []any{"argocd-application-controller"}), "/peeringWriters/serviceAccounts/0", &kind.Pattern{}},
+		{"a peering writer that is a user", values("peeringWriters.serviceAccounts", []any{"system:serviceaccount:argocd:argocd-application-controller"}), "/peeringWriters/serviceAccounts/0", &kind.Pattern{}},
+		{"two peering writers in one item", values("peeringWriters.serviceAccounts", []any{"argocd/a,flux-system/b"}), "/peeringWriters/serviceAccounts/0", &kind.Pattern{}},
+		// One enrolment replica: the PodDisruptionBudget (minAvailable 1)
+		// would block every drain of its node.
+		{"one enrolment replica", values("enrolment.replicas", 1), "/enrolment/replicas", &kind.Minimum{}},
+		{"no enrolment rate", values("enrolment.rate", 0), "/enrolment/rate", &kind.ExclusiveMinimum{}},
+		{"an unknown enrolment key", values("enrolment.port", 8443), "/enrolment", &kind.AdditionalProperties{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { requireRefused(t, ch, schema, tt.vals, tt.where, tt.kind) })
 	}
@@ -419,8 +429,9 @@ func findKind[K jsonschema.ErrorKind](leaves []*jsonschema.ValidationError) (K, 
 // TestNothingOfLiqos: whatever the values, the chart renders nothing in
 // the key namespace (Liqo's: its cluster key and its cluster-ID ConfigMap,
 // which the controller records for Liqo's release to adopt) and no
-// ConfigMap at all, and with peerRoles.create=false none of the peer roles
-// Liqo's release owns.
+// ConfigMap but its own list of peering writers (kubepact-peering-writers,
+// in the release's namespace, which only the chart writes), and with
+// peerRoles.create=false none of the peer roles Liqo's release owns.
 func TestNothingOfLiqos(t *testing.T) {
 	ch := loadChart(t, chartDir)
 	for _, vals := range []map[string]any{nil,
@@ -429,7 +440,9 @@ func TestNothingOfLiqos(t *testing.T) {
 	} {
 		for _, u := range render(t, ch, vals) {
 			assert.NotEqual(t, "liqo", u.GetNamespace(), "%s with %v", objectKey(u), vals)
-			assert.NotEqual(t, "ConfigMap", u.GetKind(), "%s with %v", objectKey(u), vals)
+			if u.GetKind() == "ConfigMap" {
+				assert.Equal(t, releaseNamespace+"/kubepact-peering-writers", u.GetNamespace()+"/"+u.GetName(), "%s with %v", objectKey(u), vals)
+			}
 			if vals != nil {
 				assert.NotContains(t, []string{"liqo-remote-controlplane", "liqo-virtual-kubelet-remote", "liqo-virtual-kubelet-remote-clusterwide"},
 					u.GetName(), "%s with peerRoles.create=false", objectKey(u))

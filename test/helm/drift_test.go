@@ -236,6 +236,11 @@ func TestNoDriftFromConfig(t *testing.T) {
 		{"key policy", func(t *testing.T) []*unstructured.Unstructured {
 			return kustomizeObjects(t, "config/key-policy")
 		}, nil, values("keyPolicy.enabled", false)},
+		{"peering writers", func(t *testing.T) []*unstructured.Unstructured {
+			return kustomizeObjects(t, "config/peering-writers")
+		}, nil, values("peeringWriters.enabled", false)},
+		{"enrolment endpoint", func(t *testing.T) []*unstructured.Unstructured { return kustomizeObjects(t, "config/enrolment") },
+			values("enrolment.enabled", true), nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			want := tt.config(t)

@@ -64,11 +64,15 @@ func TestCRDFiles(t *testing.T) {
 		"authentication.liqo.io_renews.yaml",
 		"authentication.liqo.io_resourceslices.yaml",
 		"authentication.liqo.io_tenants.yaml",
+		// kubepact's own, from apis/peering/v1alpha1
+		"peering.kubepact.io_authorizedconsumers.yaml",
+		"peering.kubepact.io_trustedproviders.yaml",
 	}, names)
 }
 
 // TestCRDKustomization checks that config/crd/kustomization.yaml, which
-// kubectl apply -k reads, lists every generated CRD and nothing else.
+// kubectl apply -k reads, lists every generated CRD, Liqo's and kubepact's
+// peering ones, and nothing else.
 func TestCRDKustomization(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(crdDir, "kustomization.yaml"))
@@ -82,11 +86,14 @@ func TestCRDKustomization(t *testing.T) {
 		Resources  []string `json:"resources"`
 	}{}), "only apiVersion, kind and resources")
 	require.NoError(t, yaml.Unmarshal(b, &k))
-	files, err := filepath.Glob(filepath.Join(crdDir, "authentication.liqo.io_*.yaml"))
-	require.NoError(t, err)
 	var names []string
-	for _, f := range files {
-		names = append(names, filepath.Base(f))
+	for _, group := range []string{"authentication.liqo.io", "peering.kubepact.io"} {
+		files, err := filepath.Glob(filepath.Join(crdDir, group+"_*.yaml"))
+		require.NoError(t, err)
+		require.NotEmpty(t, files, group)
+		for _, f := range files {
+			names = append(names, filepath.Base(f))
+		}
 	}
 	require.ElementsMatch(t, names, k.Resources)
 }

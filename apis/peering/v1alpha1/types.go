@@ -107,6 +107,7 @@ type Grant struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=kubepact,shortName=ac
+// +kubebuilder:metadata:annotations={"helm.sh/resource-policy=keep","argocd.argoproj.io/sync-options=Delete=false,Prune=false","kustomize.toolkit.fluxcd.io/prune=disabled"}
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.clusterID",message="metadata.name must be spec.clusterID"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
@@ -188,6 +189,7 @@ type TrustedProviderStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=kubepact,shortName=tp
+// +kubebuilder:metadata:annotations={"helm.sh/resource-policy=keep","argocd.argoproj.io/sync-options=Delete=false,Prune=false","kustomize.toolkit.fluxcd.io/prune=disabled"}
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.clusterID",message="metadata.name must be spec.clusterID"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
