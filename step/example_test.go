@@ -21,5 +21,5 @@ func ExampleError() {
 	// Output:
 	// failed step: Tenant correctly applied on provider cluster
 	// nonce expired: true
-	// kubepact: step "Tenant correctly applied on provider cluster" failed: tenant "cl-consumer" rejected: nonce expired
+	// kubepact: applying the Tenant on the provider: tenant "cl-consumer" rejected: nonce expired
 }
