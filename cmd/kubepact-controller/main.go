@@ -73,7 +73,10 @@
 //
 // plus the structured-logging flags of controller-runtime's zap options
 // (--zap-log-level, --zap-encoder, ...). The permissions each role needs are
-// in package controllers' documentation and config/controller. On SIGTERM
+// in package controllers' documentation and config/controller. The replica
+// that leads writes its version into the leader election Lease it holds
+// (annotations kubepact.io/version and kubepact.io/version-holder, in each
+// write of the Lease), which kubepact version reads. On SIGTERM
 // it releases its lease, stops its workers and exits 0; --help and
 // --version exit 0, a bad command line 2, a failure 1.
 //
@@ -104,6 +107,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -584,7 +588,8 @@ func (o *options) consumerConfig() (controllers.ConsumerConfig, error) {
 // Pod so finds the Lease its previous run held and leads again at once,
 // instead of waiting a LeaseDuration for it to expire; no other live process
 // holds that name, as a Pod runs one instance of its container at a time.
-// The lock records no Events: a restart writes nothing but the Lease.
+// The lock records no Events: a restart writes nothing but the Lease. Each
+// write of the Lease carries the holder's version (versionedLeases).
 func leaderLock(cfg *rest.Config, namespace string) (resourcelock.Interface, error) {
 	id := os.Getenv("POD_NAME")
 	if id == "" {
@@ -598,6 +603,9 @@ func leaderLock(cfg *rest.Config, namespace string) (resourcelock.Interface, err
 	if err != nil {
 		return nil, err
 	}
-	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, LeaderElectionID,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	return &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: LeaderElectionID},
+		Client:     versionedLeases{LeasesGetter: client.CoordinationV1(), identity: id, version: Version()},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}, nil
 }

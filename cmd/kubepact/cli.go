@@ -192,6 +192,15 @@ func displayName() string {
 	return "kubepact"
 }
 
+// longHelp is what a command's help says beyond its summary, if anything,
+// after a blank line.
+func longHelp(name string) string {
+	if name == "version" {
+		return "\n\n" + versionHelp
+	}
+	return ""
+}
+
 // newRootCommand builds the command tree over e.
 func newRootCommand(e *env) *cobra.Command {
 	root := &cobra.Command{
@@ -238,7 +247,7 @@ on another (the provider), speaking Liqo's authentication.liqo.io/v1beta1.`,
 		cmd := &cobra.Command{
 			Use:     use + " " + c.synopsis,
 			Short:   c.summary,
-			Long:    c.summary + ".",
+			Long:    c.summary + "." + longHelp(c.name),
 			Example: c.example,
 			Args:    cobra.ArbitraryArgs, // each command checks its own
 			RunE: func(cmd *cobra.Command, args []string) error {

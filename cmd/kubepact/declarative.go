@@ -90,9 +90,8 @@ var (
 
 // controllerInfo is a running controller.
 type controllerInfo struct {
-	liqo    bool   // Liqo's controller manager, else kubepact-controller
-	where   string // "Deployment kubepact-system/kubepact-controller"
-	version string // app.kubernetes.io/version, "unknown" when not labelled
+	liqo  bool   // Liqo's controller manager, else kubepact-controller
+	where string // "Deployment kubepact-system/kubepact-controller"
 	// lease is the Lease the controller was found to hold, nil when none
 	// was: a wait reads it again (watchControllers).
 	lease *types.NamespacedName
@@ -105,35 +104,27 @@ type controllerInfo struct {
 // cluster: a ready Deployment of kubepact-controller (in any namespace) or
 // of Liqo's controller manager (in liqoNamespace), else a Lease one of them
 // holds and renews, judged by the API server's time. errNoController when
-// there is none. With anyState, a Deployment counts even when none of its
-// replicas is ready (to tell its version), and its Lease is not looked
-// for.
-func findController(ctx context.Context, client kubernetes.Interface, liqoNamespace string, anyState bool) (*controllerInfo, error) {
+// there is none.
+func findController(ctx context.Context, client kubernetes.Interface, liqoNamespace string) (*controllerInfo, error) {
 	deps, err := client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: appNameLabel + "=" + kubepactApp})
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("looking for kubepact-controller's Deployment: %w", err)
 	}
 	if err == nil {
 		for _, d := range deps.Items {
-			if anyState || d.Status.ReadyReplicas > 0 {
-				info := &controllerInfo{where: "Deployment " + d.Namespace + "/" + d.Name, version: labelOr(d.Labels, versionLabel, "unknown"),
-					deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name}}
-				if !anyState {
-					info.lease = heldLease(ctx, client, d.Namespace, kubepactLease)
-				}
-				return info, nil
+			if d.Status.ReadyReplicas > 0 {
+				return &controllerInfo{where: "Deployment " + d.Namespace + "/" + d.Name,
+					deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name},
+					lease:      heldLease(ctx, client, d.Namespace, kubepactLease)}, nil
 			}
 		}
 	}
 	d, err := client.AppsV1().Deployments(liqoNamespace).Get(ctx, liqoDeployment, metav1.GetOptions{})
 	switch {
-	case err == nil && (anyState || d.Status.ReadyReplicas > 0):
-		info := &controllerInfo{liqo: true, where: "Deployment " + d.Namespace + "/" + d.Name, version: deploymentVersion(d),
-			deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name}}
-		if !anyState {
-			info.lease = heldLease(ctx, client, d.Namespace, liqoLease)
-		}
-		return info, nil
+	case err == nil && d.Status.ReadyReplicas > 0:
+		return &controllerInfo{liqo: true, where: "Deployment " + d.Namespace + "/" + d.Name,
+			deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name},
+			lease:      heldLease(ctx, client, d.Namespace, liqoLease)}, nil
 	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("looking for Liqo's controller manager: %w", err)
 	}
@@ -152,7 +143,7 @@ func findController(ctx context.Context, client kubernetes.Interface, liqoNamesp
 				continue
 			}
 			if ref := heldLease(ctx, client, lease.Namespace, lease.Name); ref != nil {
-				return &controllerInfo{liqo: l.liqo, where: "Lease " + lease.Namespace + "/" + lease.Name, version: "unknown", lease: ref}, nil
+				return &controllerInfo{liqo: l.liqo, where: "Lease " + lease.Namespace + "/" + lease.Name, lease: ref}, nil
 			}
 		}
 	}
@@ -256,10 +247,10 @@ func (p *pairFlags) connectClusters(ctx context.Context, e *env) (*clusters, err
 // controllers finds the controllers of both clusters, or fails with
 // errNoController naming the cluster without one.
 func (c *clusters) controllers(ctx context.Context, e *env) (consumerCtl, providerCtl *controllerInfo, err error) {
-	if providerCtl, err = findController(ctx, c.provider.client, c.provider.namespace, false); err != nil {
+	if providerCtl, err = findController(ctx, c.provider.client, c.provider.namespace); err != nil {
 		return nil, nil, fmt.Errorf("provider cluster: %w: run kubepact-controller or Liqo there, or pass --local to do the provider's steps from here with its admin kubeconfig", err)
 	}
-	if consumerCtl, err = findController(ctx, c.consumer.client, c.consumer.namespace, false); err != nil {
+	if consumerCtl, err = findController(ctx, c.consumer.client, c.consumer.namespace); err != nil {
 		return nil, nil, fmt.Errorf("consumer cluster: %w: run kubepact-controller or Liqo there, or pass --local", err)
 	}
 	fmt.Fprintf(e.stderr, " INFO  Provider controller: %s\n INFO  Consumer controller: %s\n", providerCtl.where, consumerCtl.where)

@@ -94,7 +94,8 @@
 //	                                 --local, -n/--namespace, --remote-cluster-id, --remote-namespace,
 //	                                 --revoke, --timeout
 //	status                           connection flags, --cluster-id, -n/--namespace, -o/--output, --timeout
-//	version                          connection flags, --client, --cluster-id, -n/--namespace, --timeout
+//	version                          connection flags, --client, --cluster-id, -n/--namespace, -o/--output,
+//	                                 --timeout
 //	install roles                    connection flags, --cluster-id, --helm-namespace, --helm-release,
 //	                                 -n/--namespace, --timeout
 //	create nonce                     connection flags, --cluster-id, -n/--namespace, --nonce-ttl,
@@ -289,6 +290,23 @@
 // revision built (v0.2.0-dev+9d87c3ba008d, ".dirty" for a checkout with
 // changes). The version set with -ldflags "-X main.version=..." wins, then
 // the release go install recorded (go install ...@v0.2.0), then VERSION.
+// The controller's version is the one the leader of kubepact-controller's
+// replicas writes into the leader election Lease it holds (annotation
+// kubepact.io/version), "no controller running" when no Lease is held;
+// with -o json|yaml, a document of apiVersion cli.kubepact.io/v1, kind
+// Version:
+//
+//	apiVersion: cli.kubepact.io/v1
+//	kind: Version
+//	clientVersion: v0.2.0
+//	cluster:                       # absent with --client, or when the cluster cannot be reached
+//	  server: https://10.0.0.1:6443
+//	  controller: kubepact-controller  # or liqo-controller-manager; absent when none runs
+//	  controllerVersion: v0.2.0    # "unknown" when the holder wrote none; absent when none runs
+//	  lease: kubepact-system/kubepact-controller.kubepact.io
+//
+// version exits 1 when the cluster cannot be reached, and 0 when it
+// answers, also when it runs no controller.
 //
 // Exit status: 0 on success, 1 on failure, 2 on a usage error, 130 when
 // interrupted (Ctrl-C; 143 for SIGTERM).
