@@ -152,6 +152,9 @@ func TestPackageDocListsEveryFlag(t *testing.T) {
 			items = append(items, remoteConnectionItem)
 		}
 		f.VisitAll(func(fl *pflag.Flag) {
+			if fl.Deprecated != "" {
+				return // hidden from the help; the package doc says it in prose
+			}
 			if s, ok := f.short[fl.Name]; ok {
 				fl.Shorthand = s
 			}
@@ -175,7 +178,7 @@ func TestPackageDocListsEveryFlag(t *testing.T) {
 		} else {
 			// The command has every flag the doc gives it, and no other.
 			c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
-				if fl.Name == "help" || slices.Contains(items, flagName(fl)) {
+				if fl.Name == "help" || fl.Deprecated != "" || slices.Contains(items, flagName(fl)) {
 					return
 				}
 				name, isRemote := strings.CutPrefix(fl.Name, "remote-")

@@ -48,9 +48,11 @@
 //	completion powershell            anyone: print the PowerShell completion script
 //	help                             anyone: help about any command
 //
-// With --token, --auth-url and --auth-ca, authenticate instead reaches the
-// provider's authentication server with the shared token (no --remote-kubeconfig;
-// --remote-cluster-id names the provider).
+// With --auth-token, --auth-url and --auth-ca, authenticate instead reaches
+// the provider's authentication server with the shared token (no
+// --remote-kubeconfig; --remote-cluster-id names the provider). --token, the
+// old name of --auth-token, still works for one release, with a warning;
+// then it is the bearer token, as for every other command.
 //
 // Every command that talks to a cluster takes kubectl's connection flags
 // (--kubeconfig, default $KUBECONFIG or ~/.kube/config, --context, --as,
@@ -61,8 +63,8 @@
 // provider with a remote- prefix, as liqoctl names them
 // (--remote-kubeconfig, --remote-context, --remote-namespace,
 // --remote-cluster-id, ...). A command's own flag of the same name wins:
-// authenticate's --token is the shared token, create
-// serviceaccount-identity's --as what it writes. Commands that print an
+// authenticate's deprecated --token is the shared token (--auth-token),
+// create serviceaccount-identity's --as what it writes. Commands that print an
 // object take -o yaml|json|name|jsonpath=...|go-template=... (cli-runtime's
 // printers); get commands print a table by default. What generate prints
 // can be applied with kubectl apply -f on the other cluster. Run "kubepact
@@ -86,10 +88,10 @@
 // keeps this list equal to the command tree):
 //
 //	authenticate                     connection flags, remote connection flags, --api-server-url, --auth-ca,
-//	                                 --auth-url, --cluster-id, --install-crds, --key-algorithm, --local,
-//	                                 -n/--namespace, --no-token, --nonce-ttl, --policy, --proxy-url,
+//	                                 --auth-token, --auth-url, --cluster-id, --install-crds, --key-algorithm,
+//	                                 --local, -n/--namespace, --no-token, --nonce-ttl, --policy, --proxy-url,
 //	                                 --remote-cluster-id, --remote-namespace, --replace-endpoint,
-//	                                 --send-cluster-key, --strict, --timeout, --token
+//	                                 --send-cluster-key, --strict, --timeout
 //	unauthenticate                   connection flags, remote connection flags, --cluster-id, --force,
 //	                                 --local, -n/--namespace, --remote-cluster-id, --remote-namespace,
 //	                                 --revoke, --timeout
