@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -22,17 +23,20 @@ import (
 	buildversion "github.com/kubepact/kubepact/internal/version"
 )
 
-// isolatedEnv starts a cluster of the test's own, with the CRDs: what it
-// holds of controllers (Deployments, Leases) is the test's alone.
-func isolatedEnv(t *testing.T, name string) *testEnv {
+// isolatedEnvs starts clusters of the test's own, with the CRDs: what they
+// hold of controllers (Deployments, Leases) is the test's alone.
+func isolatedEnvs(t *testing.T, names ...string) []*testEnv {
 	t.Helper()
 	ctx := testContext(t)
-	c, err := testcluster.Start(ctx, testcluster.Options{Name: name})
+	clusters, err := testcluster.StartAllWith(ctx, testcluster.Options{}, names...)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Stop() })
-	e, err := newTestEnv(ctx, c, filepath.Join(t.TempDir(), "kubeconfig"))
-	require.NoError(t, err)
-	return e
+	t.Cleanup(func() { _ = testcluster.StopAll(clusters) })
+	envs := make([]*testEnv, len(clusters))
+	for i, c := range clusters {
+		envs[i], err = newTestEnv(ctx, c, filepath.Join(t.TempDir(), "kubeconfig"))
+		require.NoError(t, err)
+	}
+	return envs
 }
 
 // createControllerDeployment creates kubepact-controller's Deployment in
@@ -57,7 +61,8 @@ func createControllerDeployment(t *testing.T, ctx context.Context, e *testEnv, n
 	require.NoError(t, err)
 }
 
-// putLease writes kubepact-controller's leader election Lease in ns, held
+// putLease writes kubepact-controller's leader election Lease in ns (made
+// when missing), held
 // by holder and renewed at renewed, with the annotations given.
 func putLease(t *testing.T, ctx context.Context, e *testEnv, ns, holder string, renewed time.Time, duration int32, annotations map[string]string) {
 	t.Helper()
@@ -69,6 +74,10 @@ func putLease(t *testing.T, ctx context.Context, e *testEnv, ns, holder string, 
 			AcquireTime:          &metav1.MicroTime{Time: renewed},
 			RenewTime:            &metav1.MicroTime{Time: renewed},
 		},
+	}
+	_, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
 	}
 	cur, err := e.client.CoordinationV1().Leases(ns).Get(ctx, kubepactLease, metav1.GetOptions{})
 	if err == nil {
@@ -87,7 +96,7 @@ func putLease(t *testing.T, ctx context.Context, e *testEnv, ns, holder string, 
 // cannot be reached.
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	e := isolatedEnv(t, "version")
+	e := isolatedEnvs(t, "version")[0]
 	ctx := testContext(t)
 	const ns = "kubepact-system"
 	onCluster := []string{"version", "--kubeconfig", e.kubeconfig}
