@@ -23,3 +23,13 @@ func ExampleError() {
 	// nonce expired: true
 	// kubepact: applying the Tenant on the provider: tenant "cl-consumer" rejected: nonce expired
 }
+
+// A step's Name is liqoctl's message for it done; its Action names it under
+// way or failed.
+func ExampleName_Action() {
+	fmt.Println(step.NonceSigned)
+	fmt.Println(step.NonceSigned.Action())
+	// Output:
+	// Nonce signed
+	// signing the nonce
+}
