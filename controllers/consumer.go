@@ -222,7 +222,8 @@ func (r *signedNonceReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	// tool that reads the Secret finds the key to check what it holds
 	// with.
 	if err := r.publisher.publish(ctx, key.Public()); err != nil {
-		return reconcile.Result{}, r.fail(ctx, &s, contract.ReasonSigningNonceFailed, err, true, "publishing the cluster's public key: %v", err)
+		reason, fix := publishFailure(err)
+		return reconcile.Result{}, r.fail(ctx, &s, reason, err, true, "publishing the cluster's public key: %v%s", err, fix)
 	}
 	if mismatch != nil {
 		// Never overwritten: the Secret holds a signature for another
@@ -354,8 +355,29 @@ func (p *publicKeyPublisher) publishAtStart(ctx context.Context, s keys.Store, a
 		return
 	}
 	if err := p.publish(ctx, key.Public()); err != nil && ctx.Err() == nil {
-		log.Error(err, "publishing the cluster's public key", "reason", contract.ReasonSigningNonceFailed)
+		reason, fix := publishFailure(err)
+		log.Error(err, "publishing the cluster's public key"+fix, "reason", reason)
 	}
+}
+
+// publishServiceAccountFix is what to do when the API server forbids the
+// controller to publish the cluster's public key. config/ names the
+// ServiceAccount kubepact-controller in kubepact-system; an installation
+// that renames it knows its own.
+const publishServiceAccountFix = "; run kubepact-controller as its ServiceAccount, which alone may write that record: " +
+	"in the cluster as config/ deploys it, or outside with a kubeconfig for it (a token from " +
+	"kubectl create token kubepact-controller -n kubepact-system, as hack/playground does, " +
+	"or --as=system:serviceaccount:kubepact-system:kubepact-controller), not an administrator's; nothing is signed until then"
+
+// publishFailure returns the reason of a failure to publish the cluster's
+// public key, and the fix to add to its message: the API server forbade
+// the write (the admission policy, or RBAC), which no retry cures
+// (contract.ReasonPublishRefused, Blocking), or another failure, retried.
+func publishFailure(err error) (reason, fix string) {
+	if apierrors.IsForbidden(err) {
+		return contract.ReasonPublishRefused, publishServiceAccountFix
+	}
+	return contract.ReasonSigningNonceFailed, ""
 }
 
 // tenantRefusal returns the reason and Event message of a final refusal to

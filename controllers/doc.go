@@ -110,7 +110,12 @@
 // SignedNonceMismatch, InvalidProxyURL, InvalidIdentity, IdentityRejected. API, network and
 // signing errors are Warnings too (IssueNonceFailed, AcceptFailed,
 // SigningFailed, RemoveFailed, SigningNonceFailed, ApplyFailed) and are
-// retried with the controller's backoff. Every failure is also logged once,
+// retried with the controller's backoff. So is PublishRefused, the API
+// server's refusal to let the consumer's controller publish the cluster's
+// public key (it runs under another identity than its ServiceAccount), but
+// only running the controller as its ServiceAccount ends it: it is
+// Blocking (contract.Blocking), and kubepact authenticate stops at it with
+// that fix instead of waiting for its timeout. Every failure is also logged once,
 // with its reason: a retried one is returned to controller-runtime, which
 // logs it ("Reconciler error", the message prefixed with the reason) and
 // counts it in controller_runtime_reconcile_errors_total; one that is not

@@ -101,7 +101,7 @@ func ExampleProvider_Accept_tampered() {
 	fmt.Println(err)
 	// Output:
 	// failed step: Tenant correctly applied on provider cluster
-	// kubepact: step "Tenant correctly applied on provider cluster" failed: tenant "cl-consumer" rejected: spec.signature: nonce signature: signature does not verify
+	// kubepact: applying the Tenant on the provider: tenant "cl-consumer" rejected: spec.signature: nonce signature: signature does not verify
 }
 
 // Authenticate's handshake, composed from the sessions it runs on: each

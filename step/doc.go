@@ -15,7 +15,9 @@
 // # Errors
 //
 // [Error] wraps its cause, so errors.Is and errors.As see through it to the
-// sentinel errors of the package that failed.
+// sentinel errors of the package that failed. Its text names the step by
+// what doing it is called ([Name.Action]), not by liqoctl's message for it
+// done: "kubepact: applying the Tenant on the provider: <cause>".
 //
 // # Concurrency
 //

@@ -21,5 +21,15 @@ func ExampleError() {
 	// Output:
 	// failed step: Tenant correctly applied on provider cluster
 	// nonce expired: true
-	// kubepact: step "Tenant correctly applied on provider cluster" failed: tenant "cl-consumer" rejected: nonce expired
+	// kubepact: applying the Tenant on the provider: tenant "cl-consumer" rejected: nonce expired
+}
+
+// A step's Name is liqoctl's message for it done; its Action names it under
+// way or failed.
+func ExampleName_Action() {
+	fmt.Println(step.NonceSigned)
+	fmt.Println(step.NonceSigned.Action())
+	// Output:
+	// Nonce signed
+	// signing the nonce
 }

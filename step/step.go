@@ -66,15 +66,69 @@ type Done struct {
 	Cluster string
 }
 
+// actions holds, for every step, what doing it is called: the phrase an
+// [Error] starts with. A test keeps it covering every Name declared here.
+var actions = map[Name]string{
+	ProviderNamespace: "ensuring the tenant namespace on the provider",
+	NonceGenerated:    "generating the nonce",
+	ConsumerNamespace: "ensuring the tenant namespace on the consumer",
+	NonceRetrieved:    "retrieving the nonce",
+	NonceSigned:       "signing the nonce",
+	TenantGenerated:   "generating the Tenant",
+	TenantApplied:     "applying the Tenant on the provider",
+	CertificateIssued: "issuing the certificate",
+	RBACBound:         "binding RBAC",
+	TenantStatus:      "writing the Tenant's status",
+	IdentityGenerated: "generating the Identity",
+	IdentityApplied:   "applying the Identity on the consumer",
+	KubeconfigWritten: "writing the kubeconfig Secret",
+	IdentityStatus:    "writing the Identity's status",
+	ForgetIdentity:    "removing the Identity from the consumer",
+	ForgetTenant:      "removing the Tenant from the provider",
+
+	CertificateRenewed: "renewing the certificate",
+	IdentityRenewed:    "renewing the Identity",
+
+	TenantCondition: "setting the Tenant's condition",
+	TenantCordoned:  "cordoning the tenant's ResourceSlices",
+	TenantActive:    "uncordoning the tenant's ResourceSlices",
+	TenantDrained:   "draining the tenant",
+	Revoked:         "recording the consumer's certificates as revoked",
+	Readmitted:      "readmitting the consumer",
+
+	SliceVerified: "authenticating the ResourceSlice",
+	SliceGranted:  "granting the ResourceSlice's resources",
+	SliceBound:    "binding the ResourceSlice's permissions",
+	SliceForgot:   "removing the ResourceSlice from the provider",
+
+	SliceBuilt:           "generating the ResourceSlice",
+	SliceIdentityApplied: "applying the ResourceSlice's identity",
+	SliceIdentityRemoved: "removing the ResourceSlice's identity",
+	ForgetForced:         "removing the local objects for the provider",
+}
+
+// Action returns what doing the step is called, a gerund phrase such as
+// "applying the Tenant on the provider", for messages that report the step
+// as under way or failed. The Name itself keeps liqoctl's wording of the
+// step completed. A Name this package does not declare is quoted:
+// `step "..."`.
+func (n Name) Action() string {
+	if a, ok := actions[n]; ok {
+		return a
+	}
+	return fmt.Sprintf("step %q", string(n))
+}
+
 // Error reports the step that failed. It wraps the cause, so errors.Is and
-// errors.As see through it.
+// errors.As see through it. Its text is the step's [Name.Action] and the
+// cause: "kubepact: applying the Tenant on the provider: ...".
 type Error struct {
 	Step Name
 	Err  error
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("kubepact: step %q failed: %v", string(e.Step), e.Err)
+	return fmt.Sprintf("kubepact: %s: %v", e.Step.Action(), e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -72,8 +72,14 @@
 //	--help                          print the flags and exit
 //
 // plus the structured-logging flags of controller-runtime's zap options
-// (--zap-log-level, --zap-encoder, ...). The permissions each role needs are
-// in package controllers' documentation and config/controller. On SIGTERM
+// (--zap-log-level, --zap-encoder, ...). The command line is pflag's, as
+// Kubernetes' own binaries': a long flag takes two dashes (a single dash
+// starts shorthands, of which there is none but -h), and a bool flag needs
+// no value (--leader-elect, --leader-elect=false). The permissions each role needs are
+// in package controllers' documentation and config/controller. The replica
+// that leads writes its version into the leader election Lease it holds
+// (annotations kubepact.io/version and kubepact.io/version-holder, in each
+// write of the Lease), which kubepact version reads. On SIGTERM
 // it releases its lease, stops its workers and exits 0; --help and
 // --version exit 0, a bad command line 2, a failure 1.
 //
@@ -104,6 +110,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -117,6 +124,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers"
@@ -147,7 +155,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], nil, os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return // the usage is printed
 		}
 		fmt.Fprintln(os.Stderr, "kubepact-controller:", err)
@@ -187,8 +195,12 @@ type options struct {
 
 func parse(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("kubepact-controller", flag.ContinueOnError)
+	// pflag, as controller-runtime's and Kubernetes' own binaries: long
+	// flags take two dashes (--api-server-url); a single dash is a
+	// shorthand, and the controller defines none.
+	fs := pflag.NewFlagSet("kubepact-controller", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.SortFlags = false
 	roles := fs.String("roles", "provider,consumer", "which reconcilers to run: provider, consumer or both")
 	fs.StringVar(&o.clusterID, "cluster-id", "", "this cluster's ID; default: the one the cluster records (ConfigMap labelled app.kubernetes.io/name=clusterid-configmap in --key-namespace), else a new one; recorded there when the cluster has none")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to use; default: in-cluster, else $KUBECONFIG or ~/.kube/config")
@@ -216,9 +228,13 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
 	o.offer.bindFlags(fs)
 	o.bounds.bindFlags(fs)
-	o.zap.BindFlags(fs)
+	// controller-runtime's zap options bind to a stdlib FlagSet: they come
+	// in through pflag's AddGoFlagSet, under the same names.
+	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.zap.BindFlags(zapFlags)
+	fs.AddGoFlagSet(zapFlags)
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
@@ -584,7 +600,8 @@ func (o *options) consumerConfig() (controllers.ConsumerConfig, error) {
 // Pod so finds the Lease its previous run held and leads again at once,
 // instead of waiting a LeaseDuration for it to expire; no other live process
 // holds that name, as a Pod runs one instance of its container at a time.
-// The lock records no Events: a restart writes nothing but the Lease.
+// The lock records no Events: a restart writes nothing but the Lease. Each
+// write of the Lease carries the holder's version (versionedLeases).
 func leaderLock(cfg *rest.Config, namespace string) (resourcelock.Interface, error) {
 	id := os.Getenv("POD_NAME")
 	if id == "" {
@@ -598,6 +615,9 @@ func leaderLock(cfg *rest.Config, namespace string) (resourcelock.Interface, err
 	if err != nil {
 		return nil, err
 	}
-	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, LeaderElectionID,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	return &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: LeaderElectionID},
+		Client:     versionedLeases{LeasesGetter: client.CoordinationV1(), identity: id, version: Version()},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -451,8 +451,36 @@ func TestUsage(t *testing.T) {
 	}
 	// --help and --version are answers, not errors (main exits 0).
 	var stdout, stderr bytes.Buffer
-	require.ErrorIs(t, run(context.Background(), []string{"--help"}, &rest.Config{}, &stdout, &stderr), flag.ErrHelp)
-	require.Contains(t, stderr.String(), "-api-server-url")
+	require.ErrorIs(t, run(context.Background(), []string{"--help"}, &rest.Config{}, &stdout, &stderr), pflag.ErrHelp)
+	require.Contains(t, stderr.String(), "--api-server-url")
 	require.NoError(t, run(context.Background(), []string{"--version"}, &rest.Config{}, &stdout, io.Discard))
 	require.Equal(t, "kubepact-controller "+Version()+"\n", stdout.String())
+}
+
+// TestFlagsArePflag: the command line is pflag's, as controller-runtime's
+// and Kubernetes' binaries: --help lists long flags with two dashes, zap's
+// flags parse beside kubepact's, a bool flag needs no value, and a long
+// flag with one dash is refused as a usage error, not read.
+func TestFlagsArePflag(t *testing.T) {
+	var stderr bytes.Buffer
+	require.ErrorIs(t, run(context.Background(), []string{"-h"}, &rest.Config{}, io.Discard, &stderr), pflag.ErrHelp)
+	for _, f := range []string{"--api-server-url string", "--leader-elect ", "--default-node-resources name=quantity,...", "--zap-log-level ", "--zap-encoder "} {
+		require.Contains(t, stderr.String(), f)
+	}
+	require.NotContains(t, stderr.String(), "\n  -api-server-url")
+
+	o, err := parse([]string{"--roles=consumer", "--zap-log-level=debug", "--leader-elect", "--workers", "3"}, io.Discard)
+	require.NoError(t, err)
+	require.NotNil(t, o.zap.Level, "--zap-log-level set the level")
+	require.True(t, o.zap.Level.Enabled(-1), "debug (zapcore.DebugLevel, -1) is enabled")
+	require.True(t, o.leaderElect)
+	require.Equal(t, 3, o.workers)
+	o, err = parse([]string{"--leader-elect=false"}, io.Discard)
+	require.NoError(t, err)
+	require.False(t, o.leaderElect)
+
+	for _, args := range [][]string{{"-api-server-url=https://x"}, {"-roles=consumer"}, {"--zap-log-level=loud"}} {
+		_, err := parse(args, io.Discard)
+		require.ErrorIs(t, err, errUsage, "%v", args)
+	}
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"crypto/tls"
-	"flag"
+	"github.com/spf13/pflag"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -35,7 +35,7 @@ type metricsFlags struct {
 	certDir string
 }
 
-func (f *metricsFlags) bind(fs *flag.FlagSet) {
+func (f *metricsFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.secure, "metrics-secure", true, "serve metrics over HTTPS to authenticated and authorized clients; false serves plain HTTP to anyone")
 	fs.StringVar(&f.certDir, "metrics-cert-dir", "", "directory of tls.crt and tls.key for the metrics endpoint; default: a self-signed certificate")
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"maps"
 	"slices"
 	"strings"
@@ -30,7 +30,7 @@ type sliceOffer struct {
 
 // bindFlags adds the offer's flags to fs, with Liqo's Helm chart's
 // defaults.
-func (s *sliceOffer) bindFlags(fs *flag.FlagSet) {
+func (s *sliceOffer) bindFlags(fs *pflag.FlagSet) {
 	s.resources = resourceMap{list: resourceslice.DefaultResources()}
 	fs.Var(&s.resources, "default-node-resources",
 		"provider: quantities a ResourceSlice is granted of the resources its spec leaves out, as name=quantity,... (empty: none)")
@@ -63,7 +63,7 @@ func (s *sliceOffer) configure(pc *controllers.ProviderConfig) {
 	pc.DisableStorage = !s.enableStorage
 }
 
-// resourceMap is a flag.Value of name=quantity pairs. The first Set
+// resourceMap is a pflag.Value of name=quantity pairs. The first Set
 // replaces the default; later ones add to it.
 type resourceMap struct {
 	list corev1.ResourceList
@@ -81,6 +81,9 @@ func (r *resourceMap) String() string {
 	}
 	return strings.Join(out, ",")
 }
+
+// Type names the value in --help.
+func (r *resourceMap) Type() string { return "name=quantity,..." }
 
 func (r *resourceMap) Set(v string) error {
 	if !r.set {
@@ -115,7 +118,7 @@ type className struct {
 	def  bool
 }
 
-// classList is a flag.Value of classes, as name[;default],..., as Liqo's
+// classList is a pflag.Value of classes, as name[;default],..., as Liqo's
 // ClassNameList parses them; repeated flags add to it.
 type classList struct{ classes []className }
 
@@ -132,6 +135,9 @@ func (c *classList) String() string {
 	}
 	return strings.Join(out, ",")
 }
+
+// Type names the value in --help.
+func (c *classList) Type() string { return "name[;default],..." }
 
 func (c *classList) Set(v string) error {
 	for chunk := range strings.SplitSeq(v, ",") {
@@ -152,7 +158,7 @@ func (c *classList) Set(v string) error {
 	return nil
 }
 
-// labelMap is a flag.Value of key=value labels; repeated flags add to it.
+// labelMap is a pflag.Value of key=value labels; repeated flags add to it.
 type labelMap struct{ m map[string]string }
 
 func (l *labelMap) String() string {
@@ -165,6 +171,9 @@ func (l *labelMap) String() string {
 	}
 	return strings.Join(out, ",")
 }
+
+// Type names the value in --help.
+func (l *labelMap) Type() string { return "key=value,..." }
 
 func (l *labelMap) Set(v string) error {
 	if l.m == nil {
@@ -198,7 +207,7 @@ type sliceBounds struct {
 
 // bindFlags adds the bounds' flags to fs, with resourceslice.Bounds'
 // defaults.
-func (b *sliceBounds) bindFlags(fs *flag.FlagSet) {
+func (b *sliceBounds) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&b.maxSlices, "max-slices-per-consumer", resourceslice.DefaultMaxSlices,
 		"provider: live ResourceSlices of one consumer that get certificates, the oldest first (-1: no bound)")
 	fs.DurationVar(&b.rekey, "slice-rekey-interval", 0,

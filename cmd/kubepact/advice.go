@@ -141,6 +141,11 @@ var blockerAdvice = map[string]string{
 		"kubepact-controller's --api-server-url (and --api-server-ca-file unless its kubeconfig's CA serves it) in its Deployment; " +
 		"once it restarted, run authenticate again",
 	contract.ReasonPeerRoleMissing: missingRole + "; the controller retries the Tenant, and authenticate run again waits for it",
+	contract.ReasonPublishRefused: "the consumer's controller runs under another identity than its ServiceAccount (an administrator's kubeconfig?), " +
+		"and only kubepact-controller's ServiceAccount may publish the cluster's public key (admission policy kubepact-cluster-public-key): " +
+		"run kubepact-controller as its ServiceAccount, in the cluster as config/ deploys it, or outside with a kubeconfig whose token is " +
+		"kubectl create token kubepact-controller -n kubepact-system (or with --as=system:serviceaccount:kubepact-system:kubepact-controller); " +
+		"then run authenticate again",
 }
 
 // advice returns what to do about err, or "" when there is nothing to add.
@@ -221,7 +226,7 @@ func timeoutAdvice(timeout *TimeoutError, consumer string) string {
 		return fmt.Sprintf("the provider's controller waits for the consumer's CertificateSigningRequest to be signed: "+
 			"check that the provider's kube-controller-manager signs CertificateSigningRequests "+
 			"(kubectl get csr -l %s=%s shows one approved but not issued), then raise --timeout", clusterid.Label, consumer)
-	case timeout.Last != nil && timeout.Last.Type == "Warning":
+	case timeout.LastWarning != nil || (timeout.Last != nil && timeout.Last.Type == "Warning"):
 		return "the controller's last Warning, quoted above, says what went wrong; fix it, or raise --timeout"
 	case timeout.Controller != "":
 		return "the controller (" + timeout.Controller + ") has not answered: look at its logs, or raise --timeout"

@@ -192,6 +192,15 @@ func displayName() string {
 	return "kubepact"
 }
 
+// longHelp is what a command's help says beyond its summary, if anything,
+// after a blank line.
+func longHelp(name string) string {
+	if name == "version" {
+		return "\n\n" + versionHelp
+	}
+	return ""
+}
+
 // newRootCommand builds the command tree over e.
 func newRootCommand(e *env) *cobra.Command {
 	root := &cobra.Command{
@@ -238,7 +247,7 @@ on another (the provider), speaking Liqo's authentication.liqo.io/v1beta1.`,
 		cmd := &cobra.Command{
 			Use:     use + " " + c.synopsis,
 			Short:   c.summary,
-			Long:    c.summary + ".",
+			Long:    c.summary + "." + longHelp(c.name),
 			Example: c.example,
 			Args:    cobra.ArbitraryArgs, // each command checks its own
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -246,6 +255,9 @@ on another (the provider), speaking Liqo's authentication.liqo.io/v1beta1.`,
 			},
 		}
 		f.addTo(cmd.Flags())
+		// pflag's warnings (a deprecated flag used) go to standard error,
+		// not through cobra's buffer to the command's output.
+		cmd.Flags().SetOutput(e.stderr)
 		parent.AddCommand(cmd)
 	}
 	root.InitDefaultHelpCmd()
@@ -331,7 +343,7 @@ func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf
 // flags are a command's flags, registered by its setup before the command
 // exists. kubectl's connection flags (ConfigFlags) are registered apart, in
 // connection, and a command's own flag of the same name wins over them
-// (authenticate's --token, create serviceaccount-identity's --as).
+// (authenticate's deprecated --token, create serviceaccount-identity's --as).
 type flags struct {
 	*pflag.FlagSet
 	short      map[string]string // long name → one-letter alias

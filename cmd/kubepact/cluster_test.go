@@ -277,7 +277,7 @@ func TestOfflineFlow(t *testing.T) {
 		cli(t, "", cmd("generate tenant --remote-cluster-id "+providerID+" --nonce "+text, other...)...).ok(t)
 		r := cli(t, "", cmd("apply identity --remote-cluster-id "+providerID+" "+identityFile, other...)...)
 		assert.Equal(t, exitError, r.code)
-		assert.Contains(t, r.stderr, `kubepact: step "`+string(step.IdentityApplied)+`" failed: `)
+		assert.Contains(t, r.stderr, "kubepact: applying the Identity on the consumer: ")
 		assert.Contains(t, r.stderr, "this Identity was issued for another key")
 	})
 
@@ -291,7 +291,7 @@ func TestOfflineFlow(t *testing.T) {
 		r = cli(t, "", cmd("apply identity --remote-cluster-id "+wrong+" "+identityFile, onConsumer...)...)
 		assert.Equal(t, exitError, r.code)
 		assert.Empty(t, r.stdout)
-		assert.Contains(t, r.stderr, `kubepact: step "`+string(step.IdentityApplied)+`" failed: `)
+		assert.Contains(t, r.stderr, "kubepact: applying the Identity on the consumer: ")
 		assert.Contains(t, r.stderr, "this Identity was issued by another provider than --remote-cluster-id names")
 		ids, err := kube.NewIdentityStore(consumerEnv.typed).List(ctx, "liqo-tenant-"+wrong)
 		require.NoError(t, err)
@@ -420,7 +420,7 @@ func TestGenerateIdentityAfterNonceRedeemed(t *testing.T) {
 	r := cli(t, second.stdout, append([]string{"generate", "identity", "--remote-cluster-id", consumerID, "-f", "-"}, onProvider...)...)
 	assert.Equal(t, exitError, r.code)
 	assert.Empty(t, r.stdout)
-	assert.Contains(t, r.stderr, `kubepact: step "`+string(step.TenantApplied)+`" failed: `)
+	assert.Contains(t, r.stderr, "kubepact: applying the Tenant on the provider: ")
 	assert.Contains(t, r.stderr, "spec.signature")
 	assert.Contains(t, r.stderr, "nonce redeemed by another Tenant")
 	assert.Contains(t, r.stderr, "another Tenant already redeemed the consumer's nonce; ask the provider for a new nonce: kubepact create nonce --remote-cluster-id "+consumerID)
@@ -494,7 +494,7 @@ func TestUnauthenticateRefusedWhileInUse(t *testing.T) {
 
 	r := cli(t, "", authenticateArgs("unauthenticate", consumerID, providerID, namespace)...)
 	assert.Equal(t, exitError, r.code)
-	assert.Contains(t, r.stderr, `kubepact: step "`+string(step.ForgetIdentity)+`" failed: identity still in use`)
+	assert.Contains(t, r.stderr, "kubepact: removing the Identity from the consumer: identity still in use")
 	assert.Contains(t, r.stderr, "delete those ResourceSlices")
 
 	require.NoError(t, store.Delete(ctx, slice.Namespace, slice.Name))

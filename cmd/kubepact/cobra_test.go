@@ -16,9 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -157,36 +155,6 @@ func TestKubectlPlugin(t *testing.T) {
 	help := run("kubepact", "get", "kubeconfig", "--help")
 	assert.Contains(t, help, "Usage:\n  kubectl kubepact get kubeconfig ")
 	assert.Contains(t, help, "--remote-cluster-id string")
-}
-
-// TestVersion prints the CLI's version and the controller's, read from its
-// Deployment's app.kubernetes.io/version.
-func TestVersion(t *testing.T) {
-	t.Parallel()
-	ctx := testContext(t)
-	ns := unique("kubepact-version")
-	_, err := consumerEnv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	labels := map[string]string{appNameLabel: kubepactApp}
-	_, err = consumerEnv.client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubepact-controller", Labels: map[string]string{appNameLabel: kubepactApp, versionLabel: "v0.1.0-test"}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](0),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "kubepact-controller:v0.1.0-test"}}},
-			},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = consumerEnv.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	})
-
-	r, err := cliErr(t, nil, "version", "--kubeconfig", consumerEnv.kubeconfig)
-	require.NoError(t, err)
-	assert.Equal(t, "Client Version: "+cliVersion()+"\nController Version: v0.1.0-test (Deployment "+ns+"/kubepact-controller)\n", r.stdout)
 }
 
 // TestUsageErrorsOfNewCommands: command lines that cannot run are usage

@@ -176,7 +176,7 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	})
 	for _, e := range []*testEnv{providerEnv, consumerEnv} {
 		require.Eventually(t, func() bool {
-			_, err := findController(ctx, e.client, ns, false)
+			_, err := findController(ctx, e.client, ns)
 			return err == nil
 		}, time.Minute, 100*time.Millisecond, "the controller holds its Lease on %s", e.cluster.Name())
 	}

@@ -90,9 +90,8 @@ var (
 
 // controllerInfo is a running controller.
 type controllerInfo struct {
-	liqo    bool   // Liqo's controller manager, else kubepact-controller
-	where   string // "Deployment kubepact-system/kubepact-controller"
-	version string // app.kubernetes.io/version, "unknown" when not labelled
+	liqo  bool   // Liqo's controller manager, else kubepact-controller
+	where string // "Deployment kubepact-system/kubepact-controller"
 	// lease is the Lease the controller was found to hold, nil when none
 	// was: a wait reads it again (watchControllers).
 	lease *types.NamespacedName
@@ -104,36 +103,35 @@ type controllerInfo struct {
 // findController finds the controller that answers the handshake on a
 // cluster: a ready Deployment of kubepact-controller (in any namespace) or
 // of Liqo's controller manager (in liqoNamespace), else a Lease one of them
-// holds and renews, judged by the API server's time. errNoController when
-// there is none. With anyState, a Deployment counts even when none of its
-// replicas is ready (to tell its version), and its Lease is not looked
-// for.
-func findController(ctx context.Context, client kubernetes.Interface, liqoNamespace string, anyState bool) (*controllerInfo, error) {
+// holds and renews, judged by the API server's time: a controller that
+// holds its Lease answers, however many of its Deployment's replicas are
+// ready. A *NoControllerError when there is none, naming the Deployment
+// that has no ready replica, if one does.
+func findController(ctx context.Context, client kubernetes.Interface, liqoNamespace string) (*controllerInfo, error) {
+	none := &NoControllerError{}
 	deps, err := client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: appNameLabel + "=" + kubepactApp})
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("looking for kubepact-controller's Deployment: %w", err)
 	}
 	if err == nil {
 		for _, d := range deps.Items {
-			if anyState || d.Status.ReadyReplicas > 0 {
-				info := &controllerInfo{where: "Deployment " + d.Namespace + "/" + d.Name, version: labelOr(d.Labels, versionLabel, "unknown"),
-					deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name}}
-				if !anyState {
-					info.lease = heldLease(ctx, client, d.Namespace, kubepactLease)
-				}
-				return info, nil
+			none.see(&d)
+			if d.Status.ReadyReplicas > 0 {
+				return &controllerInfo{where: "Deployment " + d.Namespace + "/" + d.Name,
+					deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name},
+					lease:      heldLease(ctx, client, d.Namespace, kubepactLease)}, nil
 			}
 		}
 	}
 	d, err := client.AppsV1().Deployments(liqoNamespace).Get(ctx, liqoDeployment, metav1.GetOptions{})
+	if err == nil {
+		none.see(d)
+	}
 	switch {
-	case err == nil && (anyState || d.Status.ReadyReplicas > 0):
-		info := &controllerInfo{liqo: true, where: "Deployment " + d.Namespace + "/" + d.Name, version: deploymentVersion(d),
-			deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name}}
-		if !anyState {
-			info.lease = heldLease(ctx, client, d.Namespace, liqoLease)
-		}
-		return info, nil
+	case err == nil && d.Status.ReadyReplicas > 0:
+		return &controllerInfo{liqo: true, where: "Deployment " + d.Namespace + "/" + d.Name,
+			deployment: &types.NamespacedName{Namespace: d.Namespace, Name: d.Name},
+			lease:      heldLease(ctx, client, d.Namespace, liqoLease)}, nil
 	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("looking for Liqo's controller manager: %w", err)
 	}
@@ -152,11 +150,53 @@ func findController(ctx context.Context, client kubernetes.Interface, liqoNamesp
 				continue
 			}
 			if ref := heldLease(ctx, client, lease.Namespace, lease.Name); ref != nil {
-				return &controllerInfo{liqo: l.liqo, where: "Lease " + lease.Namespace + "/" + lease.Name, version: "unknown", lease: ref}, nil
+				return &controllerInfo{liqo: l.liqo, where: "Lease " + lease.Namespace + "/" + lease.Name, lease: ref}, nil
 			}
 		}
 	}
-	return nil, errNoController
+	return nil, none
+}
+
+// NoControllerError reports a cluster where no controller answers the
+// handshake: no Deployment of kubepact-controller or of Liqo's controller
+// manager has a ready replica, and no Lease of theirs is held. It wraps
+// errNoController.
+type NoControllerError struct {
+	// Deployment is the first such Deployment found, with none of its
+	// pods ready; zero when there is none.
+	Deployment types.NamespacedName
+	// Ready and Replicas are its ready and desired pods.
+	Ready, Replicas int32
+}
+
+// see records d, a Deployment of a controller, when it is the first seen.
+func (e *NoControllerError) see(d *appsv1.Deployment) {
+	if e.Deployment.Name != "" {
+		return
+	}
+	e.Deployment = types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
+	e.Ready, e.Replicas = d.Status.ReadyReplicas, 1
+	if d.Spec.Replicas != nil {
+		e.Replicas = *d.Spec.Replicas
+	}
+}
+
+func (e *NoControllerError) Error() string {
+	if e.Deployment.Name == "" {
+		return errNoController.Error()
+	}
+	return fmt.Sprintf("%v: deployment %s has %d/%d pods ready", errNoController, e.Deployment, e.Ready, e.Replicas)
+}
+
+func (e *NoControllerError) Unwrap() error { return errNoController }
+
+// fix says what to do about it on the cluster of role, before "or pass
+// --local".
+func (e *NoControllerError) fix(role string) string {
+	if e.Deployment.Name == "" {
+		return "run kubepact-controller or Liqo there"
+	}
+	return fmt.Sprintf("see why with kubectl describe deployment %s -n %s on the %s cluster", e.Deployment.Name, e.Deployment.Namespace, role)
 }
 
 // heldLease returns the Lease namespace/name when it is held, judged by
@@ -256,11 +296,16 @@ func (p *pairFlags) connectClusters(ctx context.Context, e *env) (*clusters, err
 // controllers finds the controllers of both clusters, or fails with
 // errNoController naming the cluster without one.
 func (c *clusters) controllers(ctx context.Context, e *env) (consumerCtl, providerCtl *controllerInfo, err error) {
-	if providerCtl, err = findController(ctx, c.provider.client, c.provider.namespace, false); err != nil {
-		return nil, nil, fmt.Errorf("provider cluster: %w: run kubepact-controller or Liqo there, or pass --local to do the provider's steps from here with its admin kubeconfig", err)
+	var none *NoControllerError
+	if providerCtl, err = findController(ctx, c.provider.client, c.provider.namespace); errors.As(err, &none) {
+		return nil, nil, fmt.Errorf("provider cluster: %w: %s, or pass --local to do the provider's steps from here with its admin kubeconfig", err, none.fix(providerRole))
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("provider cluster: %w", err)
 	}
-	if consumerCtl, err = findController(ctx, c.consumer.client, c.consumer.namespace, false); err != nil {
-		return nil, nil, fmt.Errorf("consumer cluster: %w: run kubepact-controller or Liqo there, or pass --local", err)
+	if consumerCtl, err = findController(ctx, c.consumer.client, c.consumer.namespace); errors.As(err, &none) {
+		return nil, nil, fmt.Errorf("consumer cluster: %w: %s, or pass --local", err, none.fix(consumerRole))
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("consumer cluster: %w", err)
 	}
 	fmt.Fprintf(e.stderr, " INFO  Provider controller: %s\n INFO  Consumer controller: %s\n", providerCtl.where, consumerCtl.where)
 	c.consumerCtl, c.providerCtl = consumerCtl, providerCtl

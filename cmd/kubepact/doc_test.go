@@ -152,6 +152,9 @@ func TestPackageDocListsEveryFlag(t *testing.T) {
 			items = append(items, remoteConnectionItem)
 		}
 		f.VisitAll(func(fl *pflag.Flag) {
+			if fl.Deprecated != "" {
+				return // hidden from the help; the package doc says it in prose
+			}
 			if s, ok := f.short[fl.Name]; ok {
 				fl.Shorthand = s
 			}
@@ -175,7 +178,7 @@ func TestPackageDocListsEveryFlag(t *testing.T) {
 		} else {
 			// The command has every flag the doc gives it, and no other.
 			c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
-				if fl.Name == "help" || slices.Contains(items, flagName(fl)) {
+				if fl.Name == "help" || fl.Deprecated != "" || slices.Contains(items, flagName(fl)) {
 					return
 				}
 				name, isRemote := strings.CutPrefix(fl.Name, "remote-")
@@ -200,40 +203,56 @@ func TestPackageDocListsEveryFlag(t *testing.T) {
 	assert.Equal(t, tree, order, "the package doc lists the flags of every command that has any, and only of those")
 }
 
-// TestPackageDocStatusSchema: the package doc's example of status -o yaml
-// has every field of the schema, and only those.
+// TestPackageDocStatusSchema: the package doc's examples of status -o yaml
+// and version -o yaml have every field of their schema, and only those.
 func TestPackageDocStatusSchema(t *testing.T) {
 	t.Parallel()
 	doc := packageDoc(t)
-	var example []string
-	for _, b := range codeBlocks(doc) {
-		if len(b) > 0 && b[0] == "apiVersion: "+statusAPIVersion {
-			example = b
-		}
+	for _, c := range []struct {
+		kind   string
+		schema reflect.Type
+		decode func(t *testing.T, example string)
+	}{
+		{statusKind, reflect.TypeFor[statusReport](), func(t *testing.T, example string) {
+			var report statusReport
+			require.NoError(t, yaml.UnmarshalStrict([]byte(example), &report), "the example has the schema's fields only")
+			require.Len(t, report.Peers, 1)
+		}},
+		{versionKind, reflect.TypeFor[versionReport](), func(t *testing.T, example string) {
+			var report versionReport
+			require.NoError(t, yaml.UnmarshalStrict([]byte(example), &report), "the example has the schema's fields only")
+			require.NotNil(t, report.Cluster)
+		}},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			var example []string
+			for _, b := range codeBlocks(doc) {
+				if len(b) > 1 && b[0] == "apiVersion: "+statusAPIVersion && strings.HasPrefix(b[1], "kind: "+c.kind) {
+					example = b
+				}
+			}
+			require.NotNil(t, example, "the package doc shows an example of kind %s", c.kind)
+			c.decode(t, strings.Join(example, "\n"))
+			var missing []string
+			var check func(reflect.Type, string)
+			check = func(typ reflect.Type, prefix string) {
+				for i := range typ.NumField() {
+					fld := typ.Field(i)
+					name, _, _ := strings.Cut(fld.Tag.Get("json"), ",")
+					if !regexp.MustCompile(`(?m)^\s*-?\s*` + name + `:|[{ ]` + name + `:`).MatchString(strings.Join(example, "\n")) {
+						missing = append(missing, prefix+name)
+					}
+					ft := fld.Type
+					for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+						ft = ft.Elem()
+					}
+					if ft.Kind() == reflect.Struct && ft.PkgPath() == typ.PkgPath() {
+						check(ft, prefix+name+".")
+					}
+				}
+			}
+			check(c.schema, "")
+			assert.Empty(t, missing, "fields of the schema the example leaves out")
+		})
 	}
-	require.NotNil(t, example, "the package doc shows status -o yaml")
-	var report statusReport
-	require.NoError(t, yaml.UnmarshalStrict([]byte(strings.Join(example, "\n")), &report), "the example has the schema's fields only")
-	assert.Equal(t, statusKind, report.Kind)
-	require.Len(t, report.Peers, 1)
-	var missing []string
-	var check func(reflect.Type, string)
-	check = func(typ reflect.Type, prefix string) {
-		for i := range typ.NumField() {
-			fld := typ.Field(i)
-			name, _, _ := strings.Cut(fld.Tag.Get("json"), ",")
-			if !regexp.MustCompile(`(?m)^\s*-?\s*` + name + `:|[{ ]` + name + `:`).MatchString(strings.Join(example, "\n")) {
-				missing = append(missing, prefix+name)
-			}
-			ft := fld.Type
-			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct && ft.PkgPath() == typ.PkgPath() {
-				check(ft, prefix+name+".")
-			}
-		}
-	}
-	check(reflect.TypeFor[statusReport](), "")
-	assert.Empty(t, missing, "fields of the schema the example leaves out")
 }

@@ -82,7 +82,7 @@ func requireControllers(t *testing.T, ctx context.Context, ns string) {
 	t.Helper()
 	for _, e := range []*testEnv{providerEnv, consumerEnv} {
 		require.Eventually(t, func() bool {
-			_, err := findController(ctx, e.client, ns, false)
+			_, err := findController(ctx, e.client, ns)
 			return err == nil
 		}, time.Minute, 100*time.Millisecond, "the controller holds its Lease on %s", e.cluster.Name())
 	}

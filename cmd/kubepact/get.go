@@ -18,54 +18,12 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/identity"
-	buildversion "github.com/kubepact/kubepact/internal/version"
 	"github.com/kubepact/kubepact/kubeconfig"
 )
 
 // errNoKubeconfig reports a peering whose kubeconfig Secret is not (yet)
 // there.
 var errNoKubeconfig = errors.New("no kubeconfig")
-
-// version is the CLI's version when set at link time, which wins over
-// every other source:
-//
-//	go build -ldflags "-X main.version=v0.2.0" ./cmd/kubepact
-//
-// Without it, the CLI reports the module version go install recorded when
-// it is a release, else VERSION with -dev and the revision built, as
-// kubepact-controller does (package internal/version gives the order).
-var version string
-
-// cliVersion returns the CLI's version.
-func cliVersion() string { return buildversion.Get(version) }
-
-func versionCommand(f *flags) runFunc {
-	cf := localFlags(f, "local")
-	clientOnly := f.Bool("client", false, "print the CLI's version only; do not contact the cluster")
-	timeout := f.Duration("timeout", 10*time.Second, "give up on the cluster after this long")
-	return func(ctx context.Context, e *env, args []string) error {
-		if err := noArgs(args); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "Client Version: %s\n", cliVersion())
-		if *clientOnly {
-			return nil
-		}
-		ctx, cancel := context.WithTimeout(ctx, *timeout)
-		defer cancel()
-		cl, err := cf.connect("local")
-		if err == nil {
-			var ctl *controllerInfo
-			if ctl, err = findController(ctx, cl.client, cl.namespace, true); err == nil {
-				fmt.Fprintf(e.stdout, "Controller Version: %s (%s)\n", ctl.version, ctl.where)
-				return nil
-			}
-		}
-		// The CLI's version is printed: the cluster's is a bonus.
-		fmt.Fprintf(e.stderr, "kubepact: cannot read the controller's version: %v\n", err)
-		return nil
-	}
-}
 
 func getTenantCommand(f *flags) runFunc {
 	cf := localFlags(f, providerRole)

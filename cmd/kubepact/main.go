@@ -48,9 +48,11 @@
 //	completion powershell            anyone: print the PowerShell completion script
 //	help                             anyone: help about any command
 //
-// With --token, --auth-url and --auth-ca, authenticate instead reaches the
-// provider's authentication server with the shared token (no --remote-kubeconfig;
-// --remote-cluster-id names the provider).
+// With --auth-token, --auth-url and --auth-ca, authenticate instead reaches
+// the provider's authentication server with the shared token (no
+// --remote-kubeconfig; --remote-cluster-id names the provider). --token, the
+// old name of --auth-token, still works for one release, with a warning;
+// then it is the bearer token, as for every other command.
 //
 // Every command that talks to a cluster takes kubectl's connection flags
 // (--kubeconfig, default $KUBECONFIG or ~/.kube/config, --context, --as,
@@ -61,8 +63,8 @@
 // provider with a remote- prefix, as liqoctl names them
 // (--remote-kubeconfig, --remote-context, --remote-namespace,
 // --remote-cluster-id, ...). A command's own flag of the same name wins:
-// authenticate's --token is the shared token, create
-// serviceaccount-identity's --as what it writes. Commands that print an
+// authenticate's deprecated --token is the shared token (--auth-token),
+// create serviceaccount-identity's --as what it writes. Commands that print an
 // object take -o yaml|json|name|jsonpath=...|go-template=... (cli-runtime's
 // printers); get commands print a table by default. What generate prints
 // can be applied with kubectl apply -f on the other cluster. Run "kubepact
@@ -86,15 +88,16 @@
 // keeps this list equal to the command tree):
 //
 //	authenticate                     connection flags, remote connection flags, --api-server-url, --auth-ca,
-//	                                 --auth-url, --cluster-id, --install-crds, --key-algorithm, --local,
-//	                                 -n/--namespace, --no-token, --nonce-ttl, --policy, --proxy-url,
+//	                                 --auth-token, --auth-url, --cluster-id, --install-crds, --key-algorithm,
+//	                                 --local, -n/--namespace, --no-token, --nonce-ttl, --policy, --proxy-url,
 //	                                 --remote-cluster-id, --remote-namespace, --replace-endpoint,
-//	                                 --send-cluster-key, --strict, --timeout, --token
+//	                                 --send-cluster-key, --strict, --timeout
 //	unauthenticate                   connection flags, remote connection flags, --cluster-id, --force,
 //	                                 --local, -n/--namespace, --remote-cluster-id, --remote-namespace,
 //	                                 --revoke, --timeout
 //	status                           connection flags, --cluster-id, -n/--namespace, -o/--output, --timeout
-//	version                          connection flags, --client, --cluster-id, -n/--namespace, --timeout
+//	version                          connection flags, --client, --cluster-id, -n/--namespace, -o/--output,
+//	                                 --timeout
 //	install roles                    connection flags, --cluster-id, --helm-namespace, --helm-release,
 //	                                 -n/--namespace, --timeout
 //	create nonce                     connection flags, --cluster-id, -n/--namespace, --nonce-ttl,
@@ -289,6 +292,23 @@
 // revision built (v0.2.0-dev+9d87c3ba008d, ".dirty" for a checkout with
 // changes). The version set with -ldflags "-X main.version=..." wins, then
 // the release go install recorded (go install ...@v0.2.0), then VERSION.
+// The controller's version is the one the leader of kubepact-controller's
+// replicas writes into the leader election Lease it holds (annotation
+// kubepact.io/version), "no controller running" when no Lease is held;
+// with -o json|yaml, a document of apiVersion cli.kubepact.io/v1, kind
+// Version:
+//
+//	apiVersion: cli.kubepact.io/v1
+//	kind: Version
+//	clientVersion: v0.2.0
+//	cluster:                       # absent with --client, or when the cluster cannot be reached
+//	  server: https://10.0.0.1:6443
+//	  controller: kubepact-controller  # or liqo-controller-manager; absent when none runs
+//	  controllerVersion: v0.2.0    # "unknown" when the holder wrote none; absent when none runs
+//	  lease: kubepact-system/kubepact-controller.kubepact.io
+//
+// version exits 1 when the cluster cannot be reached, and 0 when it
+// answers, also when it runs no controller.
 //
 // Exit status: 0 on success, 1 on failure, 2 on a usage error, 130 when
 // interrupted (Ctrl-C; 143 for SIGTERM).

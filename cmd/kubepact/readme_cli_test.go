@@ -142,7 +142,7 @@ func TestREADMECLIBlock(t *testing.T) {
 	})
 	for _, cs := range []kubernetes.Interface{pClient, cClient} {
 		require.Eventually(t, func() bool {
-			_, err := findController(ctx, cs, "liqo", false)
+			_, err := findController(ctx, cs, "liqo")
 			return err == nil
 		}, time.Minute, 100*time.Millisecond, "the controller holds its Lease")
 	}

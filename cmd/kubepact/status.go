@@ -196,21 +196,26 @@ func readStatus(ctx context.Context, cl *cluster) (*statusReport, error) {
 	return report, nil
 }
 
-// printStatus prints report with the printer of out, through its JSON
-// form, so that jsonpath and go-template see the fields by their JSON
-// names.
+// printStatus prints report with the printer of out.
 func printStatus(w io.Writer, out *output, report *statusReport) error {
+	return printDocument(w, out, report)
+}
+
+// printDocument prints doc, a document with apiVersion and kind, with the
+// printer of out, through its JSON form, so that jsonpath and go-template
+// see the fields by their JSON names.
+func printDocument(w io.Writer, out *output, doc any) error {
 	p, err := out.printer()
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(report)
+	b, err := json.Marshal(doc)
 	if err != nil {
-		return fmt.Errorf("encoding the status: %w", err)
+		return fmt.Errorf("encoding the output: %w", err)
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(b); err != nil {
-		return fmt.Errorf("encoding the status: %w", err)
+		return fmt.Errorf("encoding the output: %w", err)
 	}
 	return p.PrintObj(u, w)
 }

@@ -154,12 +154,21 @@ type tokenFlags struct {
 	noToken                bool
 }
 
+// deprecatedTokenFlag is the name --auth-token had before it was renamed:
+// everywhere else, as in kubectl, --token is a bearer token. It still sets
+// the shared token, with a warning, for one release; then it is the local
+// cluster's bearer token, as for every other command.
+const deprecatedTokenFlag = "token"
+
 func addTokenFlags(f *flags) *tokenFlags {
 	t := &tokenFlags{}
-	f.StringVar(&t.token, "token", "", "the provider's shared token (kubepact get token on the provider): authenticate with its authentication server instead of the handshake")
-	f.StringVar(&t.authURL, "auth-url", "", "with --token: https URL of the provider's authentication server")
-	f.StringVar(&t.authCA, "auth-ca", "", "with --token: PEM file of the CA the authentication server's certificate chains to")
-	f.BoolVar(&t.noToken, "no-token", false, "instead of --token: send no token, to a provider whose server runs with --allow-empty-token")
+	f.StringVar(&t.token, "auth-token", "", "the provider's shared token (kubepact get token on the provider): authenticate with its authentication server instead of the handshake")
+	f.StringVar(&t.token, deprecatedTokenFlag, "", "the provider's shared token: the old name of --auth-token")
+	// MarkDeprecated fails only for a flag not defined or an empty message.
+	_ = f.MarkDeprecated(deprecatedTokenFlag, "use --auth-token: in a later release --token will be the local cluster's bearer token, as in kubectl")
+	f.StringVar(&t.authURL, "auth-url", "", "with --auth-token: https URL of the provider's authentication server")
+	f.StringVar(&t.authCA, "auth-ca", "", "with --auth-token: PEM file of the CA the authentication server's certificate chains to")
+	f.BoolVar(&t.noToken, "no-token", false, "instead of --auth-token: send no token, to a provider whose server runs with --allow-empty-token")
 	return t
 }
 
@@ -173,17 +182,17 @@ func (t *tokenFlags) used() bool {
 func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, remote *clusterFlags, alg algorithmFlag, installCRDs, replace bool) error {
 	switch {
 	case tf.token != "" && tf.noToken:
-		return usagef("--token and --no-token exclude each other")
+		return usagef("--auth-token and --no-token exclude each other")
 	case tf.token == "" && !tf.noToken:
-		return usagef("--token is required with --auth-url and --auth-ca (or --no-token)")
+		return usagef("--auth-token is required with --auth-url and --auth-ca (or --no-token)")
 	case tf.authURL == "":
-		return usagef("--auth-url is required with --token")
+		return usagef("--auth-url is required with --auth-token")
 	case tf.authCA == "":
-		return usagef("--auth-ca is required with --token: the CA of the authentication server's certificate")
+		return usagef("--auth-ca is required with --auth-token: the CA of the authentication server's certificate")
 	case remote.clusterID == "":
-		return usagef("--remote-cluster-id is required with --token: the provider's cluster ID")
+		return usagef("--remote-cluster-id is required with --auth-token: the provider's cluster ID")
 	case remote.kubeconfig != "":
-		return usagef("--remote-kubeconfig is not used with --token: the provider is reached through --auth-url")
+		return usagef("--remote-kubeconfig is not used with --auth-token: the provider is reached through --auth-url")
 	}
 	if err := clusterid.Validate(remote.clusterID); err != nil {
 		return usagef("--remote-cluster-id: %v", err)
@@ -192,7 +201,7 @@ func authenticateWithToken(ctx context.Context, e *env, tf *tokenFlags, local, r
 	if !tf.noToken {
 		var err error
 		if tok, err = authtoken.Parse(tf.token); err != nil {
-			return usagef("--token: %v", err)
+			return usagef("--auth-token: %v", err)
 		}
 	}
 	ca, err := os.ReadFile(tf.authCA)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +56,7 @@ func TestTokenFlow(t *testing.T) {
 	t.Cleanup(func() { assert.NotContains(t, serveErr.String(), strings.TrimSpace(tok)) })
 
 	consumerArgs := func(token string) []string {
-		return []string{"authenticate", "--token", token, "--auth-url", "https://" + addr, "--auth-ca", caFile,
+		return []string{"authenticate", "--auth-token", token, "--auth-url", "https://" + addr, "--auth-ca", caFile,
 			"--kubeconfig", consumerEnv.kubeconfig, "-n", namespace, "--cluster-id", consumerID, "--remote-cluster-id", providerID}
 	}
 	r := cli(t, "", consumerArgs(strings.TrimSpace(tok))...).ok(t)
@@ -76,6 +77,17 @@ func TestTokenFlow(t *testing.T) {
 	assert.Equal(t, exitError, old.code, "old token: %s", old.stderr)
 	assert.Contains(t, old.stderr, "wrong token")
 	assert.NotContains(t, old.stderr+old.stdout, strings.TrimSpace(tok))
+	assert.NotContains(t, old.stderr, "deprecated")
+
+	// --token, the old name of --auth-token, still sends the shared token
+	// for one release, with a warning: the server refuses the old one.
+	args := append(consumerArgs(strings.TrimSpace(tok)), "--kubeconfig", providerEnv.kubeconfig, "--cluster-id", unique("cl-consumer-late"))
+	args[1] = "--token"
+	old = cli(t, "", args...)
+	assert.Equal(t, exitError, old.code, "old token under --token: %s", old.stderr)
+	assert.Contains(t, old.stderr, "Flag --token has been deprecated, use --auth-token")
+	assert.Contains(t, old.stderr, "wrong token")
+	assert.NotContains(t, old.stderr+old.stdout, strings.TrimSpace(tok))
 }
 
 // TestTokenFlowUsage: the token flow's flags are checked before anything
@@ -88,20 +100,35 @@ func TestTokenFlowUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"NoURL", []string{"--token", secret, "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--auth-url is required"},
-		{"NoCA", []string{"--token", secret, "--auth-url", "https://x", "--remote-cluster-id", "p"}, "--auth-ca is required"},
-		{"NoToken", []string{"--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--token is required"},
-		{"TokenAndNoToken", []string{"--token", secret, "--no-token", "--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "exclude each other"},
-		{"NoProvider", []string{"--token", secret, "--auth-url", "https://x", "--auth-ca", "ca.pem"}, "--remote-cluster-id is required"},
-		{"MalformedToken", []string{"--token", secret, "--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--token: malformed"},
+		{"NoURL", []string{"--auth-token", secret, "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--auth-url is required"},
+		{"NoCA", []string{"--auth-token", secret, "--auth-url", "https://x", "--remote-cluster-id", "p"}, "--auth-ca is required"},
+		{"NoToken", []string{"--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--auth-token is required"},
+		{"TokenAndNoToken", []string{"--auth-token", secret, "--no-token", "--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "exclude each other"},
+		{"NoProvider", []string{"--auth-token", secret, "--auth-url", "https://x", "--auth-ca", "ca.pem"}, "--remote-cluster-id is required"},
+		{"MalformedToken", []string{"--auth-token", secret, "--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--auth-token: malformed"},
+		// The old name sets the same token, and warns.
+		{"MalformedTokenOldName", []string{"--token", secret, "--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "--auth-token: malformed"},
+		{"OldNameAndNoToken", []string{"--token", secret, "--no-token", "--auth-url", "https://x", "--auth-ca", "ca.pem", "--remote-cluster-id", "p"}, "exclude each other"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cli(t, "", append([]string{"authenticate"}, tc.args...)...)
 			assert.Equal(t, exitUsage, r.code)
 			assert.Contains(t, r.stderr, tc.want)
 			assert.NotContains(t, r.stderr, secret)
+			var usage *usageError
+			_, err := cliErr(t, nil, append([]string{"authenticate"}, tc.args...)...)
+			require.ErrorAs(t, err, &usage)
+			if slices.Contains(tc.args, "--token") {
+				assert.Contains(t, r.stderr, "Flag --token has been deprecated, use --auth-token")
+			} else {
+				assert.NotContains(t, r.stderr, "deprecated")
+			}
 		})
 	}
+	// The help names --auth-token and hides the old name.
+	help := cli(t, "", "authenticate", "--help").ok(t).stdout
+	assert.Contains(t, help, "--auth-token string")
+	assert.NotContains(t, help, "--token string")
 }
 
 // TestTokenFlowAllowEmpty: a server run with --allow-empty-token says so

@@ -55,7 +55,7 @@ func TestTokenServerServiceAccount(t *testing.T) {
 		tok := strings.TrimSpace(cli(t, "", "get", "token", "--kubeconfig", kubeconfig, "-n", "liqo").ok(t).stdout)
 		require.Regexp(t, tokenText, tok+"\n")
 
-		r := cli(t, "", "authenticate", "--token", tok, "--auth-url", "https://"+addr, "--auth-ca", caFile,
+		r := cli(t, "", "authenticate", "--auth-token", tok, "--auth-url", "https://"+addr, "--auth-ca", caFile,
 			"--kubeconfig", consumerEnv.kubeconfig, "-n", namespace, "--cluster-id", consumerID, "--remote-cluster-id", providerID).ok(t)
 		assert.Contains(t, r.stdout, "  user:      "+consumerID+"\n")
 		cfg, _ := issuedConfig(t, ctx, providerID)

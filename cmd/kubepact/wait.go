@@ -111,6 +111,11 @@ type TimeoutError struct {
 	// (or before, while it still tells about the object as it is), nil
 	// when there is none.
 	Last *eventsv1.Event
+	// LastWarning is the newest Warning among those Events, nil when there
+	// is none: a Warning of a reason that is neither final nor blocking (a
+	// retried failure) ends no wait, but says what went wrong, and a later
+	// Normal Event does not hide it.
+	LastWarning *eventsv1.Event
 	// CSRPending tells that the controller waits for a
 	// CertificateSigningRequest to be signed: its last Event is
 	// CertificatePending, or a CSR of the consumer is neither signed nor
@@ -123,7 +128,11 @@ func (e *TimeoutError) Error() string {
 	if e.Last != nil {
 		last = eventLine(e.Last)
 	}
-	return fmt.Sprintf("%s cluster: waiting for %s (%s/%s): %v; last Event: %s", e.Role, e.What, e.Namespace, e.Name, context.DeadlineExceeded, last)
+	msg := fmt.Sprintf("%s cluster: waiting for %s (%s/%s): %v; last Event: %s", e.Role, e.What, e.Namespace, e.Name, context.DeadlineExceeded, last)
+	if e.LastWarning != nil && e.LastWarning != e.Last {
+		msg += "; last Warning: " + eventLine(e.LastWarning)
+	}
+	return msg
 }
 
 func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
@@ -266,6 +275,7 @@ type waiter struct {
 	cancel                context.CancelCauseFunc
 	mu                    sync.Mutex
 	last                  *eventsv1.Event // the newest Event seen, for a timeout's message
+	lastWarning           *eventsv1.Event // the newest Warning seen, for a timeout's message
 	after                 *objectState    // the object as first read after the write, nil before
 }
 
@@ -338,6 +348,9 @@ func (w *waiter) watchEvents(opts metav1.ListOptions) {
 		}
 		if answer {
 			w.last = e
+			if e.Type == corev1.EventTypeWarning {
+				w.lastWarning = e
+			}
 		}
 		w.mu.Unlock()
 		if !answer {
@@ -371,6 +384,9 @@ func (w *waiter) until(c *clusters, cond func(*unstructured.Unstructured) (bool,
 			if w.last == nil {
 				w.last = ev
 			}
+			if w.lastWarning == nil && ev != nil && ev.Type == corev1.EventTypeWarning {
+				w.lastWarning = ev
+			}
 			w.mu.Unlock()
 			if err := stopError(w.cl.role, ev); err != nil && w.stillBlocked(err) {
 				return false, err
@@ -389,9 +405,9 @@ func (w *waiter) until(c *clusters, cond func(*unstructured.Unstructured) (bool,
 	}
 	if w.ctx.Err() != nil || errors.Is(err, watchtools.ErrWatchClosed) {
 		w.mu.Lock()
-		last := w.last
+		last, lastWarning := w.last, w.lastWarning
 		w.mu.Unlock()
-		t := &TimeoutError{Role: w.cl.role, What: w.what, Namespace: w.namespace, Name: w.name, Controller: w.controller, Last: last}
+		t := &TimeoutError{Role: w.cl.role, What: w.what, Namespace: w.namespace, Name: w.name, Controller: w.controller, Last: last, LastWarning: lastWarning}
 		t.CSRPending = last != nil && last.Reason == contract.ReasonCertificatePending
 		if !t.CSRPending && w.resource == tenantsResource {
 			t.CSRPending = c.csrPending(w.name)

@@ -82,7 +82,7 @@ func TestStopError(t *testing.T) {
 		assert.Equal(t, reason, refused.Reason)
 		assert.Contains(t, err.Error(), ev("", "").Note, "the whole note")
 	}
-	for _, reason := range []string{contract.ReasonAPIServerURLUnknown, contract.ReasonPeerRoleMissing} {
+	for _, reason := range []string{contract.ReasonAPIServerURLUnknown, contract.ReasonPeerRoleMissing, contract.ReasonPublishRefused} {
 		var blocked *BlockedError
 		err := stopError(providerRole, ev(corev1.EventTypeWarning, reason))
 		require.ErrorAs(t, err, &blocked, reason)
@@ -92,12 +92,32 @@ func TestStopError(t *testing.T) {
 	}
 	for _, e := range []*eventsv1.Event{
 		nil,
-		ev(corev1.EventTypeWarning, contract.ReasonAcceptFailed),      // transient
-		ev(corev1.EventTypeNormal, contract.ReasonCertificatePending), // waits for the signer
-		ev(corev1.EventTypeNormal, contract.ReasonPeerRoleMissing),    // not a Warning
+		ev(corev1.EventTypeWarning, contract.ReasonAcceptFailed),       // transient
+		ev(corev1.EventTypeWarning, contract.ReasonSigningNonceFailed), // transient
+		ev(corev1.EventTypeNormal, contract.ReasonCertificatePending),  // waits for the signer
+		ev(corev1.EventTypeNormal, contract.ReasonPeerRoleMissing),     // not a Warning
 	} {
 		assert.NoError(t, stopError(providerRole, e))
 	}
+}
+
+// TestTimeoutQuotesLastWarning: a wait that --timeout ended quotes the
+// newest Event, and the newest Warning in full when a later Event is not
+// it: a retried failure says what went wrong though it ends no wait.
+func TestTimeoutQuotesLastWarning(t *testing.T) {
+	t.Parallel()
+	note := strings.Repeat("a long note that says what went wrong\n", 8)
+	warning := &eventsv1.Event{Type: corev1.EventTypeWarning, Reason: "SomethingRetried", Note: note}
+	normal := &eventsv1.Event{Type: corev1.EventTypeNormal, Reason: contract.ReasonCertificatePending, Note: "waiting"}
+	whole := "Warning SomethingRetried: " + strings.ReplaceAll(note, "\n", " ")
+
+	err := error(&TimeoutError{Role: consumerRole, What: "it", Namespace: "ns", Name: "n", Last: normal, LastWarning: warning})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "; last Event: Normal CertificatePending: waiting; last Warning: "+whole)
+
+	err = &TimeoutError{Role: consumerRole, What: "it", Namespace: "ns", Name: "n", Last: warning, LastWarning: warning}
+	assert.Contains(t, err.Error(), "; last Event: "+whole)
+	assert.NotContains(t, err.Error(), "last Warning")
 }
 
 // TestAdviceOfWaits gives the fix each end of a wait calls for, and the
@@ -113,6 +133,9 @@ func TestAdviceOfWaits(t *testing.T) {
 	}{
 		{"no API server URL", &BlockedError{Reason: contract.ReasonAPIServerURLUnknown}, "--api-server-url", false},
 		{"a peer role missing", &BlockedError{Reason: contract.ReasonPeerRoleMissing}, "kubectl apply -k config/roles", false},
+		{"the public key refused", &BlockedError{Reason: contract.ReasonPublishRefused}, "kubectl create token kubepact-controller -n kubepact-system", false},
+		{"a retried Warning, then a Normal Event", &TimeoutError{Last: &eventsv1.Event{Type: "Normal"}, LastWarning: &eventsv1.Event{Type: "Warning"}},
+			"last Warning, quoted above", false},
 		{"Liqo refuses the signature", &RefusedError{Reason: liqoSignatureVerificationFailed}, "not signed over this nonce", false},
 		{"a CSR pending", &TimeoutError{CSRPending: true, Last: &eventsv1.Event{Type: "Normal", Reason: contract.ReasonCertificatePending}}, "raise --timeout", true},
 		{"a silent controller", &TimeoutError{Controller: "Lease kube-system/x"}, "Lease kube-system/x", false},

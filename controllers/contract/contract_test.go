@@ -20,6 +20,8 @@ func TestFinalAndBlocking(t *testing.T) {
 		{contract.ReasonIdentityRejected, true, false},
 		{contract.ReasonAPIServerURLUnknown, false, true},
 		{contract.ReasonPeerRoleMissing, false, true},
+		{contract.ReasonPublishRefused, false, true},
+		{contract.ReasonSigningNonceFailed, false, false},
 		{contract.ReasonTenantAccepted, false, false},
 		{contract.ReasonCertificatePending, false, false},
 		{contract.ReasonAcceptFailed, false, false},

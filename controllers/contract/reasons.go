@@ -2,6 +2,10 @@ package contract
 
 // Reasons of the Events the reconcilers record. Normal Events report a step
 // done; Warning Events report why an object was refused or a step failed.
+// Beside each Warning reason, "Final." marks a refusal for good ([Final]),
+// "Blocking." one that waits for an administrator ([Blocking]); any other
+// is retried by the controller that records it, and a tool waiting for it
+// waits until its own timeout.
 const (
 	// ReasonNonceGenerated: the nonce Secret got its nonce (Normal).
 	ReasonNonceGenerated = "NonceGenerated"
@@ -115,8 +119,19 @@ const (
 	// Final.
 	ReasonInvalidProxyURL = "InvalidProxyURL"
 	// ReasonSigningNonceFailed: reading the cluster key, building the
-	// Tenant or writing the signature failed; it is retried.
+	// Tenant, publishing the cluster's public key or writing the signature
+	// failed for a reason a retry may cure (an API error); it is retried.
 	ReasonSigningNonceFailed = "SigningNonceFailed"
+	// ReasonPublishRefused: the API server forbade publishing the
+	// cluster's public key (kube.PublicKeyRecord): the admission policy
+	// kubepact-cluster-public-key lets only kubepact-controller's
+	// ServiceAccount write that record, so a controller run under another
+	// identity (an administrator's kubeconfig) is refused; so is one whose
+	// RBAC lacks the grant. Nothing is signed. It is retried with backoff,
+	// but only running the controller as its ServiceAccount, with the RBAC
+	// config/ grants it, helps.
+	// Blocking.
+	ReasonPublishRefused = "PublishRefused"
 	// ReasonKeyUnattested: a key found in the key namespace under the name
 	// of an identity's own key was not made by this cluster's kubepact
 	// (keys.ErrUnattested): it is never used, nothing is signed for it, and
@@ -266,13 +281,15 @@ func Final(reason string) bool {
 // which a controller says it cannot do its step until an administrator
 // changes its configuration or its cluster, whatever the object (marked
 // Blocking above): the provider's controller knows no URL for its API
-// server, or a ClusterRole consumers are bound to is missing. The
-// controller may retry (PeerRoleMissing is retried with backoff), but no
-// retry helps before a person acts, so a tool waiting for the controller
-// tells its user at once.
+// server, a ClusterRole consumers are bound to is missing, or the
+// consumer's controller may not publish the cluster's public key (it runs
+// under another identity than its ServiceAccount). The controller may
+// retry (PeerRoleMissing and PublishRefused are retried with backoff), but
+// no retry helps before a person acts, so a tool waiting for the
+// controller tells its user at once.
 func Blocking(reason string) bool {
 	switch reason {
-	case ReasonAPIServerURLUnknown, ReasonPeerRoleMissing:
+	case ReasonAPIServerURLUnknown, ReasonPeerRoleMissing, ReasonPublishRefused:
 		return true
 	}
 	return false

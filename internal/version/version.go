@@ -141,3 +141,15 @@ func shortRevision(r string) string {
 	}
 	return r
 }
+
+// The annotations of kubepact-controller's leader election Lease in which
+// the controller that holds it tells its version. The holder writes both in
+// each write of the Lease (acquiring, renewing, releasing), so they change
+// hands with the Lease; the version is the holder's only while
+// LeaseHolderAnnotation equals the Lease's spec.holderIdentity (a holder of
+// a version before these annotations leaves the last ones as they were).
+// The kubepact CLI's version command reads them.
+const (
+	LeaseAnnotation       = "kubepact.io/version"
+	LeaseHolderAnnotation = "kubepact.io/version-holder"
+)
