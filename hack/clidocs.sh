@@ -6,10 +6,12 @@
 #   bash hack/clidocs.sh [DIR]
 #
 # DIR (default: the repository's docs/cli) receives one page per command;
-# the *.md it held are removed first. .ci/run generates into a temporary
-# directory and fails when docs/cli differs: run this after changing a
-# command, a flag or a help text.
+# the pages it held (kubepact*.md) are removed first. .ci/run generates
+# into a temporary directory and fails when docs/cli differs: run this
+# after changing a command, a flag or a help text.
 set -euo pipefail
-out="$(realpath -m "${1:-$(dirname "$0")/../docs/cli}")"
+out="${1:-$(dirname "$0")/../docs/cli}"
+mkdir -p "$out"
+out="$(realpath "$out")"
 cd "$(dirname "$0")/clidocs"
 go run . "$out"

@@ -3,8 +3,8 @@
 //
 //	go run . DIR    # from hack/clidocs; hack/clidocs.sh runs it into docs/cli
 //
-// It removes the *.md files DIR holds, so that a command renamed or removed
-// leaves no page behind, then builds and runs cmd/kubepact with
+// It removes the pages DIR holds (kubepact*.md, as cobra names them), so
+// that a command renamed or removed leaves no page behind, then builds and runs cmd/kubepact with
 // overlay/clidocs.go as one more file of its package main. The command tree's
 // constructor stays unexported in cmd/kubepact, and cobra/doc and go-md2man
 // stay out of kubepact's go.mod: they are this module's dependencies.
@@ -63,7 +63,7 @@ func generate(out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	old, err := filepath.Glob(filepath.Join(out, "*.md"))
+	old, err := filepath.Glob(filepath.Join(out, "kubepact*.md"))
 	if err != nil {
 		return err
 	}
