@@ -17,7 +17,7 @@
 # ARCHS picks the architectures (default "amd64 arm64"; ARCHS=amd64 builds one).
 # Each binary's build info is checked (GOOS, GOARCH, CGO_ENABLED=0, -trimpath),
 # and those for this machine's architecture are run: they must report VERSION.
-# Load or push the archive with skopeo, crane or ctr (README.md, "Image").
+# Load or push the archive with skopeo, crane or ctr (docs/install.md, "Image").
 set -euo pipefail
 if [ $# -ne 1 ]; then
 	echo "usage: bash hack/image.sh OUT.tar" >&2

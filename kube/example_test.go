@@ -18,7 +18,7 @@ import (
 // what a fresh cluster lacks (the authentication.liqo.io CRDs, the peer
 // ClusterRoles, a recorded cluster ID) and leaves what Liqo or kubepact
 // installed as it is. Each side takes the ID its cluster records, as its
-// controllers and liqoctl do. The README's "On real clusters" shows this
+// controllers and liqoctl do. The README's "Use it as a library" shows this
 // function as a main function; TestREADMESnippet runs it on two fresh
 // clusters and on two clusters whose controllers run, and prints, for
 // example:

@@ -11,24 +11,21 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubepact/kubepact/internal/docblocks"
 )
 
-// TestREADMERealClusters holds the Go snippet of the README's "On real
-// clusters" to Example_realClusters, which go test runs against real
+// TestREADMERealClusters holds the Go snippet of the README's "Use it as a
+// library" to Example_realClusters, which go test runs against real
 // clusters: the snippet is gofmt'd, its main function is the Example's
 // body and its must the Example's, and it takes at most 20 lines, blank
 // lines and comments excluded.
 func TestREADMERealClusters(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
+	blocks, err := docblocks.Section("..", "## Use it as a library", "go")
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "\n## On real clusters\n")
-	require.True(t, ok, "README has an \"On real clusters\" section")
-	section, _, _ = strings.Cut(section, "\n## ")
-	_, snippet, ok := strings.Cut(section, "```go\n")
-	require.True(t, ok, "the section has a Go snippet")
-	snippet, _, ok = strings.Cut(snippet, "```\n")
-	require.True(t, ok)
+	require.Len(t, blocks, 1, "the section has one Go snippet")
+	snippet := blocks[0].Text
 
 	formatted, err := format.Source([]byte(snippet))
 	require.NoError(t, err)

@@ -46,7 +46,7 @@ import (
 
 // faultConsumers is how many consumers the fault tests' burst has. The
 // default keeps the package's run short; -consumers=200 is the burst the
-// figures in the README come from.
+// figures in docs/scale.md ("Under faults") come from.
 var faultConsumers = flag.Int("consumers", 30, "consumers at once in the burst of the fault tests (LeaderKilled, APIServerRestart)")
 
 // The shipped Deployment's leader election timings: its args leave them

@@ -28,35 +28,9 @@ import (
 	"github.com/kubepact/kubepact/rbac"
 )
 
-// readmeBlocks returns every sh block of the README section that starts
-// with heading, up to the next section of the same level.
-func readmeBlocks(t *testing.T, heading string) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	text := string(b)
-	start := strings.Index(text, "\n"+heading+"\n")
-	require.GreaterOrEqual(t, start, 0, "README.md has %q", heading)
-	text = text[start+len(heading)+2:]
-	if end := strings.Index(text, "\n## "); end >= 0 {
-		text = text[:end]
-	}
-	var blocks []string
-	for {
-		open := strings.Index(text, "\n```sh\n")
-		if open < 0 {
-			return blocks
-		}
-		text = text[open+len("\n```sh\n"):]
-		end := strings.Index(text, "\n```\n")
-		require.GreaterOrEqual(t, end, 0, "README.md's %q closes its sh blocks", heading)
-		blocks = append(blocks, text[:end+1])
-		text = text[end:]
-	}
-}
-
-// TestREADMECLIBlock runs the README's CLI usage blocks, the second and
-// third sh blocks under "## The CLI", as written, with bash, in a directory
+// TestREADMECLIBlock runs the CLI's usage blocks as written: the README's
+// second sh block under "## The CLI", and the block of docs/older-flows.md's
+// "## Where no controller runs: --local and offline", with bash, in a directory
 // holding provider.kubeconfig and consumer.kubeconfig, the admin
 // kubeconfigs of two clusters of its own, and with the kubepact binary
 // built from this package first on the PATH.
@@ -71,8 +45,11 @@ func readmeBlocks(t *testing.T, heading string) []string {
 // the controllers' metrics are the process's.
 func TestREADMECLIBlock(t *testing.T) {
 	blocks := readmeBlocks(t, "## The CLI")
-	require.Len(t, blocks, 3, "the install block, then the usage through the controllers and without them")
-	withControllers, withoutControllers := blocks[1], blocks[2]
+	require.Len(t, blocks, 2, "the install block, then the usage through the controllers")
+	withControllers := blocks[1]
+	without := readmeBlocks(t, "## Where no controller runs: --local and offline")
+	require.Len(t, without, 1, "the usage without controllers")
+	withoutControllers := without[0]
 	require.Contains(t, withControllers, "kubepact authenticate --kubeconfig consumer.kubeconfig --remote-kubeconfig provider.kubeconfig")
 	require.Contains(t, withoutControllers, "kubepact authenticate --local")
 	require.Contains(t, withoutControllers, "kubepact apply identity")

@@ -11,26 +11,31 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubepact/kubepact/internal/docblocks"
 	"github.com/kubepact/kubepact/internal/testenv"
 	buildversion "github.com/kubepact/kubepact/internal/version"
 )
 
-// readmeBlock returns the first sh block of the README section that starts
-// with heading.
+// readmeBlock returns the first sh block of the section that starts with
+// heading, in README.md or docs/*.md.
 func readmeBlock(t *testing.T, heading string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	blocks := readmeBlocks(t, heading)
+	require.NotEmpty(t, blocks, "%q has an sh block", heading)
+	return blocks[0]
+}
+
+// readmeBlocks returns every sh block of the section that starts with
+// heading, subsections included, in README.md or docs/*.md.
+func readmeBlocks(t *testing.T, heading string) []string {
+	t.Helper()
+	blocks, err := docblocks.Section(filepath.Join("..", ".."), heading, "sh")
 	require.NoError(t, err)
-	text := string(b)
-	start := strings.Index(text, "\n"+heading+"\n")
-	require.GreaterOrEqual(t, start, 0, "README.md has %q", heading)
-	text = text[start:]
-	open := strings.Index(text, "\n```sh\n")
-	require.GreaterOrEqual(t, open, 0, "README.md's %q has an sh block", heading)
-	text = text[open+len("\n```sh\n"):]
-	end := strings.Index(text, "\n```\n")
-	require.GreaterOrEqual(t, end, 0)
-	return text[:end+1]
+	texts := make([]string, len(blocks))
+	for i, b := range blocks {
+		texts[i] = b.Text
+	}
+	return texts
 }
 
 // TestREADMEInstall runs the README's CLI install block as written, from

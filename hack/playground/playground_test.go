@@ -15,23 +15,26 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubepact/kubepact/internal/docblocks"
 	"github.com/kubepact/kubepact/internal/testcluster"
 	"github.com/kubepact/kubepact/internal/testenv"
 )
 
-// TestPlayground runs the playground as a user does: up as README.md's "Try it locally" writes
-// it, then the three commands it prints (the CLI it built, on its two clusters and their
-// controllers), its status, up again (already up), and down as the README writes it, after
-// which no process up started runs and the state directory, which held everything, is gone.
+// TestPlayground runs the README's playground block ("## Peer two local clusters") as a user
+// does, line by line from the repository's root, in a state directory of its own put where the
+// block says the state directory is: up, then the three commands the block shows, which must be
+// the ones up prints, on its two clusters and their controllers; between them the playground's
+// status and up again (already up); and down as the block writes it, after which no process up
+// started runs and the state directory, which held everything, is gone.
 func TestPlayground(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
-	upLine, downLine := readmeLine(t, "hack/playground.sh up"), readmeLine(t, "hack/playground.sh down")
 	binDir, err := testcluster.EnsureBinaries(ctx)
 	require.NoError(t, err)
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	stateDir := filepath.Join(t.TempDir(), "state")
+	block := readmeBlock(t, repo, stateDir)
 	env := testenv.New(t, testenv.Options{Programs: []string{"bash", "kubectl"}, Go: true,
 		Set: []string{testcluster.BinDirEnv + "=" + binDir, "KUBEPACT_PLAYGROUND_DIR=" + stateDir}})
 	sh := func(ctx context.Context, line string) (string, error) {
@@ -51,7 +54,7 @@ func TestPlayground(t *testing.T) {
 	})
 
 	begin := time.Now()
-	out, err := sh(ctx, upLine)
+	out, err := sh(ctx, block.up)
 	require.NoError(t, err)
 	t.Logf("up in %s", time.Since(begin).Round(time.Second))
 	commands := map[string]string{}
@@ -61,7 +64,7 @@ func TestPlayground(t *testing.T) {
 			commands[fields[1]] = strings.TrimSpace(line)
 		}
 	}
-	require.Len(t, commands, 3, "up prints the commands to authenticate, status and unauthenticate: %v", commands)
+	require.Equal(t, block.printed, commands, "up prints the commands the README shows, with the paths of its state directory")
 	st, err := load(stateDir)
 	require.NoError(t, err)
 	procs := st.processes()
@@ -70,10 +73,10 @@ func TestPlayground(t *testing.T) {
 		require.True(t, p.alive(), "%s/%s runs after up returned", p.Cluster, p.Name)
 	}
 
-	out, err = sh(ctx, commands["authenticate"])
+	out, err = sh(ctx, block.commands["authenticate"])
 	require.NoError(t, err)
 	require.Contains(t, out, "Kubeconfig Secret")
-	out, err = sh(ctx, commands["status"])
+	out, err = sh(ctx, block.commands["status"])
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^cl-\S+\s+provider\s+Ready\s`, out)
 	_, err = sh(ctx, "hack/playground.sh status")
@@ -81,11 +84,11 @@ func TestPlayground(t *testing.T) {
 	out, err = sh(ctx, "hack/playground.sh up")
 	require.NoError(t, err)
 	require.Contains(t, out, "already up")
-	out, err = sh(ctx, commands["unauthenticate"])
+	out, err = sh(ctx, block.commands["unauthenticate"])
 	require.NoError(t, err)
 	require.Contains(t, out, "no longer authenticated")
 
-	_, err = sh(ctx, downLine)
+	_, err = sh(ctx, block.down)
 	require.NoError(t, err)
 	for _, p := range procs {
 		require.False(t, p.alive(), "%s/%s (pid %d) runs after down", p.Cluster, p.Name, p.PID)
@@ -96,24 +99,53 @@ func TestPlayground(t *testing.T) {
 	require.Error(t, err, "status says it is not up")
 }
 
-// readmeLine returns the line of the first sh block of README.md's "## Try it locally" that
-// starts with prefix.
-func readmeLine(t *testing.T, prefix string) string {
+// playgroundBlock is the README's playground block, as the test runs it.
+type playgroundBlock struct {
+	// up and down are its lines that start the playground and stop it.
+	up, down string
+	// commands are its lines that peer, inspect and unpeer, by subcommand, each with the
+	// variable naming the state directory set first.
+	commands map[string]string
+	// printed are those commands with the state directory's path in place of the variable,
+	// as up prints them.
+	printed map[string]string
+}
+
+// readmeBlock reads the README's playground block, the only sh block of "## Peer two local
+// clusters": up, the line naming the state directory (pg=~/.local/state/kubepact-playground),
+// the three commands, down. The test runs them with stateDir where the block names the
+// default.
+func readmeBlock(t *testing.T, repo, stateDir string) playgroundBlock {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	blocks, err := docblocks.Section(repo, "## Peer two local clusters", "sh")
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "\n## Try it locally\n")
-	require.True(t, ok, `README.md has "## Try it locally"`)
-	_, block, ok := strings.Cut(section, "\n```sh\n")
-	require.True(t, ok, `README.md's "## Try it locally" has an sh block`)
-	block, _, _ = strings.Cut(block, "\n```\n")
-	for _, line := range strings.Split(block, "\n") {
-		if strings.HasPrefix(line, prefix) {
-			return line
+	require.Len(t, blocks, 1, `"## Peer two local clusters" has one sh block`)
+	const stateLine = "pg=~/.local/state/kubepact-playground"
+	pb := playgroundBlock{commands: map[string]string{}, printed: map[string]string{}}
+	var sawState bool
+	for _, line := range strings.Split(strings.TrimSuffix(blocks[0].Text, "\n"), "\n") {
+		command, _, _ := strings.Cut(line, "#")
+		command = strings.TrimSpace(command)
+		fields := strings.Fields(command)
+		switch {
+		case command == "hack/playground.sh up":
+			pb.up = command
+		case command == "hack/playground.sh down":
+			pb.down = command
+		case command == stateLine:
+			sawState = true
+		case len(fields) > 1 && fields[0] == "$pg/bin/kubepact":
+			require.True(t, sawState, "the block names the state directory before %q", line)
+			pb.commands[fields[1]] = "pg=" + quote(stateDir) + "\n" + command
+			pb.printed[fields[1]] = strings.ReplaceAll(command, "$pg", stateDir)
+		default:
+			t.Fatalf("the playground block has a line the test does not know: %q", line)
 		}
 	}
-	t.Fatalf(`README.md's "## Try it locally" has no line %q...:\n%s`, prefix, block)
-	return ""
+	require.NotEmpty(t, pb.up, "the block starts the playground")
+	require.NotEmpty(t, pb.down, "the block stops the playground")
+	require.Len(t, pb.commands, 3, "the block peers, inspects and unpeers")
+	return pb
 }
 
 func TestQuote(t *testing.T) {

@@ -57,7 +57,7 @@ var Order = []Layer{
 		"internal/wiretest", "internal/floor", "internal/kustomize",
 		"internal/prevbuild", "internal/testcluster", "internal/testkeys",
 		"internal/weakkeys", "internal/layers", "internal/testenv",
-		"internal/async", "internal/portcheck",
+		"internal/async", "internal/portcheck", "internal/docblocks",
 	}},
 	{Name: "adapters and fakes", Packages: []string{
 		"kube/...", "fake/...", "enrolhttp/...",
