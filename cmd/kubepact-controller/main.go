@@ -59,6 +59,9 @@
 //	--kube-api-burst N              client-side burst (default 2000)
 //	--leader-elect                  elect a leader among replicas (default true)
 //	--leader-election-namespace NS  namespace of the Lease (default: the pod's, else the kubeconfig context's)
+//	--enrolment-namespace NS        provider: where the enrolment key, its public record and the
+//	                                enrolment endpoint's certificate are kept, for peering from Git
+//	                                (default: the pod's, else the Lease's)
 //	--metrics-bind-address ADDR     Prometheus metrics, over HTTPS for who may get /metrics (default :8443; 0 disables)
 //	--metrics-secure                authenticate and authorize scrapes over HTTPS (default true)
 //	--metrics-cert-dir DIR          tls.crt and tls.key of the metrics server (default: self-signed)
@@ -97,6 +100,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -180,6 +184,7 @@ type options struct {
 	rootCAFile                   string
 	leaderElect                  bool
 	leaderElectionNamespace      string
+	enrolmentNamespace           string
 	metricsAddr, probeAddr       string
 	metrics                      metricsFlags
 	zap                          zap.Options
@@ -215,6 +220,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.offline, "offline", false, "consumer: do not confirm new kubeconfigs with the provider")
 	fs.StringVar(&o.rootCAFile, "root-ca-file", "", "consumer: extra PEM roots for providers whose Identity has no CA")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas")
+	fs.StringVar(&o.enrolmentNamespace, "enrolment-namespace", "", "provider: where the enrolment key, its public record and the enrolment endpoint's certificate are kept (peering from Git); default: the pod's, else the leader election's")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease; default: the pod's, else the kubeconfig context's")
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long a leader tries to renew before it gives up")
@@ -514,6 +520,7 @@ func (o *options) providerConfig(ctx context.Context, cfg *rest.Config, client k
 		CertificateLifetime: o.lifetime,
 		Workers:             o.workers,
 		TenantPodSecurity:   o.tenantPodSecurity,
+		EnrolmentNamespace:  cmp.Or(o.enrolmentNamespace, podNamespace(), o.leaderElectionNamespace),
 	}
 	if o.policy == "strict" {
 		pc.Policy = tenant.Strict
