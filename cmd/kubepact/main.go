@@ -28,6 +28,10 @@
 //	generate tenant                  consumer: sign a nonce and print the Tenant
 //	generate identity                provider: accept a Tenant, print the Identity
 //	generate key                     anyone, offline: write a new cluster key file
+//	get public-key                   anyone: print the cluster key or the enrolment key, as the peering objects take it
+//	generate authorized-consumer     consumer: print the AuthorizedConsumer a provider commits to let it peer from Git
+//	generate trusted-provider        provider: print the TrustedProvider a consumer commits to peer with it from Git
+//	generate peering                 both clusters readable: print the TrustedProvider and the AuthorizedConsumer of a peering
 //	verify tenant                    anyone, offline: check a Tenant against a nonce
 //	apply tenant                     provider: store a consumer's Tenant
 //	apply identity                   consumer: check and store a provider's Identity, write the kubeconfig Secret
@@ -119,6 +123,15 @@
 //	                                 --install-crds, -n/--namespace, --nonce-ttl, -o/--output, --policy,
 //	                                 --remote-cluster-id, --timeout
 //	generate key                     --algorithm, --out
+//	get public-key                   connection flags, --cluster-id, --enrolment-namespace, --key,
+//	                                 -n/--namespace, --timeout
+//	generate authorized-consumer     connection flags, --cluster-id, -n/--namespace, --remote-cluster-id,
+//	                                 --timeout
+//	generate trusted-provider        connection flags, --api-server-ca-file, --cluster-id,
+//	                                 --enrolment-namespace, --enrolment-url, -n/--namespace, --timeout
+//	generate peering                 connection flags, remote connection flags, --api-server-ca-file,
+//	                                 --cluster-id, --enrolment-namespace, --enrolment-url, -n/--namespace,
+//	                                 --remote-cluster-id, --remote-namespace, --timeout
 //	verify tenant                    --cluster-id, --nonce, --policy
 //	apply tenant                     connection flags, --cluster-id, --install-crds, -n/--namespace,
 //	                                 --timeout

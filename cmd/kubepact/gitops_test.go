@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
+	"github.com/kubepact/kubepact/enrol"
+	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/kube"
+)
+
+// TestGeneratePeering: the pair of manifests of a peering from Git, from
+// the two clusters' public records, is what the API server takes, and
+// what each side's controller verifies: the consumer's request signed by
+// its committed key, the provider's CA pinned, its enrolment key the one
+// it publishes. get public-key prints each key as the objects take it.
+func TestGeneratePeering(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const enrolNS, consumerNS, providerNS = "kubepact-gitops-cli", "liqo-gitops-cli-c", "liqo-gitops-cli-p"
+	for _, ns := range []string{enrolNS, providerNS} {
+		_, err := providerEnv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	enrolment, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	require.NoError(t, kube.NewEnrolmentKeyRecord(providerEnv.client, enrolNS).Publish(ctx, enrolment.Public()))
+
+	out := cli(t, "", "generate", "peering", "--kubeconfig", consumerEnv.kubeconfig, "-n", consumerNS, "--cluster-id", "cl-gitops-c",
+		"--remote-kubeconfig", providerEnv.kubeconfig, "--remote-namespace", providerNS, "--remote-cluster-id", "cl-gitops-p",
+		"--enrolment-url", "https://enrol.provider.example", "--enrolment-namespace", enrolNS).ok(t).stdout
+	docs := strings.Split(out, "\n---\n")
+	require.Len(t, docs, 2, out)
+	require.True(t, strings.HasPrefix(docs[0], "# commit on the consumer cl-gitops-c\n"), docs[0])
+	require.True(t, strings.HasPrefix(docs[1], "# commit on the provider cl-gitops-p\n"), docs[1])
+
+	var tp peeringv1alpha1.TrustedProvider
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[0]), &tp))
+	var ac peeringv1alpha1.AuthorizedConsumer
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[1]), &ac))
+
+	pin, err := enrol.CAPin(providerEnv.cluster.CA())
+	require.NoError(t, err)
+	assert.Equal(t, "cl-gitops-p", tp.Spec.ClusterID)
+	assert.Equal(t, pin, tp.Spec.CASHA256)
+	published := cli(t, "", "get", "public-key", "--kubeconfig", providerEnv.kubeconfig, "-n", providerNS, "--cluster-id", "cl-gitops-p",
+		"--key", "enrolment", "--enrolment-namespace", enrolNS).ok(t).stdout
+	require.Len(t, tp.Spec.EnrolmentKeys, 1)
+	assert.Equal(t, strings.TrimSpace(published), strings.TrimSpace(tp.Spec.EnrolmentKeys[0]))
+
+	c, err := enrol.FromAuthorizedConsumer(&ac)
+	require.NoError(t, err)
+	v, err := c.Verify("cl-gitops-p")
+	require.NoError(t, err, "the committed request verifies on the provider")
+	cluster, err := kube.NewKeyStore(consumerEnv.client, consumerNS).Get(ctx)
+	require.NoError(t, err)
+	assert.True(t, keys.Equal(cluster.Public(), v.PublicKey), "signed by the consumer's cluster key")
+
+	// Both are what the API server takes, as a GitOps tool applies them.
+	require.NoError(t, consumerEnv.typed.Create(ctx, &tp))
+	require.NoError(t, providerEnv.typed.Create(ctx, &ac))
+	t.Cleanup(func() {
+		_ = consumerEnv.typed.Delete(context.Background(), &tp)
+		_ = providerEnv.typed.Delete(context.Background(), &ac)
+	})
+
+	// Made again, the request is the same: what was committed stays valid.
+	again := cli(t, "", "generate", "authorized-consumer", "--kubeconfig", consumerEnv.kubeconfig, "-n", consumerNS, "--cluster-id", "cl-gitops-c",
+		"--remote-cluster-id", "cl-gitops-p").ok(t).stdout
+	assert.Equal(t, docs[1], again)
+}
+
+// TestGeneratePeeringRefuses: the enrolment URL is checked before
+// anything is read, as the consumer's controller checks it.
+func TestGeneratePeeringRefuses(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{"", "http://enrol.provider.example", "https://169.254.169.254", "https://user:pw@enrol.example"} {
+		r := cli(t, "", "generate", "trusted-provider", "--kubeconfig", "/nonexistent", "--enrolment-url", url)
+		assert.Equal(t, exitUsage, r.code, "--enrolment-url %q: %s", url, r.stderr)
+		assert.NotContains(t, r.stderr, "pw@", "the URL's password is never quoted")
+	}
+	r := cli(t, "", "get", "public-key", "--kubeconfig", "/nonexistent", "--key", "tls")
+	assert.Equal(t, exitUsage, r.code)
+}
+
