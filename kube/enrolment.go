@@ -143,4 +143,3 @@ func servingFresh(certPEM []byte, key *keys.PrivateKey, until time.Time) bool {
 	}
 	return enrol.VerifyServingCertificate(block.Bytes, []crypto.PublicKey{key.Public()}, until) == nil
 }
-

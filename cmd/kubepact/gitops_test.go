@@ -90,4 +90,3 @@ func TestGeneratePeeringRefuses(t *testing.T) {
 	r := cli(t, "", "get", "public-key", "--kubeconfig", "/nonexistent", "--key", "tls")
 	assert.Equal(t, exitUsage, r.code)
 }
-
