@@ -154,6 +154,8 @@ var notRun = map[section]struct {
 }{
 	{"README.md", "## Install on your clusters"}:                                 {1, "helm and kubectl on clusters that run Pods; test/helm installs the chart and config/ with the same commands' effects"},
 	{"docs/development.md", "# Developing kubepact"}:                             {5, "the test, benchmark, fuzz and code generation commands themselves; .ci/run runs the tests and fuzzing"},
+	{"docs/gitops.md", "## On the provider"}:                                     {2, "helm on clusters that run Pods, and a placeholder URL; TestPeeringFromGit (controllers) and TestGeneratePeering (cmd/kubepact) run the same steps"},
+	{"docs/gitops.md", "## On the consumer"}:                                     {1, "placeholders (PROVIDER) and a provider that commits; TestPeeringFromGit and TestGeneratePeering run the same steps"},
 	{"docs/install.md", "## Install with Helm"}:                                  {2, "helm on clusters that run Pods; test/helm installs, upgrades and migrates from v0.1.0 with Helm's packages"},
 	{"docs/install.md", "## Image"}:                                              {1, "pushes to a registry or a node's containerd; .ci/run builds the image and checks its index"},
 	{"docs/lifecycle.md", "# Cordon, drain and revoke a tenant"}:                 {2, "placeholders (CONSUMER); cmd/kubepact's lifecycle_test.go runs these commands"},
