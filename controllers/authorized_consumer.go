@@ -29,6 +29,7 @@ import (
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/provider"
 )
 
@@ -86,6 +87,9 @@ func (r *authorizedConsumerReconciler) Reconcile(ctx context.Context, req reconc
 		if err := patchFinalizer(ctx, r.client, &ac, true); err != nil {
 			return reconcile.Result{}, err
 		}
+	}
+	if ac.Spec.Revoked {
+		return reconcile.Result{}, r.revoke(ctx, &ac)
 	}
 	issued, err := r.provider.Enrol(ctx, ac.Name)
 	switch {
@@ -167,6 +171,26 @@ func (r *authorizedConsumerReconciler) setStatus(ctx context.Context, ac *peerin
 		return fmt.Errorf("writing the status of AuthorizedConsumer %s: %w", ac.Name, err)
 	}
 	return nil
+}
+
+// revoke revokes the consumer of ac (provider.Revoke), unless a
+// revocation record is in force already, and says so in its status: not
+// Ready, nothing under way, nothing stalled. Setting spec.revoked back to
+// false does not readmit the consumer: kubepact readmit tenant does, as
+// for any revocation.
+func (r *authorizedConsumerReconciler) revoke(ctx context.Context, ac *peeringv1alpha1.AuthorizedConsumer) error {
+	switch _, err := r.provider.Revocation(ctx, ac.Name); {
+	case errors.Is(err, lifecycle.ErrNotFound):
+		if err := r.provider.Revoke(ctx, ac.Name); err != nil {
+			r.events.Eventf(ac, nil, corev1.EventTypeWarning, contract.ReasonRemoveFailed, "Revoke", "%v", err)
+			return metrics.failed(ctx, authorizedConsumerControllerName, contract.ReasonRemoveFailed, err, true)
+		}
+		r.events.Eventf(ac, nil, corev1.EventTypeNormal, contract.ReasonConsumerRevoked, "Revoke",
+			"the consumer is revoked: its grants are gone, its certificates refused until they expire")
+	case err != nil:
+		return err
+	}
+	return r.setStatus(ctx, ac, kRevoked, contract.ReasonConsumerRevoked, "spec.revoked: the consumer is revoked", nil)
 }
 
 // forget forgets the consumer of ac, being deleted, then lets it go.

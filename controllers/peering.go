@@ -19,6 +19,9 @@ const (
 	// kStalled: it cannot get there until the object (or the other side's)
 	// changes.
 	kStalled
+	// kRevoked: what the object asks is done, and it is not a peering in
+	// force: neither Ready, nor under way, nor stalled.
+	kRevoked
 )
 
 // maxConditionMessage bounds a condition's message, an error's text.

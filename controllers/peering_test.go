@@ -128,8 +128,26 @@ func TestPeeringFromGit(t *testing.T) {
 	require.NoError(t, consumerEnv.client.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(providerID), Name: identity.ControlPlaneName(providerID)}, &id))
 	requireWorks(ctx, t, providerID, consumerID, &id)
 
-	// Deleting the AuthorizedConsumer forgets the consumer: its Tenant and
-	// binding go, then the object.
+	// spec.revoked revokes the consumer: its binding and Tenant go, a
+	// revocation record refuses it, the kubeconfig no longer grants.
+	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(ac), ac))
+	ac.Spec.Revoked = true
+	require.NoError(t, providerEnv.client.Update(ctx, ac))
+	eventually(t, "the AuthorizedConsumer revoked", func() bool {
+		require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(ac), ac))
+		c := condition(ac.Status.Conditions, peeringv1alpha1.ConditionReady)
+		return ac.Status.ObservedGeneration == ac.Generation && c != nil && c.Status == metav1.ConditionFalse && c.Reason == contract.ReasonConsumerRevoked
+	})
+	require.Nil(t, ac.Status.Grant, "a revoked consumer is served no grant")
+	for _, kind := range []string{peeringv1alpha1.ConditionReconciling, peeringv1alpha1.ConditionStalled} {
+		require.Equal(t, metav1.ConditionFalse, condition(ac.Status.Conditions, kind).Status, kind)
+	}
+	_, err = kube.NewRevocations(providerEnv.core).Get(ctx, consumerID)
+	require.NoError(t, err, "a revocation record is in force")
+	require.True(t, apierrors.IsNotFound(providerEnv.client.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(consumerID), Name: consumerID}, &authv1beta1.Tenant{})))
+
+	// Deleting the AuthorizedConsumer forgets the consumer, then the
+	// object goes.
 	require.NoError(t, providerEnv.client.Delete(ctx, ac))
 	eventually(t, "the AuthorizedConsumer gone", func() bool {
 		return apierrors.IsNotFound(providerEnv.client.Get(ctx, client.ObjectKeyFromObject(ac), &peeringv1alpha1.AuthorizedConsumer{}))

@@ -57,6 +57,12 @@ type AuthorizedConsumerSpec struct {
 	// Request is the consumer's enrolment request, as its TrustedProvider's
 	// status shows it, signed by one of PublicKeys.
 	Request EnrolmentRequest `json:"request"`
+	// Revoked revokes the consumer: its grants go, its certificates are
+	// recorded as revoked until they expire, and it is refused until then
+	// (or until an administrator readmits it, kubepact readmit tenant).
+	// Deleting the object only forgets the consumer, which may peer again.
+	// +optional
+	Revoked bool `json:"revoked,omitempty"`
 }
 
 // AuthorizedConsumerStatus is what the provider's controller made of its
