@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubepact/kubepact/clusterid"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
@@ -206,6 +207,15 @@ func checkEndpoint(endpoint Endpoint) error {
 // identity: an error wrapping lifecycle.ErrDrained, or a
 // *lifecycle.RevokedError, when the provider drained or revoked it.
 func admit(ctx context.Context, p ProviderPorts, consumerID string) error {
+	if p.Commitments != nil {
+		c, err := p.Commitments.Commitment(ctx, consumerID)
+		switch {
+		case err != nil:
+			return fmt.Errorf("saidentity: %w", err)
+		case c != nil:
+			return fmt.Errorf("saidentity: %w: %s peers from Git, with its committed cluster keys only", enrol.ErrNotCommitted, consumerID)
+		}
+	}
 	if p.Lifecycle == nil {
 		return nil
 	}

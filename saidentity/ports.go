@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/kubeconfig"
 	"github.com/kubepact/kubepact/rbac"
 	"github.com/kubepact/kubepact/tenant"
@@ -93,6 +94,11 @@ type ProviderPorts struct {
 	// lifecycle record: set it on a provider that also runs the nonce
 	// handshake or the token server.
 	Lifecycle Lifecycle
+	// Commitments, when set, refuse a consumer ID that an
+	// AuthorizedConsumer commits: it peers with its committed cluster keys
+	// only, and a ServiceAccount identity shows none
+	// (enrol.ErrNotCommitted).
+	Commitments enrol.Commitments
 }
 
 // SelfTokenRequester asks a provider's API server for a new token with the

@@ -37,6 +37,7 @@ func serviceAccountProviderPorts(cl *cluster, tokenPolicy bool) saidentity.Provi
 		RBAC:            kube.NewServiceAccountRBAC(cl.client),
 		Lifecycle: lifecycle.Gate{Tenants: kube.NewTenantStore(cl.typed),
 			Revocations: kube.NewLifecyclePorts(cl.client, cl.typed).Revocations},
+		Commitments: kube.NewCommitments(cl.typed),
 	}
 	if tokenPolicy {
 		p.Admission = kube.NewAdmission(cl.client)
