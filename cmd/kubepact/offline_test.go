@@ -270,7 +270,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, "Usage:"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		{[]string{"generate"}, "generate what? One of: tenant, identity, key"},
+		{[]string{"generate"}, "generate what? One of: tenant, identity, authorized-consumer, trusted-provider, peering, key"},
 		{[]string{"generate", "widget"}, `generate: unknown resource "widget"`},
 		{[]string{"verify", "tenant", "t.yaml"}, "--nonce is required"},
 		{[]string{"verify", "tenant", "--nonce", n}, "missing the Tenant file"},
