@@ -26,7 +26,9 @@ import (
 	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/provider"
+	"github.com/kubepact/kubepact/tenant"
 )
 
 // startEnrolmentEndpoint serves the provider's grants over TLS with the
@@ -168,4 +170,42 @@ func mustPEM(t *testing.T, pub crypto.PublicKey) string {
 	b, err := keys.MarshalPublicKey(pub)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestCommitBindsTheHandshake: once an AuthorizedConsumer commits a
+// consumer ID to another cluster key, liqoctl's declarative handshake for
+// that ID is refused with a Warning NotCommitted, before its nonce is
+// spent, and the Tenant gets no status.
+func TestCommitBindsTheHandshake(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	providerID, consumerID := ids(t)
+	keyNS := "liqo-" + consumerID
+	startProvider(t, providerID, tenant.Compatible, nil)
+	startConsumer(t, consumerID, keyNS)
+
+	other, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	own, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	r, err := enrol.NewRequest(nil, providerID, consumerID, other, own)
+	require.NoError(t, err)
+	ac := &peeringv1alpha1.AuthorizedConsumer{
+		ObjectMeta: metav1.ObjectMeta{Name: consumerID},
+		Spec:       peeringv1alpha1.AuthorizedConsumerSpec{ClusterID: consumerID, PublicKeys: []string{mustPEM(t, other.Public())}, Request: r.API()},
+	}
+	require.NoError(t, providerEnv.client.Create(ctx, ac))
+	t.Cleanup(func() { _ = providerEnv.client.Delete(context.Background(), ac) })
+
+	n := requestNonce(ctx, t, consumerID)
+	sig := signNonce(ctx, t, providerID, n)
+	tn := buildTenant(ctx, t, providerID, consumerID, keyNS, n, sig, false)
+	require.NoError(t, providerEnv.client.Create(ctx, tn))
+	waitEvent(ctx, t, providerEnv, tn.Namespace, tn.Name, corev1.EventTypeWarning, contract.ReasonNotCommitted)
+	require.NoError(t, providerEnv.client.Get(ctx, client.ObjectKeyFromObject(tn), tn))
+	require.Nil(t, tn.Status.AuthParams, "no certificate handed out")
+	s := secret(ctx, t, providerEnv, tn.Namespace, nonce.SecretName)
+	e, err := nonce.FromSecret(s)
+	require.NoError(t, err)
+	require.Nil(t, e.Redemption, "the nonce is not spent")
 }
