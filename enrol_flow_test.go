@@ -15,6 +15,7 @@ import (
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/nonce"
 	"github.com/kubepact/kubepact/provider"
+	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -204,4 +205,37 @@ func mustKey(t *testing.T) *keys.PrivateKey {
 	k, err := keys.Generate(nil, keys.Ed25519)
 	require.NoError(t, err)
 	return k
+}
+
+// TestCommittedPolicyBoundsSlices: an AuthorizedConsumer's policy bounds
+// its consumer's ResourceSlices where it is tighter than the provider's
+// bounds, and leaves them alone where it is looser.
+func TestCommittedPolicyBoundsSlices(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, prov := boundedPair(t, resourceslice.Bounds{MaxSlices: 3})
+	r, err := p.consumer.EnrolmentRequest(ctx, providerID, nil)
+	require.NoError(t, err)
+	pub, err := p.consumer.PublicKey(ctx)
+	require.NoError(t, err)
+	ac := authorizedConsumer(t, r, pub)
+	one := int32(1)
+	ac.Spec.Policy = &peeringv1alpha1.ConsumerPolicy{MaxResourceSlices: &one}
+	p.providerCluster.Commitments.Commit(ac)
+
+	acceptNew(t, p, prov, "slice-1")
+	second := replicate(t, p, createSlice(t, p, "slice-2"))
+	b := requireBound(t, p, prov, second, resourceslice.ErrSliceLimit)
+	require.Equal(t, 1, b.Limit, "the policy's bound, tighter than the provider's 3")
+
+	// Looser than the provider's, the policy changes nothing: its 3 hold.
+	ten := int32(10)
+	ac.Spec.Policy.MaxResourceSlices = &ten
+	p.providerCluster.Commitments.Commit(ac)
+	prov = restartedProvider(t, p, resourceslice.Bounds{MaxSlices: 3})
+	acceptNew(t, p, prov, "slice-2")
+	acceptNew(t, p, prov, "slice-3")
+	fourth := replicate(t, p, createSlice(t, p, "slice-4"))
+	b = requireBound(t, p, prov, fourth, resourceslice.ErrSliceLimit)
+	require.Equal(t, 3, b.Limit)
 }

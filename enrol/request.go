@@ -19,6 +19,7 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/keys"
+	"github.com/kubepact/kubepact/resourceslice"
 	"github.com/kubepact/kubepact/tenant"
 )
 
@@ -122,6 +123,31 @@ type Commitment struct {
 	Keys       []crypto.PublicKey
 	CSR        []byte
 	Signature  []byte
+	// Policy bounds what the consumer gets, beside the provider's own
+	// bounds.
+	Policy Policy
+}
+
+// Policy is a commitment's bounds on its consumer's ResourceSlices; nil
+// leaves the provider's bound alone.
+type Policy struct {
+	MaxSlices           *int
+	CertificatesPerHour *int
+}
+
+// Tighten returns b with c's policy applied: each bound the policy sets
+// holds where it is tighter than b's (b as resourceslice.Bounds.WithDefaults
+// returns it: a negative count is no bound).
+func (p Policy) Tighten(b resourceslice.Bounds) resourceslice.Bounds {
+	tighter := func(have int, want *int) int {
+		if want == nil || have >= 0 && have <= *want {
+			return have
+		}
+		return *want
+	}
+	b.MaxSlices = tighter(b.MaxSlices, p.MaxSlices)
+	b.CertificatesPerHour = tighter(b.CertificatesPerHour, p.CertificatesPerHour)
+	return b
 }
 
 // Request returns c's request, as made to provider providerID.
@@ -147,7 +173,27 @@ func FromAuthorizedConsumer(ac *peeringv1alpha1.AuthorizedConsumer) (*Commitment
 	if len(req.CSR) == 0 || len(req.CSR) > csr.MaxSize || len(req.Signature) == 0 || len(req.Signature) > tenant.MaxSignatureSize {
 		return nil, fmt.Errorf("%w: spec.request: CSR of %d bytes, signature of %d", ErrMalformed, len(req.CSR), len(req.Signature))
 	}
-	return &Commitment{ConsumerID: ac.Spec.ClusterID, Keys: pubs, CSR: []byte(req.CSR), Signature: bytes.Clone(req.Signature)}, nil
+	c := &Commitment{ConsumerID: ac.Spec.ClusterID, Keys: pubs, CSR: []byte(req.CSR), Signature: bytes.Clone(req.Signature)}
+	if pol := ac.Spec.Policy; pol != nil {
+		count := func(field string, v *int32) (*int, error) {
+			if v == nil {
+				return nil, nil
+			}
+			if *v < 0 {
+				return nil, fmt.Errorf("%w: spec.policy.%s: %d is negative", ErrMalformed, field, *v)
+			}
+			n := int(*v)
+			return &n, nil
+		}
+		var err error
+		if c.Policy.MaxSlices, err = count("maxResourceSlices", pol.MaxResourceSlices); err != nil {
+			return nil, err
+		}
+		if c.Policy.CertificatesPerHour, err = count("resourceSliceCertificatesPerHour", pol.ResourceSliceCertificatesPerHour); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // MaxKeys is how many keys an object of this package commits at most: one,

@@ -75,6 +75,14 @@ func (p *Provider) issueSlice(ctx context.Context, s *authv1beta1.ResourceSlice,
 // no way to restart the provider.
 func (p *Provider) admitSlice(ctx context.Context, s *authv1beta1.ResourceSlice, consumerID string, held *x509.Certificate, req csr.Request, now time.Time) error {
 	bounds := p.opts.SliceBounds.WithDefaults()
+	// A committed consumer's policy holds where it is tighter.
+	c, err := commitment(ctx, p.ports.Commitments, consumerID)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		bounds = c.Policy.Tighten(bounds)
+	}
 	if bounds.MaxSlices < 0 && bounds.RekeyInterval < 0 && bounds.CertificatesPerHour < 0 {
 		return nil
 	}

@@ -57,12 +57,33 @@ type AuthorizedConsumerSpec struct {
 	// Request is the consumer's enrolment request, as its TrustedProvider's
 	// status shows it, signed by one of PublicKeys.
 	Request EnrolmentRequest `json:"request"`
+	// Policy bounds what the consumer gets, beside the provider's own
+	// bounds: the tighter of the two holds.
+	// +optional
+	Policy *ConsumerPolicy `json:"policy,omitempty"`
 	// Revoked revokes the consumer: its grants go, its certificates are
 	// recorded as revoked until they expire, and it is refused until then
 	// (or until an administrator readmits it, kubepact readmit tenant).
 	// Deleting the object only forgets the consumer, which may peer again.
 	// +optional
 	Revoked bool `json:"revoked,omitempty"`
+}
+
+// ConsumerPolicy bounds the ResourceSlices of one committed consumer. An
+// unset field leaves the provider's bound (kubepact-controller
+// --max-slices-per-consumer, --slice-certificates-per-hour) alone; a set
+// one holds where it is tighter.
+type ConsumerPolicy struct {
+	// MaxResourceSlices is how many live ResourceSlices of the consumer
+	// may hold a certificate, the oldest first; 0 refuses every slice.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxResourceSlices *int32 `json:"maxResourceSlices,omitempty"`
+	// ResourceSliceCertificatesPerHour is how many certificates for new
+	// slice requests of the consumer are signed in any hour.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ResourceSliceCertificatesPerHour *int32 `json:"resourceSliceCertificatesPerHour,omitempty"`
 }
 
 // AuthorizedConsumerStatus is what the provider's controller made of its
