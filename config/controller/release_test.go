@@ -181,7 +181,12 @@ func images(doc any) []string {
 	return out
 }
 
-// TestBuilds: the Dockerfile and hack/image.sh build the same binary the
+// binaries are the commands the image holds, each at /NAME: the
+// controller (the entrypoint), the enrolment endpoint and the CLI (the
+// chart's helm test hook runs it).
+var binaries = []string{"kubepact-controller", "kubepact-enrolment", "kubepact"}
+
+// TestBuilds: the Dockerfile and hack/image.sh build the same binaries the
 // same way, with VERSION's version, into the same image.
 func TestBuilds(t *testing.T) {
 	v := version(t)
@@ -192,23 +197,51 @@ func TestBuilds(t *testing.T) {
 		require.Equal(t, v, a[1], "Dockerfile ARG VERSION, VERSION")
 	}
 	for _, want := range []string{
-		"CGO_ENABLED=0", "go build -trimpath", `-ldflags "-s -w -X main.version=${VERSION}"`, "./cmd/kubepact-controller",
 		"org.opencontainers.image.version=$VERSION", "org.opencontainers.image.licenses=Apache-2.0",
-		"\nFROM scratch\n", "/kubepact-controller /kubepact-controller\n", "\nUSER 65532:65532\n", `ENTRYPOINT ["/kubepact-controller"]`,
+		"\nFROM scratch\n", "\nUSER 65532:65532\n", `ENTRYPOINT ["/kubepact-controller"]`,
 	} {
 		require.Contains(t, dockerfile, want, "Dockerfile")
+	}
+	// Each binary is built, stamped and copied alike, and no other.
+	const dockerBuild = `RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \` + "\n" +
+		`	-ldflags "-s -w -X main.version=${VERSION}" \` + "\n" +
+		`	-o /out/%[1]s ./cmd/%[1]s` + "\n"
+	var built, copied []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*-o /out/(\S+) \./cmd/(\S+)$`).FindAllStringSubmatch(dockerfile, -1) {
+		require.Equal(t, m[1], m[2], "Dockerfile: the binary of ./cmd/%s", m[2])
+		built = append(built, m[2])
+	}
+	for _, m := range regexp.MustCompile(`(?m)^COPY --from=build /out/(\S+) (\S+)$`).FindAllStringSubmatch(dockerfile, -1) {
+		require.Equal(t, "/"+m[1], m[2], "Dockerfile: where %s is copied", m[1])
+		copied = append(copied, m[1])
+	}
+	require.Equal(t, binaries, built, "Dockerfile: the commands built")
+	require.Equal(t, binaries, copied, "Dockerfile: the binaries copied")
+	for _, b := range binaries {
+		require.Contains(t, dockerfile, fmt.Sprintf(dockerBuild, b), "Dockerfile: how %s is built", b)
 	}
 
 	script := read(t, "hack/image.sh")
 	for _, want := range []string{
 		`version="$(cat VERSION)"`, `ref="` + image + `:$version"`,
-		"CGO_ENABLED=0", "go build -trimpath", `-ldflags "-s -w -X main.version=$version"`, "./cmd/kubepact-controller",
+		"CGO_ENABLED=0 GOOS=linux GOARCH=\"$arch\" go build -trimpath", `-ldflags "-s -w -X main.version=$version"`,
+		// Every binary built is passed to hack/image, each by its flag.
+		`-binary "$arch=$work/$arch/kubepact-controller"`, `-enrolment "$arch=$work/$arch/kubepact-enrolment"`,
+		`-cli "$arch=$work/$arch/kubepact"`,
 	} {
 		require.Contains(t, script, want, "hack/image.sh")
 	}
+	built = nil
+	for _, m := range regexp.MustCompile(`(?m)^\s*build "\$arch" \./cmd/(\S+) "\$work/\$arch/(\S+)"$`).FindAllStringSubmatch(script, -1) {
+		require.Equal(t, m[1], m[2], "hack/image.sh: the binary of ./cmd/%s", m[1])
+		built = append(built, m[1])
+	}
+	require.Equal(t, binaries, built, "hack/image.sh: the commands built")
+
 	builder := read(t, "hack/image/main.go")
 	for _, want := range []string{
-		`Path = "/kubepact-controller"`, `User = "65532:65532"`, `Licenses = "Apache-2.0"`, `Source   = "https://github.com/kubepact/kubepact"`,
+		`Path = "/kubepact-controller"`, `EnrolmentPath = "/kubepact-enrolment"`, `CLIPath = "/kubepact"`,
+		`User = "65532:65532"`, `Licenses = "Apache-2.0"`, `Source   = "https://github.com/kubepact/kubepact"`,
 	} {
 		require.Contains(t, builder, want, "hack/image/main.go")
 	}

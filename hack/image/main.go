@@ -4,7 +4,7 @@
 // one platform's image. hack/image.sh and CI run it:
 //
 //	go run . build -version V -ref REF -out OUT.tar -binary amd64=FILE -binary arm64=FILE \
-//		[-enrolment amd64=FILE -enrolment arm64=FILE]
+//		[-enrolment amd64=FILE -enrolment arm64=FILE] [-cli amd64=FILE -cli arm64=FILE]
 //	go run . list -archive OUT.tar
 //	go run . extract -archive OUT.tar -platform linux/arm64 -file /kubepact-controller -out FILE
 //
@@ -13,8 +13,9 @@
 // root builds: no base (scratch), one layer holding the static binary at
 // /kubepact-controller, the entrypoint, and with -enrolment the enrolment
 // endpoint's at /kubepact-enrolment (its Deployment names it as its
-// command), run as 65532:65532. Every timestamp is the Unix
-// epoch, so the same binaries always give the same digests.
+// command), with -cli the kubepact CLI at /kubepact (the chart's helm test
+// hook names it as its command), run as 65532:65532. Every timestamp is the
+// Unix epoch, so the same binaries always give the same digests.
 //
 // It is a module of its own, so that the library's users never inherit
 // go-containerregistry.
@@ -53,6 +54,9 @@ const (
 	// EnrolmentPath is where the enrolment endpoint's binary sits
 	// (cmd/kubepact-enrolment), when the image holds it.
 	EnrolmentPath = "/kubepact-enrolment"
+	// CLIPath is where the kubepact CLI's binary sits (cmd/kubepact), when
+	// the image holds it.
+	CLIPath = "/kubepact"
 	// User is the numeric user and group the binary runs as (distroless's
 	// nonroot), so that Pods with runAsNonRoot need no runAsUser.
 	User = "65532:65532"
@@ -70,7 +74,7 @@ const (
 var epoch = time.Unix(0, 0).UTC()
 
 // ErrSpec is returned by Index for a Spec it cannot build from: no binary,
-// no version or name, an architecture Go does not name, or enrolment
+// no version or name, an architecture Go does not name, or enrolment or CLI
 // binaries for other architectures than the controller's.
 var ErrSpec = errors.New("incomplete image spec")
 
@@ -90,6 +94,9 @@ type Spec struct {
 	// Enrolment, when not empty, is kubepact-enrolment's static linux
 	// binary for each GOARCH of Binaries, at EnrolmentPath.
 	Enrolment map[string][]byte
+	// CLI, when not empty, is the kubepact CLI's static linux binary for
+	// each GOARCH of Binaries, at CLIPath.
+	CLI map[string][]byte
 }
 
 // Index returns the OCI index an archive's index.json holds for s: one
@@ -103,17 +110,11 @@ func Index(s Spec) (v1.ImageIndex, error) {
 	case s.Version == "", s.Ref == "":
 		return nil, fmt.Errorf("%w: version and ref are required", ErrSpec)
 	}
-	if len(s.Enrolment) > 0 {
-		for arch := range s.Binaries {
-			if len(s.Enrolment[arch]) == 0 {
-				return nil, fmt.Errorf("%w: no enrolment binary for %q", ErrSpec, arch)
-			}
-		}
-		for arch := range s.Enrolment {
-			if _, ok := s.Binaries[arch]; !ok {
-				return nil, fmt.Errorf("%w: an enrolment binary for %q, which has no controller binary", ErrSpec, arch)
-			}
-		}
+	if err := sameArches(s.Binaries, "enrolment", s.Enrolment); err != nil {
+		return nil, err
+	}
+	if err := sameArches(s.Binaries, "CLI", s.CLI); err != nil {
+		return nil, err
 	}
 	arches := make([]string, 0, len(s.Binaries))
 	for arch := range s.Binaries {
@@ -125,6 +126,9 @@ func Index(s Spec) (v1.ImageIndex, error) {
 		files := []layerFile{{Path, s.Binaries[arch]}}
 		if len(s.Enrolment) > 0 {
 			files = append(files, layerFile{EnrolmentPath, s.Enrolment[arch]})
+		}
+		if len(s.CLI) > 0 {
+			files = append(files, layerFile{CLIPath, s.CLI[arch]})
 		}
 		img, err := image(files, s.Version, arch)
 		if err != nil {
@@ -139,6 +143,25 @@ func Index(s Spec) (v1.ImageIndex, error) {
 		Add:        platforms,
 		Descriptor: v1.Descriptor{Annotations: map[string]string{RefName: s.Ref, containerdName: s.Ref}},
 	}), nil
+}
+
+// sameArches checks that extra, the name binaries when not empty, holds
+// one non-empty binary for each architecture of binaries and no other.
+func sameArches(binaries map[string][]byte, name string, extra map[string][]byte) error {
+	if len(extra) == 0 {
+		return nil
+	}
+	for arch := range binaries {
+		if len(extra[arch]) == 0 {
+			return fmt.Errorf("%w: no %s binary for %q", ErrSpec, name, arch)
+		}
+	}
+	for arch := range extra {
+		if _, ok := binaries[arch]; !ok {
+			return fmt.Errorf("%w: %s binary for %q, which has no controller binary", ErrSpec, name, arch)
+		}
+	}
+	return nil
 }
 
 // layerFile is one binary of the image's layer.
@@ -466,17 +489,21 @@ func run(args []string) error {
 	flags := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	switch args[0] {
 	case "build":
-		s := Spec{Binaries: map[string][]byte{}, Enrolment: map[string][]byte{}}
+		s := Spec{Binaries: map[string][]byte{}, Enrolment: map[string][]byte{}, CLI: map[string][]byte{}}
 		out := flags.String("out", "", "the OCI layout archive to write")
 		flags.StringVar(&s.Version, "version", "", "the images' version label")
 		flags.StringVar(&s.Ref, "ref", "", "the image index's name and tag")
-		var binaries, enrolment []string
+		var binaries, enrolment, cli []string
 		flags.Func("binary", "ARCH=FILE: the static linux binary built for GOARCH ARCH (repeat for each architecture)", func(v string) error {
 			binaries = append(binaries, v)
 			return nil
 		})
 		flags.Func("enrolment", "ARCH=FILE: kubepact-enrolment's static linux binary for GOARCH ARCH, at "+EnrolmentPath+" (repeat for each architecture)", func(v string) error {
 			enrolment = append(enrolment, v)
+			return nil
+		})
+		flags.Func("cli", "ARCH=FILE: the kubepact CLI's static linux binary for GOARCH ARCH, at "+CLIPath+" (repeat for each architecture)", func(v string) error {
+			cli = append(cli, v)
 			return nil
 		})
 		if err := flags.Parse(args[1:]); err != nil {
@@ -486,6 +513,9 @@ func run(args []string) error {
 			return err
 		}
 		if err := readBinaries(s.Enrolment, "enrolment", enrolment); err != nil {
+			return err
+		}
+		if err := readBinaries(s.CLI, "cli", cli); err != nil {
 			return err
 		}
 		if *out == "" {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -362,5 +364,181 @@ func TestIndexRejectsEnrolment(t *testing.T) {
 		if err := run(args); !errors.Is(err, ErrSpec) {
 			t.Errorf("build -enrolment %q: %v, want ErrSpec", e, err)
 		}
+	}
+}
+
+// TestArchiveWithCLI: with -cli, each platform's image holds the kubepact
+// CLI at /kubepact beside the controller and the enrolment endpoint, in the
+// same layer, after them; the controller stays the entrypoint. With -cli
+// alone, the image holds the controller and the CLI.
+func TestArchiveWithCLI(t *testing.T) {
+	for name, tc := range map[string]struct {
+		binaries []string // besides the controller's
+		paths    []string // the layer's files, in order
+		history  string
+	}{
+		"with the enrolment endpoint": {[]string{"enrolment", "cli"}, []string{Path, EnrolmentPath, CLIPath},
+			"hack/image.sh: COPY kubepact-controller /kubepact-controller kubepact-enrolment /kubepact-enrolment kubepact /kubepact"},
+		"alone": {[]string{"cli"}, []string{Path, CLIPath},
+			"hack/image.sh: COPY kubepact-controller /kubepact-controller kubepact /kubepact"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			var args []string
+			for _, arch := range []string{"amd64", "arm64"} {
+				for _, bin := range append([]string{"binary"}, tc.binaries...) {
+					f := filepath.Join(dir, bin+"-"+arch)
+					if err := os.WriteFile(f, []byte("fake "+bin+" "+arch), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					args = append(args, "-"+bin, arch+"="+f)
+				}
+			}
+			archive := filepath.Join(dir, "x.tar")
+			if err := run(append([]string{"build", "-version", "v9.8.7", "-ref", "ghcr.io/kubepact/kubepact-controller:v9.8.7", "-out", archive}, args...)); err != nil {
+				t.Fatal(err)
+			}
+			idx, err := ReadArchive(archive, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			named, _, err := Named(idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, arch := range []string{"amd64", "arm64"} {
+				img, _, err := ImageFor(named, "linux/"+arch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkImage(t, img, arch, []byte("fake binary "+arch))
+				if got := layerPaths(t, img); strings.Join(got, " ") != strings.Join(tc.paths, " ") {
+					t.Errorf("linux/%s: the layer holds %q, want %q", arch, got, tc.paths)
+				}
+				data, h, err := File(img, CLIPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(data) != "fake cli "+arch {
+					t.Errorf("linux/%s: %s holds %q, want the CLI binary", arch, CLIPath, data)
+				}
+				if h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(epoch) {
+					t.Errorf("%s: mode %o, owner %d:%d, time %s; want 755, 0:0, the epoch", CLIPath, h.Mode, h.Uid, h.Gid, h.ModTime)
+				}
+				cf, err := img.ConfigFile()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cf.History[0].CreatedBy != tc.history {
+					t.Errorf("linux/%s: history %q, want %q", arch, cf.History[0].CreatedBy, tc.history)
+				}
+
+				out := filepath.Join(dir, "extracted-"+arch)
+				if err := run([]string{"extract", "-archive", archive, "-platform", "linux/" + arch, "-file", CLIPath, "-out", out}); err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := os.ReadFile(out); string(got) != "fake cli "+arch {
+					t.Errorf("extract -file %s: %q", CLIPath, got)
+				}
+				if st, _ := os.Stat(out); st.Mode().Perm()&0o111 == 0 {
+					t.Errorf("extracted %s: mode %s, want executable", CLIPath, st.Mode())
+				}
+			}
+		})
+	}
+
+	// Without -cli the image holds no /kubepact, and its digest is the one
+	// it had before the option: the same spec with an empty CLI map.
+	spec := Spec{Binaries: map[string][]byte{"amd64": []byte("x")}, Enrolment: map[string][]byte{"amd64": []byte("e")}, Version: "v1", Ref: "x:v1"}
+	plain, err := Index(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, _, err := Named(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _, err := ImageFor(pn, "linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := File(img, CLIPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s in an image built without it: %v", CLIPath, err)
+	}
+	if got := layerPaths(t, img); strings.Join(got, " ") != Path+" "+EnrolmentPath {
+		t.Errorf("an image built without the CLI holds %q", got)
+	}
+	spec.CLI = map[string][]byte{}
+	again, err := Index(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, _ := plain.Digest()
+	d2, _ := again.Digest()
+	if d1 != d2 {
+		t.Errorf("an empty CLI map changed the index's digest: %s, %s", d1, d2)
+	}
+}
+
+// layerPaths lists the paths of img's one layer, in order.
+func layerPaths(t *testing.T, img v1.Image) []string {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var paths []string
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return paths
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, "/"+h.Name)
+	}
+}
+
+func TestIndexRejectsCLI(t *testing.T) {
+	bins := map[string][]byte{"amd64": []byte("x"), "arm64": []byte("y")}
+	for name, cli := range map[string]map[string][]byte{
+		"one architecture missing": {"amd64": []byte("c")},
+		"an empty binary":          {"amd64": []byte("c"), "arm64": nil},
+		"an extra architecture":    {"amd64": []byte("c"), "arm64": []byte("c"), "riscv64": []byte("c")},
+	} {
+		_, err := Index(Spec{Binaries: bins, CLI: cli, Version: "v1", Ref: "x:v1"})
+		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "CLI binary") {
+			t.Errorf("%s: Index: %v, want ErrSpec about the CLI binary", name, err)
+		}
+	}
+	// The CLI's architectures are checked against the controller's, not the
+	// enrolment endpoint's.
+	if _, err := Index(Spec{Binaries: bins, Enrolment: bins, CLI: map[string][]byte{"amd64": []byte("c")}, Version: "v1", Ref: "x:v1"}); !errors.Is(err, ErrSpec) {
+		t.Errorf("a CLI for one of two architectures beside a full enrolment: %v, want ErrSpec", err)
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "bin")
+	if err := os.WriteFile(f, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{{"amd64"}, {"=" + f}, {"amd64="}, {"amd64=" + f, "amd64=" + f}, {"arm64=" + f}} {
+		args := []string{"build", "-out", filepath.Join(dir, "x.tar"), "-version", "v1", "-ref", "x:v1", "-binary", "amd64=" + f}
+		for _, v := range c {
+			args = append(args, "-cli", v)
+		}
+		if err := run(args); !errors.Is(err, ErrSpec) {
+			t.Errorf("build -cli %q: %v, want ErrSpec", c, err)
+		}
+	}
+	if err := run([]string{"build", "-out", filepath.Join(dir, "x.tar"), "-version", "v1", "-ref", "x:v1", "-binary", "amd64=" + f, "-cli", "amd64=" + filepath.Join(dir, "missing")}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("build -cli with a missing file: %v, want fs.ErrNotExist", err)
 	}
 }

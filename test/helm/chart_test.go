@@ -48,6 +48,7 @@ func TestLint(t *testing.T) {
 			"metrics.certSecretName", "kubepact-metrics-cert", "metrics.serviceMonitor.enabled", true,
 			"metrics.prometheusServiceAccount.name", "prometheus-k8s", "metrics.prometheusServiceAccount.namespace", "monitoring",
 			"helmTest.enabled", true, "helmTest.image.repository", "registry.example/kubepact"),
+		"helm test from the controller's image": values("helmTest.enabled", true),
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := lint.All(chartDir, vals, releaseNamespace, false)
@@ -292,6 +293,10 @@ func TestSchemaRefuses(t *testing.T) {
 		{"one enrolment replica", values("enrolment.replicas", 1), "/enrolment/replicas", &kind.Minimum{}},
 		{"no enrolment rate", values("enrolment.rate", 0), "/enrolment/rate", &kind.ExclusiveMinimum{}},
 		{"an unknown enrolment key", values("enrolment.port", 8443), "/enrolment", &kind.AdditionalProperties{}},
+		// The helm test hook's tag is the tag of its own image: with none,
+		// it runs the controller's image, and a tag there would be ignored.
+		{"a helm test tag without its image", values("helmTest.image.tag", "v0.2.0"), "/helmTest/image/repository", &kind.MinLength{}},
+		{"a helm test tag that is no tag", values("helmTest.image.repository", "registry.example/kubepact", "helmTest.image.tag", "v0.2.0 --x"), "/helmTest/image/tag", &kind.Pattern{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { requireRefused(t, ch, schema, tt.vals, tt.where, tt.kind) })
 	}

@@ -109,8 +109,6 @@ func TestClearMessages(t *testing.T) {
 			"metrics.serviceMonitor.enabled=true needs a way for Prometheus to trust the metrics certificate: set metrics.certSecretName"},
 		{"a Prometheus ServiceAccount with no namespace", values("metrics.prometheusServiceAccount.name", "prometheus-k8s"),
 			`metrics.prometheusServiceAccount.name is "prometheus-k8s" but its namespace is empty`},
-		{"a helm test with no CLI image", values("helmTest.enabled", true),
-			"helmTest.enabled=true needs helmTest.image.repository"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rel, err := renderRelease(ch, tt.vals)

@@ -85,11 +85,57 @@ func testHookPod(t *testing.T, rel *release.Release) *corev1.Pod {
 	return pods[0]
 }
 
-// TestHelmTestHook installs the chart with its helm test hook on, and a
-// controller running as the Deployment would, answering a peer. The test
-// clusters run no pods, so the test runs the hook Pod's command itself,
-// kubepact built from this repository, as the hook's ServiceAccount: it
-// passes and lists the peer. The same command as a ServiceAccount without
+// TestHelmTestHookImage: with no other value, the hook runs the CLI the
+// controller's image holds, /kubepact (hack/image.sh and the Dockerfile put
+// it there), from the Deployment's own image: by tag, by digest when one is
+// set, with its pull policy, and following image.repository and image.tag.
+// helmTest.image.repository names another image instead, whose kubepact is
+// on its PATH, at helmTest.image.tag or else image.tag.
+func TestHelmTestHookImage(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t, chartDir)
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	for _, tt := range []struct {
+		name    string
+		vals    []any // besides helmTest.enabled
+		image   string
+		command string
+		policy  corev1.PullPolicy
+	}{
+		{"the controller's image", nil, "ghcr.io/kubepact/kubepact-controller:" + version(t), "/kubepact", ""},
+		{"the controller's image by digest", []any{"image.digest", digest, "image.pullPolicy", "IfNotPresent"},
+			"ghcr.io/kubepact/kubepact-controller@" + digest, "/kubepact", corev1.PullIfNotPresent},
+		{"the controller's image from a mirror", []any{"image.repository", "mirror.example:5000/kubepact-controller", "image.tag", "v9.9.9"},
+			"mirror.example:5000/kubepact-controller:v9.9.9", "/kubepact", ""},
+		{"another image at the chart's tag", []any{"helmTest.image.repository", "registry.example/kubepact", "image.pullPolicy", "Always"},
+			"registry.example/kubepact:" + version(t), "kubepact", ""},
+		{"another image at its tag", []any{"helmTest.image.repository", "registry.example/kubepact", "helmTest.image.tag", "v1.2.3", "image.digest", digest},
+			"registry.example/kubepact:v1.2.3", "kubepact", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rel, err := renderRelease(ch, values(append([]any{"helmTest.enabled", true}, tt.vals...)...))
+			require.NoError(t, err)
+			pod := testHookPod(t, rel)
+			require.Len(t, pod.Spec.Containers, 1)
+			c := pod.Spec.Containers[0]
+			assert.Equal(t, tt.image, c.Image)
+			assert.Equal(t, tt.policy, c.ImagePullPolicy)
+			assert.Equal(t, []string{tt.command, "status", "--timeout=1m"}, c.Command)
+			assert.Empty(t, c.Args)
+			if tt.command == "/kubepact" {
+				d := deploymentOf(t, manifestObjects(t, rel.Manifest))
+				assert.Equal(t, d.Spec.Template.Spec.Containers[0].Image, c.Image, "the Deployment's image")
+			}
+		})
+	}
+}
+
+// TestHelmTestHook installs the chart with its helm test hook on, as it
+// ships (the CLI of the controller's image), and a controller running as
+// the Deployment would, answering a peer. The test clusters run no pods, so
+// the test runs the hook Pod's command itself, kubepact built from this
+// repository, as the hook's ServiceAccount: it passes and lists the peer. The same command as a ServiceAccount without
 // the release's binding fails, so the check reads what it says. The hook's
 // ServiceAccount may list Tenants, Identities and Events and nothing more:
 // no Secret, no Deployment, no write. helm uninstall removes its RBAC.
@@ -102,7 +148,7 @@ func TestHelmTestHook(t *testing.T) {
 	h := newHelm(t, p, releaseNamespace)
 	ch := loadChart(t, chartDir)
 
-	rel, err := h.install(ctx, releaseName, ch, values("helmTest.enabled", true, "helmTest.image.repository", "registry.example/kubepact"))
+	rel, err := h.install(ctx, releaseName, ch, values("helmTest.enabled", true))
 	require.NoError(t, err)
 	require.Equal(t, release.StatusDeployed, rel.Info.Status)
 	requireReleaseObjects(ctx, t, p, rel)
@@ -116,9 +162,9 @@ func TestHelmTestHook(t *testing.T) {
 	assert.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy)
 	require.Len(t, pod.Spec.Containers, 1)
 	c := pod.Spec.Containers[0]
-	assert.Equal(t, "registry.example/kubepact:v0.2.0", c.Image)
+	assert.Equal(t, "ghcr.io/kubepact/kubepact-controller:"+version(t), c.Image, "the controller's image")
 	require.NotEmpty(t, c.Command)
-	require.Equal(t, "kubepact", c.Command[0], "the hook runs the kubepact CLI")
+	require.Equal(t, "/kubepact", c.Command[0], "the hook runs the kubepact CLI of the controller's image")
 	argv := append(append([]string{}, c.Command[1:]...), c.Args...)
 
 	run := func(account string) (string, error) {
