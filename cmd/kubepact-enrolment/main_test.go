@@ -33,7 +33,6 @@ import (
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/clusterid"
-	"github.com/kubepact/kubepact/config/crd"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/enrolhttp"
@@ -86,14 +85,8 @@ func startCluster(t *testing.T) *cluster {
 		require.NoError(t, err)
 	}
 
-	require.NoError(t, kube.InstallCRDs(ctx, c.admin)) // authentication.liqo.io: Tenants
-	crds := c.adminDyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	for _, m := range crd.PeeringManifests() {
-		u := &unstructured.Unstructured{}
-		require.NoError(t, yaml.Unmarshal(m, &u.Object))
-		_, err := crds.Create(ctx, u, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
+	// authentication.liqo.io (Tenants) and peering.kubepact.io
+	require.NoError(t, kube.InstallCRDs(ctx, c.admin))
 	require.EventuallyWithT(t, func(c2 *assert.CollectT) {
 		var list peeringv1alpha1.AuthorizedConsumerList
 		assert.NoError(c2, c.adminPeering.Get().Resource(peeringv1alpha1.AuthorizedConsumerResource).Do(ctx).Into(&list))

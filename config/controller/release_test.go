@@ -575,7 +575,7 @@ func TestEnrolmentManifests(t *testing.T) {
 	var role rbacv1.ClusterRole
 	only(t, objects, "ClusterRole", &role)
 	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"peering.kubepact.io"}, Resources: []string{"authorizedconsumers"},
-		Verbs: []string{"get", "list", "watch"}}}, role.Rules)
+		Verbs: []string{"list", "watch"}}}, role.Rules)
 	var binding rbacv1.ClusterRoleBinding
 	only(t, objects, "ClusterRoleBinding", &binding)
 	require.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
