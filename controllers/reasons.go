@@ -26,39 +26,57 @@ import (
 // the object itself is refused and retrying the same object cannot help.
 // fallback is the reason of any other error, which is transient.
 func reasonOf(err error, fallback string) (string, bool) {
-	var denied *csr.DeniedError
+	if reason, terminal, ok := admissionReason(err); ok {
+		return reason, terminal
+	}
+	return objectReason(err, fallback)
+}
+
+// admissionReason is reasonOf for a refusal of the consumer, whatever its
+// object: its lifecycle, its nonce, its commitment, its privileges, the
+// provider's configuration.
+func admissionReason(err error) (reason string, terminal, ok bool) {
 	switch {
 	case errors.Is(err, lifecycle.ErrRevoked):
-		return contract.ReasonConsumerRevoked, true
+		return contract.ReasonConsumerRevoked, true, true
 	case errors.Is(err, lifecycle.ErrDrained):
-		return contract.ReasonTenantDrained, true
+		return contract.ReasonTenantDrained, true, true
 	case errors.Is(err, lifecycle.ErrTransition):
-		return contract.ReasonTransitionRefused, true
+		return contract.ReasonTransitionRefused, true, true
 	case errors.Is(err, nonce.ErrRedeemed):
-		return contract.ReasonNonceRedeemed, true
+		return contract.ReasonNonceRedeemed, true, true
 	case errors.Is(err, nonce.ErrExpired):
-		return contract.ReasonNonceExpired, true
+		return contract.ReasonNonceExpired, true, true
 	case errors.Is(err, nonce.ErrNotFound), errors.Is(err, nonce.ErrMalformed):
-		return contract.ReasonNonceNotFound, true
+		return contract.ReasonNonceNotFound, true, true
+	case errors.Is(err, rbac.ErrPrivilegedUser):
+		return contract.ReasonPrivilegedUser, true, true
+	case errors.Is(err, lifecycle.ErrIdentityHeld):
+		return contract.ReasonIdentityHeld, true, true
+	case errors.Is(err, enrol.ErrNotCommitted):
+		return contract.ReasonNotCommitted, true, true
+	case errors.Is(err, enrol.ErrBadRequest), errors.Is(err, enrol.ErrMalformed), errors.Is(err, enrol.ErrClusterKeyCSR):
+		return contract.ReasonRequestRejected, true, true
+	case errors.Is(err, provider.ErrNoEndpoint):
+		return contract.ReasonAPIServerURLUnknown, true, true
+	case errors.Is(err, rbac.ErrMissingRole):
+		return contract.ReasonPeerRoleMissing, false, true
+	}
+	return "", false, false
+}
+
+// objectReason is reasonOf for a refusal of the object itself: its
+// signature, its CSR, its Identity, its form.
+func objectReason(err error, fallback string) (string, bool) {
+	var denied *csr.DeniedError
+	switch {
 	case errors.Is(err, tenant.ErrTranscriptMissing), errors.Is(err, tenant.ErrTranscriptMismatch),
 		errors.Is(err, tenant.ErrTranscriptExpired):
 		return contract.ReasonTranscriptRejected, true
 	case errors.Is(err, keys.ErrBadSignature):
 		return contract.ReasonInvalidSignature, true
-	case errors.Is(err, rbac.ErrPrivilegedUser):
-		return contract.ReasonPrivilegedUser, true
-	case errors.Is(err, lifecycle.ErrIdentityHeld):
-		return contract.ReasonIdentityHeld, true
-	case errors.Is(err, enrol.ErrNotCommitted):
-		return contract.ReasonNotCommitted, true
-	case errors.Is(err, enrol.ErrBadRequest), errors.Is(err, enrol.ErrMalformed), errors.Is(err, enrol.ErrClusterKeyCSR):
-		return contract.ReasonRequestRejected, true
-	case errors.Is(err, provider.ErrNoEndpoint):
-		return contract.ReasonAPIServerURLUnknown, true
 	case errors.Is(err, tenant.ErrNotTenantNamespace):
 		return contract.ReasonNotTenantNamespace, true
-	case errors.Is(err, rbac.ErrMissingRole):
-		return contract.ReasonPeerRoleMissing, false
 	case errors.As(err, &denied):
 		return contract.ReasonCSRDenied, true
 	case errors.Is(err, csr.ErrMalformed), errors.Is(err, csr.ErrSignature), errors.Is(err, csr.ErrCommonName),

@@ -17,7 +17,8 @@ import (
 
 // issueSlice returns the certificate of slice s for req, cached under key,
 // as csr.Issue does, but asks the signer for a request it has not signed
-// for s only within Options.SliceBounds (admitSlice): over a bound
+// for s only within Options.SliceBounds, tightened by the policy an
+// AuthorizedConsumer commits for the consumer (admitSlice): over a bound
 // it returns the *resourceslice.BoundError, and nothing is signed or
 // written. The certificate cached for s, for the same request, is returned
 // or re-signed when due whatever the bounds.
@@ -74,14 +75,9 @@ func (p *Provider) issueSlice(ctx context.Context, s *authv1beta1.ResourceSlice,
 // issued: it cannot lose more than one RateWindow's worth, and a peer has
 // no way to restart the provider.
 func (p *Provider) admitSlice(ctx context.Context, s *authv1beta1.ResourceSlice, consumerID string, held *x509.Certificate, req csr.Request, now time.Time) error {
-	bounds := p.opts.SliceBounds.WithDefaults()
-	// A committed consumer's policy holds where it is tighter.
-	c, err := commitment(ctx, p.ports.Commitments, consumerID)
+	bounds, err := p.sliceBounds(ctx, consumerID)
 	if err != nil {
 		return err
-	}
-	if c != nil {
-		bounds = c.Policy.Tighten(bounds)
 	}
 	if bounds.MaxSlices < 0 && bounds.RekeyInterval < 0 && bounds.CertificatesPerHour < 0 {
 		return nil
@@ -119,6 +115,18 @@ func (p *Provider) admitSlice(ctx context.Context, s *authv1beta1.ResourceSlice,
 	}
 	l.add(ledgerEntry{at: now, slice: s.Name, request: request, pending: true})
 	return nil
+}
+
+// sliceBounds returns the bounds on the slices of consumerID: the
+// provider's (Options.SliceBounds, with their defaults), and, where an
+// AuthorizedConsumer commits the consumer, its policy where it is tighter.
+func (p *Provider) sliceBounds(ctx context.Context, consumerID string) (resourceslice.Bounds, error) {
+	bounds := p.opts.SliceBounds.WithDefaults()
+	c, err := commitment(ctx, p.ports.Commitments, consumerID)
+	if err != nil || c == nil {
+		return bounds, err
+	}
+	return c.Policy.Tighten(bounds), nil
 }
 
 // fillLedger adds to l the certificates the provider holds for the live
