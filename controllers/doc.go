@@ -283,6 +283,23 @@
 //     list, watch, create, patch; identities: get, list, watch, and what
 //     the Identity reconciler needs; secrets: create, delete in
 //     ConsumerConfig.KeyNamespace (a Strict consumer's renewal keys).
+//   - AuthorizedConsumer reconciler and the enrolment keeper (provider,
+//     where the peering.kubepact.io CRDs are served and
+//     ProviderConfig.EnrolmentNamespace is set): peering.kubepact.io
+//     authorizedconsumers: get, list, watch, patch (its finalizer);
+//     authorizedconsumers/status: patch; what the Tenant reconciler needs
+//     (it records the committed request as a Tenant, in a tenant namespace
+//     it creates); in EnrolmentNamespace, secrets: get, create, patch
+//     (kube.EnrolmentKeyName, kube.EnrolmentTLSSecretName) and
+//     configmaps: create, patch (kube.EnrolmentPublicKeyRecordName).
+//     Every provider reads authorizedconsumers (get, list, watch), to bind
+//     every flow to the committed keys.
+//   - TrustedProvider reconciler (consumer, where the CRDs are served):
+//     trustedproviders: get, list, watch, patch (its finalizer);
+//     trustedproviders/status: patch; namespaces: create (the provider's
+//     tenant namespace); what the Identity reconciler needs. It contacts
+//     each TrustedProvider's endpoint, an https URL it checks
+//     (enrolhttp.CheckURL).
 //
 // No reconciler writes a role. config/controller ships this RBAC, and a
 // ValidatingAdmissionPolicy that scopes what RBAC cannot (Secret, ConfigMap
