@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"crypto"
-	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -131,14 +130,11 @@ func (e *EnrolmentKeys) EnsureServing(ctx context.Context, rand io.Reader, key *
 	return nil
 }
 
-// servingFresh reports whether certPEM is a serving certificate key issued
-// that is still valid at until.
+// servingFresh reports whether certPEM is a serving certificate that key
+// issued and that is still valid at until.
 func servingFresh(certPEM []byte, key *keys.PrivateKey, until time.Time) bool {
 	block, _ := pem.Decode(certPEM)
 	if block == nil {
-		return false
-	}
-	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
 		return false
 	}
 	return enrol.VerifyServingCertificate(block.Bytes, []crypto.PublicKey{key.Public()}, until) == nil
