@@ -83,6 +83,14 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // anything new. Nothing stored is trusted on the way: the status is rebuilt
 // from a certificate checked against the verified CSR (see csr.Issue).
 //
+// Where an AuthorizedConsumer commits the consumer ID (Core.Commitments),
+// a Tenant of a key it does not list is refused before the nonce is
+// redeemed (enrol.ErrNotCommitted), whatever flow sent it, and so is
+// every Tenant of the ID while the commitment cannot be read or parsed.
+// The Tenant of the committed request itself (Enrol records it) is
+// verified by that request, with the committed keys, and redeems no
+// nonce: it was never issued one.
+//
 // The Tenant's condition is the provider's (see Cordon, Drain): Accept
 // neither writes it nor lets it change what is verified, and before anything
 // else it refuses a consumer whose stored Tenant is drained

@@ -87,7 +87,11 @@ type CachedRecords struct {
 //   - the cached nonce was redeemed by t's digest and key, and t verifies
 //     against it, under the current Policy and as of its redemption, as
 //     Accept verifies it: a spec changed since, or a Policy made stricter,
-//     goes through Accept;
+//     goes through Accept; or t is the committed request of the cached
+//     AuthorizedConsumer of its consumer, and verifies by it;
+//   - where an AuthorizedConsumer commits the consumer ID, it lists t's
+//     key (recs.Commitments, required when the provider reads
+//     commitments);
 //   - the certificate record (csr.CacheKey{ConsumerID}) holds t's CSR and
 //     the certificate of t's status, which is still fresh (csr.Cached): a
 //     certificate due for re-signing goes through Accept;
