@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"fmt"
 
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/enrol"
@@ -67,4 +68,13 @@ func (c *Consumer) PublicKey(ctx context.Context) (crypto.PublicKey, error) {
 		return nil, err
 	}
 	return k.Public(), nil
+}
+
+// HeldIdentity returns the ControlPlane Identity this consumer holds for
+// providerID, nil when it holds none.
+func (c *Consumer) HeldIdentity(ctx context.Context, providerID string) (*authv1beta1.Identity, error) {
+	if err := clusterid.Validate(providerID); err != nil {
+		return nil, err
+	}
+	return c.controlPlaneHeld(ctx, providerID)
 }

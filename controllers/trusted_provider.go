@@ -30,7 +30,7 @@ import (
 const trustedProviderControllerName = "kubepact-trusted-provider"
 
 // How often a TrustedProvider comes back: while the provider has no grant
-// for it, and once peered, to follow a grant re-signed.
+// for it, and once peered, to see that the identity is still held.
 const (
 	notAuthorizedPoll = 30 * time.Second
 	grantPoll         = 10 * time.Minute
@@ -115,6 +115,18 @@ func (r *trustedProviderReconciler) peer(ctx context.Context, tp *peeringv1alpha
 	}
 	api := req.API()
 	tp.Status.ConsumerID, tp.Status.PublicKey, tp.Status.Request = r.consumer.ClusterID(), string(pubPEM), &api
+
+	// Once a grant is applied, the identity is renewed through itself
+	// (the renewal reconciler): a grant fetched again would only hand back
+	// the first certificate. An Identity held from the pinned CA is that.
+	held, err := r.consumer.HeldIdentity(ctx, tp.Name)
+	if err != nil {
+		return r.failed(ctx, tp, set, err)
+	}
+	if held != nil && held.Status.KubeconfigSecretRef != nil && enrol.CheckCAPin(held.Spec.AuthParams.CA, tp.Spec.CASHA256) == nil {
+		set(kReady, contract.ReasonPeered, "the identity is held and renewed through itself")
+		return reconcile.Result{RequeueAfter: grantPoll}, nil
+	}
 
 	grant, err := r.fetch(ctx, tp.Spec.Endpoint, enrolmentKeys, req)
 	switch {
