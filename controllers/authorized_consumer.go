@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -111,9 +112,15 @@ func (r *authorizedConsumerReconciler) Reconcile(ctx context.Context, req reconc
 	return renewalResult(issued, r.clock.Now()), nil
 }
 
+// stalledRecheck is when a Stalled AuthorizedConsumer is looked at again:
+// what stalled it may lie outside the object (a certificate of another key
+// that expires, a privilege an administrator takes back, a revocation
+// record that ends).
+const stalledRecheck = 5 * time.Minute
+
 // refused records that Enrol refused ac's consumer with err: an Event,
-// and the object Stalled for a refusal no retry ends, Reconciling
-// otherwise.
+// and the object Stalled for a refusal no retry of the same facts ends
+// (looked at again after stalledRecheck), Reconciling otherwise.
 func (r *authorizedConsumerReconciler) refused(ctx context.Context, ac *peeringv1alpha1.AuthorizedConsumer, err error) (reconcile.Result, error) {
 	reason, terminal := reasonOf(err, contract.ReasonAcceptFailed)
 	r.events.Eventf(ac, nil, corev1.EventTypeWarning, reason, "Enrol", "%v", err)
@@ -123,6 +130,9 @@ func (r *authorizedConsumerReconciler) refused(ctx context.Context, ac *peeringv
 	}
 	if serr := r.setStatus(ctx, ac, state, reason, err.Error(), nil); serr != nil {
 		return reconcile.Result{}, serr
+	}
+	if terminal {
+		return reconcile.Result{RequeueAfter: stalledRecheck}, metrics.failed(ctx, authorizedConsumerControllerName, reason, err, false)
 	}
 	return reconcile.Result{}, metrics.failed(ctx, authorizedConsumerControllerName, reason, err, retried(err, reason, contract.ReasonAcceptFailed, terminal))
 }

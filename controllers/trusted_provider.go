@@ -159,13 +159,15 @@ func (r *trustedProviderReconciler) peer(ctx context.Context, tp *peeringv1alpha
 }
 
 // failed records a step of the consumer's that failed with err: Stalled
-// for a refusal no retry ends, else Reconciling, retried.
+// for a refusal no retry of the same answer ends (looked at again after
+// grantPoll), else Reconciling, retried.
 func (r *trustedProviderReconciler) failed(ctx context.Context, tp *peeringv1alpha1.TrustedProvider, set func(kstate, string, string), err error) (reconcile.Result, error) {
 	reason, terminal := reasonOf(err, contract.ReasonApplyFailed)
 	r.events.Eventf(tp, nil, corev1.EventTypeWarning, reason, "Peer", "%v", err)
 	if terminal {
+		// Looked at again: the provider may fix what it hands out.
 		set(kStalled, reason, err.Error())
-		return reconcile.Result{}, nil
+		return reconcile.Result{RequeueAfter: grantPoll}, nil
 	}
 	set(kReconciling, reason, err.Error())
 	return reconcile.Result{}, metrics.failed(ctx, trustedProviderControllerName, reason, err, true)
