@@ -41,8 +41,33 @@ type Limits struct {
 type Handler struct {
 	grants  Grants
 	limits  Limits
+	refused func(client, consumerID, why string)
 	mu      sync.Mutex
 	clients map[string]*clientLimit
+}
+
+// Why a request was not authorized, as the handler records it (WithLog);
+// the caller is told none of it.
+const (
+	WhyNoGrant    = "no grant served for this consumer ID: none is committed, or it is not Ready"
+	WhyOtherCSR   = "the grant is for another CSR than the request names"
+	WhyNotAGrant  = "not a GET of a grant"
+	WhyRateLimits = "over the client's rate limit"
+)
+
+// WithLog makes h record, through refused, why it answered a request with
+// anything but a grant: the client's address, the consumer ID asked for
+// (empty when the path names none) and one of the Why reasons. It returns
+// h.
+func (h *Handler) WithLog(refused func(client, consumerID, why string)) *Handler {
+	h.refused = refused
+	return h
+}
+
+func (h *Handler) record(r *http.Request, consumerID, why string) {
+	if h.refused != nil {
+		h.refused(r.RemoteAddr, consumerID, why)
+	}
 }
 
 type clientLimit struct {
@@ -71,11 +96,13 @@ var unknown = &peeringv1alpha1.Grant{CSRSHA256: strings.Repeat("0", 64)}
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if !h.allow(r.RemoteAddr) {
+		h.record(r, "", WhyRateLimits)
 		http.Error(w, "too many requests", http.StatusTooManyRequests)
 		return
 	}
 	id, ok := strings.CutPrefix(r.URL.Path, GrantsPath)
 	if r.Method != http.MethodGet || !ok || id == "" || strings.Contains(id, "/") {
+		h.record(r, "", WhyNotAGrant)
 		notAuthorized(w)
 		return
 	}
@@ -86,6 +113,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	match := subtle.ConstantTimeCompare([]byte(g.CSRSHA256), []byte(r.URL.Query().Get(CSRParam))) == 1
 	if !found || !match {
+		why := WhyNoGrant
+		if found {
+			why = WhyOtherCSR
+		}
+		h.record(r, id, why)
 		notAuthorized(w)
 		return
 	}

@@ -203,7 +203,11 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	if listening != nil {
 		listening(ln.Addr())
 	}
-	grants := enrolhttp.NewHandler(servedGrants(informer.GetStore()), enrolhttp.Limits{PerClient: rate.Limit(o.rate), Burst: o.burst})
+	grants := enrolhttp.NewHandler(servedGrants(informer.GetStore()), enrolhttp.Limits{PerClient: rate.Limit(o.rate), Burst: o.burst}).
+		WithLog(func(client, consumerID, why string) {
+			// What the caller is not told, for the provider's readers.
+			logger.Info("not authorized", "client", client, "consumer", consumerID, "why", why)
+		})
 	srv := newServer(routes(grants, informer.HasSynced, pair.loaded), pair, logger)
 
 	informerCtx, stopInformer := context.WithCancel(ctx)
