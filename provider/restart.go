@@ -177,11 +177,13 @@ func (p *Provider) cachedFacts(ctx context.Context, in incoming, t *authv1beta1.
 	_, f.Admission = lifecycle.Admit(ctx, storedOnly{t}, recs.Revocations, in.consumerID, now)
 	f.Verification = errChanged
 	f.Commitment, f.Commitments = commitment(ctx, recs.Commitments, in.consumerID)
-	// The committed request verifies its own Tenant (Provider.enrolled); any other
-	// Tenant verifies against the nonce it redeemed.
-	if e, ok := recs.Nonces.Peek(ctx, in.consumerID); !p.enrolled(f) && ok && e.Redemption != nil &&
-		bytes.Equal(e.Redemption.By, in.digest) && e.Redemption.Key == keys.Fingerprint(in.key) {
-		f.Verified, f.Verification = tenant.Verify(in.tenant, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: e.Redemption.At})
+	// The committed request verifies its own Tenant (Provider.enrolled); any
+	// other Tenant verifies against the nonce it redeemed.
+	if !p.enrolled(f) {
+		if e, ok := recs.Nonces.Peek(ctx, in.consumerID); ok && e.Redemption != nil &&
+			bytes.Equal(e.Redemption.By, in.digest) && e.Redemption.Key == keys.Fingerprint(in.key) {
+			f.Verified, f.Verification = tenant.Verify(in.tenant, e.Nonce, &tenant.VerifyOptions{ProviderID: p.id, Policy: p.opts.Policy, Now: e.Redemption.At})
+		}
 	}
 	if entry, err := recs.Certificates.Get(ctx, csr.CacheKey{ConsumerID: in.consumerID}); err == nil {
 		f.Certificate = &entry
