@@ -361,7 +361,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config, stdout, stderr io
 	if err := o.ensureClusterID(ctx, client, log); err != nil {
 		return err
 	}
-	mgr, err := o.newManager(ctx, cfg, log)
+	mgr, err := o.newManager(ctx, cfg, client, log)
 	if err != nil {
 		return err
 	}
@@ -422,9 +422,14 @@ func (o *options) ensureClusterID(ctx context.Context, client kubernetes.Interfa
 }
 
 // newManager builds the controller-runtime manager: kubepact's scheme and
-// cache, the metrics server, the probes and leader election.
-func (o *options) newManager(ctx context.Context, cfg *rest.Config, log logr.Logger) (manager.Manager, error) {
+// cache, the metrics server, the probes and leader election. Its cache
+// reads Secrets only where the controller works (secretScope).
+func (o *options) newManager(ctx context.Context, cfg *rest.Config, client kubernetes.Interface, log logr.Logger) (manager.Manager, error) {
 	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	scope, err := controllers.NewSecretScope(ctx, client, o.secretNamespaces()...)
 	if err != nil {
 		return nil, err
 	}
@@ -432,6 +437,7 @@ func (o *options) newManager(ctx context.Context, cfg *rest.Config, log logr.Log
 		Scheme:                        scheme,
 		Logger:                        withQuietStop(ctx, log),
 		Cache:                         controllers.CacheOptions(),
+		NewCache:                      scope.NewCache,
 		Metrics:                       o.metricsServer(),
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
@@ -457,6 +463,24 @@ func (o *options) newManager(ctx context.Context, cfg *rest.Config, log logr.Log
 		managerCreated(mgr)
 	}
 	return mgr, nil
+}
+
+// enrolmentNS is where a provider keeps its enrolment key and the
+// endpoint's certificate: --enrolment-namespace, else the pod's, else the
+// Lease's.
+func (o *options) enrolmentNS() string {
+	return cmp.Or(o.enrolmentNamespace, podNamespace(), o.leaderElectionNamespace)
+}
+
+// secretNamespaces are the namespaces besides the tenant namespaces where
+// the controller reads Secrets: the key namespace, and a provider's
+// enrolment namespace.
+func (o *options) secretNamespaces() []string {
+	ns := []string{o.keyNamespace}
+	if slices.Contains(o.roles, "provider") && o.enrolmentNS() != "" && o.enrolmentNS() != o.keyNamespace {
+		ns = append(ns, o.enrolmentNS())
+	}
+	return ns
 }
 
 // setupProvider adds the provider role to mgr: its reconcilers, and its
@@ -520,7 +544,7 @@ func (o *options) providerConfig(ctx context.Context, cfg *rest.Config, client k
 		CertificateLifetime: o.lifetime,
 		Workers:             o.workers,
 		TenantPodSecurity:   o.tenantPodSecurity,
-		EnrolmentNamespace:  cmp.Or(o.enrolmentNamespace, podNamespace(), o.leaderElectionNamespace),
+		EnrolmentNamespace:  o.enrolmentNS(),
 	}
 	if o.policy == "strict" {
 		pc.Policy = tenant.Strict
