@@ -306,13 +306,20 @@
 // and binding namespaces, binding subjects, pod-security labels, CSR
 // approvals); SECURITY.md lists its rules.
 //
-// With CacheOptions, the manager caches only ConfigMaps labelled
-// kubepact.io/revocation (the revocation records the Tenant reconciler
-// watches; a record written by hand without the label is still honoured,
-// but deleting it requeues nothing) and Secrets labelled
-// liqo.io/remote-cluster-id, so list and watch on secrets may be limited to
-// that label's objects by an admission policy; RBAC itself cannot scope
-// list by label.
+// With CacheOptions, the manager caches only ConfigMaps named
+// kubepact-revocation (the revocation records the Tenant reconciler
+// watches) and Secrets labelled liqo.io/remote-cluster-id.
+//
+// Where Secrets are read ("secrets: get, list, watch" above) is the tenant
+// namespaces, the key namespace and the enrolment namespace, and a
+// manager whose cache is a SecretScope's (manager.Options.NewCache, as
+// kubepact-controller builds it) reads them there alone: it binds the
+// ClusterRole SecretReaderRole to its own subject in each such namespace
+// as it appears, and watches each apart. Its credentials then need no read
+// of Secrets cluster-wide: create, update, patch and delete of secrets,
+// and bind on the ClusterRole SecretReaderRole, which grants get, list and
+// watch of secrets; selfsubjectaccessreviews and selfsubjectreviews:
+// create (granted to every authenticated user).
 //
 // # Concurrency
 //

@@ -365,7 +365,8 @@ func setupTenantReconciler(mgr manager.Manager, tr *tenantReconciler, workers in
 // clients returns the clients the steps' adapters use, over mgr's
 // configuration, HTTP client, scheme and REST mapper: a clientset and an
 // uncached controller-runtime client, since the steps decide on what they
-// read.
+// read; with a SecretScope's cache, each waits until a namespace's
+// Secrets may be read before it reads them (scopedClients).
 func clients(mgr manager.Manager) (kubernetes.Interface, client.Client, error) {
 	cs, err := kube.NewClientset(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
@@ -377,7 +378,8 @@ func clients(mgr manager.Manager) (kubernetes.Interface, client.Client, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("controllers: %w", err)
 	}
-	return cs, c, nil
+	scoped, c := scopedClients(mgr, cs, c)
+	return scoped, c, nil
 }
 
 // hasLabel admits objects carrying the label key, whatever its value.

@@ -677,6 +677,7 @@ type auditRequest struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		APIGroup    string `json:"apiGroup"`
+		Namespace   string `json:"namespace"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`

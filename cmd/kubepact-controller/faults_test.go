@@ -270,9 +270,14 @@ const (
 )
 
 // informerOf names the informer that made the list r of resource res: the
-// resource, and its field selector when it has one (the readiness check
-// watches each peer ClusterRole by name, one informer each).
+// resource, its namespace when it lists one (the Secrets are watched one
+// namespace at a time), and its field selector when it has one (the
+// readiness check watches each peer ClusterRole by name, one informer
+// each).
 func informerOf(r auditRequest, res string) string {
+	if ns := r.ObjectRef.Namespace; ns != "" {
+		res = ns + "/" + res // one informer per namespace (Secrets: controllers.SecretScope)
+	}
 	u, err := url.Parse(r.RequestURI)
 	if err != nil {
 		return res

@@ -203,7 +203,7 @@ func TestServiceAccountCannotEscalate(t *testing.T) {
 		_, err = sa.CoreV1().Secrets(tenantNS).Create(ctx, s, metav1.CreateOptions{})
 		refused(t, err)
 		// Nor by turning an allowed Secret into one.
-		allowed, err := sa.CoreV1().Secrets(tenantNS).Get(ctx, "allowed", metav1.GetOptions{})
+		allowed, err := admin.CoreV1().Secrets(tenantNS).Get(ctx, "allowed", metav1.GetOptions{})
 		require.NoError(t, err)
 		allowed.Type = corev1.SecretTypeServiceAccountToken
 		_, err = sa.CoreV1().Secrets(tenantNS).Update(ctx, allowed, metav1.UpdateOptions{})
