@@ -62,6 +62,29 @@ type cluster struct {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
+	c := newCluster(t)
+	ctx := t.Context()
+
+	// The ClusterRole exactly as shipped, bound to the ServiceAccount.
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "enrolment", "rbac", "cluster_role.yaml"))
+	require.NoError(t, err)
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.UnmarshalStrict(data, &role))
+	_, err = c.adminKube.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.adminKube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kubepact-system", Name: "kubepact-enrolment"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return c
+}
+
+// newCluster is a cluster with the CRDs installed and the clients, but no
+// RBAC for the ServiceAccount.
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
 	tc := testcluster.StartT(t)
 	ctx := t.Context()
 	c := &cluster{tc: tc, admin: tc.AdminConfig()}
@@ -91,20 +114,6 @@ func startCluster(t *testing.T) *cluster {
 		var list peeringv1alpha1.AuthorizedConsumerList
 		assert.NoError(c2, c.adminPeering.Get().Resource(peeringv1alpha1.AuthorizedConsumerResource).Do(ctx).Into(&list))
 	}, 30*time.Second, 100*time.Millisecond, "authorizedconsumers served")
-
-	// The ClusterRole exactly as shipped, bound to the ServiceAccount.
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "enrolment", "rbac", "cluster_role.yaml"))
-	require.NoError(t, err)
-	var role rbacv1.ClusterRole
-	require.NoError(t, yaml.UnmarshalStrict(data, &role))
-	_, err = c.adminKube.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = c.adminKube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kubepact-system", Name: "kubepact-enrolment"}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	return c
 }
 
@@ -408,11 +417,7 @@ func TestEndpoint(t *testing.T) {
 // exits 0 and a bad flag 2.
 func testBinary(t *testing.T, cl *cluster, client *enrolhttp.Client, r *enrol.Request, args ...string) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "kubepact-enrolment")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = testenv.New(t, testenv.Options{Go: true})
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := buildBinary(t)
 
 	kc, err := clientcmd.Load(cl.tc.AdminKubeconfig())
 	require.NoError(t, err)
@@ -470,6 +475,17 @@ func testBinary(t *testing.T, cl *cluster, client *enrolhttp.Client, r *enrol.Re
 	case <-time.After(20 * time.Second):
 		t.Fatal("no exit 20s after SIGTERM")
 	}
+}
+
+// buildBinary builds kubepact-enrolment and returns its path.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kubepact-enrolment")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = testenv.New(t, testenv.Options{Go: true})
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
 }
 
 func mustPublicPEM(t *testing.T, k *keys.PrivateKey) string {
