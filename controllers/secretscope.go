@@ -180,19 +180,23 @@ func (c *scopedCache) Start(ctx context.Context) error {
 	c.ctx = ctx
 	close(c.started)
 	c.mu.Unlock()
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- c.Cache.Start(ctx) }()
-	go c.follow(ctx)
+	go func() {
+		if err := c.follow(ctx); err != nil {
+			done <- err
+		}
+	}()
 	return <-done
 }
 
-// follow watches the namespaces' metadata (the manager's cache of it).
-func (c *scopedCache) follow(ctx context.Context) {
-	log := logf.FromContext(ctx).WithName("secret-scope")
+// follow watches the namespaces' metadata (the manager's cache of it), and
+// the controller's bindings. Without them no Secret could be read: an
+// error ends Start.
+func (c *scopedCache) follow(ctx context.Context) error {
 	inf, err := c.Cache.GetInformer(ctx, namespaceMetadata())
 	if err != nil {
-		log.Error(err, "following the namespaces: no Secret is read")
-		return
+		return fmt.Errorf("controllers: following the namespaces: %w", err)
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.seen,
@@ -200,12 +204,12 @@ func (c *scopedCache) follow(ctx context.Context) {
 		DeleteFunc: c.gone,
 	})
 	if err != nil {
-		log.Error(err, "following the namespaces: no Secret is read")
-		return
+		return fmt.Errorf("controllers: following the namespaces: %w", err)
 	}
-	if toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		close(c.following)
+	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return nil // stopped
 	}
+	close(c.following)
 	// A binding taken back or changed is made again: a watch outlives
 	// the binding it started under, but not its next relist.
 	bindings, err := c.Cache.GetInformer(ctx, &rbacv1.RoleBinding{})
@@ -220,8 +224,9 @@ func (c *scopedCache) follow(ctx context.Context) {
 		})
 	}
 	if err != nil {
-		log.Error(err, "following the controller's bindings")
+		return fmt.Errorf("controllers: following the controller's bindings: %w", err)
 	}
+	return nil
 }
 
 // rebind binds SecretReaderRole again in the namespace of o, the
