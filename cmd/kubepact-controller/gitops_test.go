@@ -33,7 +33,23 @@ func TestPeeringFromGitAsShipped(t *testing.T) {
 	a, b := peer{providerEnv, "ctl-gitops-p"}, peer{consumerEnv, "ctl-gitops-c"}
 	startCurrent(ctx, t, a)
 	startCurrent(ctx, t, b)
+	_, ac, tp := peerFromGit(ctx, t, a, b, enrolhttp.Limits{PerClient: 100, Burst: 100})
+	requireControlPlaneWorks(ctx, t, a, b)
 
+	require.NoError(t, a.typed.Delete(ctx, ac))
+	require.NoError(t, b.typed.Delete(ctx, tp))
+	waitFor(t, "both objects gone, through their controllers", func() bool {
+		return apierrors.IsNotFound(a.typed.Get(ctx, client.ObjectKeyFromObject(ac), &peeringv1alpha1.AuthorizedConsumer{})) &&
+			apierrors.IsNotFound(b.typed.Get(ctx, client.ObjectKeyFromObject(tp), &peeringv1alpha1.TrustedProvider{}))
+	})
+}
+
+// peerFromGit serves a's enrolment endpoint as kubepact-enrolment serves
+// it (its lookup, the certificate a's controller keeps, limits), commits
+// a TrustedProvider on b and an AuthorizedConsumer on a, and waits until
+// both are Ready.
+func peerFromGit(ctx context.Context, t *testing.T, a, b peer, limits enrolhttp.Limits) (*httptest.Server, *peeringv1alpha1.AuthorizedConsumer, *peeringv1alpha1.TrustedProvider) {
+	t.Helper()
 	// The endpoint, as kubepact-enrolment serves it, with the certificate
 	// the provider's controller keeps.
 	var serving *corev1.Secret
@@ -51,7 +67,7 @@ func TestPeeringFromGitAsShipped(t *testing.T) {
 			return nil
 		}
 		return ac.Status.Grant
-	}, enrolhttp.Limits{PerClient: 100, Burst: 100}))
+	}, limits))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -89,12 +105,5 @@ func TestPeeringFromGitAsShipped(t *testing.T) {
 		require.NoError(t, b.typed.Get(ctx, client.ObjectKeyFromObject(tp), tp))
 		return meta.IsStatusConditionTrue(tp.Status.Conditions, peeringv1alpha1.ConditionReady)
 	})
-	requireControlPlaneWorks(ctx, t, a, b)
-
-	require.NoError(t, a.typed.Delete(ctx, ac))
-	require.NoError(t, b.typed.Delete(ctx, tp))
-	waitFor(t, "both objects gone, through their controllers", func() bool {
-		return apierrors.IsNotFound(a.typed.Get(ctx, client.ObjectKeyFromObject(ac), &peeringv1alpha1.AuthorizedConsumer{})) &&
-			apierrors.IsNotFound(b.typed.Get(ctx, client.ObjectKeyFromObject(tp), &peeringv1alpha1.TrustedProvider{}))
-	})
+	return srv, ac, tp
 }
