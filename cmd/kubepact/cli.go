@@ -61,7 +61,7 @@ var commands = []command{
   # The provider is gone for good: clean up the consumer only
   kubepact unauthenticate --force --remote-cluster-id cl-provider`, unauthenticateCommand},
 	{"status", "[flags]",
-		"Show the cluster's peers: role, condition, certificate expiry and last error",
+		"Show the cluster's peers: role, condition, GitOps state, certificate expiry and last error",
 		`  kubepact status
   kubepact status --context provider -o json`, statusCommand},
 	{"version", "[flags]",

@@ -326,11 +326,11 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	// status: one table of peers, on each side.
 	r, err = cliErr(t, nil, "status", "--kubeconfig", consumerEnv.kubeconfig)
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^PEER\s+ROLE\s+CONDITION\s+CERTIFICATE EXPIRES\s+LAST ERROR$`, r.stdout)
-	assert.Regexp(t, `(?m)^`+providerID+`\s+provider\s+Ready\s+\d{4}-\S+\s+-$`, r.stdout)
+	assert.Regexp(t, `(?m)^PEER\s+ROLE\s+CONDITION\s+GITOPS\s+CERTIFICATE EXPIRES\s+LAST ERROR$`, r.stdout)
+	assert.Regexp(t, `(?m)^`+providerID+`\s+provider\s+Ready\s+-\s+\d{4}-\S+\s+-$`, r.stdout)
 	r, err = cliErr(t, nil, "status", "--kubeconfig", providerEnv.kubeconfig)
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^`+consumerID+`\s+consumer\s+Active\s+\d{4}-\S+\s+-$`, r.stdout)
+	assert.Regexp(t, `(?m)^`+consumerID+`\s+consumer\s+Active\s+-\s+\d{4}-\S+\s+-$`, r.stdout)
 
 	// An unknown provider for --force: nothing changes, and it says so.
 	_, err = cliErr(t, nil, "unauthenticate", "--force", "--kubeconfig", consumerEnv.kubeconfig, "-n", ns, "--remote-cluster-id", "cl-unknown-provider")
@@ -385,7 +385,7 @@ func testAuthenticateThroughControllers(t *testing.T, policy tenant.Policy) {
 	t.Logf("a revoked consumer refused in %s", time.Since(start).Round(time.Millisecond))
 	r, err = cliErr(t, nil, "status", "--kubeconfig", providerEnv.kubeconfig)
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^`+consumerID+`\s+consumer\s+Pending\s+-\s+ConsumerRevoked: `, r.stdout, "the last error of the peer")
+	assert.Regexp(t, `(?m)^`+consumerID+`\s+consumer\s+Pending\s+-\s+-\s+ConsumerRevoked: `, r.stdout, "the last error of the peer")
 
 	// The consumer's controller stopped: authenticate refuses again, before writing.
 	stopConsumer()

@@ -15,7 +15,7 @@
 //
 //	authenticate                     both clusters reachable: the local cluster (--kubeconfig) consumes the remote one (--remote-kubeconfig), through their controllers
 //	unauthenticate                   both clusters reachable: remove what authenticate created
-//	status                           anyone: the cluster's peers, their role, condition, certificate expiry and last error
+//	status                           anyone: the cluster's peers, their role, condition, GitOps state, certificate expiry and last error
 //	version                          anyone: the CLI's version and its controller's
 //	install roles                    provider: install the ClusterRoles consumers are bound to, once, where neither Liqo nor config/ did
 //	create nonce                     provider: issue the nonce a consumer must sign
@@ -283,10 +283,10 @@
 //
 //	apiVersion: cli.kubepact.io/v1
 //	kind: Status
-//	peers:                         # consumers (Tenants here) first, then providers (Identities here)
+//	peers:                         # consumers (Tenants or AuthorizedConsumers here) first, then providers (Identities or TrustedProviders here)
 //	- clusterID: cl-provider
 //	  role: provider               # or consumer
-//	  object: {kind: Identity, namespace: liqo-tenant-cl-provider, name: ...}
+//	  object: {kind: Identity, namespace: liqo-tenant-cl-provider, name: ...}  # absent for a peer only committed in Git
 //	  condition: Ready             # consumer: Pending, Active, Cordoned, Drained; provider: Pending, Ready
 //	  certificateExpires: "2026-12-01T10:00:00Z"  # absent without a certificate
 //	  certificateInvalid: true     # only when the certificate cannot be read
@@ -294,11 +294,25 @@
 //	    reason: InvalidCSR
 //	    message: ...               # the Event's note, whole (the table cuts it)
 //	    time: "2026-11-30T10:00:00Z"
+//	  gitops:                      # the peer's TrustedProvider (or AuthorizedConsumer); absent when none is committed
+//	    kind: TrustedProvider
+//	    name: cl-provider
+//	    state: Ready               # the first True of Stalled, Reconciling, Ready; else NotReady (Ready False) or Unknown
+//	    reason: Peered
+//	    message: the identity is held and renewed through itself
+//	    upToDate: true             # false while status.observedGeneration is not metadata.generation
+//	unreadable:                    # absent when none: the kinds of peering.kubepact.io the user may not list
+//	- {kind: AuthorizedConsumer, reason: Forbidden, message: ...}
 //
 // The warning is the newest Warning Event about the Tenant or Identity
 // that no later Normal Event about it superseded (a controller records a
 // Normal Event once it gets past what it warned about): an old refusal
-// next to an Active Tenant is history and is not shown.
+// next to an Active Tenant is history and is not shown. A peer committed
+// in Git (an AuthorizedConsumer on a provider, a TrustedProvider on a
+// consumer) is listed beside its Tenant or Identity, or alone, Pending,
+// until one exists; the table's GITOPS column shows its state, with the
+// reason unless Ready, and "(stale)" while it is not upToDate. A user who
+// may not list those kinds gets the rest, with a warning on standard error.
 //
 // version prints the CLI's version: the release (v0.2.0) for a release
 // build, else VERSION with -dev and, when the build recorded it, the
