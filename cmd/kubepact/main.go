@@ -286,7 +286,7 @@
 //	peers:                         # consumers (Tenants or AuthorizedConsumers here) first, then providers (Identities or TrustedProviders here)
 //	- clusterID: cl-provider
 //	  role: provider               # or consumer
-//	  object: {kind: Identity, namespace: liqo-tenant-cl-provider, name: ...}  # absent for a peer only committed in Git
+//	  object: {kind: Identity, namespace: liqo-tenant-cl-provider, name: ...}  # or, for a peer only committed in Git, its AuthorizedConsumer or TrustedProvider
 //	  condition: Ready             # consumer: Pending, Active, Cordoned, Drained; provider: Pending, Ready
 //	  certificateExpires: "2026-12-01T10:00:00Z"  # absent without a certificate
 //	  certificateInvalid: true     # only when the certificate cannot be read

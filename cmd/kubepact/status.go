@@ -59,9 +59,10 @@ type peerStatus struct {
 	// it).
 	Role string `json:"role"`
 	// Object is this cluster's record of the peering: the Tenant or the
-	// Identity; absent while there is none, for a peer only committed in
-	// Git (see GitOps).
-	Object *objectRef `json:"object,omitempty"`
+	// Identity; for a peer only committed in Git so far, with neither,
+	// its AuthorizedConsumer or TrustedProvider (cluster-scoped: no
+	// namespace).
+	Object objectRef `json:"object"`
 	// Condition is, for a consumer, Pending until its Tenant is accepted,
 	// then the Tenant's condition (Active, Cordoned or Drained); for a
 	// provider, Pending until the Identity's kubeconfig Secret is written,
@@ -229,7 +230,7 @@ func readStatus(ctx context.Context, cl *cluster) (*statusReport, error) {
 	var consumers []peerStatus
 	for _, t := range tenants.Items {
 		obj := objectRef{Kind: authv1beta1.TenantKind, Namespace: t.Namespace, Name: t.Name}
-		p := peerStatus{ClusterID: t.Spec.ClusterID, Role: consumerRole, Condition: tenantCondition(&t), Object: &obj}
+		p := peerStatus{ClusterID: t.Spec.ClusterID, Role: consumerRole, Condition: tenantCondition(&t), Object: obj}
 		if t.Status.AuthParams != nil {
 			p.CertificateExpires, p.CertificateInvalid = notAfter(t.Status.AuthParams.SignedCRT)
 		}
@@ -250,7 +251,7 @@ func readStatus(ctx context.Context, cl *cluster) (*statusReport, error) {
 			continue
 		}
 		obj := objectRef{Kind: authv1beta1.IdentityKind, Namespace: id.Namespace, Name: id.Name}
-		p := peerStatus{ClusterID: id.Spec.ClusterID, Role: providerRole, Condition: "Pending", Object: &obj}
+		p := peerStatus{ClusterID: id.Spec.ClusterID, Role: providerRole, Condition: "Pending", Object: obj}
 		if id.Status.KubeconfigSecretRef != nil {
 			p.Condition = "Ready"
 		}
@@ -339,9 +340,9 @@ func newGitOpsStatus(kind, name string, generation, observed int64, conditions [
 
 // withGitOps returns peers, all of role, with the committed object of
 // each cluster ID in committed set as the GitOps of the peers of that ID,
-// and, in the order of their IDs, a Pending peer of role with no Object
-// for each ID no peer has: a peering committed in Git that has no Tenant
-// or Identity yet.
+// and, in the order of their IDs, a Pending peer of role whose Object is
+// the committed object, for each ID no peer has: a peering committed in
+// Git that has no Tenant or Identity yet.
 func withGitOps(peers []peerStatus, role string, committed map[string]*gitopsStatus) []peerStatus {
 	for _, id := range slices.Sorted(maps.Keys(committed)) {
 		g, matched := committed[id], false
@@ -351,7 +352,8 @@ func withGitOps(peers []peerStatus, role string, committed map[string]*gitopsSta
 			}
 		}
 		if !matched {
-			peers = append(peers, peerStatus{ClusterID: id, Role: role, Condition: "Pending", GitOps: g})
+			peers = append(peers, peerStatus{ClusterID: id, Role: role, Condition: "Pending",
+				Object: objectRef{Kind: g.Kind, Name: g.Name}, GitOps: g})
 		}
 	}
 	return peers

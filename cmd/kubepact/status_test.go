@@ -171,7 +171,7 @@ func TestStatusOutput(t *testing.T) {
 	got := mine(status("-o", "json"))
 	assert.Equal(t, peerStatus{
 		ClusterID: peer, Role: consumerRole, Condition: "Active",
-		Object:             &objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: peer},
+		Object: objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: peer},
 		CertificateExpires: &metav1.Time{Time: notAfter},
 	}, normalize(got))
 	assert.Regexp(t, `(?m)^`+peer+`\s+consumer\s+Active\s+-\s+`+notAfter.Format(time.RFC3339)+`\s+-$`, status())
@@ -291,7 +291,7 @@ func TestStatusWithGitOps(t *testing.T) {
 	t.Parallel()
 	identity := func(id string) peerStatus {
 		return peerStatus{ClusterID: id, Role: providerRole, Condition: "Ready",
-			Object: &objectRef{Kind: authv1beta1.IdentityKind, Namespace: "liqo-tenant-" + id, Name: id + "-controlplane"}}
+			Object: objectRef{Kind: authv1beta1.IdentityKind, Namespace: "liqo-tenant-" + id, Name: id + "-controlplane"}}
 	}
 	committed := func(id string) *gitopsStatus {
 		return &gitopsStatus{Kind: peeringv1alpha1.TrustedProviderKind, Name: id, State: "Ready", Reason: contract.ReasonPeered, UpToDate: true}
@@ -307,8 +307,8 @@ func TestStatusWithGitOps(t *testing.T) {
 	assert.Equal(t, []peerStatus{
 		identity("cl-a"),
 		withB,
-		{ClusterID: "cl-c", Role: providerRole, Condition: "Pending", GitOps: committed("cl-c")},
-		{ClusterID: "cl-d", Role: providerRole, Condition: "Pending", GitOps: committed("cl-d")},
+		{ClusterID: "cl-c", Role: providerRole, Condition: "Pending", Object: objectRef{Kind: peeringv1alpha1.TrustedProviderKind, Name: "cl-c"}, GitOps: committed("cl-c")},
+		{ClusterID: "cl-d", Role: providerRole, Condition: "Pending", Object: objectRef{Kind: peeringv1alpha1.TrustedProviderKind, Name: "cl-d"}, GitOps: committed("cl-d")},
 	}, got)
 }
 
@@ -408,13 +408,13 @@ func TestStatusGitOps(t *testing.T) {
 		report := decode(r.stdout)
 		assert.Empty(t, report.Unreadable)
 		assert.Equal(t, []peerStatus{
-			{ClusterID: withTenant, Role: consumerRole, Condition: "Pending", Object: &objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: withTenant},
+			{ClusterID: withTenant, Role: consumerRole, Condition: "Pending", Object: objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: withTenant},
 				GitOps: &gitopsStatus{Kind: peeringv1alpha1.AuthorizedConsumerKind, Name: withTenant, State: "Ready", Reason: contract.ReasonGranted,
 					Message: "the grant is signed and served by the enrolment endpoint", UpToDate: true}},
-			{ClusterID: lone, Role: consumerRole, Condition: "Pending",
+			{ClusterID: lone, Role: consumerRole, Condition: "Pending", Object: objectRef{Kind: peeringv1alpha1.AuthorizedConsumerKind, Name: lone},
 				GitOps: &gitopsStatus{Kind: peeringv1alpha1.AuthorizedConsumerKind, Name: lone, State: "Stalled", Reason: contract.ReasonRequestRejected,
 					Message: "the request does not verify with the committed keys", UpToDate: true}},
-			{ClusterID: provider, Role: providerRole, Condition: "Pending",
+			{ClusterID: provider, Role: providerRole, Condition: "Pending", Object: objectRef{Kind: peeringv1alpha1.TrustedProviderKind, Name: provider},
 				GitOps: &gitopsStatus{Kind: peeringv1alpha1.TrustedProviderKind, Name: provider, State: "Reconciling", Reason: contract.ReasonNotAuthorized,
 					Message: "not authorized"}},
 		}, mine(report), "in this order: consumers, then providers, by cluster ID")
@@ -449,7 +449,7 @@ func TestStatusGitOps(t *testing.T) {
 				assert.NotNil(t, p.Object, "%s: only Tenants and Identities", p.ClusterID)
 			}
 			assert.Equal(t, []peerStatus{
-				{ClusterID: withTenant, Role: consumerRole, Condition: "Pending", Object: &objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: withTenant}},
+				{ClusterID: withTenant, Role: consumerRole, Condition: "Pending", Object: objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: withTenant}},
 			}, mine(report))
 			b, err := json.Marshal(report)
 			require.NoError(t, err)
@@ -467,7 +467,7 @@ func TestStatusGitOps(t *testing.T) {
 			{Kind: peeringv1alpha1.TrustedProviderKind, Reason: string(metav1.StatusReasonForbidden), Message: forbidden.Error()},
 		}, report.Unreadable)
 		assert.Equal(t, []peerStatus{
-			{ClusterID: withTenant, Role: consumerRole, Condition: "Pending", Object: &objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: withTenant}},
+			{ClusterID: withTenant, Role: consumerRole, Condition: "Pending", Object: objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: withTenant}},
 		}, mine(report))
 	})
 
