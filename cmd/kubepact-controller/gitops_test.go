@@ -3,7 +3,13 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/enrolhttp"
@@ -106,4 +113,97 @@ func peerFromGit(ctx context.Context, t *testing.T, a, b peer, limits enrolhttp.
 		return meta.IsStatusConditionTrue(tp.Status.Conditions, peeringv1alpha1.ConditionReady)
 	})
 	return srv, ac, tp
+}
+
+// TestStrangersWriteNothing peers two clusters from Git as shipped, then
+// sends the provider's enrolment endpoint 1,000 requests no one was
+// granted: unknown consumer IDs, the committed consumer with CSRs it did
+// not commit, and paths and methods that name no grant. Each gets the same
+// 404 "not authorized", and the provider holds exactly the objects it held
+// before (namespaces, Secrets, ConfigMaps, Tenants, bindings, CSRs,
+// Events), its AuthorizedConsumer unchanged.
+func TestStrangersWriteNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	a, b := peer{providerEnv, "ctl-strangers-p"}, peer{consumerEnv, "ctl-strangers-c"}
+	startCurrent(ctx, t, a)
+	startCurrent(ctx, t, b)
+	srv, ac, _ := peerFromGit(ctx, t, a, b, enrolhttp.Limits{PerClient: 10000, Burst: 10000})
+	// Other tests' namespaces may still be terminating: count once the
+	// cluster is quiet.
+	var before map[string]string
+	waitFor(t, "the provider quiet", func() bool {
+		first := providerObjects(ctx, t, a)
+		time.Sleep(time.Second)
+		before = providerObjects(ctx, t, a)
+		return maps.Equal(first, before)
+	})
+
+	// A stranger need not check who serves: it asks whatever answers.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}, //nolint:gosec // the stranger's side
+	}}
+	bad := func(k int) (string, string) {
+		hash := fmt.Sprintf("%064x", k)
+		switch k % 4 {
+		case 0:
+			return http.MethodGet, fmt.Sprintf("%s%scl-stranger-%d?%s=%s", srv.URL, enrolhttp.GrantsPath, k, enrolhttp.CSRParam, hash)
+		case 1:
+			return http.MethodGet, fmt.Sprintf("%s%s%s?%s=%s", srv.URL, enrolhttp.GrantsPath, b.id, enrolhttp.CSRParam, hash)
+		case 2:
+			return http.MethodPost, fmt.Sprintf("%s%s%s?%s=%s", srv.URL, enrolhttp.GrantsPath, b.id, enrolhttp.CSRParam, ac.Status.Grant.CSRSHA256)
+		default:
+			return http.MethodGet, fmt.Sprintf("%s%s../%s/%d", srv.URL, enrolhttp.GrantsPath, b.id, k)
+		}
+	}
+	for k := range 1000 {
+		method, url := bad(k)
+		req, err := http.NewRequestWithContext(ctx, method, url, nil)
+		require.NoError(t, err)
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s %s", method, url)
+		require.Equal(t, enrolhttp.ErrNotAuthorized.Error(), strings.TrimSpace(string(body)), "the same answer to every stranger")
+	}
+
+	after := providerObjects(ctx, t, a)
+	require.Equal(t, before, after, "1,000 requests no one was granted wrote nothing on the provider")
+}
+
+// providerObjects counts what p's cluster holds, by kind, with the
+// AuthorizedConsumers' resourceVersions: what a stranger's request could
+// have made or changed.
+func providerObjects(ctx context.Context, t *testing.T, p peer) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	count := func(kind string, n int, err error) {
+		require.NoError(t, err, kind)
+		out[kind] = strconv.Itoa(n)
+	}
+	ns, err := p.admin.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	count("namespaces", len(ns.Items), err)
+	secrets, err := p.admin.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	count("secrets", len(secrets.Items), err)
+	cms, err := p.admin.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+	count("configmaps", len(cms.Items), err)
+	rbs, err := p.admin.RbacV1().RoleBindings("").List(ctx, metav1.ListOptions{})
+	count("rolebindings", len(rbs.Items), err)
+	crbs, err := p.admin.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	count("clusterrolebindings", len(crbs.Items), err)
+	csrs, err := p.admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	count("certificatesigningrequests", len(csrs.Items), err)
+	events, err := p.admin.EventsV1().Events("").List(ctx, metav1.ListOptions{})
+	count("events", len(events.Items), err)
+	var tenants authv1beta1.TenantList
+	err = p.typed.List(ctx, &tenants)
+	count("tenants", len(tenants.Items), err)
+	var acs peeringv1alpha1.AuthorizedConsumerList
+	require.NoError(t, p.typed.List(ctx, &acs))
+	for _, ac := range acs.Items {
+		out["authorizedconsumer/"+ac.Name] = ac.ResourceVersion
+	}
+	return out
 }
