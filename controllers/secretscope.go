@@ -19,14 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/kube"
@@ -131,42 +129,46 @@ func (s SecretScope) NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache
 	if err != nil {
 		return nil, err
 	}
-	each := cache.Options{
-		HTTPClient: opts.HTTPClient, Scheme: opts.Scheme, Mapper: opts.Mapper,
-		DefaultTransform: opts.DefaultTransform,
-		ByObject:         map[client.Object]cache.ByObject{&corev1.Secret{}: secrets},
+	c := &scopedCache{Cache: inner, scope: s, cs: cs, scheme: opts.Scheme,
+		secrets: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}),
+		spaces:  map[string]*space{}, started: make(chan struct{}), following: make(chan struct{})}
+	if secrets.Label != nil {
+		c.selector = secrets.Label.String()
 	}
-	return &scopedCache{Cache: inner, scope: s, cfg: cfg, space: each, cs: cs,
-		spaces: map[string]*space{}, started: make(chan struct{}), following: make(chan struct{})}, nil
+	return c, nil
 }
 
-// scopedCache is SecretScope's cache: Secrets from a cache per namespace
-// (spaces), everything else from the embedded one.
+// scopedCache is SecretScope's cache: the Secrets of the namespaces in
+// scope in one store, kept by a reflector per namespace (secretstore.go),
+// everything else in the embedded cache.
 type scopedCache struct {
 	cache.Cache
-	scope SecretScope
-	cfg   *rest.Config
-	space cache.Options // each namespace's, but for DefaultNamespaces
-	cs    kubernetes.Interface
+	scope    SecretScope
+	cs       kubernetes.Interface
+	scheme   *runtime.Scheme
+	selector string // the label selector of the Secrets kept
 
-	mu       sync.Mutex
-	ctx      context.Context // Start's
-	spaces   map[string]*space
+	// hmu orders the store's changes and their handlers: each handler
+	// has every Secret once, added when it registers or as it comes.
+	hmu      sync.Mutex
+	secrets  toolscache.Indexer // by namespace/name, indexed by namespace
 	handlers []*fanRegistration
+
+	mu     sync.Mutex
+	ctx    context.Context // Start's
+	spaces map[string]*space
 	// started is closed once Start runs; following once every namespace
 	// present at the start has a space.
 	started, following chan struct{}
 }
 
-// space is one namespace's Secrets: ready is closed once they are cached
-// (inf set) or cannot be (err set).
+// space is one namespace's Secrets: ready is closed once they are in the
+// store (its reflector's first list is in) or cannot be (err set).
 type space struct {
 	ctx   context.Context
 	stop  context.CancelFunc
 	ready chan struct{}
 	err   error
-	cache cache.Cache
-	inf   cache.Informer
 }
 
 // Start runs the embedded cache and follows the namespaces, opening a
@@ -305,12 +307,10 @@ func (c *scopedCache) gone(o any) {
 	c.mu.Lock()
 	sp := c.spaces[m.GetName()]
 	delete(c.spaces, m.GetName())
-	for _, h := range c.handlers {
-		delete(h.regs, m.GetName())
-	}
 	c.mu.Unlock()
 	if sp != nil {
 		sp.stop()
+		c.purge(m.GetName())
 	}
 }
 
@@ -400,47 +400,6 @@ func bindsOnly(b *rbacv1.RoleBinding, s rbacv1.Subject) bool {
 	return got.Kind == s.Kind && got.Name == s.Name && got.Namespace == s.Namespace
 }
 
-// cacheSecrets starts ns's cache of Secrets and, once it is synced, hands
-// its informer every handler added so far.
-func (c *scopedCache) cacheSecrets(ns string, sp *space) error {
-	opts := c.space
-	opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	nc, err := cache.New(c.cfg, opts)
-	if err != nil {
-		return err
-	}
-	inf, err := nc.GetInformer(sp.ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return err
-	}
-	ctx, stop := context.WithCancel(sp.ctx)
-	go func() {
-		defer stop()
-		if err := nc.Start(ctx); err != nil {
-			logf.FromContext(c.ctx).Error(err, "caching Secrets", "namespace", ns)
-		}
-	}()
-	sync, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if !nc.WaitForCacheSync(sync) {
-		stop()
-		return fmt.Errorf("caching the Secrets of %s: not synced", ns)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.spaces[ns] != sp {
-		stop()
-		return context.Canceled
-	}
-	sp.cache, sp.inf = nc, inf
-	for _, h := range c.handlers {
-		if err := h.attach(ns, inf); err != nil {
-			logf.FromContext(c.ctx).Error(err, "watching Secrets", "namespace", ns)
-		}
-	}
-	return nil
-}
-
 // spaceOf returns namespace ns's space once it is ready.
 func (c *scopedCache) spaceOf(ctx context.Context, ns string) (*space, error) {
 	if !c.scope.inScope(ns) {
@@ -469,7 +428,7 @@ func (c *scopedCache) isSecret(obj runtime.Object, list bool) bool {
 	if _, ok := obj.(*corev1.Secret); ok {
 		return true
 	}
-	gvk, err := apiutil.GVKForObject(obj, c.space.Scheme)
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
 	if err != nil {
 		return false
 	}
@@ -479,35 +438,39 @@ func (c *scopedCache) isSecret(obj runtime.Object, list bool) bool {
 	return gvk.GroupKind() == secretGroupKind
 }
 
-// Get reads a Secret from its namespace's space.
+// Get reads a Secret from the store, once its namespace's space is ready.
 func (c *scopedCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if !c.isSecret(obj, false) {
 		return c.Cache.Get(ctx, key, obj, opts...)
 	}
-	sp, err := c.spaceOf(ctx, key.Namespace)
-	if apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	out, ok := obj.(*corev1.Secret)
+	if !ok {
+		return fmt.Errorf("controllers: the Secret cache keeps typed Secrets only, not %T", obj)
 	}
-	if err != nil {
-		return err
+	if _, err := c.spaceOf(ctx, key.Namespace); err != nil {
+		return notFoundIfGone(err, key.Name)
 	}
-	return sp.cache.Get(ctx, key, obj, opts...)
+	return c.get(key, out)
 }
 
-// List lists Secrets of one namespace, from its space.
+// List lists the Secrets of one namespace from the store.
 func (c *scopedCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if !c.isSecret(list, true) {
 		return c.Cache.List(ctx, list, opts...)
 	}
-	ns := (&client.ListOptions{}).ApplyOptions(opts).Namespace
-	sp, err := c.spaceOf(ctx, ns)
-	if apierrors.IsNotFound(err) {
-		return nil
+	out, ok := list.(*corev1.SecretList)
+	if !ok {
+		return fmt.Errorf("controllers: the Secret cache keeps typed Secrets only, not %T", list)
 	}
-	if err != nil {
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	if _, err := c.spaceOf(ctx, lo.Namespace); err != nil {
+		if apierrors.IsNotFound(notFoundIfGone(err, "")) {
+			out.Items = nil
+			return nil
+		}
 		return err
 	}
-	return sp.cache.List(ctx, list, opts...)
+	return c.list(lo, out)
 }
 
 // GetInformer returns, for Secrets, an informer whose handlers get the
@@ -576,248 +539,4 @@ func (c *scopedCache) spacesReady(ctx context.Context) bool {
 		}
 	}
 	return true
-}
-
-// secretInformer fans its handlers out to every space's informer.
-type secretInformer struct{ c *scopedCache }
-
-func (i *secretInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.AddEventHandlerWithOptions(h, toolscache.HandlerOptions{})
-}
-
-func (i *secretInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.AddEventHandlerWithOptions(h, toolscache.HandlerOptions{ResyncPeriod: &resync})
-}
-
-func (i *secretInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	r := &fanRegistration{c: i.c, h: h, o: o, regs: map[string]toolscache.ResourceEventHandlerRegistration{}}
-	i.c.mu.Lock()
-	defer i.c.mu.Unlock()
-	for ns, sp := range i.c.spaces {
-		if sp.inf == nil {
-			continue // attached once its cache is synced
-		}
-		if err := r.attach(ns, sp.inf); err != nil {
-			return nil, err
-		}
-	}
-	i.c.handlers = append(i.c.handlers, r)
-	return r, nil
-}
-
-func (i *secretInformer) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
-	r, ok := handle.(*fanRegistration)
-	if !ok {
-		return fmt.Errorf("controllers: not a registration of the Secret cache: %T", handle)
-	}
-	i.c.mu.Lock()
-	defer i.c.mu.Unlock()
-	for k, h := range i.c.handlers {
-		if h == r {
-			i.c.handlers = append(i.c.handlers[:k], i.c.handlers[k+1:]...)
-			break
-		}
-	}
-	for ns, reg := range r.regs {
-		if sp := i.c.spaces[ns]; sp != nil && sp.inf != nil {
-			if err := sp.inf.RemoveEventHandler(reg); err != nil {
-				return err
-			}
-		}
-	}
-	r.regs = map[string]toolscache.ResourceEventHandlerRegistration{}
-	return nil
-}
-
-func (i *secretInformer) AddIndexers(toolscache.Indexers) error {
-	return errors.New("controllers: the Secret cache has no index")
-}
-
-func (i *secretInformer) HasSynced() bool {
-	select {
-	case <-i.c.following:
-	default:
-		return false
-	}
-	return i.c.allReady()
-}
-
-// allReady tells whether every space is ready now.
-func (c *scopedCache) allReady() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, sp := range c.spaces {
-		select {
-		case <-sp.ready:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func (i *secretInformer) IsStopped() bool {
-	select {
-	case <-i.c.started:
-		return i.c.ctx.Err() != nil
-	default:
-		return false
-	}
-}
-
-// fanRegistration is one handler of secretInformer, with its
-// registration on each space's informer.
-type fanRegistration struct {
-	c    *scopedCache
-	h    toolscache.ResourceEventHandler
-	o    toolscache.HandlerOptions
-	regs map[string]toolscache.ResourceEventHandlerRegistration // guarded by c.mu
-}
-
-// attach registers r on ns's informer. c.mu is held.
-func (r *fanRegistration) attach(ns string, inf cache.Informer) error {
-	reg, err := inf.AddEventHandlerWithOptions(r.h, r.o)
-	if err != nil {
-		return err
-	}
-	r.regs[ns] = reg
-	return nil
-}
-
-// HasSynced tells whether the handler has had the initial events of every
-// namespace in scope.
-func (r *fanRegistration) HasSynced() bool {
-	select {
-	case <-r.c.following:
-	default:
-		return false
-	}
-	r.c.mu.Lock()
-	defer r.c.mu.Unlock()
-	for ns, sp := range r.c.spaces {
-		select {
-		case <-sp.ready:
-		default:
-			return false
-		}
-		if sp.inf == nil {
-			continue // could not be opened
-		}
-		if reg, ok := r.regs[ns]; !ok || !reg.HasSynced() {
-			return false
-		}
-	}
-	return true
-}
-
-// readable returns once the Secrets of namespace ns may be read, binding
-// SecretReaderRole there first when needed. It returns an error that
-// apierrors.IsNotFound recognizes when ns does not exist or terminates,
-// and nil for a namespace outside the scope (the API server answers) or
-// before the cache starts.
-func (c *scopedCache) readable(ctx context.Context, ns string) error {
-	c.mu.Lock()
-	started := c.ctx != nil
-	c.mu.Unlock()
-	if !started || !c.scope.inScope(ns) {
-		return nil
-	}
-	_, err := c.spaceOf(ctx, ns)
-	return err
-}
-
-// secretReadiness is a cache that confines the reads of Secrets:
-// scopedCache.
-type secretReadiness interface {
-	readable(ctx context.Context, ns string) error
-}
-
-// scopedClients returns cs and c, or, when mgr's cache confines the reads
-// of Secrets, clients whose reads of a Secret in a namespace in scope
-// first wait until it may be read: a reconciler that reads before it
-// creates, in a tenant namespace it is about to make, gets not found, as
-// it would with a cluster-wide grant, instead of forbidden.
-func scopedClients(mgr manager.Manager, cs kubernetes.Interface, c client.Client) (kubernetes.Interface, client.Client) {
-	r, ok := mgr.GetCache().(secretReadiness)
-	if !ok {
-		return cs, c
-	}
-	return &scopedClientset{Interface: cs, r: r}, &scopedClient{Client: c, r: r}
-}
-
-// notFoundIfGone turns readable's "namespace gone" into a Secret not found.
-func notFoundIfGone(err error, name string) error {
-	if apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		return apierrors.NewNotFound(corev1.Resource("secrets"), name)
-	}
-	return err
-}
-
-type scopedClientset struct {
-	kubernetes.Interface
-	r secretReadiness
-}
-
-func (c *scopedClientset) CoreV1() corev1client.CoreV1Interface {
-	return &scopedCoreV1{CoreV1Interface: c.Interface.CoreV1(), r: c.r}
-}
-
-type scopedCoreV1 struct {
-	corev1client.CoreV1Interface
-	r secretReadiness
-}
-
-func (c *scopedCoreV1) Secrets(ns string) corev1client.SecretInterface {
-	return &scopedSecrets{SecretInterface: c.CoreV1Interface.Secrets(ns), ns: ns, r: c.r}
-}
-
-// scopedSecrets waits for readable before each read.
-type scopedSecrets struct {
-	corev1client.SecretInterface
-	ns string
-	r  secretReadiness
-}
-
-func (s *scopedSecrets) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
-	if err := s.r.readable(ctx, s.ns); err != nil {
-		return nil, notFoundIfGone(err, name)
-	}
-	return s.SecretInterface.Get(ctx, name, opts)
-}
-
-func (s *scopedSecrets) List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error) {
-	if err := s.r.readable(ctx, s.ns); err != nil {
-		if apierrors.IsNotFound(notFoundIfGone(err, "")) {
-			return &corev1.SecretList{}, nil
-		}
-		return nil, err
-	}
-	return s.SecretInterface.List(ctx, opts)
-}
-
-// scopedClient waits for readable before each read of a Secret.
-type scopedClient struct {
-	client.Client
-	r secretReadiness
-}
-
-func (c *scopedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*corev1.Secret); ok {
-		if err := c.r.readable(ctx, key.Namespace); err != nil {
-			return notFoundIfGone(err, key.Name)
-		}
-	}
-	return c.Client.Get(ctx, key, obj, opts...)
-}
-
-func (c *scopedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*corev1.SecretList); ok {
-		if err := c.r.readable(ctx, (&client.ListOptions{}).ApplyOptions(opts).Namespace); err != nil {
-			if apierrors.IsNotFound(notFoundIfGone(err, "")) {
-				return nil
-			}
-			return err
-		}
-	}
-	return c.Client.List(ctx, list, opts...)
 }
