@@ -346,12 +346,16 @@ func (c *scopedCache) open(ns string, sp *space) {
 // drop forgets sp, which could not be opened for err.
 func (c *scopedCache) drop(ns string, sp *space, err error) {
 	c.mu.Lock()
-	if c.spaces[ns] == sp {
+	current := c.spaces[ns] == sp
+	if current {
 		delete(c.spaces, ns)
 	}
 	c.mu.Unlock()
 	sp.err = err
 	sp.stop()
+	if current {
+		c.purge(ns) // what a list cut short left
+	}
 	close(sp.ready)
 }
 
