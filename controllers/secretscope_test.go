@@ -68,7 +68,7 @@ func TestSecretScope(t *testing.T) {
 	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Secret{})
 	require.NoError(t, err)
 	seen := &seenSecrets{}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: seen.add})
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: seen.add, DeleteFunc: seen.remove})
 	require.NoError(t, err)
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -100,6 +100,14 @@ func TestSecretScope(t *testing.T) {
 	var listed corev1.SecretList
 	require.NoError(t, read.List(ctx, &listed, client.InNamespace(after)))
 	require.Len(t, listed.Items, 1)
+
+	// A Secret deleted is gone from the cache, and its handler is told.
+	require.NoError(t, e.core.CoreV1().Secrets(after).Delete(ctx, "later", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return !seen.has(after + "/later") }, 10*time.Second, 50*time.Millisecond, "the handler hears of the delete")
+	err = read.Get(ctx, client.ObjectKey{Namespace: after, Name: "later"}, &s)
+	require.True(t, apierrors.IsNotFound(err), "a Secret deleted: %v", err)
+	createLabelledSecret(ctx, t, e, after, "later")
+	require.Eventually(t, func() bool { return seen.has(after + "/later") }, 10*time.Second, 50*time.Millisecond)
 
 	// A binding taken back is made again.
 	require.NoError(t, e.core.RbacV1().RoleBindings(before).Delete(ctx, controllers.SecretReaderRole, metav1.DeleteOptions{}))
@@ -201,6 +209,19 @@ func (s *seenSecrets) add(o any) {
 		s.names = map[string]bool{}
 	}
 	s.names[m.GetNamespace()+"/"+m.GetName()] = true
+}
+
+func (s *seenSecrets) remove(o any) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	m, ok := o.(metav1.Object)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.names, m.GetNamespace()+"/"+m.GetName())
 }
 
 func (s *seenSecrets) has(key string) bool {
