@@ -212,9 +212,10 @@ func startLiqo(ctx context.Context, s *side) error {
 // startKubepact applies config/ to s as kubectl apply -k does, publishes
 // kube-public/cluster-info as kubeadm does, and runs kubepact-controller
 // with the args of the shipped Deployment, listen ports aside, as its
-// ServiceAccount. The controller finds its own cluster ID, records it where
-// liqoctl reads it, and s.id is read from there.
-func startKubepact(ctx context.Context, s *side) error {
+// ServiceAccount, and extra args after them. The controller finds its own
+// cluster ID (or takes extra's --cluster-id), records it where liqoctl
+// reads it, and s.id is read from there.
+func startKubepact(ctx context.Context, s *side, extra ...string) error {
 	objects, err := kustomize.Render(ctx, filepath.Join("..", "..", "config"))
 	if err != nil {
 		return err
@@ -287,6 +288,7 @@ func startKubepact(ctx context.Context, s *side) error {
 	if probe == "" {
 		return errors.New("the shipped args set no --health-probe-bind-address")
 	}
+	args = append(args, extra...)
 	s.auditUser = "system:serviceaccount:kubepact-system:kubepact-controller"
 	s.controller = &controllerRun{name: "kubepact-controller", bin: bins.kubepactController, probe: probe,
 		env: []string{"KUBECONFIG=" + saKubeconfig}, args: args}
