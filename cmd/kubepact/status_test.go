@@ -171,7 +171,7 @@ func TestStatusOutput(t *testing.T) {
 	got := mine(status("-o", "json"))
 	assert.Equal(t, peerStatus{
 		ClusterID: peer, Role: consumerRole, Condition: "Active",
-		Object: objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: peer},
+		Object:             objectRef{Kind: authv1beta1.TenantKind, Namespace: ns, Name: peer},
 		CertificateExpires: &metav1.Time{Time: notAfter},
 	}, normalize(got))
 	assert.Regexp(t, `(?m)^`+peer+`\s+consumer\s+Active\s+-\s+`+notAfter.Format(time.RFC3339)+`\s+-$`, status())
