@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,10 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
@@ -29,7 +30,6 @@ import (
 	"github.com/kubepact/kubepact/controllers/contract"
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/keys"
-	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/provider"
 )
@@ -46,15 +46,12 @@ const authorizedConsumerControllerName = "kubepact-authorized-consumer"
 type authorizedConsumerReconciler struct {
 	client   client.Client
 	provider *provider.Provider
-	keys     *kube.EnrolmentKeys
+	keys     *enrolmentKeeper // the enrolment key
 	events   events.EventRecorder
 	clock    clock.PassiveClock
-
-	mu  sync.Mutex
-	key *keys.PrivateKey // the enrolment key, once read
 }
 
-func setupAuthorizedConsumers(mgr manager.Manager, r *authorizedConsumerReconciler) error {
+func setupAuthorizedConsumers(mgr manager.Manager, r *authorizedConsumerReconciler, keyChanged <-chan event.GenericEvent) error {
 	toConsumer := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if o.GetNamespace() != clusterid.TenantNamespace(o.GetName()) {
 			return nil
@@ -66,6 +63,9 @@ func setupAuthorizedConsumers(mgr manager.Manager, r *authorizedConsumerReconcil
 		// The Tenant's status, filled by the Tenant reconciler, is what
 		// the grant waits for; a re-signed certificate changes it too.
 		Watches(&authv1beta1.Tenant{}, toConsumer).
+		// A new enrolment key (a rotation's switch): every grant is
+		// signed again.
+		WatchesRawSource(source.Channel(keyChanged, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("controllers: %s: %w", authorizedConsumerControllerName, err)
@@ -151,19 +151,9 @@ func (r *authorizedConsumerReconciler) grant(ctx context.Context, ac *peeringv1a
 	return enrol.NewGrant(rand.Reader, key, c.Request(r.provider.ClusterID()), issued)
 }
 
-// enrolmentKey returns the enrolment key, read (or made) once.
+// enrolmentKey returns the enrolment key the keeper keeps.
 func (r *authorizedConsumerReconciler) enrolmentKey(ctx context.Context) (*keys.PrivateKey, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.key != nil {
-		return r.key, nil
-	}
-	k, err := r.keys.Ensure(ctx, rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	r.key = k
-	return k, nil
+	return r.keys.current(ctx)
 }
 
 // setStatus writes ac's status: state, with reason and message, and the

@@ -290,7 +290,9 @@
 //     authorizedconsumers/status: patch; what the Tenant reconciler needs
 //     (it records the committed request as a Tenant, in a tenant namespace
 //     it creates); in EnrolmentNamespace, secrets: get, create, patch
-//     (kube.EnrolmentKeyName, kube.EnrolmentTLSSecretName) and
+//     (kube.EnrolmentKeyName, kube.EnrolmentTLSSecretName), and through
+//     a rotation (ProviderConfig.EnrolmentKeyRotation) create and delete
+//     (kube.EnrolmentNextKeyName, and the key's Secret at the switch) and
 //     configmaps: create, patch (kube.EnrolmentPublicKeyRecordName).
 //     Every provider reads authorizedconsumers (get, list, watch), to bind
 //     every flow to the committed keys.

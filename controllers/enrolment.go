@@ -2,18 +2,24 @@ package controllers
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
+	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/provider"
 )
 
@@ -33,16 +39,68 @@ const (
 	enrolmentRetry   = time.Minute
 )
 
-// enrolmentKeeper keeps, while its replica leads, the enrolment key, its
-// public record (what TrustedProviders commit) and the enrolment
-// endpoint's serving certificate, issued by that key.
+// KeyRotation is a step of a rotation of the enrolment key, which
+// consumers commit in their TrustedProviders (two keys while it
+// overlaps).
+type KeyRotation string
+
+const (
+	// KeyRotationNone keeps the enrolment key, and publishes a next key
+	// only while one is held.
+	KeyRotationNone KeyRotation = ""
+	// KeyRotationPrepare makes a next enrolment key and publishes it
+	// beside the key (kube.EnrolmentNextPublicKeyKey), for consumers to
+	// commit as their second key; the key still signs.
+	KeyRotationPrepare KeyRotation = "prepare"
+	// KeyRotationSwitch makes the next key the enrolment key: it signs
+	// every grant again and the endpoint's certificate, and the record
+	// publishes it alone. Without a next key it changes nothing.
+	KeyRotationSwitch KeyRotation = "switch"
+)
+
+func (r KeyRotation) check() error {
+	switch r {
+	case KeyRotationNone, KeyRotationPrepare, KeyRotationSwitch:
+		return nil
+	}
+	return fmt.Errorf("%w: EnrolmentKeyRotation %q is not prepare or switch", peer.ErrInvalidConfig, string(r))
+}
+
+// enrolmentKeeper keeps, while its replica leads, the enrolment key (and
+// the next one, through a rotation), its public record (what
+// TrustedProviders commit) and the enrolment endpoint's serving
+// certificate, issued by that key.
 type enrolmentKeeper struct {
 	keys       *kube.EnrolmentKeys
 	record     *kube.PublicKeyRecord
+	rotation   KeyRotation
 	providerID string
 	namespace  string
 	clock      clock.PassiveClock
 	log        logr.Logger
+
+	mu  sync.Mutex
+	key *keys.PrivateKey // the enrolment key, once read
+	// changed hears of each new enrolment key: the grants are signed
+	// again.
+	changed chan event.GenericEvent
+	client  client.Reader
+}
+
+// current returns the enrolment key: the one the keeper last kept, else
+// the one the Secret holds (made when missing).
+func (k *enrolmentKeeper) current(ctx context.Context) (*keys.PrivateKey, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.key != nil {
+		return k.key, nil
+	}
+	key, err := k.keys.Ensure(ctx, rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	k.key = key
+	return key, nil
 }
 
 // Start keeps them until ctx ends.
@@ -65,16 +123,68 @@ func (k *enrolmentKeeper) Start(ctx context.Context) error {
 }
 
 func (k *enrolmentKeeper) keep(ctx context.Context) error {
-	key, err := k.keys.Ensure(ctx, rand.Reader)
+	key, next, err := k.rotate(ctx)
 	if err != nil {
 		return err
 	}
-	if err := k.record.Publish(ctx, key.Public()); err != nil {
+	var nextPublic crypto.PublicKey
+	if next != nil {
+		nextPublic = next.Public()
+	}
+	if err := k.record.PublishWithNext(ctx, key.Public(), nextPublic); err != nil {
 		return err
 	}
 	svc := EnrolmentServiceName + "." + k.namespace
 	names := []string{EnrolmentServiceName, svc, svc + ".svc", svc + ".svc.cluster.local"}
 	return k.keys.EnsureServing(ctx, rand.Reader, key, k.providerID, names, k.clock.Now(), ServingLifetime)
+}
+
+// rotate takes the step of k.rotation and returns the enrolment key and
+// the next one (nil when none). After a switch it hands every
+// AuthorizedConsumer to its reconciler, which signs its grant again.
+func (k *enrolmentKeeper) rotate(ctx context.Context) (key, next *keys.PrivateKey, err error) {
+	if k.rotation == KeyRotationSwitch {
+		key, err = k.keys.Promote(ctx, rand.Reader)
+	} else {
+		key, err = k.keys.Ensure(ctx, rand.Reader)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	switch k.rotation {
+	case KeyRotationPrepare:
+		next, err = k.keys.EnsureNext(ctx, rand.Reader)
+	case KeyRotationNone:
+		next, err = k.keys.Next(ctx)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	k.mu.Lock()
+	changed := k.key != nil && !keys.Equal(k.key.Public(), key.Public())
+	k.key = key
+	k.mu.Unlock()
+	if changed {
+		k.log.Info("the enrolment key changed: signing every grant again", "namespace", k.namespace)
+		return key, next, k.resign(ctx)
+	}
+	return key, next, nil
+}
+
+// resign hands every AuthorizedConsumer to its reconciler.
+func (k *enrolmentKeeper) resign(ctx context.Context) error {
+	var list peeringv1alpha1.AuthorizedConsumerList
+	if err := k.client.List(ctx, &list); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		select {
+		case k.changed <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // servesPeering reports whether the cluster serves the peering.kubepact.io
@@ -97,14 +207,15 @@ func servesPeering(mgr manager.Manager) (bool, error) {
 func setupEnrolment(mgr manager.Manager, cs kubernetes.Interface, p *provider.Provider, cfg ProviderConfig) error {
 	keeper := &enrolmentKeeper{
 		keys: kube.NewEnrolmentKeys(cs, cfg.EnrolmentNamespace), record: kube.NewEnrolmentKeyRecord(cs, cfg.EnrolmentNamespace),
-		providerID: cfg.ClusterID, namespace: cfg.EnrolmentNamespace, clock: realClock(cfg.Clock),
-		log: mgr.GetLogger().WithValues("controller", authorizedConsumerControllerName),
+		rotation: cfg.EnrolmentKeyRotation, providerID: cfg.ClusterID, namespace: cfg.EnrolmentNamespace, clock: realClock(cfg.Clock),
+		log:     mgr.GetLogger().WithValues("controller", authorizedConsumerControllerName),
+		changed: make(chan event.GenericEvent), client: mgr.GetClient(),
 	}
 	if err := mgr.Add(keeper); err != nil {
 		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)
 	}
 	return setupAuthorizedConsumers(mgr, &authorizedConsumerReconciler{
-		client: mgr.GetClient(), provider: p, keys: keeper.keys,
+		client: mgr.GetClient(), provider: p, keys: keeper,
 		events: mgr.GetEventRecorder(authorizedConsumerControllerName), clock: realClock(cfg.Clock),
-	})
+	}, keeper.changed)
 }

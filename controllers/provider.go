@@ -119,6 +119,9 @@ type ProviderConfig struct {
 	// AuthorizedConsumer; where the peering.kubepact.io CRDs are served,
 	// AuthorizedConsumers still bind every flow to their keys.
 	EnrolmentNamespace string
+	// EnrolmentKeyRotation is the step of a rotation of the enrolment key
+	// the provider is at (KeyRotationPrepare, KeyRotationSwitch), or none.
+	EnrolmentKeyRotation KeyRotation
 	// SliceBounds bounds, per consumer, the certificates signed for
 	// ResourceSlices (provider.Options.SliceBounds): over a bound a
 	// slice gets nothing signed and an Event names the bound
@@ -178,6 +181,9 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		return err
 	}
 	if err := RegisterMetrics(); err != nil {
+		return err
+	}
+	if err := cfg.EnrolmentKeyRotation.check(); err != nil {
 		return err
 	}
 	if err := checkPodSecurity(cfg.TenantPodSecurity); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -28,6 +29,14 @@ const (
 	// the endpoint's certificates, nothing else.
 	EnrolmentKeyName = "kubepact-enrolment-key"
 	EnrolmentKeyKey  = "privateKey"
+	// EnrolmentNextKeyName is the Secret of the next enrolment key while
+	// a rotation overlaps (EnrolmentKeys.EnsureNext), laid out as
+	// EnrolmentKeyName; EnrolmentKeys.Promote makes it the enrolment key.
+	EnrolmentNextKeyName = "kubepact-enrolment-key-next"
+	// EnrolmentNextPublicKeyKey is where the enrolment key's record
+	// publishes the next key's public half, beside the key's, while a
+	// rotation overlaps: what consumers commit as their second key.
+	EnrolmentNextPublicKeyKey = "nextPublicKey"
 	// EnrolmentPublicKeyRecordName is the ConfigMap that publishes its
 	// public half, under PublicKeyRecordKey, as PublicKeyRecordName
 	// publishes the cluster key's: what a TrustedProvider commits.
@@ -59,37 +68,133 @@ func NewEnrolmentKeys(client kubernetes.Interface, namespace string) *EnrolmentK
 // Ensure returns the enrolment key, making an Ed25519 one with rand when
 // there is none. A Secret that does not hold a valid key is an error
 // wrapping keys.ErrMalformed: it is never replaced, for consumers commit
-// its public half.
+// its public half. Where a promotion stopped halfway (the key's Secret
+// gone, the next key's still there), the next key becomes the key: a
+// fresh one is made only when neither exists.
 func (e *EnrolmentKeys) Ensure(ctx context.Context, rand io.Reader) (*keys.PrivateKey, error) {
+	k, err := e.read(ctx, EnrolmentKeyName)
+	if !errors.Is(err, keys.ErrNotFound) {
+		return k, err
+	}
+	next, err := e.read(ctx, EnrolmentNextKeyName)
+	switch {
+	case errors.Is(err, keys.ErrNotFound):
+		return e.create(ctx, EnrolmentKeyName, rand, nil)
+	case err != nil:
+		return nil, err
+	}
+	return e.create(ctx, EnrolmentKeyName, rand, next)
+}
+
+// EnsureNext returns the next enrolment key, making an Ed25519 one with
+// rand when there is none: the first step of a rotation. Its public half
+// is published beside the key's (PublicKeyRecord.PublishWithNext), for
+// consumers to commit before Promote.
+func (e *EnrolmentKeys) EnsureNext(ctx context.Context, rand io.Reader) (*keys.PrivateKey, error) {
+	k, err := e.read(ctx, EnrolmentNextKeyName)
+	if errors.Is(err, keys.ErrNotFound) {
+		return e.create(ctx, EnrolmentNextKeyName, rand, nil)
+	}
+	return k, err
+}
+
+// Next returns the next enrolment key, or nil when no rotation overlaps.
+func (e *EnrolmentKeys) Next(ctx context.Context) (*keys.PrivateKey, error) {
+	k, err := e.read(ctx, EnrolmentNextKeyName)
+	if errors.Is(err, keys.ErrNotFound) {
+		return nil, nil
+	}
+	return k, err
+}
+
+// Promote makes the next enrolment key the key, the last step of a
+// rotation, and returns the key: the key's Secret is deleted (only the one
+// read, by its UID), made again from the next key's, then the next key's
+// is deleted. Each step is safe to stop after: Ensure finishes a promotion
+// that stopped with the key's Secret gone, and Promote one that stopped
+// with both Secrets holding the same key. Without a next key it returns
+// the key as it is.
+func (e *EnrolmentKeys) Promote(ctx context.Context, rand io.Reader) (*keys.PrivateKey, error) {
+	next, err := e.Next(ctx)
+	if err != nil || next == nil {
+		if err != nil {
+			return nil, err
+		}
+		return e.Ensure(ctx, rand)
+	}
 	secrets := e.client.CoreV1().Secrets(e.namespace)
-	s, err := secrets.Get(ctx, EnrolmentKeyName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		k, genErr := keys.Generate(rand, keys.Ed25519)
-		if genErr != nil {
-			return nil, genErr
-		}
-		pemBytes, genErr := keys.MarshalPrivateKey(k)
-		if genErr != nil {
-			return nil, genErr
-		}
-		immutable := true
-		s, err = secrets.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: EnrolmentKeyName, Namespace: e.namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": FieldManager}},
-			Type:      corev1.SecretTypeOpaque,
-			Immutable: &immutable,
-			Data:      map[string][]byte{EnrolmentKeyKey: pemBytes},
-		}, metav1.CreateOptions{FieldManager: FieldManager})
-		if apierrors.IsAlreadyExists(err) {
-			s, err = secrets.Get(ctx, EnrolmentKeyName, metav1.GetOptions{})
+	current, err := secrets.Get(ctx, EnrolmentKeyName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, wrap(err, "reading", "Secret", e.namespace, EnrolmentKeyName)
+	default:
+		k, perr := keys.ParsePrivateKey(current.Data[EnrolmentKeyKey])
+		if perr != nil || !keys.Equal(k.Public(), next.Public()) {
+			uid := current.UID
+			if err := secrets.Delete(ctx, EnrolmentKeyName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+				return nil, wrap(err, "deleting", "Secret", e.namespace, EnrolmentKeyName)
+			}
 		}
 	}
+	key, err := e.Ensure(ctx, rand)
 	if err != nil {
-		return nil, wrap(err, "reading", "Secret", e.namespace, EnrolmentKeyName)
+		return nil, err
+	}
+	if !keys.Equal(key.Public(), next.Public()) {
+		return nil, fmt.Errorf("Secret %s/%s: %w: another key took the place of the next one", e.namespace, EnrolmentKeyName, keys.ErrMalformed)
+	}
+	if err := secrets.Delete(ctx, EnrolmentNextKeyName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, wrap(err, "deleting", "Secret", e.namespace, EnrolmentNextKeyName)
+	}
+	return key, nil
+}
+
+// read returns the key of the Secret name, an error wrapping
+// keys.ErrNotFound when there is none.
+func (e *EnrolmentKeys) read(ctx context.Context, name string) (*keys.PrivateKey, error) {
+	s, err := e.client.CoreV1().Secrets(e.namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, notFound(keys.ErrNotFound, err, "Secret", e.namespace, name)
+	}
+	if err != nil {
+		return nil, wrap(err, "reading", "Secret", e.namespace, name)
 	}
 	k, err := keys.ParsePrivateKey(s.Data[EnrolmentKeyKey])
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %s: %w", e.namespace, EnrolmentKeyName, EnrolmentKeyKey, err)
+		return nil, fmt.Errorf("Secret %s/%s: %s: %w", e.namespace, name, EnrolmentKeyKey, err)
+	}
+	return k, nil
+}
+
+// create makes the immutable Secret name holding from, or a new Ed25519
+// key made with rand when from is nil, and returns the key it then holds
+// (another writer's, when one made it first).
+func (e *EnrolmentKeys) create(ctx context.Context, name string, rand io.Reader, from *keys.PrivateKey) (*keys.PrivateKey, error) {
+	k := from
+	if k == nil {
+		var err error
+		if k, err = keys.Generate(rand, keys.Ed25519); err != nil {
+			return nil, err
+		}
+	}
+	pemBytes, err := keys.MarshalPrivateKey(k)
+	if err != nil {
+		return nil, err
+	}
+	immutable := true
+	_, err = e.client.CoreV1().Secrets(e.namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.namespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": FieldManager}},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: &immutable,
+		Data:      map[string][]byte{EnrolmentKeyKey: pemBytes},
+	}, metav1.CreateOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return e.read(ctx, name)
+	case err != nil:
+		return nil, wrap(err, "creating", "Secret", e.namespace, name)
 	}
 	return k, nil
 }

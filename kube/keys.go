@@ -120,6 +120,50 @@ func (r *PublicKeyRecord) Publish(ctx context.Context, pub crypto.PublicKey) err
 	return nil
 }
 
+// PublishWithNext writes pub into the record as Publish does and, while
+// a rotation overlaps, next beside it under EnrolmentNextPublicKeyKey;
+// with next nil the record holds pub alone (server-side apply drops the
+// key it no longer sends).
+func (r *PublicKeyRecord) PublishWithNext(ctx context.Context, pub, next crypto.PublicKey) error {
+	ac, err := PublicKeyRecordConfigMap(r.namespace, pub)
+	if err != nil {
+		return err
+	}
+	ac.WithName(r.name)
+	if next != nil {
+		pemBytes, err := keys.MarshalPublicKey(next)
+		if err != nil {
+			return err
+		}
+		ac.WithData(map[string]string{EnrolmentNextPublicKeyKey: string(pemBytes)})
+	}
+	if _, err := r.client.CoreV1().ConfigMaps(r.namespace).Apply(ctx, ac, applyOptions(true)); err != nil {
+		return wrap(err, "applying", "ConfigMap", r.namespace, r.name)
+	}
+	return nil
+}
+
+// GetNext returns the next key the record publishes beside its key, or
+// nil when no rotation overlaps; errors as Get's.
+func (r *PublicKeyRecord) GetNext(ctx context.Context) (crypto.PublicKey, error) {
+	cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, notFound(keys.ErrNotFound, err, "ConfigMap", r.namespace, r.name)
+	}
+	if err != nil {
+		return nil, wrap(err, "reading", "ConfigMap", r.namespace, r.name)
+	}
+	raw, ok := cm.Data[EnrolmentNextPublicKeyKey]
+	if !ok {
+		return nil, nil
+	}
+	pub, err := keys.ParsePublicKey([]byte(raw))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", r.namespace, r.name, EnrolmentNextPublicKeyKey, err)
+	}
+	return pub, nil
+}
+
 // Get returns the public key the record holds. A missing record is an
 // error wrapping keys.ErrNotFound; a record without a valid key one
 // wrapping keys.ErrMalformed (or what keys.ParsePublicKey returns). API

@@ -185,6 +185,7 @@ type options struct {
 	leaderElect                  bool
 	leaderElectionNamespace      string
 	enrolmentNamespace           string
+	enrolmentKeyRotation         string
 	metricsAddr, probeAddr       string
 	metrics                      metricsFlags
 	zap                          zap.Options
@@ -221,6 +222,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.rootCAFile, "root-ca-file", "", "consumer: extra PEM roots for providers whose Identity has no CA")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas")
 	fs.StringVar(&o.enrolmentNamespace, "enrolment-namespace", "", "provider: where the enrolment key, its public record and the enrolment endpoint's certificate are kept (peering from Git); default: the pod's, else the leader election's")
+	fs.StringVar(&o.enrolmentKeyRotation, "enrolment-key-rotation", "", "provider: the step of a rotation of the enrolment key: prepare (make the next key and publish it beside the key, for consumers to commit) or switch (sign with the next key from now on); default: none")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease; default: the pod's, else the kubeconfig context's")
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long a leader tries to renew before it gives up")
@@ -268,6 +270,11 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.policy != "compatible" && o.policy != "strict" {
 		return nil, fmt.Errorf("%w: --policy: %q is neither compatible nor strict", errUsage, o.policy)
+	}
+	switch o.enrolmentKeyRotation {
+	case "", "prepare", "switch":
+	default:
+		return nil, fmt.Errorf("%w: --enrolment-key-rotation: %q is neither prepare nor switch", errUsage, o.enrolmentKeyRotation)
 	}
 	switch o.tenantPodSecurity {
 	case "", "privileged", "baseline", "restricted":
@@ -538,13 +545,14 @@ func addHealthChecks(mgr manager.Manager) error {
 // CA), else none: the provider then refuses Tenants with an Event.
 func (o *options) providerConfig(ctx context.Context, cfg *rest.Config, client kubernetes.Interface) (controllers.ProviderConfig, error) {
 	pc := controllers.ProviderConfig{
-		ClusterID:           o.clusterID,
-		Endpoint:            provider.Endpoint{Server: o.apiServerURL},
-		Policy:              tenant.Compatible,
-		CertificateLifetime: o.lifetime,
-		Workers:             o.workers,
-		TenantPodSecurity:   o.tenantPodSecurity,
-		EnrolmentNamespace:  o.enrolmentNS(),
+		ClusterID:            o.clusterID,
+		Endpoint:             provider.Endpoint{Server: o.apiServerURL},
+		Policy:               tenant.Compatible,
+		CertificateLifetime:  o.lifetime,
+		Workers:              o.workers,
+		TenantPodSecurity:    o.tenantPodSecurity,
+		EnrolmentNamespace:   o.enrolmentNS(),
+		EnrolmentKeyRotation: controllers.KeyRotation(o.enrolmentKeyRotation),
 	}
 	if o.policy == "strict" {
 		pc.Policy = tenant.Strict

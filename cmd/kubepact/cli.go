@@ -105,7 +105,7 @@ var commands = []command{
 	{"apply identity", "--remote-cluster-id PROVIDER FILE|- [flags]",
 		"Consumer: store the provider's Identity and write the kubeconfig Secret",
 		`  kubepact apply identity --remote-cluster-id cl-provider identity.yaml`, applyIdentityCommand},
-	{"get public-key", "[--key cluster|enrolment] [flags]",
+	{"get public-key", "[--key cluster|enrolment|enrolment-next] [flags]",
 		"Print this cluster's public key as the peering objects take it: the cluster key (AuthorizedConsumer) or the enrolment key (TrustedProvider)",
 		`  kubepact get public-key
   kubepact get public-key --key enrolment`, getPublicKeyCommand},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +23,10 @@ import (
 // enrolment key's record: its own namespace.
 const defaultEnrolmentNamespace = "kubepact-system"
 
+// errNoNextKey: no rotation of the enrolment key overlaps, so its record
+// publishes no next key.
+var errNoNextKey = errors.New("no next enrolment key is published: start a rotation with kubepact-controller --enrolment-key-rotation=prepare")
+
 // getPublicKeyCommand prints a public key of this cluster, PKIX PEM, as
 // the peering objects take it: the cluster key (an AuthorizedConsumer's
 // spec.publicKeys) or the enrolment key (a TrustedProvider's
@@ -29,14 +35,14 @@ const defaultEnrolmentNamespace = "kubepact-system"
 func getPublicKeyCommand(f *flags) runFunc {
 	cf := localFlags(f, "local")
 	timeout := timeoutFlag(f)
-	which := f.String("key", "cluster", "cluster (what an AuthorizedConsumer commits) or enrolment (what a TrustedProvider commits)")
+	which := f.String("key", "cluster", "cluster (what an AuthorizedConsumer commits), enrolment (what a TrustedProvider commits) or enrolment-next (the next enrolment key, while a rotation overlaps)")
 	enrolmentNS := f.String("enrolment-namespace", defaultEnrolmentNamespace, "namespace of the enrolment key's record: the provider's controller's")
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
 		}
-		if *which != "cluster" && *which != "enrolment" {
-			return usagef("--key: %q, want cluster or enrolment", *which)
+		if *which != "cluster" && *which != "enrolment" && *which != "enrolment-next" {
+			return usagef("--key: %q, want cluster, enrolment or enrolment-next", *which)
 		}
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
@@ -45,10 +51,17 @@ func getPublicKeyCommand(f *flags) runFunc {
 			return err
 		}
 		record := kube.NewPublicKeyRecord(cl.client, cl.namespace)
-		if *which == "enrolment" {
+		if *which != "cluster" {
 			record = kube.NewEnrolmentKeyRecord(cl.client, *enrolmentNS)
 		}
-		pub, err := record.Get(ctx)
+		get := record.Get
+		if *which == "enrolment-next" {
+			get = record.GetNext
+		}
+		pub, err := get(ctx)
+		if err == nil && pub == nil {
+			err = errNoNextKey
+		}
 		if err != nil {
 			return fmt.Errorf("reading the %s key's record (published by kubepact-controller): %w", *which, err)
 		}
@@ -194,11 +207,7 @@ func trustedProvider(ctx context.Context, cf *clusterFlags, t *trustOptions) (*p
 	if err != nil {
 		return nil, fmt.Errorf("the provider's CA: %w", err)
 	}
-	pub, err := kube.NewEnrolmentKeyRecord(cl.client, *t.enrolmentNamespace).Get(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the enrolment key's record (published by the provider's kubepact-controller): %w", err)
-	}
-	pem, err := keys.MarshalPublicKey(pub)
+	enrolmentKeys, err := publishedEnrolmentKeys(ctx, kube.NewEnrolmentKeyRecord(cl.client, *t.enrolmentNamespace))
 	if err != nil {
 		return nil, err
 	}
@@ -206,8 +215,34 @@ func trustedProvider(ctx context.Context, cf *clusterFlags, t *trustOptions) (*p
 		TypeMeta:   metav1.TypeMeta{APIVersion: peeringv1alpha1.SchemeGroupVersion.String(), Kind: peeringv1alpha1.TrustedProviderKind},
 		ObjectMeta: metav1.ObjectMeta{Name: id},
 		Spec: peeringv1alpha1.TrustedProviderSpec{ClusterID: id, Endpoint: *t.endpoint, CASHA256: pin,
-			EnrolmentKeys: []string{string(pem)}},
+			EnrolmentKeys: enrolmentKeys},
 	}, nil
+}
+
+// publishedEnrolmentKeys returns the enrolment key record's keys, PKIX
+// PEM: the enrolment key and, while a rotation overlaps, the next one, so
+// that a TrustedProvider generated then trusts both.
+func publishedEnrolmentKeys(ctx context.Context, record *kube.PublicKeyRecord) ([]string, error) {
+	pub, err := record.Get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the enrolment key's record (published by the provider's kubepact-controller): %w", err)
+	}
+	next, err := record.GetNext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the enrolment key's record (published by the provider's kubepact-controller): %w", err)
+	}
+	var out []string
+	for _, k := range []crypto.PublicKey{pub, next} {
+		if k == nil {
+			continue
+		}
+		pem, err := keys.MarshalPublicKey(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, string(pem))
+	}
+	return out, nil
 }
 
 // generatePeeringCommand prints both manifests of a peering from Git: the

@@ -90,3 +90,43 @@ func TestGeneratePeeringRefuses(t *testing.T) {
 	r := cli(t, "", "get", "public-key", "--kubeconfig", "/nonexistent", "--key", "tls")
 	assert.Equal(t, exitUsage, r.code)
 }
+
+// TestGenerateThroughEnrolmentKeyRotation: while a rotation of the
+// enrolment key overlaps, generate trusted-provider commits both published
+// keys, the key first, and get public-key --key enrolment-next prints the
+// next one; without a rotation, enrolment-next fails with errNoNextKey.
+func TestGenerateThroughEnrolmentKeyRotation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const enrolNS, providerNS = "kubepact-gitops-rotate", "liqo-gitops-rotate-p"
+	for _, ns := range []string{enrolNS, providerNS} {
+		_, err := providerEnv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	key, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	next, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	record := kube.NewEnrolmentKeyRecord(providerEnv.client, enrolNS)
+	require.NoError(t, record.Publish(ctx, key.Public()))
+	getNext := []string{"get", "public-key", "--kubeconfig", providerEnv.kubeconfig, "-n", providerNS, "--cluster-id", "cl-rotate-p",
+		"--key", "enrolment-next", "--enrolment-namespace", enrolNS}
+	r, err := cliErr(t, nil, getNext...)
+	require.ErrorIs(t, err, errNoNextKey, r.stderr)
+	assert.Equal(t, exitError, r.code)
+
+	require.NoError(t, record.PublishWithNext(ctx, key.Public(), next.Public()))
+	printed := cli(t, "", getNext...).ok(t).stdout
+	pemOf := func(k *keys.PrivateKey) string {
+		b, err := keys.MarshalPublicKey(k.Public())
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.Equal(t, pemOf(next), printed)
+
+	out := cli(t, "", "generate", "trusted-provider", "--kubeconfig", providerEnv.kubeconfig, "-n", providerNS, "--cluster-id", "cl-rotate-p",
+		"--enrolment-url", "https://enrol.provider.example", "--enrolment-namespace", enrolNS).ok(t).stdout
+	var tp peeringv1alpha1.TrustedProvider
+	require.NoError(t, yaml.UnmarshalStrict([]byte(out), &tp))
+	assert.Equal(t, []string{pemOf(key), pemOf(next)}, tp.Spec.EnrolmentKeys, "both keys while they overlap, the key first")
+}

@@ -25,6 +25,7 @@ type record struct {
 var records = []record{
 	{"ConfigMap", "kubepact-enrolment-public-key"},
 	{"Secret", "kubepact-enrolment-key"},
+	{"Secret", "kubepact-enrolment-key-next"},
 	{"Secret", "kubepact-enrolment-tls"},
 }
 
@@ -74,7 +75,8 @@ func (r record) get(ctx context.Context, c kubernetes.Interface) (metav1.Object,
 }
 
 // TestEnrolmentRecordWriters: the enrolment key (Secret
-// kubepact-enrolment-key), its public record (ConfigMap
+// kubepact-enrolment-key, and kubepact-enrolment-key-next through a
+// rotation), its public record (ConfigMap
 // kubepact-enrolment-public-key) and the endpoint's serving certificate
 // (Secret kubepact-enrolment-tls), in the controller's namespace, are
 // written by kubepact-controller's ServiceAccount alone (the policy

@@ -356,7 +356,7 @@ func TestSchemaRefusesRenderedFlags(t *testing.T) {
 		"clusterID", "cl-a", "apiServerURL", "https://api.example:6443", "keyNamespace", "liqo-system",
 		"policy", "strict", "certificateLifetime", "72h", "localCA.secretName", "kubepact-ca",
 		"sliceBounds.maxSlicesPerConsumer", 8, "sliceBounds.rekeyInterval", "1h", "sliceBounds.certificatesPerHour", 16,
-		"metrics.certSecretName", "kubepact-metrics-cert",
+		"metrics.certSecretName", "kubepact-metrics-cert", "enrolment.keyRotation", "prepare",
 	)} {
 		args = append(args, deploymentOf(t, render(t, ch, vals)).Spec.Template.Spec.Containers[0].Args...)
 	}
@@ -367,7 +367,7 @@ func TestSchemaRefusesRenderedFlags(t *testing.T) {
 		flags[name] = true
 	}
 	for _, name := range []string{"key-namespace", "cluster-id", "local-ca-key-file", "leader-elect", "max-slices-per-consumer",
-		"slice-rekey-interval", "slice-certificates-per-hour", "metrics-cert-dir"} {
+		"slice-rekey-interval", "slice-certificates-per-hour", "metrics-cert-dir", "enrolment-key-rotation"} {
 		require.True(t, flags[name], "the values render --%s: %v", name, slices.Sorted(maps.Keys(flags)))
 	}
 	for _, name := range slices.Sorted(maps.Keys(flags)) {
