@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -104,6 +105,9 @@ func (s SecretScope) inScope(ns string) bool {
 func (s SecretScope) NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	if s.Subject.Name == "" || s.Subject.Kind == "" {
 		return nil, fmt.Errorf("%w: a SecretScope needs the controller's subject", peer.ErrInvalidConfig)
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme // as cache.New defaults it
 	}
 	if opts.HTTPClient == nil {
 		hc, err := rest.HTTPClientFor(cfg)
