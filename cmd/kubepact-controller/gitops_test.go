@@ -22,6 +22,7 @@ import (
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
+	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/enrolhttp"
 	"github.com/kubepact/kubepact/keys"
@@ -51,11 +52,10 @@ func TestPeeringFromGitAsShipped(t *testing.T) {
 	})
 }
 
-// peerFromGit serves a's enrolment endpoint as kubepact-enrolment serves
-// it (its lookup, the certificate a's controller keeps, limits), commits
-// a TrustedProvider on b and an AuthorizedConsumer on a, and waits until
-// both are Ready.
-func peerFromGit(ctx context.Context, t *testing.T, a, b peer, limits enrolhttp.Limits) (*httptest.Server, *peeringv1alpha1.AuthorizedConsumer, *peeringv1alpha1.TrustedProvider) {
+// enrolmentEndpoint serves a's enrolment endpoint as kubepact-enrolment
+// serves it (its lookup, the certificate a's controller keeps, limits) and
+// returns it with the TrustedProvider that commits a at it.
+func enrolmentEndpoint(ctx context.Context, t *testing.T, a peer, limits enrolhttp.Limits) (*httptest.Server, *peeringv1alpha1.TrustedProvider) {
 	t.Helper()
 	// The endpoint, as kubepact-enrolment serves it, with the certificate
 	// the provider's controller keeps.
@@ -91,6 +91,15 @@ func peerFromGit(ctx context.Context, t *testing.T, a, b peer, limits enrolhttp.
 		Spec: peeringv1alpha1.TrustedProviderSpec{ClusterID: a.id, Endpoint: srv.URL, CASHA256: pin,
 			EnrolmentKeys: []string{string(recordPEM)}},
 	}
+	return srv, tp
+}
+
+// peerFromGit serves a's enrolment endpoint (enrolmentEndpoint), commits
+// a TrustedProvider on b, then the AuthorizedConsumer of its request on
+// a, and waits until both are Ready.
+func peerFromGit(ctx context.Context, t *testing.T, a, b peer, limits enrolhttp.Limits) (*httptest.Server, *peeringv1alpha1.AuthorizedConsumer, *peeringv1alpha1.TrustedProvider) {
+	t.Helper()
+	srv, tp := enrolmentEndpoint(ctx, t, a, limits)
 	require.NoError(t, b.typed.Create(ctx, tp))
 	t.Cleanup(func() { _ = b.typed.Delete(context.Background(), tp) })
 	waitFor(t, "the TrustedProvider's request", func() bool {
@@ -206,4 +215,53 @@ func providerObjects(ctx context.Context, t *testing.T, p peer) map[string]strin
 		out["authorizedconsumer/"+ac.Name] = ac.ResourceVersion
 	}
 	return out
+}
+
+// TestPeeringFromGitProviderFirst commits the provider's object first: the
+// AuthorizedConsumer the consumer's cluster makes as kubepact generate
+// authorized-consumer does (its cluster key, its request, from its own
+// keyring), applied before the consumer commits anything. The provider
+// grants it at once; the TrustedProvider, committed later, makes the same
+// request from the same keyring, fetches that grant at its first look, and
+// the consumer's ControlPlane identity works: the same result as the other
+// order (TestPeeringFromGitAsShipped).
+func TestPeeringFromGitProviderFirst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	a, b := peer{providerEnv, "ctl-first-p"}, peer{consumerEnv, "ctl-first-c"}
+	startCurrent(ctx, t, a)
+	startCurrent(ctx, t, b)
+	_, tp := enrolmentEndpoint(ctx, t, a, enrolhttp.Limits{PerClient: 100, Burst: 100})
+
+	c, err := consumer.New(b.id, consumer.Ports{
+		Core: consumer.Core{
+			Namespaces: kube.NewNamespaces(b.admin), Keys: kube.NewKeyStore(b.admin, keys.DefaultNamespace),
+			Identities: kube.NewIdentityStore(b.typed), Secrets: kube.NewSecretWriter(b.admin),
+		},
+		IdentityKeys: kube.NewKeyring(b.admin, keys.DefaultNamespace),
+	}, &consumer.Options{KeyNamespace: keys.DefaultNamespace})
+	require.NoError(t, err)
+	r, err := c.EnrolmentRequest(ctx, a.id, nil)
+	require.NoError(t, err)
+	pub, err := c.PublicKey(ctx)
+	require.NoError(t, err)
+	ac := &peeringv1alpha1.AuthorizedConsumer{
+		ObjectMeta: metav1.ObjectMeta{Name: b.id},
+		Spec:       peeringv1alpha1.AuthorizedConsumerSpec{ClusterID: b.id, PublicKeys: []string{publicPEM(t, pub)}, Request: r.API()},
+	}
+	require.NoError(t, a.typed.Create(ctx, ac))
+	t.Cleanup(func() { _ = a.typed.Delete(context.Background(), ac) })
+	waitFor(t, "the AuthorizedConsumer granted before the consumer commits anything", func() bool {
+		require.NoError(t, a.typed.Get(ctx, client.ObjectKeyFromObject(ac), ac))
+		return meta.IsStatusConditionTrue(ac.Status.Conditions, peeringv1alpha1.ConditionReady)
+	})
+
+	require.NoError(t, b.typed.Create(ctx, tp))
+	t.Cleanup(func() { _ = b.typed.Delete(context.Background(), tp) })
+	waitFor(t, "the TrustedProvider ready at its first look", func() bool {
+		require.NoError(t, b.typed.Get(ctx, client.ObjectKeyFromObject(tp), tp))
+		return meta.IsStatusConditionTrue(tp.Status.Conditions, peeringv1alpha1.ConditionReady)
+	})
+	require.Equal(t, r.API(), *tp.Status.Request, "the same request, from the same keyring")
+	requireControlPlaneWorks(ctx, t, a, b)
 }
