@@ -153,7 +153,7 @@ var hookMu sync.Mutex
 
 // start runs the controller with args against s, as its ServiceAccount,
 // and returns once its manager exists.
-func start(t *testing.T, s *side, args ...string) *replica {
+func start(t testing.TB, s *side, args ...string) *replica {
 	t.Helper()
 	forgetClusterID(t, s, args)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -184,7 +184,7 @@ func start(t *testing.T, s *side, args ...string) *replica {
 // forgetClusterID deletes the cluster ID recorded on s unless it is the one
 // args' --cluster-id names: the tests run controllers of several IDs on one
 // cluster, each as a fresh install of its own.
-func forgetClusterID(t *testing.T, s *side, args []string) {
+func forgetClusterID(t testing.TB, s *side, args []string) {
 	t.Helper()
 	var want string
 	for _, a := range args {
@@ -250,7 +250,7 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func writeFile(t *testing.T, data []byte) string {
+func writeFile(t testing.TB, data []byte) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(p, data, 0o600))

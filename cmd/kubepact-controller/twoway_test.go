@@ -41,7 +41,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // deploymentArgs returns the controller container's args of the
 // kubepact-controller Deployment that the kustomization in dir renders.
-func deploymentArgs(ctx context.Context, t *testing.T, dir string) []string {
+func deploymentArgs(ctx context.Context, t testing.TB, dir string) []string {
 	t.Helper()
 	objects, err := kustomize(ctx, dir)
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func deploymentArgs(ctx context.Context, t *testing.T, dir string) []string {
 // args: p's ID (they carry controllers of several IDs, one test at a time)
 // and the API server consumers reach, which a pod would learn from
 // kube-public/cluster-info.
-func clusterArgs(t *testing.T, p peer) []string {
+func clusterArgs(t testing.TB, p peer) []string {
 	t.Helper()
 	return []string{"--cluster-id=" + p.id,
 		"--api-server-url=" + p.cluster.Host(), "--api-server-ca-file=" + writeFile(t, p.cluster.CA())}
@@ -81,7 +81,7 @@ func clusterArgs(t *testing.T, p peer) []string {
 // process, as the ServiceAccount config/ makes, with the args of the
 // Deployment config/ ships: listen ports off, the lease in the
 // Deployment's namespace (a pod's own), clusterArgs, and extra.
-func startCurrent(ctx context.Context, t *testing.T, p peer, extra ...string) *replica {
+func startCurrent(ctx context.Context, t testing.TB, p peer, extra ...string) *replica {
 	t.Helper()
 	var args []string
 	for _, a := range deploymentArgs(ctx, t, filepath.Join("..", "..", "config")) {
