@@ -116,10 +116,10 @@ func (e *EnrolmentKeys) Next(ctx context.Context) (*keys.PrivateKey, error) {
 // the key as it is.
 func (e *EnrolmentKeys) Promote(ctx context.Context, rand io.Reader) (*keys.PrivateKey, error) {
 	next, err := e.Next(ctx)
-	if err != nil || next == nil {
-		if err != nil {
-			return nil, err
-		}
+	switch {
+	case err != nil:
+		return nil, err
+	case next == nil:
 		return e.Ensure(ctx, rand)
 	}
 	secrets := e.client.CoreV1().Secrets(e.namespace)

@@ -143,47 +143,57 @@ func (r *PublicKeyRecord) PublishWithNext(ctx context.Context, pub, next crypto.
 	return nil
 }
 
-// GetNext returns the next key the record publishes beside its key, or
-// nil when no rotation overlaps; errors as Get's.
-func (r *PublicKeyRecord) GetNext(ctx context.Context) (crypto.PublicKey, error) {
-	cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, notFound(keys.ErrNotFound, err, "ConfigMap", r.namespace, r.name)
-	}
-	if err != nil {
-		return nil, wrap(err, "reading", "ConfigMap", r.namespace, r.name)
-	}
-	raw, ok := cm.Data[EnrolmentNextPublicKeyKey]
-	if !ok {
-		return nil, nil
-	}
-	pub, err := keys.ParsePublicKey([]byte(raw))
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", r.namespace, r.name, EnrolmentNextPublicKeyKey, err)
-	}
-	return pub, nil
-}
-
 // Get returns the public key the record holds. A missing record is an
 // error wrapping keys.ErrNotFound; a record without a valid key one
 // wrapping keys.ErrMalformed (or what keys.ParsePublicKey returns). API
 // errors are wrapped, so apierrors.IsForbidden tells a client that may not
 // read it.
 func (r *PublicKeyRecord) Get(ctx context.Context) (crypto.PublicKey, error) {
+	_, pub, err := r.read(ctx)
+	return pub, err
+}
+
+// GetNext returns the next key the record publishes beside its key, or
+// nil when no rotation overlaps; errors as Get's.
+func (r *PublicKeyRecord) GetNext(ctx context.Context) (crypto.PublicKey, error) {
+	_, next, err := r.GetWithNext(ctx)
+	return next, err
+}
+
+// GetWithNext returns, from one read of the record, its key and the next
+// key it publishes beside it (nil when no rotation overlaps); errors as
+// Get's, a next key that does not parse included.
+func (r *PublicKeyRecord) GetWithNext(ctx context.Context) (pub, next crypto.PublicKey, err error) {
+	cm, pub, err := r.read(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, ok := cm.Data[EnrolmentNextPublicKeyKey]
+	if !ok {
+		return pub, nil, nil
+	}
+	if next, err = keys.ParsePublicKey([]byte(raw)); err != nil {
+		return nil, nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", r.namespace, r.name, EnrolmentNextPublicKeyKey, err)
+	}
+	return pub, next, nil
+}
+
+// read returns the record and the key it holds, with Get's errors.
+func (r *PublicKeyRecord) read(ctx context.Context) (*corev1.ConfigMap, crypto.PublicKey, error) {
 	cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, notFound(keys.ErrNotFound, err, "ConfigMap", r.namespace, r.name)
+		return nil, nil, notFound(keys.ErrNotFound, err, "ConfigMap", r.namespace, r.name)
 	}
 	if err != nil {
-		return nil, wrap(err, "reading", "ConfigMap", r.namespace, r.name)
+		return nil, nil, wrap(err, "reading", "ConfigMap", r.namespace, r.name)
 	}
 	raw, ok := cm.Data[PublicKeyRecordKey]
 	if !ok {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %w: no %s", r.namespace, r.name, keys.ErrMalformed, PublicKeyRecordKey)
+		return nil, nil, fmt.Errorf("ConfigMap %s/%s: %w: no %s", r.namespace, r.name, keys.ErrMalformed, PublicKeyRecordKey)
 	}
 	pub, err := keys.ParsePublicKey([]byte(raw))
 	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", r.namespace, r.name, PublicKeyRecordKey, err)
+		return nil, nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", r.namespace, r.name, PublicKeyRecordKey, err)
 	}
-	return pub, nil
+	return cm, pub, nil
 }

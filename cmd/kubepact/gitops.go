@@ -223,11 +223,7 @@ func trustedProvider(ctx context.Context, cf *clusterFlags, t *trustOptions) (*p
 // PEM: the enrolment key and, while a rotation overlaps, the next one, so
 // that a TrustedProvider generated then trusts both.
 func publishedEnrolmentKeys(ctx context.Context, record *kube.PublicKeyRecord) ([]string, error) {
-	pub, err := record.Get(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the enrolment key's record (published by the provider's kubepact-controller): %w", err)
-	}
-	next, err := record.GetNext(ctx)
+	pub, next, err := record.GetWithNext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the enrolment key's record (published by the provider's kubepact-controller): %w", err)
 	}
