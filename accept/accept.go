@@ -217,6 +217,10 @@ func singleHolder(_ context.Context, f *Facts) error {
 	claim := []crypto.PublicKey{f.Key}
 	if f.Verified != nil {
 		claim = append(claim, f.Verified.CSR.PublicKey())
+		if f.Verified.Predecessor != nil {
+			// The key it took over from, which signed the hand-over.
+			claim = append(claim, f.Verified.Predecessor)
+		}
 	}
 	return lifecycle.CheckHolder(f.ConsumerID, f.Stored, cached, claim, f.Now)
 }

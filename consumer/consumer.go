@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -57,6 +58,9 @@ type Consumer struct {
 
 	mu  sync.Mutex
 	key *keys.PrivateKey // the cluster key, once read
+	// previous is the key the cluster key replaced (keys.RotatingStore),
+	// read with it; nil when none.
+	previous crypto.PublicKey
 
 	renewMu   sync.Mutex
 	deadlines map[string]deadline // by provider: the renewal deadline drawn for the certificate held
@@ -109,25 +113,37 @@ func (c *Consumer) step(ctx context.Context, s step.Done) {
 // clusterKey returns the cluster key, reading it once; with create, it
 // generates and stores one when there is none.
 func (c *Consumer) clusterKey(ctx context.Context, create bool) (*keys.PrivateKey, error) {
+	k, _, err := c.clusterKeys(ctx, create)
+	return k, err
+}
+
+// clusterKeys returns the cluster key, as clusterKey does, and the key it
+// replaced (keys.RotatingStore), nil when none, both read at once.
+func (c *Consumer) clusterKeys(ctx context.Context, create bool) (*keys.PrivateKey, crypto.PublicKey, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.key != nil {
-		return c.key, nil
+		return c.key, c.previous, nil
 	}
 	var (
-		k   *keys.PrivateKey
-		err error
+		k        *keys.PrivateKey
+		previous crypto.PublicKey
+		err      error
 	)
 	if create {
 		k, err = keys.Ensure(ctx, c.ports.Keys, c.opts.Rand, c.opts.KeyAlgorithm)
 	} else {
 		k, err = c.ports.Keys.Get(ctx)
 	}
-	if err != nil {
-		return nil, err
+	if rs, ok := c.ports.Keys.(keys.RotatingStore); ok && err == nil {
+		// The key as stored now, with the key it replaced.
+		k, previous, err = rs.GetWithPrevious(ctx)
 	}
-	c.key = k
-	return k, nil
+	if err != nil {
+		return nil, nil, err
+	}
+	c.key, c.previous = k, previous
+	return k, previous, nil
 }
 
 // tlsKey returns the key of the ControlPlane identity id for providerID: the

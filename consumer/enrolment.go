@@ -9,7 +9,6 @@ import (
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/enrol"
-	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/peer"
 	"github.com/kubepact/kubepact/step"
 	"github.com/kubepact/kubepact/tenant"
@@ -27,6 +26,11 @@ import (
 // consumer's (signed by its cluster key for this provider, for the key the
 // identity has), EnrolmentRequest returns it as it is, so that what was
 // committed stays valid even where the key algorithm signs at random.
+//
+// While the cluster key rotates (PrepareClusterKeyRotation), the request
+// is signed by the next key, for a fresh identity key, and carries the
+// hand-over from the cluster key (enrol.NewHandOverRequest); after the
+// switch, that request is still this consumer's and is kept.
 func (c *Consumer) EnrolmentRequest(ctx context.Context, providerID string, held *peeringv1alpha1.EnrolmentRequest) (*enrol.Request, error) {
 	if c.ports.IdentityKeys == nil {
 		return nil, &peer.MissingPortError{Field: "IdentityKeys"}
@@ -39,22 +43,34 @@ func (c *Consumer) EnrolmentRequest(ctx context.Context, providerID string, held
 	if err := c.ports.Namespaces.Ensure(ctx, tenant.Namespace(providerID)); err != nil {
 		return nil, stepError(step.ConsumerNamespace, err)
 	}
-	cluster, err := c.clusterKey(ctx, true)
-	if err != nil {
-		return nil, err
-	}
-	own, err := c.controlPlaneCSRKey(ctx, providerID)
+	signer, from, err := c.enrolmentSigner(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if held != nil {
-		prev := enrol.Commitment{ConsumerID: c.id, Keys: []crypto.PublicKey{cluster.Public()}, CSR: []byte(held.CSR), Signature: held.Signature}
-		if v, err := prev.Verify(providerID); err == nil && keys.Equal(v.CSR.PublicKey(), own.Public()) {
-			return prev.Request(providerID), nil
+		if prev, err := enrol.RequestFromAPI(providerID, c.id, held); err == nil {
+			if r := c.keptRequest(ctx, providerID, prev, signer, from); r != nil {
+				return r, nil
+			}
 		}
 	}
-	r, err := enrol.NewRequest(c.opts.Rand, providerID, c.id, cluster, own)
+	var r *enrol.Request
+	if from == nil {
+		own, err := c.controlPlaneCSRKey(ctx, providerID)
+		if err != nil {
+			return nil, err
+		}
+		r, err = enrol.NewRequest(c.opts.Rand, providerID, c.id, signer, own)
+		if err != nil {
+			return nil, fmt.Errorf("making the enrolment request: %w", err)
+		}
+		return r, nil
+	}
+	fresh, err := c.rotationCSRKey(ctx, providerID)
 	if err != nil {
+		return nil, err
+	}
+	if r, err = enrol.NewHandOverRequest(c.opts.Rand, providerID, c.id, from, signer, fresh); err != nil {
 		return nil, fmt.Errorf("making the enrolment request: %w", err)
 	}
 	return r, nil

@@ -39,11 +39,15 @@ func sliceUse(providerID string) keys.Use {
 // attester returns the Attester of the consumer's keyring, made with the
 // cluster key; with create, the cluster key is made when there is none.
 func (c *Consumer) attester(ctx context.Context, create bool) (*keys.Attester, error) {
-	k, err := c.clusterKey(ctx, create)
+	k, previous, err := c.clusterKeys(ctx, create)
 	if err != nil {
 		return nil, err
 	}
-	return keys.NewAttester(k, c.opts.KeyNamespace, c.opts.Rand)
+	a, err := keys.NewAttester(k, c.opts.KeyNamespace, c.opts.Rand)
+	if err != nil {
+		return nil, err
+	}
+	return a.WithPrevious(previous), nil
 }
 
 // heldKey returns the key kept under name for u when this consumer

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +61,9 @@ type Request struct {
 	// signature of the request's transcript.
 	CSR       []byte
 	Signature []byte
+	// HandOver, when set, hands the consumer's previous cluster key over
+	// to the key that signed the request (NewHandOverRequest).
+	HandOver *HandOver
 }
 
 // transcript returns the canonical bytes a request's signature covers:
@@ -77,6 +82,20 @@ func (r *Request) transcript() []byte {
 
 func addString(b *cryptobyte.Builder, s string) {
 	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s)) })
+}
+
+// PublicKey returns the key of r's CSR; a CSR that does not parse is an
+// error wrapping ErrMalformed.
+func (r *Request) PublicKey() (crypto.PublicKey, error) {
+	block, _ := pem.Decode(r.CSR)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return nil, fmt.Errorf("%w: the request's CSR is not a PEM CERTIFICATE REQUEST", ErrMalformed)
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the request's CSR: %w", ErrMalformed, err)
+	}
+	return req.PublicKey, nil
 }
 
 // CSRSHA256 returns the hex SHA-256 of r's CSR, as a Grant names it.
@@ -112,7 +131,7 @@ func NewRequest(rand io.Reader, providerID, consumerID string, clusterKey, ident
 
 // API returns r as the API carries it.
 func (r *Request) API() peeringv1alpha1.EnrolmentRequest {
-	return peeringv1alpha1.EnrolmentRequest{CSR: string(r.CSR), Signature: bytes.Clone(r.Signature)}
+	return peeringv1alpha1.EnrolmentRequest{CSR: string(r.CSR), Signature: bytes.Clone(r.Signature), HandOver: r.HandOver.api()}
 }
 
 // Commitment is what a provider's AuthorizedConsumer commits: the keys
@@ -123,6 +142,9 @@ type Commitment struct {
 	Keys       []crypto.PublicKey
 	CSR        []byte
 	Signature  []byte
+	// HandOver is the request's cluster key hand-over, nil when it carries
+	// none.
+	HandOver *HandOver
 	// Policy bounds what the consumer gets, beside the provider's own
 	// bounds.
 	Policy Policy
@@ -152,7 +174,7 @@ func (p Policy) Tighten(b resourceslice.Bounds) resourceslice.Bounds {
 
 // Request returns c's request, as made to provider providerID.
 func (c *Commitment) Request(providerID string) *Request {
-	return &Request{ProviderID: providerID, ConsumerID: c.ConsumerID, CSR: bytes.Clone(c.CSR), Signature: bytes.Clone(c.Signature)}
+	return &Request{ProviderID: providerID, ConsumerID: c.ConsumerID, CSR: bytes.Clone(c.CSR), Signature: bytes.Clone(c.Signature), HandOver: c.HandOver}
 }
 
 // FromAuthorizedConsumer parses ac into its Commitment. It checks the form
@@ -173,7 +195,11 @@ func FromAuthorizedConsumer(ac *peeringv1alpha1.AuthorizedConsumer) (*Commitment
 	if len(req.CSR) == 0 || len(req.CSR) > csr.MaxSize || len(req.Signature) == 0 || len(req.Signature) > tenant.MaxSignatureSize {
 		return nil, fmt.Errorf("%w: spec.request: CSR of %d bytes, signature of %d", ErrMalformed, len(req.CSR), len(req.Signature))
 	}
-	c := &Commitment{ConsumerID: ac.Spec.ClusterID, Keys: pubs, CSR: []byte(req.CSR), Signature: bytes.Clone(req.Signature)}
+	handOver, err := handOverFromAPI(req.HandOver)
+	if err != nil {
+		return nil, fmt.Errorf("spec.request: %w", err)
+	}
+	c := &Commitment{ConsumerID: ac.Spec.ClusterID, Keys: pubs, CSR: []byte(req.CSR), Signature: bytes.Clone(req.Signature), HandOver: handOver}
 	if pol := ac.Spec.Policy; pol != nil {
 		count := func(field string, v *int32) (*int, error) {
 			if v == nil {
@@ -238,8 +264,11 @@ func (c *Commitment) Check(pub crypto.PublicKey) error {
 // Verify checks c's request to provider providerID: signed over its
 // transcript by one of c's keys, for a ControlPlane CSR of c's consumer
 // for a key that is none of c's keys (no committed cluster key may become
-// a TLS key). It returns what tenant.Verify returns for a Tenant, with
-// the cluster key that signed.
+// a TLS key). A request that carries a hand-over must carry one that
+// verifies (ErrBadHandOver); its previous key then needs no commitment,
+// for it only vouches for the key that signed. It returns what
+// tenant.Verify returns for a Tenant, with the cluster key that signed
+// and, for a hand-over, the previous key as Predecessor.
 func (c *Commitment) Verify(providerID string) (*tenant.Verified, error) {
 	msg := c.Request(providerID).transcript()
 	var signer crypto.PublicKey
@@ -261,7 +290,17 @@ func (c *Commitment) Verify(providerID string) (*tenant.Verified, error) {
 	if c.Holds(checked.PublicKey()) {
 		return nil, ErrClusterKeyCSR
 	}
-	return &tenant.Verified{ClusterID: c.ConsumerID, PublicKey: signer, CSR: checked}, nil
+	v := &tenant.Verified{ClusterID: c.ConsumerID, PublicKey: signer, CSR: checked}
+	if h := c.HandOver; h != nil {
+		if err := h.verify(providerID, c.ConsumerID, signer); err != nil {
+			return nil, err
+		}
+		if keys.Equal(h.From, checked.PublicKey()) {
+			return nil, ErrClusterKeyCSR
+		}
+		v.Predecessor = h.From
+	}
+	return v, nil
 }
 
 // Tenant returns the Tenant a provider records for c's request, verified

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto"
 	"fmt"
 	"maps"
 	"reflect"
@@ -34,7 +35,7 @@ var (
 	_ kubeconfig.SecretWriter = (*SecretWriter)(nil)
 	_ csr.Cache               = (*CertificateCache)(nil)
 	_ rbac.Applier            = (*RBAC)(nil)
-	_ keys.Store              = (*KeyStore)(nil)
+	_ keys.RotatingStore      = (*KeyStore)(nil)
 	_ csr.Approver            = (*Approver)(nil)
 	_ csr.Signer              = (*Signer)(nil)
 )
@@ -662,10 +663,66 @@ func (a *RBAC) RoleBinding(namespace, name string) (*rbacv1.RoleBinding, bool) {
 	return a.RoleBindings.get(namespace, name)
 }
 
-// KeyStore is an in-memory keys.Store.
+// KeyStore is an in-memory keys.RotatingStore.
 type KeyStore struct {
-	mu  sync.Mutex
-	key *keys.PrivateKey
+	mu       sync.Mutex
+	key      *keys.PrivateKey
+	next     *keys.PrivateKey
+	previous crypto.PublicKey
+}
+
+// GetWithPrevious returns the stored key and the public half of the key
+// it replaced, nil when none.
+func (s *KeyStore) GetWithPrevious(ctx context.Context) (*keys.PrivateKey, crypto.PublicKey, error) {
+	k, err := s.Get(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return k, s.previous, nil
+}
+
+// Next returns the next key, nil when none.
+func (s *KeyStore) Next(ctx context.Context) (*keys.PrivateKey, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next, nil
+}
+
+// CreateNext stores k as the next key unless one is stored.
+func (s *KeyStore) CreateNext(ctx context.Context, k *keys.PrivateKey) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next != nil {
+		return keys.ErrExists
+	}
+	s.next = k
+	return nil
+}
+
+// Promote makes the next key the key, keeping the replaced key's public
+// half as the previous key.
+func (s *KeyStore) Promote(ctx context.Context) (*keys.PrivateKey, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		return nil, fmt.Errorf("%w: no next key to promote", keys.ErrNotFound)
+	}
+	if s.key != nil && !keys.Equal(s.key.Public(), s.next.Public()) {
+		s.previous = s.key.Public()
+	}
+	s.key, s.next = s.next, nil
+	return s.key, nil
 }
 
 // Get returns the stored key.

@@ -81,6 +81,20 @@ type Attester struct {
 	cluster   *PrivateKey
 	namespace string
 	rand      io.Reader
+	// previous is the cluster key the cluster key replaced
+	// (RotatingStore), nil when none: its attestations still count, and
+	// are made again with the cluster key when read (Get).
+	previous crypto.PublicKey
+}
+
+// WithPrevious returns a copy of a that also accepts the attestations of
+// previous, the cluster key the cluster key replaced, and attests again
+// with the cluster key each key it reads that only previous attested.
+// A nil previous changes nothing.
+func (a *Attester) WithPrevious(previous crypto.PublicKey) *Attester {
+	b := *a
+	b.previous = previous
+	return &b
 }
 
 // NewAttester returns the Attester of the keys kept in namespace, signing
@@ -146,22 +160,35 @@ func (a *Attester) attest(name string, u Use, k *PrivateKey, adopted bool) (Stor
 // name and u, and whether it was adopted rather than made. Otherwise the
 // error wraps ErrUnattested.
 func (a *Attester) Check(name string, u Use, s Stored) (k *PrivateKey, adopted bool, err error) {
+	k, adopted, _, err = a.check(name, u, s)
+	return k, adopted, err
+}
+
+// check is Check, and reports whether only the previous cluster key
+// attested the key.
+func (a *Attester) check(name string, u Use, s Stored) (k *PrivateKey, adopted, byPrevious bool, err error) {
 	if s.Key == nil || s.Key.signer == nil {
-		return nil, false, fmt.Errorf("%w: key %s: no key", ErrMalformed, name)
+		return nil, false, false, fmt.Errorf("%w: key %s: no key", ErrMalformed, name)
 	}
 	if len(s.Attestation) == 0 {
-		return nil, false, fmt.Errorf("%w: key %s (%s) carries no attestation", ErrUnattested, name, Fingerprint(s.Key.Public()))
+		return nil, false, false, fmt.Errorf("%w: key %s (%s) carries no attestation", ErrUnattested, name, Fingerprint(s.Key.Public()))
 	}
-	for _, adopted := range []bool{false, true} {
-		msg, err := a.message(name, u, s.Key.Public(), adopted)
-		if err != nil {
-			return nil, false, err
-		}
-		if VerifyMessage(a.cluster.Public(), msg, s.Attestation) == nil {
-			return s.Key, adopted, nil
+	attesters := []crypto.PublicKey{a.cluster.Public()}
+	if a.previous != nil {
+		attesters = append(attesters, a.previous)
+	}
+	for i, attester := range attesters {
+		for _, adopted := range []bool{false, true} {
+			msg, err := a.message(name, u, s.Key.Public(), adopted)
+			if err != nil {
+				return nil, false, false, err
+			}
+			if VerifyMessage(attester, msg, s.Attestation) == nil {
+				return s.Key, adopted, i > 0, nil
+			}
 		}
 	}
-	return nil, false, fmt.Errorf("%w: key %s (%s) is not attested for %s keys of %q", ErrUnattested, name, Fingerprint(s.Key.Public()), u.Purpose, u.Remote)
+	return nil, false, false, fmt.Errorf("%w: key %s (%s) is not attested for %s keys of %q", ErrUnattested, name, Fingerprint(s.Key.Public()), u.Purpose, u.Remote)
 }
 
 // Get returns the key r keeps under name when this cluster attested it for
@@ -172,7 +199,16 @@ func (a *Attester) Get(ctx context.Context, r Keyring, name string, u Use) (k *P
 	if err != nil {
 		return nil, false, err
 	}
-	return a.Check(name, u, s)
+	k, adopted, byPrevious, err := a.check(name, u, s)
+	if err == nil && byPrevious {
+		// Attested again with the cluster key, so that the previous key
+		// is needed by fewer keys each time. Should the write fail, the
+		// key is still attested, and the next read tries again.
+		if again, aerr := a.attest(name, u, k, adopted); aerr == nil {
+			_ = r.Attest(ctx, name, again)
+		}
+	}
+	return k, adopted, err
 }
 
 // Ensure returns the key r keeps under name for u, generating, attesting

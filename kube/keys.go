@@ -3,11 +3,14 @@ package kube
 import (
 	"context"
 	"crypto"
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -20,7 +23,7 @@ type KeyStore struct {
 	namespace string
 }
 
-var _ keys.Store = (*KeyStore)(nil)
+var _ keys.RotatingStore = (*KeyStore)(nil)
 
 // NewKeyStore returns a KeyStore keeping the key in namespace (Liqo uses
 // keys.DefaultNamespace).
@@ -30,14 +33,121 @@ func NewKeyStore(client kubernetes.Interface, namespace string) *KeyStore {
 
 // Get returns the stored key.
 func (s *KeyStore) Get(ctx context.Context) (*keys.PrivateKey, error) {
-	sec, err := s.client.CoreV1().Secrets(s.namespace).Get(ctx, keys.SecretName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, notFound(keys.ErrNotFound, err, "Secret", s.namespace, keys.SecretName)
-	}
+	sec, err := s.secret(ctx, keys.SecretName)
 	if err != nil {
-		return nil, wrap(err, "reading", "Secret", s.namespace, keys.SecretName)
+		return nil, err
 	}
 	return keys.FromSecret(sec)
+}
+
+// GetWithPrevious returns the stored key and the public half of the key
+// it replaced (keys.PreviousPublicKeySecretKey), nil when none, from one
+// read.
+func (s *KeyStore) GetWithPrevious(ctx context.Context) (*keys.PrivateKey, crypto.PublicKey, error) {
+	sec, err := s.secret(ctx, keys.SecretName)
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := keys.FromSecret(sec)
+	if err != nil {
+		return nil, nil, err
+	}
+	previous, err := keys.PreviousFromSecret(sec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return k, previous, nil
+}
+
+// Next returns the next key (keys.NextSecretName), nil when no rotation
+// overlaps.
+func (s *KeyStore) Next(ctx context.Context) (*keys.PrivateKey, error) {
+	sec, err := s.secret(ctx, keys.NextSecretName)
+	if errors.Is(err, keys.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return keys.FromSecret(sec)
+}
+
+// CreateNext stores k as the next key unless one is stored.
+func (s *KeyStore) CreateNext(ctx context.Context, k *keys.PrivateKey) error {
+	sec, err := keys.NextSecret(s.namespace, k)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.CoreV1().Secrets(s.namespace).Create(ctx, sec, metav1.CreateOptions{FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return notFound(keys.ErrExists, err, "Secret", s.namespace, keys.NextSecretName)
+	}
+	if err != nil {
+		return wrap(err, "creating", "Secret", s.namespace, keys.NextSecretName)
+	}
+	return nil
+}
+
+// Promote makes the next key the key: one merge patch of the key
+// Secret's data, held to the resourceVersion it was read at, writes the
+// next key and keeps the replaced key's public half; every other field of
+// the Secret (Liqo's, a user's) stays. Then the next key's Secret is
+// deleted.
+func (s *KeyStore) Promote(ctx context.Context) (*keys.PrivateKey, error) {
+	next, err := s.Next(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case next == nil:
+		return nil, fmt.Errorf("%w: no next key to promote: Secret %s/%s", keys.ErrNotFound, s.namespace, keys.NextSecretName)
+	}
+	sec, err := s.secret(ctx, keys.SecretName)
+	if err != nil {
+		return nil, err
+	}
+	current, err := keys.FromSecret(sec)
+	if err != nil {
+		return nil, err
+	}
+	if !keys.Equal(current.Public(), next.Public()) {
+		promoted, err := keys.Secret(s.namespace, next)
+		if err != nil {
+			return nil, err
+		}
+		previous, err := keys.MarshalPublicKey(current.Public())
+		if err != nil {
+			return nil, err
+		}
+		promoted.Data[keys.PreviousPublicKeySecretKey] = previous
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": sec.ResourceVersion},
+			"data":     promoted.Data,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.client.CoreV1().Secrets(s.namespace).Patch(ctx, keys.SecretName, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+			return nil, wrap(err, "promoting the next key into", "Secret", s.namespace, keys.SecretName)
+		}
+	}
+	if err := deleteSecret(ctx, s.client, s.namespace, keys.NextSecretName); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// secret reads the Secret name of the key namespace, an error wrapping
+// keys.ErrNotFound when there is none.
+func (s *KeyStore) secret(ctx context.Context, name string) (*corev1.Secret, error) {
+	sec, err := s.client.CoreV1().Secrets(s.namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, notFound(keys.ErrNotFound, err, "Secret", s.namespace, name)
+	}
+	if err != nil {
+		return nil, wrap(err, "reading", "Secret", s.namespace, name)
+	}
+	return sec, nil
 }
 
 // Create stores k unless a key is stored, creating the namespace if needed.

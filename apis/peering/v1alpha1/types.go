@@ -34,6 +34,31 @@ type EnrolmentRequest struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	Signature []byte `json:"signature"`
+	// HandOver, while the consumer rotates its cluster key, hands its
+	// previous key over to the one that signed the request: both sign it.
+	// The provider then lets the new key take over the identity the
+	// previous one holds.
+	// +optional
+	HandOver *ClusterKeyHandOver `json:"handOver,omitempty"`
+}
+
+// ClusterKeyHandOver is a consumer's statement, signed by its previous and
+// its new cluster key, that the new one takes over from the previous one
+// towards one provider (package enrol: the context "kubepact cluster key
+// hand-over", the provider and consumer IDs and both keys).
+type ClusterKeyHandOver struct {
+	// From is the previous cluster key, PKIX PEM.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	From string `json:"from"`
+	// FromSignature is the previous key's signature, ToSignature the new
+	// key's (the key that signed the request).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	FromSignature []byte `json:"fromSignature"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	ToSignature []byte `json:"toSignature"`
 }
 
 // AuthorizedConsumerSpec says which consumer may peer with this provider,
