@@ -217,10 +217,8 @@ func singleHolder(_ context.Context, f *Facts) error {
 	claim := []crypto.PublicKey{f.Key}
 	if f.Verified != nil {
 		claim = append(claim, f.Verified.CSR.PublicKey())
-		if f.Verified.Predecessor != nil {
-			// The key it took over from, which signed the hand-over.
-			claim = append(claim, f.Verified.Predecessor)
-		}
+		// The keys it took over, by a hand-over their cluster key signed.
+		claim = append(claim, f.Verified.HandedOver...)
 	}
 	return lifecycle.CheckHolder(f.ConsumerID, f.Stored, cached, claim, f.Now)
 }

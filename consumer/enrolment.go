@@ -70,7 +70,11 @@ func (c *Consumer) EnrolmentRequest(ctx context.Context, providerID string, held
 	if err != nil {
 		return nil, err
 	}
-	if r, err = enrol.NewHandOverRequest(c.opts.Rand, providerID, c.id, from, signer, fresh); err != nil {
+	holding, err := c.heldIdentityKey(ctx, providerID)
+	if err != nil {
+		return nil, err
+	}
+	if r, err = enrol.NewHandOverRequest(c.opts.Rand, providerID, c.id, from, signer, fresh, holding); err != nil {
 		return nil, fmt.Errorf("making the enrolment request: %w", err)
 	}
 	return r, nil

@@ -124,11 +124,14 @@ func (c *Consumer) enrolmentSigner(ctx context.Context) (signer *keys.PrivateKey
 // the consumer holds. Otherwise nil.
 func (c *Consumer) keptRequest(ctx context.Context, providerID string, held *enrol.Request, signer, from *keys.PrivateKey) *enrol.Request {
 	prev := enrol.Commitment{ConsumerID: c.id, Keys: []crypto.PublicKey{signer.Public()}, CSR: held.CSR, Signature: held.Signature, HandOver: held.HandOver}
+	if from != nil {
+		prev.Keys = append(prev.Keys, from.Public())
+	}
 	v, err := prev.Verify(providerID)
-	if err != nil {
+	if err != nil || !keys.Equal(v.PublicKey, signer.Public()) {
 		return nil
 	}
-	if from != nil && (v.Predecessor == nil || !keys.Equal(v.Predecessor, from.Public())) {
+	if from != nil && (len(v.HandedOver) == 0 || !keys.Equal(v.HandedOver[0], from.Public())) {
 		return nil
 	}
 	name, use := identity.ControlPlaneName(providerID), controlPlaneUse(providerID)
@@ -153,6 +156,20 @@ func (c *Consumer) rotationCSRKey(ctx context.Context, providerID string) (*keys
 		return nil, err
 	}
 	return a.Ensure(ctx, c.ports.IdentityKeys, renewal.NextKeyName(name), use, c.opts.Rand, c.opts.KeyAlgorithm)
+}
+
+// heldIdentityKey returns the key of the ControlPlane identity this
+// consumer holds for providerID, nil when it holds none.
+func (c *Consumer) heldIdentityKey(ctx context.Context, providerID string) (crypto.PublicKey, error) {
+	id, err := c.controlPlaneHeld(ctx, providerID)
+	if err != nil || id == nil {
+		return nil, err
+	}
+	cert, err := csr.ParseCertificate(id.Spec.AuthParams.SignedCRT)
+	if err != nil {
+		return nil, nil // no certificate to hand over
+	}
+	return cert.PublicKey, nil
 }
 
 // Current reports whether id, an Identity this consumer holds, is the

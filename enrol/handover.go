@@ -25,36 +25,44 @@ const HandOverContext = "kubepact cluster key hand-over"
 var ErrBadHandOver = errors.New("cluster key hand-over does not verify")
 
 // HandOver is a consumer's statement that its cluster key From hands over
-// to the key that signed the request it rides with, towards one provider:
-// both keys sign the same domain-separated transcript (the context, the
-// version, both IDs and both keys' SubjectPublicKeyInfo). A provider that
-// verifies it counts a certificate the previous key holds for the
-// consumer as held by the new key too (lifecycle.CheckHolder), so the new
-// key takes over the peering without waiting for the certificate to
-// expire. It grants nothing by itself: the new key must be committed.
+// to the key that signed the request it rides with, towards one provider,
+// with the identity key Held that From's certificate is for (nil when it
+// holds none): both cluster keys sign the same domain-separated
+// transcript (the context, the version, both IDs and the three keys'
+// SubjectPublicKeyInfo, an empty one for no Held). A provider that
+// commits both cluster keys counts a certificate From or Held holds for
+// the consumer as held by the new key too (lifecycle.CheckHolder), so the
+// new key takes over the peering without waiting for that certificate to
+// expire. It grants nothing by itself: the new key must be committed, and
+// the previous one too for the hand-over to count.
 type HandOver struct {
 	From crypto.PublicKey
+	Held crypto.PublicKey
 	// FromSignature is the previous key's signature, ToSignature the new
 	// key's.
 	FromSignature []byte
 	ToSignature   []byte
 
-	// fromPEM is From as PKIX PEM, as the API carries it.
-	fromPEM []byte
+	// fromPEM and heldPEM are From and Held as PKIX PEM, as the API
+	// carries them.
+	fromPEM, heldPEM []byte
 }
 
 // handOverTranscript returns what both keys of a hand-over from from to
-// to sign, for providerID and consumerID.
-func handOverTranscript(providerID, consumerID string, from, to crypto.PublicKey) ([]byte, error) {
+// to sign, for providerID and consumerID, from's identity key being held.
+func handOverTranscript(providerID, consumerID string, from, to, held crypto.PublicKey) ([]byte, error) {
 	var b cryptobyte.Builder
 	addString(&b, HandOverContext)
 	b.AddUint8(Version)
 	addString(&b, providerID)
 	addString(&b, consumerID)
-	for _, pub := range []crypto.PublicKey{from, to} {
-		der, err := x509.MarshalPKIXPublicKey(pub)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrBadHandOver, err)
+	for _, pub := range []crypto.PublicKey{from, to, held} {
+		var der []byte
+		if pub != nil {
+			var err error
+			if der, err = x509.MarshalPKIXPublicKey(pub); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBadHandOver, err)
+			}
 		}
 		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(der) })
 	}
@@ -64,8 +72,9 @@ func handOverTranscript(providerID, consumerID string, from, to crypto.PublicKey
 // NewHandOverRequest returns consumer consumerID's request to provider
 // providerID, as NewRequest makes it, signed with the new cluster key to,
 // and carrying the hand-over to it from the previous cluster key from,
+// whose identity's certificate is for held (nil when it holds none),
 // signed by both. With Ed25519 keys the same keys make the same request.
-func NewHandOverRequest(rand io.Reader, providerID, consumerID string, from, to, identityKey crypto.Signer) (*Request, error) {
+func NewHandOverRequest(rand io.Reader, providerID, consumerID string, from, to, identityKey crypto.Signer, held crypto.PublicKey) (*Request, error) {
 	if keys.Equal(from.Public(), to.Public()) {
 		return nil, fmt.Errorf("%w: the previous key is the new one", ErrBadHandOver)
 	}
@@ -76,15 +85,19 @@ func NewHandOverRequest(rand io.Reader, providerID, consumerID string, from, to,
 	if err != nil {
 		return nil, err
 	}
-	msg, err := handOverTranscript(providerID, consumerID, from.Public(), to.Public())
+	msg, err := handOverTranscript(providerID, consumerID, from.Public(), to.Public(), held)
 	if err != nil {
 		return nil, err
 	}
-	fromPEM, err := keys.MarshalPublicKey(from.Public())
-	if err != nil {
+	h := &HandOver{From: from.Public(), Held: held}
+	if h.fromPEM, err = keys.MarshalPublicKey(from.Public()); err != nil {
 		return nil, err
 	}
-	h := &HandOver{From: from.Public(), fromPEM: fromPEM}
+	if held != nil {
+		if h.heldPEM, err = keys.MarshalPublicKey(held); err != nil {
+			return nil, err
+		}
+	}
 	if h.FromSignature, err = keys.SignMessage(rand, from, msg); err != nil {
 		return nil, err
 	}
@@ -101,7 +114,7 @@ func (h *HandOver) verify(providerID, consumerID string, to crypto.PublicKey) er
 	if keys.Equal(h.From, to) {
 		return fmt.Errorf("%w: the previous key is the request's own", ErrBadHandOver)
 	}
-	msg, err := handOverTranscript(providerID, consumerID, h.From, to)
+	msg, err := handOverTranscript(providerID, consumerID, h.From, to, h.Held)
 	if err != nil {
 		return err
 	}
@@ -119,7 +132,8 @@ func (h *HandOver) api() *peeringv1alpha1.ClusterKeyHandOver {
 	if h == nil {
 		return nil
 	}
-	return &peeringv1alpha1.ClusterKeyHandOver{From: string(h.fromPEM), FromSignature: bytes.Clone(h.FromSignature), ToSignature: bytes.Clone(h.ToSignature)}
+	return &peeringv1alpha1.ClusterKeyHandOver{From: string(h.fromPEM), Held: string(h.heldPEM),
+		FromSignature: bytes.Clone(h.FromSignature), ToSignature: bytes.Clone(h.ToSignature)}
 }
 
 // handOverFromAPI parses a hand-over as the API carries it, nil for nil,
@@ -132,12 +146,19 @@ func handOverFromAPI(h *peeringv1alpha1.ClusterKeyHandOver) (*HandOver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: handOver.from: %w", ErrMalformed, err)
 	}
+	var held crypto.PublicKey
+	if h.Held != "" {
+		if held, err = keys.ParsePublicKey([]byte(h.Held)); err != nil {
+			return nil, fmt.Errorf("%w: handOver.held: %w", ErrMalformed, err)
+		}
+	}
 	for _, sig := range [][]byte{h.FromSignature, h.ToSignature} {
 		if len(sig) == 0 || len(sig) > tenant.MaxSignatureSize {
 			return nil, fmt.Errorf("%w: handOver: a signature of %d bytes", ErrMalformed, len(sig))
 		}
 	}
-	return &HandOver{From: from, FromSignature: bytes.Clone(h.FromSignature), ToSignature: bytes.Clone(h.ToSignature), fromPEM: []byte(h.From)}, nil
+	return &HandOver{From: from, Held: held, FromSignature: bytes.Clone(h.FromSignature), ToSignature: bytes.Clone(h.ToSignature),
+		fromPEM: []byte(h.From), heldPEM: []byte(h.Held)}, nil
 }
 
 // RequestFromAPI parses a request to providerID from consumerID as the

@@ -17,22 +17,22 @@ import (
 // handOver is a consumer rotating its cluster key from old to next, and
 // its request to providerID with the hand-over.
 type handOver struct {
-	old, next, identity *keys.PrivateKey
-	request             *enrol.Request
+	old, next, identity, held *keys.PrivateKey
+	request                   *enrol.Request
 }
 
 func newHandOver(t *testing.T) handOver {
 	t.Helper()
-	h := handOver{old: generate(t), next: generate(t), identity: generate(t)}
+	h := handOver{old: generate(t), next: generate(t), identity: generate(t), held: generate(t)}
 	var err error
-	h.request, err = enrol.NewHandOverRequest(nil, providerID, consumerID, h.old, h.next, h.identity)
+	h.request, err = enrol.NewHandOverRequest(nil, providerID, consumerID, h.old, h.next, h.identity, h.held.Public())
 	require.NoError(t, err)
 	return h
 }
 
 // handOverTranscript is the transcript as the package documents it,
 // written out here so that a change of encoding fails the test.
-func handOverTranscript(t *testing.T, provider, consumer string, from, to crypto.PublicKey) []byte {
+func handOverTranscript(t *testing.T, provider, consumer string, from, to, held crypto.PublicKey) []byte {
 	t.Helper()
 	var b cryptobyte.Builder
 	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(enrol.HandOverContext)) })
@@ -40,9 +40,13 @@ func handOverTranscript(t *testing.T, provider, consumer string, from, to crypto
 	for _, s := range []string{provider, consumer} {
 		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s)) })
 	}
-	for _, pub := range []crypto.PublicKey{from, to} {
-		der, err := x509.MarshalPKIXPublicKey(pub)
-		require.NoError(t, err)
+	for _, pub := range []crypto.PublicKey{from, to, held} {
+		var der []byte
+		if pub != nil {
+			var err error
+			der, err = x509.MarshalPKIXPublicKey(pub)
+			require.NoError(t, err)
+		}
 		b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(der) })
 	}
 	return b.BytesOrPanic()
@@ -51,18 +55,32 @@ func handOverTranscript(t *testing.T, provider, consumer string, from, to crypto
 func TestHandOverVerifies(t *testing.T) {
 	t.Parallel()
 	h := newHandOver(t)
-	msg := handOverTranscript(t, providerID, consumerID, h.old.Public(), h.next.Public())
+	msg := handOverTranscript(t, providerID, consumerID, h.old.Public(), h.next.Public(), h.held.Public())
 	require.NoError(t, keys.VerifyMessage(h.old.Public(), msg, h.request.HandOver.FromSignature), "the previous key signs the documented transcript")
 	require.NoError(t, keys.VerifyMessage(h.next.Public(), msg, h.request.HandOver.ToSignature), "so does the new one")
 
-	// Committed with the new key alone, as after the rotation: the
-	// previous key vouches, it is not granted anything.
-	for _, committed := range [][]crypto.Signer{{h.next}, {h.old, h.next}} {
-		v, err := commitment(t, h.request, committed...).Verify(providerID)
-		require.NoError(t, err)
-		assert.True(t, keys.Equal(h.next.Public(), v.PublicKey), "the new key signed the request")
-		assert.True(t, keys.Equal(h.old.Public(), v.Predecessor), "and took over from the previous one")
-	}
+	// Both keys committed, as while the rotation overlaps: the new key
+	// takes over the previous one and the identity key it held.
+	v, err := commitment(t, h.request, h.old, h.next).Verify(providerID)
+	require.NoError(t, err)
+	assert.True(t, keys.Equal(h.next.Public(), v.PublicKey), "the new key signed the request")
+	require.Len(t, v.HandedOver, 2)
+	assert.True(t, keys.Equal(h.old.Public(), v.HandedOver[0]), "and took over from the previous one")
+	assert.True(t, keys.Equal(h.held.Public(), v.HandedOver[1]), "and the identity key it held")
+
+	// The new key alone, as once the rotation is over: the request still
+	// verifies, the hand-over no longer counts (the previous key is no
+	// longer the consumer's).
+	v, err = commitment(t, h.request, h.next).Verify(providerID)
+	require.NoError(t, err)
+	assert.Empty(t, v.HandedOver)
+
+	// A previous key that held no identity hands over only itself.
+	bare, err := enrol.NewHandOverRequest(nil, providerID, consumerID, h.old, h.next, h.identity, nil)
+	require.NoError(t, err)
+	v, err = commitment(t, bare, h.old, h.next).Verify(providerID)
+	require.NoError(t, err)
+	require.Len(t, v.HandedOver, 1)
 
 	// Through the API and back: the same request, the same verdict.
 	api := h.request.API()
@@ -72,15 +90,15 @@ func TestHandOverVerifies(t *testing.T) {
 
 	// Deterministic with Ed25519, as a plain request is: the CLI and the
 	// controller make the same one.
-	again, err := enrol.NewHandOverRequest(nil, providerID, consumerID, h.old, h.next, h.identity)
+	again, err := enrol.NewHandOverRequest(nil, providerID, consumerID, h.old, h.next, h.identity, h.held.Public())
 	require.NoError(t, err)
 	assert.Equal(t, h.request.API(), again.API())
 
 	// Without a hand-over there is no predecessor.
 	plain := newConsumer(t)
-	v, err := commitment(t, plain.request, plain.cluster).Verify(providerID)
+	v, err = commitment(t, plain.request, plain.cluster).Verify(providerID)
 	require.NoError(t, err)
-	assert.Nil(t, v.Predecessor)
+	assert.Empty(t, v.HandedOver)
 }
 
 func TestHandOverRefused(t *testing.T) {
@@ -94,7 +112,7 @@ func TestHandOverRefused(t *testing.T) {
 	}{
 		"previous key's signature by another key": {
 			mutate: func(h *handOver) {
-				msg := handOverTranscript(t, providerID, consumerID, h.old.Public(), h.next.Public())
+				msg := handOverTranscript(t, providerID, consumerID, h.old.Public(), h.next.Public(), h.held.Public())
 				sig, err := keys.SignMessage(nil, stranger, msg)
 				require.NoError(t, err)
 				h.request.HandOver.FromSignature = sig
@@ -110,9 +128,15 @@ func TestHandOverRefused(t *testing.T) {
 			mutate: func(h *handOver) { h.request.HandOver.From = stranger.Public() },
 			want:   enrol.ErrBadHandOver,
 		},
+		"another identity key claimed as held": {
+			// A stranger's identity, so that its certificate counts as
+			// the new key's: the signatures do not cover it.
+			mutate: func(h *handOver) { h.request.HandOver.Held = stranger.Public() },
+			want:   enrol.ErrBadHandOver,
+		},
 		"hand-over made for another provider": {
 			mutate: func(h *handOver) {
-				other, err := enrol.NewHandOverRequest(nil, "provider-2", consumerID, h.old, h.next, h.identity)
+				other, err := enrol.NewHandOverRequest(nil, "provider-2", consumerID, h.old, h.next, h.identity, h.held.Public())
 				require.NoError(t, err)
 				h.request.HandOver = other.HandOver
 			},
@@ -122,7 +146,7 @@ func TestHandOverRefused(t *testing.T) {
 			mutate: func(h *handOver) {
 				r, err := enrol.NewRequest(nil, providerID, consumerID, h.old, h.identity)
 				require.NoError(t, err)
-				msg := handOverTranscript(t, providerID, consumerID, h.old.Public(), h.old.Public())
+				msg := handOverTranscript(t, providerID, consumerID, h.old.Public(), h.old.Public(), nil)
 				sig, err := keys.SignMessage(nil, h.old, msg)
 				require.NoError(t, err)
 				r.HandOver = &enrol.HandOver{From: h.old.Public(), FromSignature: sig, ToSignature: sig}
@@ -141,7 +165,7 @@ func TestHandOverRefused(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(&h)
 			}
-			committed := []crypto.Signer{h.next}
+			committed := []crypto.Signer{h.old, h.next}
 			if tc.commit != nil {
 				committed = tc.commit(h)
 			}
@@ -159,9 +183,9 @@ func TestHandOverRefused(t *testing.T) {
 func TestHandOverForTheIdentityKey(t *testing.T) {
 	t.Parallel()
 	old, next := generate(t), generate(t)
-	_, err := enrol.NewHandOverRequest(nil, providerID, consumerID, old, next, old)
+	_, err := enrol.NewHandOverRequest(nil, providerID, consumerID, old, next, old, nil)
 	require.ErrorIs(t, err, enrol.ErrClusterKeyCSR, "the previous cluster key never becomes a TLS key")
-	_, err = enrol.NewHandOverRequest(nil, providerID, consumerID, old, old, generate(t))
+	_, err = enrol.NewHandOverRequest(nil, providerID, consumerID, old, old, generate(t), nil)
 	require.ErrorIs(t, err, enrol.ErrBadHandOver)
 }
 
@@ -172,6 +196,7 @@ func TestHandOverMalformed(t *testing.T) {
 		"previous key not a key": func(api *peeringv1alpha1.EnrolmentRequest) { api.HandOver.From = "not a key" },
 		"no new key's signature": func(api *peeringv1alpha1.EnrolmentRequest) { api.HandOver.ToSignature = nil },
 		"an oversized signature": func(api *peeringv1alpha1.EnrolmentRequest) { api.HandOver.FromSignature = make([]byte, 4096) },
+		"held not a key":         func(api *peeringv1alpha1.EnrolmentRequest) { api.HandOver.Held = "not a key" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			api := h.request.API()

@@ -265,10 +265,11 @@ func (c *Commitment) Check(pub crypto.PublicKey) error {
 // transcript by one of c's keys, for a ControlPlane CSR of c's consumer
 // for a key that is none of c's keys (no committed cluster key may become
 // a TLS key). A request that carries a hand-over must carry one that
-// verifies (ErrBadHandOver); its previous key then needs no commitment,
-// for it only vouches for the key that signed. It returns what
+// verifies (ErrBadHandOver); it counts only while c commits its previous
+// key too, which then vouches for the key that signed. It returns what
 // tenant.Verify returns for a Tenant, with the cluster key that signed
-// and, for a hand-over, the previous key as Predecessor.
+// and, for a hand-over that counts, the previous key and the identity key
+// it held as HandedOver.
 func (c *Commitment) Verify(providerID string) (*tenant.Verified, error) {
 	msg := c.Request(providerID).transcript()
 	var signer crypto.PublicKey
@@ -298,7 +299,12 @@ func (c *Commitment) Verify(providerID string) (*tenant.Verified, error) {
 		if keys.Equal(h.From, checked.PublicKey()) {
 			return nil, ErrClusterKeyCSR
 		}
-		v.Predecessor = h.From
+		if c.Holds(h.From) {
+			v.HandedOver = []crypto.PublicKey{h.From}
+			if h.Held != nil {
+				v.HandedOver = append(v.HandedOver, h.Held)
+			}
+		}
 	}
 	return v, nil
 }

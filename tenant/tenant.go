@@ -212,10 +212,11 @@ type Verified struct {
 	ProxyURL *string
 	// Transcript reports whether a transcript was verified.
 	Transcript bool
-	// Predecessor is the cluster key PublicKey took over from, by a
-	// hand-over both keys signed (package enrol), nil when there was none:
-	// a certificate it holds for the consumer is held by PublicKey too.
-	Predecessor crypto.PublicKey
+	// HandedOver are the keys PublicKey took over from, by a hand-over
+	// both cluster keys signed (package enrol): the previous cluster key
+	// and the identity key it held. A certificate they hold for the
+	// consumer is held by PublicKey too. Nil when there was none.
+	HandedOver []crypto.PublicKey
 	// Expiry is when the verified transcript stops being valid; zero when
 	// no transcript was verified. Recheck judges it at another time.
 	Expiry time.Time

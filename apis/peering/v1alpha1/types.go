@@ -36,8 +36,8 @@ type EnrolmentRequest struct {
 	Signature []byte `json:"signature"`
 	// HandOver, while the consumer rotates its cluster key, hands its
 	// previous key over to the one that signed the request: both sign it.
-	// The provider then lets the new key take over the identity the
-	// previous one holds.
+	// While both keys are committed, the provider lets the new key take
+	// over the identity the previous one holds.
 	// +optional
 	HandOver *ClusterKeyHandOver `json:"handOver,omitempty"`
 }
@@ -45,12 +45,19 @@ type EnrolmentRequest struct {
 // ClusterKeyHandOver is a consumer's statement, signed by its previous and
 // its new cluster key, that the new one takes over from the previous one
 // towards one provider (package enrol: the context "kubepact cluster key
-// hand-over", the provider and consumer IDs and both keys).
+// hand-over", the provider and consumer IDs, both keys and the identity
+// key the previous one holds). It counts while the AuthorizedConsumer
+// lists both cluster keys.
 type ClusterKeyHandOver struct {
 	// From is the previous cluster key, PKIX PEM.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	From string `json:"from"`
+	// Held is the key of the identity From holds on this provider, PKIX
+	// PEM; empty when it holds none.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Held string `json:"held,omitempty"`
 	// FromSignature is the previous key's signature, ToSignature the new
 	// key's (the key that signed the request).
 	// +kubebuilder:validation:MinLength=1
