@@ -20,12 +20,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
+	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/controllers/contract"
@@ -72,6 +74,12 @@ type ConsumerConfig struct {
 	// "privileged" because its network gateways run there; set that only
 	// when a Liqo network module runs beside kubepact.
 	TenantPodSecurity string
+	// ClusterKeyRotation is the step of a rotation of the cluster key the
+	// consumer is at (KeyRotationPrepare: a next key is made and published
+	// beside the key, and enrolment requests hand the key over to it;
+	// KeyRotationSwitch: the next key becomes the cluster key), taken
+	// when a replica starts leading; none by default.
+	ClusterKeyRotation KeyRotation
 	// ReplicationResync bounds how long a status the provider writes on a
 	// replicated ResourceSlice or Renew takes to reach the consumer; zero
 	// means DefaultReplicationResync.
@@ -97,6 +105,9 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	}
 	if err := checkPodSecurity(cfg.TenantPodSecurity); err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
+	}
+	if err := cfg.ClusterKeyRotation.check(); err != nil {
+		return fmt.Errorf("controllers: consumer %q: ClusterKeyRotation: %w", cfg.ClusterID, err)
 	}
 	cs, uncached, err := clients(mgr)
 	if err != nil {
@@ -131,12 +142,24 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	if err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
 	}
-	publisher := &publicKeyPublisher{record: kube.NewPublicKeyRecord(cs, keyNS)}
-	// The record is published as soon as this replica leads, and again
-	// before each Tenant is built.
+	publisher := &publicKeyPublisher{record: kube.NewPublicKeyRecord(cs, keyNS), next: c.NextClusterKey}
+	peering, err := servesPeering(mgr)
+	if err != nil {
+		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
+	}
+	// The rotation's step, if any, is taken as soon as this replica
+	// leads; the record is published then, and again before each Tenant
+	// is built. Each TrustedProvider is then looked at again: its request
+	// and keys follow the rotation.
+	keysChanged := make(chan event.GenericEvent)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		publisher.publishAtStart(ctx, ports.Keys, cfg.KeyAlgorithm, mgr.GetLogger().WithValues("controller", signedNonceControllerName))
+		log := mgr.GetLogger().WithValues("controller", signedNonceControllerName)
+		rotated := rotateClusterKey(ctx, c, cfg.ClusterKeyRotation, log)
+		publisher.publishAtStart(ctx, ports.Keys, cfg.KeyAlgorithm, log)
 		adoptKeysAtStart(ctx, uncached, c, mgr.GetLogger().WithValues("controller", identityControllerName))
+		if rotated && peering {
+			requeueTrustedProviders(ctx, uncached, keysChanged, log)
+		}
 		return nil
 	})); err != nil {
 		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
@@ -159,13 +182,9 @@ func SetupConsumer(mgr manager.Manager, cfg ConsumerConfig) error {
 	if err := setupSliceConsumer(mgr, c, cfg); err != nil {
 		return err
 	}
-	peering, err := servesPeering(mgr)
-	if err != nil {
-		return fmt.Errorf("controllers: consumer %q: %w", cfg.ClusterID, err)
-	}
 	if peering {
 		tr := &trustedProviderReconciler{client: mgr.GetClient(), consumer: c, events: mgr.GetEventRecorder(trustedProviderControllerName), fetch: fetchGrant}
-		if err := setupTrustedProviders(mgr, tr); err != nil {
+		if err := setupTrustedProviders(mgr, tr, keysChanged); err != nil {
 			return err
 		}
 	}
@@ -333,11 +352,60 @@ func (r *signedNonceReconciler) fail(ctx context.Context, s *corev1.Secret, reas
 // next Tenant is read, and an apply that changes nothing writes nothing.
 type publicKeyPublisher struct {
 	record *kube.PublicKeyRecord
+	// next returns the next cluster key while it rotates, nil otherwise:
+	// published beside the key.
+	next func(context.Context) (crypto.PublicKey, error)
 }
 
-// publish publishes pub.
+// publish publishes pub, and the next key while the cluster key rotates.
 func (p *publicKeyPublisher) publish(ctx context.Context, pub crypto.PublicKey) error {
-	return p.record.Publish(ctx, pub)
+	next, err := p.next(ctx)
+	if err != nil {
+		return err
+	}
+	return p.record.PublishWithNext(ctx, pub, next)
+}
+
+// rotateClusterKey takes the step of rotation, if any, and reports
+// whether it took one. A failure is logged; the next start takes the step
+// again, and each step is safe to take again.
+func rotateClusterKey(ctx context.Context, c *consumer.Consumer, rotation KeyRotation, log logr.Logger) bool {
+	var err error
+	switch rotation {
+	case KeyRotationNone:
+		return false
+	case KeyRotationPrepare:
+		_, err = c.PrepareClusterKeyRotation(ctx)
+	case KeyRotationSwitch:
+		_, err = c.SwitchClusterKey(ctx)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error(err, "rotating the cluster key", "step", string(rotation), "reason", contract.ReasonClusterKeyRotationFailed)
+		}
+		return false
+	}
+	log.Info("rotating the cluster key", "step", string(rotation))
+	return true
+}
+
+// requeueTrustedProviders hands every TrustedProvider to its reconciler
+// through changed.
+func requeueTrustedProviders(ctx context.Context, c client.Reader, changed chan<- event.GenericEvent, log logr.Logger) {
+	var list peeringv1alpha1.TrustedProviderList
+	if err := c.List(ctx, &list); err != nil {
+		if ctx.Err() == nil {
+			log.Error(err, "listing TrustedProviders after a step of the cluster key's rotation")
+		}
+		return
+	}
+	for i := range list.Items {
+		select {
+		case changed <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // publishAtStart ensures the cluster key, making it as the signed-nonce

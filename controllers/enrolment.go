@@ -39,22 +39,26 @@ const (
 	enrolmentRetry   = time.Minute
 )
 
-// KeyRotation is a step of a rotation of the enrolment key, which
-// consumers commit in their TrustedProviders (two keys while it
-// overlaps).
+// KeyRotation is a step of a rotation of a key the other cluster
+// commits: a provider's enrolment key, which consumers commit in their
+// TrustedProviders, or a consumer's cluster key, which providers commit in
+// their AuthorizedConsumers (two keys while it overlaps).
 type KeyRotation string
 
 const (
-	// KeyRotationNone keeps the enrolment key, and publishes a next key
-	// only while one is held.
+	// KeyRotationNone keeps the key, and publishes a next key only while
+	// one is held.
 	KeyRotationNone KeyRotation = ""
-	// KeyRotationPrepare makes a next enrolment key and publishes it
-	// beside the key (kube.EnrolmentNextPublicKeyKey), for consumers to
-	// commit as their second key; the key still signs.
+	// KeyRotationPrepare makes a next key and publishes it beside the key
+	// (kube.EnrolmentNextPublicKeyKey of the key's record), for the other
+	// cluster to commit as its second key; the key still signs. A
+	// consumer's enrolment requests are from then on signed by the next
+	// key, with the hand-over from the key (enrol.HandOver).
 	KeyRotationPrepare KeyRotation = "prepare"
-	// KeyRotationSwitch makes the next key the enrolment key: it signs
-	// every grant again and the endpoint's certificate, and the record
-	// publishes it alone. Without a next key it changes nothing.
+	// KeyRotationSwitch makes the next key the key, and the record
+	// publishes it alone. An enrolment key then signs every grant again
+	// and the endpoint's certificate. Without a next key it changes
+	// nothing.
 	KeyRotationSwitch KeyRotation = "switch"
 )
 
@@ -63,7 +67,7 @@ func (r KeyRotation) check() error {
 	case KeyRotationNone, KeyRotationPrepare, KeyRotationSwitch:
 		return nil
 	}
-	return fmt.Errorf("%w: EnrolmentKeyRotation %q is not prepare or switch", peer.ErrInvalidConfig, string(r))
+	return fmt.Errorf("%w: %q is not prepare or switch", peer.ErrInvalidConfig, string(r))
 }
 
 // enrolmentKeeper keeps, while its replica leads, the enrolment key (and

@@ -184,7 +184,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 		return err
 	}
 	if err := cfg.EnrolmentKeyRotation.check(); err != nil {
-		return err
+		return fmt.Errorf("controllers: provider %q: EnrolmentKeyRotation: %w", cfg.ClusterID, err)
 	}
 	if err := checkPodSecurity(cfg.TenantPodSecurity); err != nil {
 		return fmt.Errorf("controllers: provider %q: %w", cfg.ClusterID, err)

@@ -15,9 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/consumer"
@@ -51,9 +54,11 @@ type trustedProviderReconciler struct {
 	fetch func(ctx context.Context, endpoint string, enrolmentKeys []crypto.PublicKey, r *enrol.Request) (*peeringv1alpha1.Grant, error)
 }
 
-func setupTrustedProviders(mgr manager.Manager, r *trustedProviderReconciler) error {
+func setupTrustedProviders(mgr manager.Manager, r *trustedProviderReconciler, keysChanged <-chan event.GenericEvent) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named(trustedProviderControllerName).
 		For(&peeringv1alpha1.TrustedProvider{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting()))).
+		// A step of the cluster key's rotation: each request follows.
+		WatchesRawSource(source.Channel(keysChanged, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("controllers: %s: %w", trustedProviderControllerName, err)
@@ -105,31 +110,31 @@ func (r *trustedProviderReconciler) peer(ctx context.Context, tp *peeringv1alpha
 	if err != nil {
 		return r.failed(ctx, tp, set, err)
 	}
-	pub, err := r.consumer.PublicKey(ctx)
-	if err != nil {
+	if err := r.publishKeys(ctx, tp, req); err != nil {
 		return r.failed(ctx, tp, set, err)
 	}
-	pubPEM, err := keys.MarshalPublicKey(pub)
-	if err != nil {
-		return r.failed(ctx, tp, set, err)
-	}
-	api := req.API()
-	tp.Status.ConsumerID, tp.Status.PublicKey, tp.Status.Request = r.consumer.ClusterID(), string(pubPEM), &api
 
 	// Once a grant is applied, the identity is renewed through itself
 	// (the renewal reconciler): a grant fetched again would only hand back
-	// the first certificate. An Identity held from the pinned CA is that.
+	// the first certificate. An Identity held from the pinned CA is that,
+	// unless the request asks for another key (a cluster key rotation):
+	// then its grant replaces the identity, which works until it does.
 	held, err := r.consumer.HeldIdentity(ctx, tp.Name)
 	if err != nil {
 		return r.failed(ctx, tp, set, err)
 	}
-	if held != nil && held.Status.KubeconfigSecretRef != nil && enrol.CheckCAPin(held.Spec.AuthParams.CA, tp.Spec.CASHA256) == nil {
+	working := held != nil && held.Status.KubeconfigSecretRef != nil && enrol.CheckCAPin(held.Spec.AuthParams.CA, tp.Spec.CASHA256) == nil
+	if working && consumer.Current(held, req) {
 		set(kReady, contract.ReasonPeered, "the identity is held and renewed through itself")
 		return reconcile.Result{RequeueAfter: grantPoll}, nil
 	}
 
 	grant, err := r.fetch(ctx, tp.Spec.Endpoint, enrolmentKeys, req)
 	switch {
+	case errors.Is(err, enrolhttp.ErrNotAuthorized) && working:
+		set(kReconciling, contract.ReasonAwaitingHandOver,
+			"the identity is held and works; the provider has not granted the request of the next cluster key yet")
+		return reconcile.Result{RequeueAfter: notAuthorizedPoll}, nil
 	case errors.Is(err, enrolhttp.ErrNotAuthorized):
 		set(kReconciling, contract.ReasonNotAuthorized, "not authorized")
 		return reconcile.Result{RequeueAfter: notAuthorizedPoll}, nil
@@ -156,6 +161,35 @@ func (r *trustedProviderReconciler) peer(ctx context.Context, tp *peeringv1alpha
 	}
 	set(kReady, contract.ReasonPeered, "the grant verified; the kubeconfig is written")
 	return reconcile.Result{RequeueAfter: grantPoll}, nil
+}
+
+// publishKeys fills tp's status with this cluster's ID, its cluster key
+// (and the next one, while it rotates) and req: what the provider's
+// AuthorizedConsumer commits.
+func (r *trustedProviderReconciler) publishKeys(ctx context.Context, tp *peeringv1alpha1.TrustedProvider, req *enrol.Request) error {
+	pub, err := r.consumer.PublicKey(ctx)
+	if err != nil {
+		return err
+	}
+	next, err := r.consumer.NextClusterKey(ctx)
+	if err != nil {
+		return err
+	}
+	pems := make([]string, 0, 2)
+	for _, k := range []crypto.PublicKey{pub, next} {
+		if k == nil {
+			pems = append(pems, "")
+			continue
+		}
+		b, err := keys.MarshalPublicKey(k)
+		if err != nil {
+			return err
+		}
+		pems = append(pems, string(b))
+	}
+	api := req.API()
+	tp.Status.ConsumerID, tp.Status.PublicKey, tp.Status.NextPublicKey, tp.Status.Request = r.consumer.ClusterID(), pems[0], pems[1], &api
+	return nil
 }
 
 // failed records a step of the consumer's that failed with err: Stalled

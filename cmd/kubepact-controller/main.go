@@ -186,6 +186,7 @@ type options struct {
 	leaderElectionNamespace      string
 	enrolmentNamespace           string
 	enrolmentKeyRotation         string
+	clusterKeyRotation           string
 	metricsAddr, probeAddr       string
 	metrics                      metricsFlags
 	zap                          zap.Options
@@ -223,6 +224,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas")
 	fs.StringVar(&o.enrolmentNamespace, "enrolment-namespace", "", "provider: where the enrolment key, its public record and the enrolment endpoint's certificate are kept (peering from Git); default: the pod's, else the leader election's")
 	fs.StringVar(&o.enrolmentKeyRotation, "enrolment-key-rotation", "", "provider: the step of a rotation of the enrolment key: prepare (make the next key and publish it beside the key, for consumers to commit) or switch (sign with the next key from now on); default: none")
+	fs.StringVar(&o.clusterKeyRotation, "cluster-key-rotation", "", "consumer: the step of a rotation of the cluster key: prepare (make the next key, publish it beside the key for providers to commit, and hand the key over to it in enrolment requests) or switch (the next key becomes the cluster key); default: none")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease; default: the pod's, else the kubeconfig context's")
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long a leader tries to renew before it gives up")
@@ -271,10 +273,14 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.policy != "compatible" && o.policy != "strict" {
 		return nil, fmt.Errorf("%w: --policy: %q is neither compatible nor strict", errUsage, o.policy)
 	}
-	switch o.enrolmentKeyRotation {
-	case "", "prepare", "switch":
-	default:
-		return nil, fmt.Errorf("%w: --enrolment-key-rotation: %q is neither prepare nor switch", errUsage, o.enrolmentKeyRotation)
+	for _, rotation := range []struct{ flag, step string }{
+		{"enrolment-key-rotation", o.enrolmentKeyRotation}, {"cluster-key-rotation", o.clusterKeyRotation},
+	} {
+		switch rotation.step {
+		case "", "prepare", "switch":
+		default:
+			return nil, fmt.Errorf("%w: --%s: %q is neither prepare nor switch", errUsage, rotation.flag, rotation.step)
+		}
 	}
 	switch o.tenantPodSecurity {
 	case "", "privileged", "baseline", "restricted":
@@ -616,11 +622,12 @@ func (o *options) signer(pc *controllers.ProviderConfig) error {
 
 func (o *options) consumerConfig() (controllers.ConsumerConfig, error) {
 	cc := controllers.ConsumerConfig{
-		ClusterID:         o.clusterID,
-		KeyNamespace:      o.keyNamespace,
-		Strict:            o.strict,
-		Offline:           o.offline,
-		TenantPodSecurity: o.tenantPodSecurity,
+		ClusterID:          o.clusterID,
+		KeyNamespace:       o.keyNamespace,
+		Strict:             o.strict,
+		Offline:            o.offline,
+		TenantPodSecurity:  o.tenantPodSecurity,
+		ClusterKeyRotation: controllers.KeyRotation(o.clusterKeyRotation),
 	}
 	if o.rootCAFile != "" {
 		roots, err := os.ReadFile(o.rootCAFile)

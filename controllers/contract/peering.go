@@ -31,6 +31,15 @@ const (
 	// consumer's request, yet: commit it there (Reconciling). Nothing more
 	// is known, and nothing more is said.
 	ReasonNotAuthorized = "NotAuthorized"
+	// ReasonClusterKeyRotationFailed: the step of the cluster key's
+	// rotation kubepact-controller was started with failed (a log line);
+	// the next start takes it again.
+	ReasonClusterKeyRotationFailed = "ClusterKeyRotationFailed"
+	// ReasonAwaitingHandOver: the cluster key rotates, and the provider
+	// has not granted the request of the next key yet; the identity held
+	// works meanwhile (Reconciling). Commit the request, and both keys,
+	// on the provider.
+	ReasonAwaitingHandOver = "AwaitingHandOver"
 	// ReasonEndpointForbidden: the TrustedProvider's endpoint is a URL the
 	// controller refuses to contact (Stalled).
 	// Final.

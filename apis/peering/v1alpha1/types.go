@@ -238,6 +238,12 @@ type TrustedProviderStatus struct {
 	ConsumerID string `json:"consumerID,omitempty"`
 	// +optional
 	PublicKey string `json:"publicKey,omitempty"`
+	// NextPublicKey is this cluster's next cluster key while it rotates
+	// (kubepact-controller --cluster-key-rotation=prepare): the provider
+	// commits it beside PublicKey, and Request is signed by it, with the
+	// hand-over from PublicKey.
+	// +optional
+	NextPublicKey string `json:"nextPublicKey,omitempty"`
 	// +optional
 	Request *EnrolmentRequest `json:"request,omitempty"`
 }
