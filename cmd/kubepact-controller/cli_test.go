@@ -29,7 +29,7 @@ var (
 )
 
 // kubepactCLI builds the kubepact CLI once and returns its path.
-func kubepactCLI(t *testing.T) string {
+func kubepactCLI(t testing.TB) string {
 	t.Helper()
 	env := testenv.New(t, testenv.Options{Go: true})
 	cliOnce.Do(func() {
@@ -53,7 +53,7 @@ func kubepactCLI(t *testing.T) string {
 // runCLI runs the CLI with args and stdin, in an environment of its own (no
 // kubeconfig but the one args name), and returns its stdout; it fails t
 // unless the CLI succeeds.
-func runCLI(t *testing.T, stdin string, args ...string) string {
+func runCLI(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

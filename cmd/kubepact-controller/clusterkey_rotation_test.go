@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
@@ -22,10 +20,8 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/enrolhttp"
-	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
-	"github.com/kubepact/kubepact/kubeconfig"
 )
 
 // TestClusterKeyRotationAsShipped rotates a consumer's cluster key under
@@ -170,32 +166,12 @@ func probeHeldKubeconfigEverySecond(ctx context.Context, t *testing.T, p, c peer
 	ctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	t.Cleanup(func() { stop(); <-done })
-	name := kubeconfig.SecretName(identity.ControlPlaneName(p.id))
 	probe := func() error {
-		s, err := c.admin.CoreV1().Secrets(clusterid.TenantNamespace(p.id)).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		user, err := selfSubjectReview(ctx, p, c)
+		if err == nil && user != c.id {
+			err = apierrors.NewUnauthorized(user)
 		}
-		cfg, err := kubeconfig.Parse(s.Data[kubeconfig.SecretKey])
-		if err != nil {
-			return err
-		}
-		rc, err := cfg.RESTConfig()
-		if err != nil {
-			return err
-		}
-		cs, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			return err
-		}
-		r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		if r.Status.UserInfo.Username != c.id {
-			return apierrors.NewUnauthorized(r.Status.UserInfo.Username)
-		}
-		return nil
+		return err
 	}
 	go func() {
 		defer close(done)

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,11 +19,8 @@ import (
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/controllers/contract"
-	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/enrolhttp"
 	"github.com/kubepact/kubepact/identity"
-	"github.com/kubepact/kubepact/keys"
-	"github.com/kubepact/kubepact/kube"
 	"github.com/kubepact/kubepact/kubeconfig"
 )
 
@@ -106,48 +100,6 @@ func (r *statusRecorder) Write(p []byte) (int, error) {
 	return r.ResponseWriter.Write(p)
 }
 
-// servedEndpoint is enrolmentEndpoint for a test or a benchmark, with the
-// handler wrapped by wrap when it is not nil (to watch what the endpoint
-// answers). Every wait has deadline.
-func servedEndpoint(ctx context.Context, tb testing.TB, a peer, limits enrolhttp.Limits, wrap func(http.Handler) http.Handler) *peeringv1alpha1.TrustedProvider {
-	tb.Helper()
-	var serving *corev1.Secret
-	require.Eventually(tb, func() bool {
-		s, err := a.admin.CoreV1().Secrets("kubepact-system").Get(ctx, kube.EnrolmentTLSSecretName, metav1.GetOptions{})
-		serving = s
-		return err == nil
-	}, twoWayWait, 100*time.Millisecond, "the enrolment endpoint's certificate, within %s", twoWayWait)
-	pair, err := tls.X509KeyPair(serving.Data[corev1.TLSCertKey], serving.Data[corev1.TLSPrivateKeyKey])
-	require.NoError(tb, err)
-	var h http.Handler = enrolhttp.NewHandler(func(id string) *peeringv1alpha1.Grant {
-		var ac peeringv1alpha1.AuthorizedConsumer
-		if err := a.typed.Get(ctx, client.ObjectKey{Name: id}, &ac); err != nil ||
-			!meta.IsStatusConditionTrue(ac.Status.Conditions, peeringv1alpha1.ConditionReady) || ac.Status.ObservedGeneration != ac.Generation {
-			return nil
-		}
-		return ac.Status.Grant
-	}, limits)
-	if wrap != nil {
-		h = wrap(h)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}
-	srv.StartTLS()
-	tb.Cleanup(srv.Close)
-
-	record, err := kube.NewEnrolmentKeyRecord(a.admin, "kubepact-system").Get(ctx)
-	require.NoError(tb, err)
-	recordPEM, err := keys.MarshalPublicKey(record)
-	require.NoError(tb, err)
-	pin, err := enrol.CAPin(a.cluster.CA())
-	require.NoError(tb, err)
-	return &peeringv1alpha1.TrustedProvider{
-		ObjectMeta: metav1.ObjectMeta{Name: a.id},
-		Spec: peeringv1alpha1.TrustedProviderSpec{ClusterID: a.id, Endpoint: srv.URL, CASHA256: pin,
-			EnrolmentKeys: []string{string(recordPEM)}},
-	}
-}
-
 // selfSubjectReview asks p's API server who c is, with the ControlPlane
 // kubeconfig c holds for p, and returns the user name it answers.
 func selfSubjectReview(ctx context.Context, p, c peer) (string, error) {
@@ -212,7 +164,7 @@ func TestPeeringFromGitProviderMinutesLate(t *testing.T) {
 	startCurrent(ctx, t, a)
 	startCurrent(ctx, t, b)
 	answers := &endpointAnswers{}
-	tp := servedEndpoint(ctx, t, a, enrolhttp.Limits{PerClient: 100, Burst: 100}, answers.wrap)
+	_, tp := enrolmentEndpoint(ctx, t, a, enrolhttp.Limits{PerClient: 100, Burst: 100}, answers.wrap)
 
 	require.NoError(t, b.typed.Create(ctx, tp))
 	t.Cleanup(func() { _ = b.typed.Delete(context.Background(), tp) })

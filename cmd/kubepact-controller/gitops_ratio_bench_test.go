@@ -5,11 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +19,6 @@ import (
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/enrolhttp"
-	"github.com/kubepact/kubepact/internal/testenv"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
 )
@@ -34,47 +30,6 @@ var ratioConsumers = flag.Int("ratio-consumers", 8, "consumers of each flow in B
 // ratioWait bounds each wait of BenchmarkDeclarativeVsAuthenticate: a
 // leader elected, an object Ready or gone, a review that passes.
 const ratioWait = time.Minute
-
-var (
-	benchCLIOnce sync.Once
-	benchCLIPath string
-	benchCLIErr  error
-)
-
-// kubepactCLIFor builds the kubepact CLI once, as kubepactCLI does, for
-// a test or a benchmark, and returns its path.
-func kubepactCLIFor(tb testing.TB) string {
-	tb.Helper()
-	benchCLIOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kubepact-cli")
-		if err != nil {
-			benchCLIErr = err
-			return
-		}
-		benchCLIPath = filepath.Join(dir, "kubepact")
-		build := exec.Command("go", "build", "-o", benchCLIPath, "../kubepact")
-		build.Env = testenv.New(tb, testenv.Options{Go: true})
-		if out, err := build.CombinedOutput(); err != nil {
-			benchCLIErr = &exec.ExitError{Stderr: out}
-		}
-	})
-	require.NoError(tb, benchCLIErr, "building the CLI")
-	return benchCLIPath
-}
-
-// runCLIFor runs the kubepact CLI as runCLI does (an environment of its
-// own, a 2-minute deadline) for a test or a benchmark.
-func runCLIFor(tb testing.TB, args ...string) {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kubepactCLIFor(tb), args...)
-	cmd.Env = testenv.New(tb, testenv.Options{})
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	_, err := cmd.Output()
-	require.NoError(tb, err, "kubepact %s\nstderr:\n%s", strings.Join(args, " "), stderr.String())
-}
 
 // BenchmarkDeclarativeVsAuthenticate compares, on the package's two
 // clusters with both controllers as shipped, the time a consumer takes to
@@ -105,12 +60,13 @@ func BenchmarkDeclarativeVsAuthenticate(b *testing.B) {
 	consumerKubeconfig := filepath.Join(dir, "consumer.kubeconfig")
 	require.NoError(b, os.WriteFile(providerKubeconfig, providerEnv.cluster.AdminKubeconfig(), 0o600))
 	require.NoError(b, os.WriteFile(consumerKubeconfig, consumerEnv.cluster.AdminKubeconfig(), 0o600))
-	kubepactCLIFor(b) // built before any clock starts
+	kubepactCLI(b) // built before any clock starts
 
 	for n := range b.N {
 		a := peer{providerEnv, fmt.Sprintf("ctl-ratio-p%d", n)}
 		providerReplica := startCurrent(ctx, b, a)
-		tpSpec := servedEndpoint(ctx, b, a, enrolhttp.Limits{PerClient: 100, Burst: 100}, nil).Spec
+		_, served := enrolmentEndpoint(ctx, b, a, enrolhttp.Limits{PerClient: 100, Burst: 100}, nil)
+		tpSpec := served.Spec
 
 		var declarative, authenticate []time.Duration
 		for i := range *ratioConsumers {
@@ -212,13 +168,13 @@ func authenticateOnce(ctx context.Context, b *testing.B, a, c peer, providerKube
 
 	b.StartTimer()
 	begin := time.Now()
-	runCLIFor(b, append([]string{"authenticate"}, pair...)...)
+	runCLI(b, "", append([]string{"authenticate"}, pair...)...)
 	requireReviewed(ctx, b, a, c)
 	took := time.Since(begin)
 	b.StopTimer()
 
-	runCLIFor(b, append([]string{"unauthenticate"}, pair...)...)
-	runCLIFor(b, "readmit", "tenant", "--remote-cluster-id", c.id, "--kubeconfig", providerKubeconfig, "--cluster-id", a.id)
+	runCLI(b, "", append([]string{"unauthenticate"}, pair...)...)
+	runCLI(b, "", "readmit", "tenant", "--remote-cluster-id", c.id, "--kubeconfig", providerKubeconfig, "--cluster-id", a.id)
 	return took
 }
 

@@ -55,26 +55,30 @@ func TestPeeringFromGitAsShipped(t *testing.T) {
 // enrolmentEndpoint serves a's enrolment endpoint as kubepact-enrolment
 // serves it (its lookup, the certificate a's controller keeps, limits) and
 // returns it with the TrustedProvider that commits a at it.
-func enrolmentEndpoint(ctx context.Context, t *testing.T, a peer, limits enrolhttp.Limits) (*httptest.Server, *peeringv1alpha1.TrustedProvider) {
+func enrolmentEndpoint(ctx context.Context, t testing.TB, a peer, limits enrolhttp.Limits, wrap func(http.Handler) http.Handler) (*httptest.Server, *peeringv1alpha1.TrustedProvider) {
 	t.Helper()
 	// The endpoint, as kubepact-enrolment serves it, with the certificate
 	// the provider's controller keeps.
 	var serving *corev1.Secret
-	waitFor(t, "the enrolment endpoint's certificate", func() bool {
+	require.Eventually(t, func() bool {
 		s, err := a.admin.CoreV1().Secrets("kubepact-system").Get(ctx, kube.EnrolmentTLSSecretName, metav1.GetOptions{})
 		serving = s
 		return err == nil
-	})
+	}, twoWayWait, 100*time.Millisecond, "the enrolment endpoint's certificate, within %s", twoWayWait)
 	pair, err := tls.X509KeyPair(serving.Data[corev1.TLSCertKey], serving.Data[corev1.TLSPrivateKeyKey])
 	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(enrolhttp.NewHandler(func(id string) *peeringv1alpha1.Grant {
+	var h http.Handler = enrolhttp.NewHandler(func(id string) *peeringv1alpha1.Grant {
 		var ac peeringv1alpha1.AuthorizedConsumer
 		if err := a.typed.Get(ctx, client.ObjectKey{Name: id}, &ac); err != nil ||
 			!meta.IsStatusConditionTrue(ac.Status.Conditions, peeringv1alpha1.ConditionReady) || ac.Status.ObservedGeneration != ac.Generation {
 			return nil
 		}
 		return ac.Status.Grant
-	}, limits))
+	}, limits)
+	if wrap != nil {
+		h = wrap(h) // to watch what the endpoint answers
+	}
+	srv := httptest.NewUnstartedServer(h)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -99,7 +103,7 @@ func enrolmentEndpoint(ctx context.Context, t *testing.T, a peer, limits enrolht
 // a, and waits until both are Ready.
 func peerFromGit(ctx context.Context, t *testing.T, a, b peer, limits enrolhttp.Limits) (*httptest.Server, *peeringv1alpha1.AuthorizedConsumer, *peeringv1alpha1.TrustedProvider) {
 	t.Helper()
-	srv, tp := enrolmentEndpoint(ctx, t, a, limits)
+	srv, tp := enrolmentEndpoint(ctx, t, a, limits, nil)
 	require.NoError(t, b.typed.Create(ctx, tp))
 	t.Cleanup(func() { _ = b.typed.Delete(context.Background(), tp) })
 	waitFor(t, "the TrustedProvider's request", func() bool {
@@ -231,7 +235,7 @@ func TestPeeringFromGitProviderFirst(t *testing.T) {
 	a, b := peer{providerEnv, "ctl-first-p"}, peer{consumerEnv, "ctl-first-c"}
 	startCurrent(ctx, t, a)
 	startCurrent(ctx, t, b)
-	_, tp := enrolmentEndpoint(ctx, t, a, enrolhttp.Limits{PerClient: 100, Burst: 100})
+	_, tp := enrolmentEndpoint(ctx, t, a, enrolhttp.Limits{PerClient: 100, Burst: 100}, nil)
 
 	c, err := consumer.New(b.id, consumer.Ports{
 		Core: consumer.Core{
