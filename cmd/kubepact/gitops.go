@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +28,9 @@ const defaultEnrolmentNamespace = "kubepact-system"
 // publishes no next key.
 var errNoNextKey = errors.New("no next enrolment key is published: start a rotation with kubepact-controller --enrolment-key-rotation=prepare")
 
+// errNoNextClusterKey: no rotation of the cluster key overlaps.
+var errNoNextClusterKey = errors.New("no next cluster key is published: start a rotation with kubepact-controller --cluster-key-rotation=prepare")
+
 // getPublicKeyCommand prints a public key of this cluster, PKIX PEM, as
 // the peering objects take it: the cluster key (an AuthorizedConsumer's
 // spec.publicKeys) or the enrolment key (a TrustedProvider's
@@ -35,14 +39,16 @@ var errNoNextKey = errors.New("no next enrolment key is published: start a rotat
 func getPublicKeyCommand(f *flags) runFunc {
 	cf := localFlags(f, "local")
 	timeout := timeoutFlag(f)
-	which := f.String("key", "cluster", "cluster (what an AuthorizedConsumer commits), enrolment (what a TrustedProvider commits) or enrolment-next (the next enrolment key, while a rotation overlaps)")
+	which := f.String("key", "cluster", "cluster (what an AuthorizedConsumer commits), cluster-next (the next cluster key, while a rotation overlaps), enrolment (what a TrustedProvider commits) or enrolment-next (the next enrolment key, while a rotation overlaps)")
 	enrolmentNS := f.String("enrolment-namespace", defaultEnrolmentNamespace, "namespace of the enrolment key's record: the provider's controller's")
 	return func(ctx context.Context, e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
 		}
-		if *which != "cluster" && *which != "enrolment" && *which != "enrolment-next" {
-			return usagef("--key: %q, want cluster, enrolment or enrolment-next", *which)
+		switch *which {
+		case "cluster", "cluster-next", "enrolment", "enrolment-next":
+		default:
+			return usagef("--key: %q, want cluster, cluster-next, enrolment or enrolment-next", *which)
 		}
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
@@ -50,17 +56,17 @@ func getPublicKeyCommand(f *flags) runFunc {
 		if err != nil {
 			return err
 		}
-		record := kube.NewPublicKeyRecord(cl.client, cl.namespace)
-		if *which != "cluster" {
-			record = kube.NewEnrolmentKeyRecord(cl.client, *enrolmentNS)
+		record, noNext := kube.NewPublicKeyRecord(cl.client, cl.namespace), errNoNextClusterKey
+		if strings.HasPrefix(*which, "enrolment") {
+			record, noNext = kube.NewEnrolmentKeyRecord(cl.client, *enrolmentNS), errNoNextKey
 		}
 		get := record.Get
-		if *which == "enrolment-next" {
+		if strings.HasSuffix(*which, "-next") {
 			get = record.GetNext
 		}
 		pub, err := get(ctx)
 		if err == nil && pub == nil {
-			err = errNoNextKey
+			err = noNext
 		}
 		if err != nil {
 			return fmt.Errorf("reading the %s key's record (published by kubepact-controller): %w", *which, err)
@@ -122,14 +128,27 @@ func authorizedConsumer(ctx context.Context, cf *clusterFlags, providerID string
 	if err != nil {
 		return nil, err
 	}
-	pem, err := keys.MarshalPublicKey(pub)
+	// While the cluster key rotates, both keys: the request is the next
+	// key's, and its hand-over counts while the key is committed too.
+	next, err := c.NextClusterKey(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var pems []string
+	for _, k := range []crypto.PublicKey{pub, next} {
+		if k == nil {
+			continue
+		}
+		b, err := keys.MarshalPublicKey(k)
+		if err != nil {
+			return nil, err
+		}
+		pems = append(pems, string(b))
 	}
 	return &peeringv1alpha1.AuthorizedConsumer{
 		TypeMeta:   metav1.TypeMeta{APIVersion: peeringv1alpha1.SchemeGroupVersion.String(), Kind: peeringv1alpha1.AuthorizedConsumerKind},
 		ObjectMeta: metav1.ObjectMeta{Name: id},
-		Spec:       peeringv1alpha1.AuthorizedConsumerSpec{ClusterID: id, PublicKeys: []string{string(pem)}, Request: r.API()},
+		Spec:       peeringv1alpha1.AuthorizedConsumerSpec{ClusterID: id, PublicKeys: pems, Request: r.API()},
 	}, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"strings"
 	"testing"
 
@@ -129,4 +130,55 @@ func TestGenerateThroughEnrolmentKeyRotation(t *testing.T) {
 	var tp peeringv1alpha1.TrustedProvider
 	require.NoError(t, yaml.UnmarshalStrict([]byte(out), &tp))
 	assert.Equal(t, []string{pemOf(key), pemOf(next)}, tp.Spec.EnrolmentKeys, "both keys while they overlap, the key first")
+}
+
+// TestGenerateThroughClusterKeyRotation: while a rotation of the cluster
+// key overlaps, generate authorized-consumer commits both keys, the key
+// first, and a request signed by the next key that hands the key over to
+// it; get public-key --key cluster-next prints the next key. Without a
+// rotation, cluster-next fails with errNoNextClusterKey.
+func TestGenerateThroughClusterKeyRotation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const consumerNS, providerID = "liqo-gitops-clrotate-c", "cl-clrotate-p"
+	getNext := []string{"get", "public-key", "--kubeconfig", consumerEnv.kubeconfig, "-n", consumerNS, "--cluster-id", "cl-clrotate-c", "--key", "cluster-next"}
+	generate := []string{"generate", "authorized-consumer", "--kubeconfig", consumerEnv.kubeconfig, "-n", consumerNS, "--cluster-id", "cl-clrotate-c",
+		"--remote-cluster-id", providerID}
+	first := cli(t, "", generate...).ok(t).stdout // makes the cluster key
+	var ac peeringv1alpha1.AuthorizedConsumer
+	require.NoError(t, yaml.UnmarshalStrict([]byte(first), &ac))
+	require.Len(t, ac.Spec.PublicKeys, 1)
+	require.Nil(t, ac.Spec.Request.HandOver)
+
+	store := kube.NewKeyStore(consumerEnv.client, consumerNS)
+	record := kube.NewPublicKeyRecord(consumerEnv.client, consumerNS)
+	cluster, err := store.Get(ctx)
+	require.NoError(t, err)
+	require.NoError(t, record.Publish(ctx, cluster.Public()))
+	r, err := cliErr(t, nil, getNext...)
+	require.ErrorIs(t, err, errNoNextClusterKey, r.stderr)
+	assert.Equal(t, exitError, r.code)
+
+	// The consumer's controller prepares the rotation.
+	next, err := keys.EnsureNext(ctx, store, nil, keys.Ed25519)
+	require.NoError(t, err)
+	require.NoError(t, record.PublishWithNext(ctx, cluster.Public(), next.Public()))
+	pemOf := func(k crypto.PublicKey) string {
+		b, err := keys.MarshalPublicKey(k)
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.Equal(t, pemOf(next.Public()), cli(t, "", getNext...).ok(t).stdout)
+
+	out := cli(t, "", generate...).ok(t).stdout
+	require.NoError(t, yaml.UnmarshalStrict([]byte(out), &ac))
+	assert.Equal(t, []string{pemOf(cluster.Public()), pemOf(next.Public())}, ac.Spec.PublicKeys, "both keys while they overlap, the key first")
+	c, err := enrol.FromAuthorizedConsumer(&ac)
+	require.NoError(t, err)
+	v, err := c.Verify(providerID)
+	require.NoError(t, err)
+	assert.True(t, keys.Equal(next.Public(), v.PublicKey), "the next key signs")
+	require.NotEmpty(t, v.HandedOver, "with the hand-over from the key")
+	assert.True(t, keys.Equal(cluster.Public(), v.HandedOver[0]))
+	assert.Equal(t, out, cli(t, "", generate...).ok(t).stdout, "made again, the same")
 }
