@@ -148,3 +148,40 @@ func TestStoredRedacts(t *testing.T) {
 		require.Contains(t, out, keys.Fingerprint(k.Public()))
 	}
 }
+
+// TestAttesterPreviousKey: after a rotation, an attestation of the
+// previous cluster key still holds, and reading the key attests it again
+// with the cluster key, so that it holds without the previous key; a key
+// the previous key did not attest is refused as before, and an Attester
+// without the previous key refuses the old attestation.
+func TestAttesterPreviousKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	old, current := mustKey(t, keys.Ed25519), mustKey(t, keys.Ed25519)
+	use := keys.Use{Purpose: keys.PurposeControlPlane, Remote: "cl-provider"}
+	ring := &fake.Keyring{}
+	k, err := mustAttester(t, old, "liqo").Ensure(ctx, ring, "controlplane-cl-provider", use, nil, keys.Ed25519)
+	require.NoError(t, err)
+	byOld, err := ring.Get(ctx, "controlplane-cl-provider")
+	require.NoError(t, err)
+
+	alone := mustAttester(t, current, "liqo")
+	_, _, err = alone.Check("controlplane-cl-provider", use, byOld)
+	require.ErrorIs(t, err, keys.ErrUnattested, "without the previous key, its attestation is no one's")
+
+	a := alone.WithPrevious(old.Public())
+	got, adopted, err := a.Get(ctx, ring, "controlplane-cl-provider", use)
+	require.NoError(t, err)
+	require.False(t, adopted)
+	require.True(t, keys.Equal(k.Public(), got.Public()))
+	again, err := ring.Get(ctx, "controlplane-cl-provider")
+	require.NoError(t, err)
+	require.NotEqual(t, byOld.Attestation, again.Attestation, "attested again when read")
+	_, _, err = alone.Check("controlplane-cl-provider", use, again)
+	require.NoError(t, err, "by the cluster key")
+
+	planted := mustKey(t, keys.Ed25519)
+	require.NoError(t, ring.Create(ctx, "controlplane-cl-other", keys.Stored{Key: planted, Attestation: byOld.Attestation}))
+	_, _, err = a.Get(ctx, ring, "controlplane-cl-other", keys.Use{Purpose: keys.PurposeControlPlane, Remote: "cl-other"})
+	require.ErrorIs(t, err, keys.ErrUnattested, "the previous key vouches only for what it attested")
+}
