@@ -86,7 +86,7 @@ func keySecret(t *testing.T, name string) *corev1.Secret {
 
 // TestKeySecretWriters: the Secrets of the key namespace that hold the
 // keys the controller uses, the cluster key authentication-keys and the
-// identity keys kubepact-key-*, are written only by the controller's
+// identity keys kubepact-key-* (the next cluster key among them), are written only by the controller's
 // ServiceAccount, Liqo's controller manager, peering admins and
 // system:masters (config/key-policy, applied as config/ ships it). A user
 // whom RBAC lets create Secrets there, and nothing else, cannot plant one
@@ -114,7 +114,9 @@ func TestKeySecretWriters(t *testing.T) {
 	controlPlaneKey := keys.KeyringSecretPrefix + "controlplane-cl-keypolicy"
 	nextKey := controlPlaneKey + "-next"
 	sliceKey := keys.KeyringSecretPrefix + "resourceslice-cl-keypolicy-slice"
-	keyNames := []string{clusterKey, controlPlaneKey, nextKey, sliceKey}
+	// The next cluster key while it rotates: planted, its attestations
+	// and hand-overs would be the planter's.
+	keyNames := []string{clusterKey, controlPlaneKey, nextKey, sliceKey, keys.NextSecretName}
 	if held, err := admin.CoreV1().Secrets(ns).Get(ctx, clusterKey, metav1.GetOptions{}); err == nil {
 		require.NoError(t, admin.CoreV1().Secrets(ns).Delete(ctx, clusterKey, metav1.DeleteOptions{}))
 		t.Cleanup(func() {
