@@ -133,7 +133,7 @@ func (r *trustedProviderReconciler) peer(ctx context.Context, tp *peeringv1alpha
 	switch {
 	case errors.Is(err, enrolhttp.ErrNotAuthorized) && working:
 		set(kReconciling, contract.ReasonAwaitingHandOver,
-			"the identity is held and works; the provider has not granted the request of the next cluster key yet")
+			"the identity is held and works; the provider has not granted the request of the new cluster key yet")
 		return reconcile.Result{RequeueAfter: notAuthorizedPoll}, nil
 	case errors.Is(err, enrolhttp.ErrNotAuthorized):
 		set(kReconciling, contract.ReasonNotAuthorized, "not authorized")
