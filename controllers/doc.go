@@ -301,7 +301,11 @@
 //     trustedproviders/status: patch; namespaces: create (the provider's
 //     tenant namespace); what the Identity reconciler needs. It contacts
 //     each TrustedProvider's endpoint, an https URL it checks
-//     (enrolhttp.CheckURL).
+//     (enrolhttp.CheckURL). Through a rotation of the cluster key
+//     (ConsumerConfig.ClusterKeyRotation), in KeyNamespace, secrets:
+//     create, delete (keys.NextSecretName), patch (authentication-keys, at
+//     the switch), and patch on the keyring's Secrets (an identity key
+//     attested again by the new key).
 //
 // No reconciler writes a role. config/controller ships this RBAC, and a
 // ValidatingAdmissionPolicy that scopes what RBAC cannot (Secret, ConfigMap
