@@ -12,8 +12,10 @@ import (
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/enrol"
+	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/lifecycle"
+	"github.com/kubepact/kubepact/renewal"
 )
 
 // applyGrant runs the provider's side of the committed request r (Enrol,
@@ -34,7 +36,7 @@ func (p *pair) applyGrant(t *testing.T, r *enrol.Request) []byte {
 	got, err := enrol.VerifyGrant(g, enrol.Trust{ProviderID: providerID, ConsumerID: consumerID,
 		EnrolmentKeys: []crypto.PublicKey{enrolment.Public()}, CASHA256: pin, Request: r})
 	require.NoError(t, err)
-	done, err := p.consumer.Apply(ctx, providerID, got, nil)
+	done, err := p.consumer.ApplyGrant(ctx, providerID, got)
 	require.NoError(t, err)
 	return done.Identity.Spec.AuthParams.SignedCRT
 }
@@ -111,6 +113,12 @@ func TestClusterKeyHandOver(t *testing.T) {
 	newLeaf, err := csr.ParseCertificate(newCert)
 	require.NoError(t, err)
 	assert.True(t, keys.Equal(fresh, newLeaf.PublicKey), "the consumer holds the fresh key's certificate")
+	ring := p.consumerCluster.IdentityKeys
+	moved, err := ring.Get(ctx, identity.ControlPlaneName(providerID))
+	require.NoError(t, err)
+	assert.True(t, keys.Equal(fresh, moved.Key.Public()), "the fresh key is the identity's key")
+	_, err = ring.Get(ctx, renewal.NextKeyName(identity.ControlPlaneName(providerID)))
+	require.ErrorIs(t, err, keys.ErrNotFound, "and the old one is gone")
 	stored, err := p.providerCluster.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)
 	require.NoError(t, err)
 	storedKey, err := keys.ParsePublicKey(stored.Spec.PublicKey)

@@ -158,6 +158,26 @@ func (c *Consumer) rotationCSRKey(ctx context.Context, providerID string) (*keys
 	return a.Ensure(ctx, c.ports.IdentityKeys, renewal.NextKeyName(name), use, c.opts.Rand, c.opts.KeyAlgorithm)
 }
 
+// ApplyGrant applies id, the ControlPlane Identity a provider granted
+// this consumer's enrolment request (enrol.VerifyGrant), as Apply does.
+// When its certificate is for the key a rotation's request asked for
+// (kept as the key a renewal moves to), that key becomes the identity's
+// key and the old one is deleted, as after a renewal.
+func (c *Consumer) ApplyGrant(ctx context.Context, providerID string, id *authv1beta1.Identity) (*Authenticated, error) {
+	a, err := c.Apply(ctx, providerID, id, nil)
+	if err != nil || c.ports.IdentityKeys == nil {
+		return a, err
+	}
+	cert, err := a.Kubeconfig.ClientCertificate()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.promoteKey(ctx, providerID, cert.PublicKey); err != nil {
+		return nil, fmt.Errorf("moving the identity for %s to the key its grant is for: %w", providerID, err)
+	}
+	return a, nil
+}
+
 // heldIdentityKey returns the key of the ControlPlane identity this
 // consumer holds for providerID, nil when it holds none.
 func (c *Consumer) heldIdentityKey(ctx context.Context, providerID string) (crypto.PublicKey, error) {

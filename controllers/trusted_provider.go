@@ -156,7 +156,7 @@ func (r *trustedProviderReconciler) peer(ctx context.Context, tp *peeringv1alpha
 		set(kStalled, contract.ReasonGrantRejected, err.Error())
 		return reconcile.Result{RequeueAfter: grantPoll}, nil
 	}
-	if _, err := r.consumer.Apply(ctx, tp.Name, id, nil); err != nil {
+	if _, err := r.consumer.ApplyGrant(ctx, tp.Name, id); err != nil {
 		return r.failed(ctx, tp, set, err)
 	}
 	set(kReady, contract.ReasonPeered, "the grant verified; the kubeconfig is written")

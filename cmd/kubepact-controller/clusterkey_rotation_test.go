@@ -20,8 +20,10 @@ import (
 	"github.com/kubepact/kubepact/csr"
 	"github.com/kubepact/kubepact/enrol"
 	"github.com/kubepact/kubepact/enrolhttp"
+	"github.com/kubepact/kubepact/identity"
 	"github.com/kubepact/kubepact/keys"
 	"github.com/kubepact/kubepact/kube"
+	"github.com/kubepact/kubepact/renewal"
 )
 
 // TestClusterKeyRotationAsShipped rotates a consumer's cluster key under
@@ -98,6 +100,13 @@ func TestClusterKeyRotationAsShipped(t *testing.T) {
 		require.NoError(t, b.typed.Get(ctx, client.ObjectKeyFromObject(tp), tp))
 		return meta.IsStatusConditionTrue(tp.Status.Conditions, peeringv1alpha1.ConditionReady)
 	})
+	ring := kube.NewKeyring(b.admin, keys.DefaultNamespace)
+	name := identity.ControlPlaneName(a.id)
+	moved, err := ring.Get(ctx, name)
+	require.NoError(t, err)
+	require.True(t, keys.Equal(fresh, moved.Key.Public()), "the fresh key is the identity's key")
+	_, err = ring.Get(ctx, renewal.NextKeyName(name))
+	require.ErrorIs(t, err, keys.ErrNotFound, "and the old one is gone")
 	var stored authv1beta1.Tenant
 	require.NoError(t, a.typed.Get(ctx, client.ObjectKey{Namespace: clusterid.TenantNamespace(b.id), Name: b.id}, &stored))
 	storedKey, err := keys.ParsePublicKey(stored.Spec.PublicKey)
