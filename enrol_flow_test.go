@@ -62,6 +62,29 @@ func (p *pair) enrolled(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// applyGrant runs the provider's side of the committed request r (Enrol,
+// Accept, Enrol) and applies its grant on the consumer, as the
+// controllers do; it returns the certificate applied.
+func (p *pair) applyGrant(t *testing.T, r *enrol.Request) []byte {
+	t.Helper()
+	ctx := context.Background()
+	p.enrolled(t)
+	id, err := p.provider.Enrol(ctx, consumerID)
+	require.NoError(t, err)
+	enrolment, err := keys.Generate(nil, keys.Ed25519)
+	require.NoError(t, err)
+	g, err := enrol.NewGrant(nil, enrolment, r, id)
+	require.NoError(t, err)
+	pin, err := enrol.CAPin(p.providerCluster.Signer.CA.Certificate())
+	require.NoError(t, err)
+	got, err := enrol.VerifyGrant(g, enrol.Trust{ProviderID: providerID, ConsumerID: consumerID,
+		EnrolmentKeys: []crypto.PublicKey{enrolment.Public()}, CASHA256: pin, Request: r})
+	require.NoError(t, err)
+	done, err := p.consumer.ApplyGrant(ctx, providerID, got)
+	require.NoError(t, err)
+	return done.Identity.Spec.AuthParams.SignedCRT
+}
+
 // TestEnrolmentFromGit is the whole exchange in memory: the consumer's
 // request, committed on the provider; the Tenant recorded and accepted
 // with no nonce; the grant signed with the enrolment key and verified by
@@ -81,24 +104,9 @@ func TestEnrolmentFromGit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, r, kept)
 
-	p.enrolled(t)
+	p.applyGrant(t, r)
 	_, err = p.providerCluster.Nonces.Get(ctx, consumerID)
 	require.ErrorIs(t, err, nonce.ErrNotFound, "no nonce is issued, none redeemed")
-	id, err := p.provider.Enrol(ctx, consumerID)
-	require.NoError(t, err)
-
-	enrolment, err := keys.Generate(nil, keys.Ed25519)
-	require.NoError(t, err)
-	g, err := enrol.NewGrant(nil, enrolment, r, id)
-	require.NoError(t, err)
-	pin, err := enrol.CAPin(p.providerCluster.Signer.CA.Certificate())
-	require.NoError(t, err)
-	got, err := enrol.VerifyGrant(g, enrol.Trust{ProviderID: providerID, ConsumerID: consumerID,
-		EnrolmentKeys: []crypto.PublicKey{enrolment.Public()}, CASHA256: pin, Request: r})
-	require.NoError(t, err)
-	done, err := p.consumer.Apply(ctx, providerID, got, nil)
-	require.NoError(t, err)
-	require.NotNil(t, done.Identity)
 
 	// A restart finds the enrolled Tenant unchanged: no request, no write.
 	stored, err := p.providerCluster.Tenants.Get(ctx, clusterid.TenantNamespace(consumerID), consumerID)

@@ -2,7 +2,6 @@ package kubepact_test
 
 import (
 	"context"
-	"crypto"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,29 +16,6 @@ import (
 	"github.com/kubepact/kubepact/lifecycle"
 	"github.com/kubepact/kubepact/renewal"
 )
-
-// applyGrant runs the provider's side of the committed request r (Enrol,
-// Accept, Enrol) and applies its grant on the consumer, as the
-// controllers do; it returns the certificate applied.
-func (p *pair) applyGrant(t *testing.T, r *enrol.Request) []byte {
-	t.Helper()
-	ctx := context.Background()
-	p.enrolled(t)
-	id, err := p.provider.Enrol(ctx, consumerID)
-	require.NoError(t, err)
-	enrolment, err := keys.Generate(nil, keys.Ed25519)
-	require.NoError(t, err)
-	g, err := enrol.NewGrant(nil, enrolment, r, id)
-	require.NoError(t, err)
-	pin, err := enrol.CAPin(p.providerCluster.Signer.CA.Certificate())
-	require.NoError(t, err)
-	got, err := enrol.VerifyGrant(g, enrol.Trust{ProviderID: providerID, ConsumerID: consumerID,
-		EnrolmentKeys: []crypto.PublicKey{enrolment.Public()}, CASHA256: pin, Request: r})
-	require.NoError(t, err)
-	done, err := p.consumer.ApplyGrant(ctx, providerID, got)
-	require.NoError(t, err)
-	return done.Identity.Spec.AuthParams.SignedCRT
-}
 
 // TestClusterKeyHandOver is a consumer's cluster key rotation, in memory:
 // the next key signs a request for a fresh identity key, with the

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,7 +56,7 @@ func TestClusterKeyRotationAsShipped(t *testing.T) {
 	old, err := record.Get(ctx)
 	require.NoError(t, err)
 	firstKey := controlPlaneKey(ctx, t, a, b)
-	probes, failed := probeHeldKubeconfigEverySecond(ctx, t, a, b)
+	probes, failed := probeEverySecond(ctx, t, heldKubeconfigWorks(a, b))
 
 	// 1. prepare
 	consumer.stop()
@@ -166,42 +165,15 @@ func controlPlaneKey(ctx context.Context, t *testing.T, p, c peer) crypto.Public
 	return leaf.PublicKey
 }
 
-// probeHeldKubeconfigEverySecond reads, every second until the test ends,
-// c's ControlPlane kubeconfig Secret for p as it is then, and asks p's API
-// server with it who it is; it counts the answers naming c and the others.
-func probeHeldKubeconfigEverySecond(ctx context.Context, t *testing.T, p, c peer) (probes, failed *atomic.Int64) {
-	t.Helper()
-	probes, failed = &atomic.Int64{}, &atomic.Int64{}
-	ctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	t.Cleanup(func() { stop(); <-done })
-	probe := func() error {
+// heldKubeconfigWorks is a probe that reads c's ControlPlane kubeconfig
+// Secret for p as it is then, as c's own components do, and fails unless
+// p's API server, asked with it, answers c.
+func heldKubeconfigWorks(p, c peer) func(context.Context) error {
+	return func(ctx context.Context) error {
 		user, err := selfSubjectReview(ctx, p, c)
 		if err == nil && user != c.id {
 			err = apierrors.NewUnauthorized(user)
 		}
 		return err
 	}
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			err := probe()
-			if ctx.Err() != nil {
-				return
-			}
-			probes.Add(1)
-			if err != nil {
-				failed.Add(1)
-				t.Logf("probe as %s: %v", c.id, err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return probes, failed
 }

@@ -17,10 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
-	"github.com/kubepact/kubepact/consumer"
 	"github.com/kubepact/kubepact/enrolhttp"
 	"github.com/kubepact/kubepact/keys"
-	"github.com/kubepact/kubepact/kube"
 )
 
 // ratioConsumers is how many consumers each flow of
@@ -112,14 +110,7 @@ func declarativeOnce(ctx context.Context, b *testing.B, a, c peer, tpSpec peerin
 	b.Helper()
 	r := startElected(ctx, b, c)
 	defer r.stop()
-	cons, err := consumer.New(c.id, consumer.Ports{
-		Core: consumer.Core{
-			Namespaces: kube.NewNamespaces(c.admin), Keys: kube.NewKeyStore(c.admin, keys.DefaultNamespace),
-			Identities: kube.NewIdentityStore(c.typed), Secrets: kube.NewSecretWriter(c.admin),
-		},
-		IdentityKeys: kube.NewKeyring(c.admin, keys.DefaultNamespace),
-	}, &consumer.Options{KeyNamespace: keys.DefaultNamespace})
-	require.NoError(b, err)
+	cons := adminConsumer(b, c)
 	req, err := cons.EnrolmentRequest(ctx, a.id, nil)
 	require.NoError(b, err)
 	pub, err := cons.PublicKey(ctx)

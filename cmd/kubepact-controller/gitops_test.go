@@ -98,6 +98,22 @@ func enrolmentEndpoint(ctx context.Context, t testing.TB, a peer, limits enrolht
 	return srv, tp
 }
 
+// adminConsumer is c's consumer as an administrator runs it (kubepact
+// generate authorized-consumer): its own keyring, from c's admin
+// credentials.
+func adminConsumer(t testing.TB, c peer) *consumer.Consumer {
+	t.Helper()
+	cons, err := consumer.New(c.id, consumer.Ports{
+		Core: consumer.Core{
+			Namespaces: kube.NewNamespaces(c.admin), Keys: kube.NewKeyStore(c.admin, keys.DefaultNamespace),
+			Identities: kube.NewIdentityStore(c.typed), Secrets: kube.NewSecretWriter(c.admin),
+		},
+		IdentityKeys: kube.NewKeyring(c.admin, keys.DefaultNamespace),
+	}, &consumer.Options{KeyNamespace: keys.DefaultNamespace})
+	require.NoError(t, err)
+	return cons
+}
+
 // peerFromGit serves a's enrolment endpoint (enrolmentEndpoint), commits
 // a TrustedProvider on b, then the AuthorizedConsumer of its request on
 // a, and waits until both are Ready.
@@ -237,14 +253,7 @@ func TestPeeringFromGitProviderFirst(t *testing.T) {
 	startCurrent(ctx, t, b)
 	_, tp := enrolmentEndpoint(ctx, t, a, enrolhttp.Limits{PerClient: 100, Burst: 100}, nil)
 
-	c, err := consumer.New(b.id, consumer.Ports{
-		Core: consumer.Core{
-			Namespaces: kube.NewNamespaces(b.admin), Keys: kube.NewKeyStore(b.admin, keys.DefaultNamespace),
-			Identities: kube.NewIdentityStore(b.typed), Secrets: kube.NewSecretWriter(b.admin),
-		},
-		IdentityKeys: kube.NewKeyring(b.admin, keys.DefaultNamespace),
-	}, &consumer.Options{KeyNamespace: keys.DefaultNamespace})
-	require.NoError(t, err)
+	c := adminConsumer(t, b)
 	r, err := c.EnrolmentRequest(ctx, a.id, nil)
 	require.NoError(t, err)
 	pub, err := c.PublicKey(ctx)

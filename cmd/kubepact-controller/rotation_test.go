@@ -49,7 +49,7 @@ func TestEnrolmentKeyRotationAsShipped(t *testing.T) {
 	record := kube.NewEnrolmentKeyRecord(a.admin, "kubepact-system")
 	old, err := record.Get(ctx)
 	require.NoError(t, err)
-	probes, failed := probeEverySecond(ctx, t, kubernetes.NewForConfigOrDie(restConfigOf(t, controlPlaneKubeconfig(ctx, t, a, b))), b.id)
+	probes, failed := probeEverySecond(ctx, t, reviewAs(kubernetes.NewForConfigOrDie(restConfigOf(t, controlPlaneKubeconfig(ctx, t, a, b))), b.id))
 
 	// 1. prepare
 	provider.stop()
@@ -109,10 +109,9 @@ func TestEnrolmentKeyRotationAsShipped(t *testing.T) {
 	require.Zero(t, failed.Load(), "every probe as the consumer succeeds through the rotation")
 }
 
-// probeEverySecond asks the API server of cs, every second until the test
-// ends, who its credentials are, and counts the answers naming user and
-// the others.
-func probeEverySecond(ctx context.Context, t *testing.T, cs kubernetes.Interface, user string) (probes, failed *atomic.Int64) {
+// probeEverySecond runs probe every second until the test ends, and
+// counts the probes and those that failed, logging why.
+func probeEverySecond(ctx context.Context, t *testing.T, probe func(context.Context) error) (probes, failed *atomic.Int64) {
 	t.Helper()
 	probes, failed = &atomic.Int64{}, &atomic.Int64{}
 	ctx, stop := context.WithCancel(ctx)
@@ -123,14 +122,14 @@ func probeEverySecond(ctx context.Context, t *testing.T, cs kubernetes.Interface
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
-			r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			err := probe(ctx)
 			if ctx.Err() != nil {
 				return
 			}
 			probes.Add(1)
-			if err != nil || r.Status.UserInfo.Username != user {
+			if err != nil {
 				failed.Add(1)
-				t.Logf("probe as %s: %v", user, err)
+				t.Logf("probe: %v", err)
 			}
 			select {
 			case <-ctx.Done():
@@ -140,6 +139,18 @@ func probeEverySecond(ctx context.Context, t *testing.T, cs kubernetes.Interface
 		}
 	}()
 	return probes, failed
+}
+
+// reviewAs is a probe that asks the API server of cs who its credentials
+// are, and fails unless it answers user.
+func reviewAs(cs kubernetes.Interface, user string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err == nil && r.Status.UserInfo.Username != user {
+			err = apierrors.NewUnauthorized(r.Status.UserInfo.Username)
+		}
+		return err
+	}
 }
 
 // grantSignedBy checks the grant ac holds on a's cluster against what tp

@@ -134,16 +134,9 @@ func authorizedConsumer(ctx context.Context, cf *clusterFlags, providerID string
 	if err != nil {
 		return nil, err
 	}
-	var pems []string
-	for _, k := range []crypto.PublicKey{pub, next} {
-		if k == nil {
-			continue
-		}
-		b, err := keys.MarshalPublicKey(k)
-		if err != nil {
-			return nil, err
-		}
-		pems = append(pems, string(b))
+	pems, err := publicPEMs(pub, next)
+	if err != nil {
+		return nil, err
 	}
 	return &peeringv1alpha1.AuthorizedConsumer{
 		TypeMeta:   metav1.TypeMeta{APIVersion: peeringv1alpha1.SchemeGroupVersion.String(), Kind: peeringv1alpha1.AuthorizedConsumerKind},
@@ -246,8 +239,14 @@ func publishedEnrolmentKeys(ctx context.Context, record *kube.PublicKeyRecord) (
 	if err != nil {
 		return nil, fmt.Errorf("reading the enrolment key's record (published by the provider's kubepact-controller): %w", err)
 	}
+	return publicPEMs(pub, next)
+}
+
+// publicPEMs returns the keys of ks that are not nil, PKIX PEM, in order:
+// what the peering objects commit.
+func publicPEMs(ks ...crypto.PublicKey) ([]string, error) {
 	var out []string
-	for _, k := range []crypto.PublicKey{pub, next} {
+	for _, k := range ks {
 		if k == nil {
 			continue
 		}
