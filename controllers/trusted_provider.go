@@ -131,7 +131,7 @@ func (r *trustedProviderReconciler) peer(ctx context.Context, tp *peeringv1alpha
 
 	grant, err := r.fetch(ctx, tp.Spec.Endpoint, enrolmentKeys, req)
 	switch {
-	case errors.Is(err, enrolhttp.ErrNotAuthorized) && working:
+	case errors.Is(err, enrolhttp.ErrNotAuthorized) && working && req.HandOver != nil:
 		set(kReconciling, contract.ReasonAwaitingHandOver,
 			"the identity is held and works; the provider has not granted the request of the new cluster key yet")
 		return reconcile.Result{RequeueAfter: notAuthorizedPoll}, nil

@@ -137,8 +137,8 @@ func TestHelmTestHookImage(t *testing.T) {
 // the test runs the hook Pod's command itself, kubepact built from this
 // repository, as the hook's ServiceAccount: it passes and lists the peer. The same command as a ServiceAccount without
 // the release's binding fails, so the check reads what it says. The hook's
-// ServiceAccount may list Tenants, Identities and Events and nothing more:
-// no Secret, no Deployment, no write. helm uninstall removes its RBAC.
+// ServiceAccount may list Tenants, Identities, Events and the peering kinds
+// and nothing more: no Secret, no Deployment, no write. helm uninstall removes its RBAC.
 func TestHelmTestHook(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -201,6 +201,8 @@ func TestHelmTestHook(t *testing.T) {
 		{Verb: "list", Group: "authentication.liqo.io", Resource: "tenants"},
 		{Verb: "list", Group: "authentication.liqo.io", Resource: "identities"},
 		{Verb: "list", Group: "events.k8s.io", Resource: "events", Namespace: tenantNS},
+		{Verb: "list", Group: "peering.kubepact.io", Resource: "authorizedconsumers"},
+		{Verb: "list", Group: "peering.kubepact.io", Resource: "trustedproviders"},
 	} {
 		assert.True(t, can(ra), "%s may %s %s", helmTestAccount, ra.Verb, ra.Resource)
 	}
@@ -224,6 +226,18 @@ func TestHelmTestHook(t *testing.T) {
 		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: releaseNamespace},
 		{Verb: "impersonate", Resource: "serviceaccounts"},
 		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+		// The peering kinds are read, never written: writing one would grant
+		// a peering (AuthorizedConsumer) or make the controller contact a
+		// URL (TrustedProvider).
+		{Verb: "watch", Group: "peering.kubepact.io", Resource: "authorizedconsumers"},
+		{Verb: "create", Group: "peering.kubepact.io", Resource: "authorizedconsumers"},
+		{Verb: "update", Group: "peering.kubepact.io", Resource: "authorizedconsumers"},
+		{Verb: "patch", Group: "peering.kubepact.io", Resource: "authorizedconsumers", Subresource: "status"},
+		{Verb: "delete", Group: "peering.kubepact.io", Resource: "authorizedconsumers"},
+		{Verb: "create", Group: "peering.kubepact.io", Resource: "trustedproviders"},
+		{Verb: "patch", Group: "peering.kubepact.io", Resource: "trustedproviders"},
+		{Verb: "update", Group: "peering.kubepact.io", Resource: "trustedproviders", Subresource: "status"},
+		{Verb: "delete", Group: "peering.kubepact.io", Resource: "trustedproviders"},
 	} {
 		assert.False(t, can(ra), "%s may not %s %s/%s in %q", helmTestAccount, ra.Verb, ra.Resource, ra.Subresource, ra.Namespace)
 	}
