@@ -264,6 +264,7 @@ func TestSchemaRefuses(t *testing.T) {
 		{"a list for a string", values("clusterID", []any{"cl-a"}), "/clusterID", &kind.Type{}},
 		{"an unknown role", values("roles", []any{"provider", "producer"}), "/roles/1", &kind.Enum{}},
 		{"an unknown policy", values("policy", "lenient"), "/policy", &kind.Enum{}},
+		{"an unknown step of the cluster key's rotation", values("clusterKeyRotation", "now"), "/clusterKeyRotation", &kind.Enum{}},
 		{"no duration", values("certificateLifetime", "7d"), "/certificateLifetime", &kind.Pattern{}},
 		{"a key namespace that is no namespace", values("keyNamespace", "liqo' || true || '"), "/keyNamespace", &kind.Pattern{}},
 		{"both priority classes", values("priorityClass.create", true, "priorityClassName", "platform-critical"), "/priorityClassName", &kind.MaxLength{}},
@@ -356,7 +357,7 @@ func TestSchemaRefusesRenderedFlags(t *testing.T) {
 		"clusterID", "cl-a", "apiServerURL", "https://api.example:6443", "keyNamespace", "liqo-system",
 		"policy", "strict", "certificateLifetime", "72h", "localCA.secretName", "kubepact-ca",
 		"sliceBounds.maxSlicesPerConsumer", 8, "sliceBounds.rekeyInterval", "1h", "sliceBounds.certificatesPerHour", 16,
-		"metrics.certSecretName", "kubepact-metrics-cert", "enrolment.keyRotation", "prepare",
+		"metrics.certSecretName", "kubepact-metrics-cert", "enrolment.keyRotation", "prepare", "clusterKeyRotation", "switch",
 	)} {
 		args = append(args, deploymentOf(t, render(t, ch, vals)).Spec.Template.Spec.Containers[0].Args...)
 	}
@@ -367,7 +368,7 @@ func TestSchemaRefusesRenderedFlags(t *testing.T) {
 		flags[name] = true
 	}
 	for _, name := range []string{"key-namespace", "cluster-id", "local-ca-key-file", "leader-elect", "max-slices-per-consumer",
-		"slice-rekey-interval", "slice-certificates-per-hour", "metrics-cert-dir", "enrolment-key-rotation"} {
+		"slice-rekey-interval", "slice-certificates-per-hour", "metrics-cert-dir", "enrolment-key-rotation", "cluster-key-rotation"} {
 		require.True(t, flags[name], "the values render --%s: %v", name, slices.Sorted(maps.Keys(flags)))
 	}
 	for _, name := range slices.Sorted(maps.Keys(flags)) {
