@@ -79,10 +79,11 @@ func (c *Consumer) SwitchClusterKey(ctx context.Context) (crypto.PublicKey, erro
 	if err != nil {
 		return nil, err
 	}
-	if next, err := rs.Next(ctx); err != nil || next == nil {
-		if err != nil {
-			return nil, err
-		}
+	next, err := rs.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if next == nil {
 		k, err := c.clusterKey(ctx, true)
 		if err != nil {
 			return nil, err

@@ -156,9 +156,9 @@ func (a *Attester) attest(name string, u Use, k *PrivateKey, adopted bool) (Stor
 	return Stored{Key: k, Attestation: sig}, nil
 }
 
-// Check returns the key of s when its attestation is the cluster key's for
-// name and u, and whether it was adopted rather than made. Otherwise the
-// error wraps ErrUnattested.
+// Check returns the key of s when its attestation is the cluster key's (or
+// the previous cluster key's, WithPrevious) for name and u, and whether it
+// was adopted rather than made. Otherwise the error wraps ErrUnattested.
 func (a *Attester) Check(name string, u Use, s Stored) (k *PrivateKey, adopted bool, err error) {
 	k, adopted, _, err = a.check(name, u, s)
 	return k, adopted, err
@@ -193,7 +193,9 @@ func (a *Attester) check(name string, u Use, s Stored) (k *PrivateKey, adopted, 
 
 // Get returns the key r keeps under name when this cluster attested it for
 // u, and whether it was adopted. Errors wrap ErrNotFound when r keeps no
-// such key, ErrUnattested when the key there is not attested for u.
+// such key, ErrUnattested when the key there is not attested for u. A key
+// only the previous cluster key attested (WithPrevious) is attested again
+// with the cluster key (Keyring.Attest) before Get returns it.
 func (a *Attester) Get(ctx context.Context, r Keyring, name string, u Use) (k *PrivateKey, adopted bool, err error) {
 	s, err := r.Get(ctx, name)
 	if err != nil {
