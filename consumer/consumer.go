@@ -130,14 +130,14 @@ func (c *Consumer) clusterKeys(ctx context.Context, create bool) (*keys.PrivateK
 		previous crypto.PublicKey
 		err      error
 	)
-	if create {
-		k, err = keys.Ensure(ctx, c.ports.Keys, c.opts.Rand, c.opts.KeyAlgorithm)
+	if rs, ok := c.ports.Keys.(keys.RotatingStore); ok {
+		// The key, with the key it replaced, in one read.
+		k, previous, err = rs.GetWithPrevious(ctx)
 	} else {
 		k, err = c.ports.Keys.Get(ctx)
 	}
-	if rs, ok := c.ports.Keys.(keys.RotatingStore); ok && err == nil {
-		// The key as stored now, with the key it replaced.
-		k, previous, err = rs.GetWithPrevious(ctx)
+	if create && errors.Is(err, keys.ErrNotFound) {
+		k, err = keys.Ensure(ctx, c.ports.Keys, c.opts.Rand, c.opts.KeyAlgorithm)
 	}
 	if err != nil {
 		return nil, nil, err
