@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	peeringv1alpha1 "github.com/kubepact/kubepact/apis/peering/v1alpha1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/enrolhttp"
@@ -94,6 +95,9 @@ func TestPeeringFromGitWithholdsClusterWideRole(t *testing.T) {
 	requireControlPlaneWorks(ctx, t, a, b)
 	const slice = "no-metrics"
 	makeSlice(ctx, t, a, b, slice)
+	// The slice goes first, through both controllers, before the objects
+	// that peer the clusters: none is left retrying once they stop.
+	t.Cleanup(func() { forgetSlice(t, a, b, slice) })
 	sliceClient, err := kubernetes.NewForConfig(restConfigOf(t, sliceKubeconfig(ctx, t, a, b, slice)))
 	require.NoError(t, err)
 
@@ -130,4 +134,19 @@ func currentConditions(ctx context.Context, t *testing.T, p peer, ac *peeringv1a
 	var got peeringv1alpha1.AuthorizedConsumer
 	require.NoError(t, p.typed.Get(ctx, client.ObjectKeyFromObject(ac), &got))
 	return got.Status.Conditions
+}
+
+// forgetSlice deletes consumer c's ResourceSlice name for provider p and
+// waits until both its copies are gone.
+func forgetSlice(t *testing.T, p, c peer, name string) {
+	t.Helper()
+	ctx := context.Background()
+	local := client.ObjectKey{Namespace: clusterid.TenantNamespace(p.id), Name: name}
+	remote := client.ObjectKey{Namespace: clusterid.TenantNamespace(c.id), Name: name}
+	require.NoError(t, client.IgnoreNotFound(c.typed.Delete(ctx, &authv1beta1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: local.Namespace, Name: local.Name}})))
+	waitFor(t, "the ResourceSlice gone on both clusters", func() bool {
+		return apierrors.IsNotFound(c.typed.Get(ctx, local, &authv1beta1.ResourceSlice{})) &&
+			apierrors.IsNotFound(p.typed.Get(ctx, remote, &authv1beta1.ResourceSlice{}))
+	})
 }
