@@ -84,6 +84,17 @@ func (b fakeBindings) ClusterRoleBindingApplied(_ context.Context, want *rbacv1.
 	return false, nil
 }
 
+// ClusterRoleBindingStored makes fakeBindings a
+// provider.ClusterBindingFinder.
+func (b fakeBindings) ClusterRoleBindingStored(_ context.Context, name string) (bool, error) {
+	for _, got := range b.rbac.ClusterRoleBindings.Objects("") {
+		if got.Name == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // acceptedTenant runs a controller's handshake on p (a nonce, the
 // consumer's Tenant, Accept) and returns the Tenant as stored.
 func acceptedTenant(t *testing.T, p *pair) *authv1beta1.Tenant {

@@ -124,6 +124,10 @@ type Facts struct {
 	// the slice ClusterRoleBinding are stored as the provider applies
 	// them. A provider that does not know says false, and applies them.
 	Bound, ClusterBound bool
+	// ClusterUnbound reports that no slice ClusterRoleBinding of the
+	// consumer is stored, in any form. A provider that does not know says
+	// false, and deletes it where it is not wanted (Want.UnbindCluster).
+	ClusterUnbound bool
 	// Now is the time the decision is taken at.
 	Now time.Time
 }
@@ -242,10 +246,29 @@ type Want struct {
 	Server string
 	CA     []byte
 	// BindCluster is set where the provider binds the consumer
-	// cluster-wide (the slice ClusterRoleBinding).
-	BindCluster bool
+	// cluster-wide (the slice ClusterRoleBinding). UnbindCluster is set
+	// where the provider would, but the consumer's commitment withholds it
+	// (enrol.Policy.SliceClusterWideRole): a binding stored is deleted.
+	// At most one of them is set.
+	BindCluster, UnbindCluster bool
 	// Lifetime is the lifetime of the certificates it signs.
 	Lifetime time.Duration
+}
+
+// ClusterBinding returns Want.BindCluster and Want.UnbindCluster for a
+// consumer whose commitment is c (nil when none commits it), on a provider
+// that binds consumers cluster-wide when binds is set: bound, unless c's
+// policy withholds the role (enrol.Policy.SliceClusterWideRole), then
+// unbound. A provider that does not bind cluster-wide does neither: the
+// policy can take the role away, never grant it.
+func ClusterBinding(binds bool, c *enrol.Commitment) (bind, unbind bool) {
+	if !binds {
+		return false, false
+	}
+	if c != nil && !c.Policy.SliceClusterWideRole(binds) {
+		return false, true
+	}
+	return true, false
 }
 
 // Plan is what is left to do for a Tenant that passed every check.
@@ -260,6 +283,8 @@ type Plan struct {
 	// Bind and BindCluster: the ControlPlane RoleBinding, and the slice
 	// ClusterRoleBinding, must be applied.
 	Bind, BindCluster bool
+	// UnbindCluster: the slice ClusterRoleBinding must be deleted.
+	UnbindCluster bool
 	// WriteStatus: the status must be written; it hands the certificate
 	// out.
 	WriteStatus bool
@@ -267,7 +292,7 @@ type Plan struct {
 
 // Empty reports whether p leaves nothing to do.
 func (p Plan) Empty() bool {
-	return !p.Sign && !p.Record && !p.Bind && !p.BindCluster && !p.WriteStatus
+	return !p.Sign && !p.Record && !p.Bind && !p.BindCluster && !p.UnbindCluster && !p.WriteStatus
 }
 
 // Decide returns the Plan for the Tenant of f, which passed every check,
@@ -279,6 +304,8 @@ func Decide(f *Facts, w Want) Plan {
 		Record:      !Recorded(f.Stored, w.Record),
 		Bind:        !f.Bound,
 		BindCluster: w.BindCluster && !f.ClusterBound,
+		// Withheld, the binding goes, whatever form it was left in.
+		UnbindCluster: w.UnbindCluster && !w.BindCluster && !f.ClusterUnbound,
 	}
 	if f.Certificate != nil {
 		p.Certificate = csr.Cached(*f.Certificate, Request(f, w), f.Now)

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -228,6 +229,15 @@ func TestDecide(t *testing.T) {
 		{name: "unbound cluster-wide", change: func(f *accept.Facts, _ *accept.Want) { f.ClusterBound = false },
 			want: accept.Plan{BindCluster: true}},
 		{name: "no cluster-wide binding wanted", change: func(f *accept.Facts, w *accept.Want) { f.ClusterBound, w.BindCluster = false, false }},
+		{name: "cluster-wide binding withheld, one stored", change: func(_ *accept.Facts, w *accept.Want) {
+			w.BindCluster, w.UnbindCluster = false, true
+		}, want: accept.Plan{UnbindCluster: true}},
+		{name: "cluster-wide binding withheld, not known to be gone", change: func(f *accept.Facts, w *accept.Want) {
+			f.ClusterBound, w.BindCluster, w.UnbindCluster = false, false, true
+		}, want: accept.Plan{UnbindCluster: true}},
+		{name: "cluster-wide binding withheld and gone", change: func(f *accept.Facts, w *accept.Want) {
+			f.ClusterBound, f.ClusterUnbound, w.BindCluster, w.UnbindCluster = false, true, false, true
+		}},
 		{name: "status of another endpoint", change: func(_ *accept.Facts, w *accept.Want) { w.Server = "https://elsewhere.example:6443" },
 			want: accept.Plan{WriteStatus: true}},
 		{name: "status without a certificate", change: func(f *accept.Facts, _ *accept.Want) {
@@ -248,7 +258,31 @@ func TestDecide(t *testing.T) {
 			}
 			got.Certificate = nil
 			require.Equal(t, tc.want, got)
-			require.Equal(t, tc.name == "unchanged" || tc.name == "no cluster-wide binding wanted", got.Empty())
+			require.Equal(t, slices.Contains([]string{"unchanged", "no cluster-wide binding wanted", "cluster-wide binding withheld and gone"}, tc.name), got.Empty())
+		})
+	}
+}
+
+// TestClusterBinding: a commitment's policy can take the cluster-wide
+// slice binding away, never add it where the provider binds none.
+func TestClusterBinding(t *testing.T) {
+	withheld := &enrol.Commitment{ConsumerID: consumerID, Policy: enrol.Policy{NoSliceClusterWideRole: true}}
+	for _, tc := range []struct {
+		name         string
+		binds        bool
+		commitment   *enrol.Commitment
+		bind, unbind bool
+	}{
+		{"no commitment", true, nil, true, false},
+		{"a commitment without a policy", true, &enrol.Commitment{ConsumerID: consumerID}, true, false},
+		{"a commitment that withholds it", true, withheld, false, true},
+		{"a provider that binds none", false, nil, false, false},
+		{"a provider that binds none, withheld", false, withheld, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bind, unbind := accept.ClusterBinding(tc.binds, tc.commitment)
+			require.Equal(t, tc.bind, bind, "bind")
+			require.Equal(t, tc.unbind, unbind, "unbind")
 		})
 	}
 }

@@ -25,7 +25,10 @@ type bindingReader struct {
 	cache client.Reader
 }
 
-var _ provider.BindingReader = (*bindingReader)(nil)
+var (
+	_ provider.BindingReader        = (*bindingReader)(nil)
+	_ provider.ClusterBindingFinder = (*bindingReader)(nil)
+)
 
 func newBindingReader(cache client.Reader) *bindingReader {
 	return &bindingReader{cache: cache}
@@ -63,6 +66,18 @@ func (r *bindingReader) ClusterRoleBindingApplied(ctx context.Context, want *rba
 		return false, err
 	}
 	return applied(got.ObjectMeta, got.RoleRef, got.Subjects, want.ObjectMeta, want.RoleRef, want.Subjects), nil
+}
+
+func (r *bindingReader) ClusterRoleBindingStored(ctx context.Context, name string) (bool, error) {
+	var got rbacv1.ClusterRoleBinding
+	err := r.cache.Get(ctx, client.ObjectKey{Name: name}, &got)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // applied reports whether a binding stored as got is as want applies it:

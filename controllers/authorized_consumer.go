@@ -112,6 +112,44 @@ func (r *authorizedConsumerReconciler) Reconcile(ctx context.Context, req reconc
 	return renewalResult(issued, r.clock.Now()), nil
 }
 
+// watchPolicies makes a change of an AuthorizedConsumer's spec.policy
+// requeue the Tenant of its consumer, whose Accept applies what the
+// policy says of the bindings: the slice ClusterRoleBinding applied, or,
+// where the policy withholds the cluster-wide slice role, deleted
+// (accept.ClusterBinding). The slice bounds need no requeue: each
+// signing reads them. A new or deleted AuthorizedConsumer requeues
+// nothing here: its reconciler records or forgets the Tenant, which
+// requeues it.
+func watchPolicies(b *builder.Builder) *builder.Builder {
+	return b.Watches(&peeringv1alpha1.AuthorizedConsumer{}, handler.EnqueueRequestsFromMapFunc(tenantOfConsumer),
+		builder.WithPredicates(policyChanged()))
+}
+
+// policyChanged admits an update of an AuthorizedConsumer that changes its
+// spec.policy, and nothing else.
+func policyChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, ok := e.ObjectOld.(*peeringv1alpha1.AuthorizedConsumer)
+			after, ok2 := e.ObjectNew.(*peeringv1alpha1.AuthorizedConsumer)
+			return ok && ok2 && !equality.Semantic.DeepEqual(before.Spec.Policy, after.Spec.Policy)
+		},
+	}
+}
+
+// tenantOfConsumer maps an AuthorizedConsumer to the Tenant of the
+// consumer it names, in that consumer's tenant namespace.
+func tenantOfConsumer(_ context.Context, o client.Object) []reconcile.Request {
+	id := o.GetName()
+	if clusterid.Validate(id) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: clusterid.TenantNamespace(id), Name: id}}}
+}
+
 // stalledRecheck is when a Stalled AuthorizedConsumer is looked at again:
 // what stalled it may lie outside the object (a certificate of another key
 // that expires, a privilege an administrator takes back, a revocation

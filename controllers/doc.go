@@ -52,7 +52,10 @@
 //     nonce deleted. Event TenantRemoved. The reconciler watches revocation
 //     records (ConfigMaps kubepact-revocation labelled
 //     kubepact.io/revocation), so deleting one (kubepact readmit tenant)
-//     requeues the Tenant it refused.
+//     requeues the Tenant it refused. A change of the spec.policy of the
+//     consumer's AuthorizedConsumer requeues the Tenant too: its Accept
+//     applies the slice ClusterRoleBinding, or deletes it where
+//     resourceSliceClusterWideRole is false.
 //  4. Consumer, Identity reconciler: a ControlPlane Identity in the tenant
 //     namespace of its spec.clusterID gets its kubeconfig Secret and
 //     status.kubeconfigSecretRef (Consumer.Apply). Event IdentityApplied.
@@ -63,7 +66,8 @@
 //
 // After the handshake, the ResourceSlice reconcilers (provider and
 // consumer) and the replicator turn slices into identities of their own,
-// granted the cluster-wide slice role only, never a tenant namespace (the
+// granted the cluster-wide slice role only (not even that where the
+// consumer's AuthorizedConsumer withholds it), never a tenant namespace (the
 // provider deletes, when it starts leading, the tenant-namespace slice
 // bindings kubepact v0.1.0 made); the provider computes a slice's status
 // anew on every change of it, the status its consumer may write included;

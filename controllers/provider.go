@@ -250,7 +250,7 @@ func SetupProvider(mgr manager.Manager, cfg ProviderConfig) error {
 			Grants:       grantReader{cache: mgr.GetClient()},
 			Commitments:  cachedCommitments,
 		}}
-	if err := setupTenantReconciler(mgr, tr, workers, settled); err != nil {
+	if err := setupTenantReconciler(mgr, tr, workers, settled, peering); err != nil {
 		return err
 	}
 	if err := setupSliceProvider(mgr, p, workers, settled, cfg.Clock); err != nil {
@@ -349,15 +349,20 @@ func setupNonceReconciler(mgr manager.Manager, p *provider.Provider, workers int
 
 // setupTenantReconciler adds tr, the provider's Tenant reconciler, to mgr,
 // with the watches that requeue a Tenant: its slices, its revocation
-// records, the grants to its consumer and, when settled is not nil, its
-// consumer's CertificateSigningRequests settling.
-func setupTenantReconciler(mgr manager.Manager, tr *tenantReconciler, workers int, settled predicate.Predicate) error {
+// records, the grants to its consumer, when peering is set (the
+// peering.kubepact.io CRDs are served) its AuthorizedConsumer's policy
+// changing and, when settled is not nil, its consumer's
+// CertificateSigningRequests settling.
+func setupTenantReconciler(mgr manager.Manager, tr *tenantReconciler, workers int, settled predicate.Predicate, peering bool) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named(tenantControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&authv1beta1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting())))
 	b = watchSlices(b, mgr.GetClient())
 	b = watchRevocations(b)
 	b = tr.watchGrants(b)
+	if peering {
+		b = watchPolicies(b)
+	}
 	if settled != nil {
 		b = b.Watches(&certificatesv1.CertificateSigningRequest{},
 			handler.EnqueueRequestsFromMapFunc(tenantOfCSR), builder.WithPredicates(settled))

@@ -50,3 +50,56 @@ func TestFromAuthorizedConsumerPolicy(t *testing.T) {
 	_, err = enrol.FromAuthorizedConsumer(ac)
 	assert.ErrorIs(t, err, enrol.ErrMalformed)
 }
+
+// TestPolicySliceClusterWideRole: the policy can withhold the cluster-wide
+// slice role, never grant it where the provider does not bind it.
+func TestPolicySliceClusterWideRole(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		policy        enrol.Policy
+		providerBinds bool
+		want          bool
+	}{
+		{"no policy: the provider's", enrol.Policy{}, true, true},
+		{"withheld", enrol.Policy{NoSliceClusterWideRole: true}, true, false},
+		{"the provider binds none", enrol.Policy{}, false, false},
+		{"withheld where the provider binds none", enrol.Policy{NoSliceClusterWideRole: true}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tc.want, tc.policy.SliceClusterWideRole(tc.providerBinds))
+		})
+	}
+}
+
+// TestFromAuthorizedConsumerClusterWideRole: spec.policy
+// resourceSliceClusterWideRole false withholds the role; unset or true
+// leave it to the provider.
+func TestFromAuthorizedConsumerClusterWideRole(t *testing.T) {
+	t.Parallel()
+	c := newConsumer(t)
+	no, yes := false, true
+	for _, tc := range []struct {
+		name     string
+		policy   *peeringv1alpha1.ConsumerPolicy
+		withheld bool
+	}{
+		{"no policy", nil, false},
+		{"unset", &peeringv1alpha1.ConsumerPolicy{}, false},
+		{"true", &peeringv1alpha1.ConsumerPolicy{ResourceSliceClusterWideRole: &yes}, false},
+		{"false", &peeringv1alpha1.ConsumerPolicy{ResourceSliceClusterWideRole: &no}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ac := authorizedConsumer(t, c.request, c.cluster)
+			ac.Spec.Policy = tc.policy
+			got, err := enrol.FromAuthorizedConsumer(ac)
+			require.NoError(t, err)
+			assert.Equal(t, tc.withheld, got.Policy.NoSliceClusterWideRole)
+			assert.Equal(t, !tc.withheld, got.Policy.SliceClusterWideRole(true))
+			assert.Nil(t, got.Policy.MaxSlices, "the other bounds stay unset")
+			assert.Nil(t, got.Policy.CertificatesPerHour)
+		})
+	}
+}

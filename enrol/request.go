@@ -151,10 +151,23 @@ type Commitment struct {
 }
 
 // Policy is a commitment's bounds on its consumer's ResourceSlices; nil
-// leaves the provider's bound alone.
+// (or false) leaves the provider's bound alone. Its zero value is no
+// policy, and no field can widen what the provider grants.
 type Policy struct {
 	MaxSlices           *int
 	CertificatesPerHour *int
+	// NoSliceClusterWideRole withholds the cluster-wide slice ClusterRole
+	// (rbac.ResourceSliceClusterRoleBinding) from the consumer's slice
+	// identities: spec.policy.resourceSliceClusterWideRole false.
+	NoSliceClusterWideRole bool
+}
+
+// SliceClusterWideRole reports whether the consumer's slice identities are
+// bound to the cluster-wide slice role, where the provider binds it
+// (providerBinds): never where the provider does not, and not where p
+// withholds it.
+func (p Policy) SliceClusterWideRole(providerBinds bool) bool {
+	return providerBinds && !p.NoSliceClusterWideRole
 }
 
 // Tighten returns b with c's policy applied: each bound the policy sets
@@ -218,6 +231,7 @@ func FromAuthorizedConsumer(ac *peeringv1alpha1.AuthorizedConsumer) (*Commitment
 		if c.Policy.CertificatesPerHour, err = count("resourceSliceCertificatesPerHour", pol.ResourceSliceCertificatesPerHour); err != nil {
 			return nil, err
 		}
+		c.Policy.NoSliceClusterWideRole = pol.ResourceSliceClusterWideRole != nil && !*pol.ResourceSliceClusterWideRole
 	}
 	return c, nil
 }

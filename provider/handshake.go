@@ -89,7 +89,12 @@ func (p *Provider) IssueNonce(ctx context.Context, consumerID string) (nonce.Non
 // every Tenant of the ID while the commitment cannot be read or parsed.
 // The Tenant of the committed request itself (Enrol records it) is
 // verified by that request, with the committed keys, and redeems no
-// nonce: it was never issued one.
+// nonce: it was never issued one. Where the commitment's policy
+// withholds the cluster-wide slice role (spec.policy
+// resourceSliceClusterWideRole false, enrol.Policy.SliceClusterWideRole),
+// Accept binds the consumer's slice identities to none, and deletes the
+// slice ClusterRoleBinding instead of applying it; the ControlPlane
+// RoleBinding is bound all the same.
 //
 // The Tenant's condition is the provider's (see Cordon, Drain): Accept
 // neither writes it nor lets it change what is verified, and before anything
@@ -435,16 +440,20 @@ func (p *Provider) refused(ctx context.Context, f *accept.Facts, check *accept.C
 // with a controller to remove it puts the finalizer on (see
 // Options.NoFinalizer): inProcess is set by kubepact.Authenticate, which
 // runs in-process, with no controller as the writer. One stored stays, or
-// the field manager's apply would remove it.
+// the field manager's apply would remove it. The slice ClusterRoleBinding
+// is wanted where the provider binds cluster-wide (Ports.ClusterRBAC),
+// unless the consumer's commitment withholds it (accept.ClusterBinding).
 func (p *Provider) want(f *accept.Facts, inProcess bool) accept.Want {
 	finalize := !p.opts.NoFinalizer && !inProcess ||
 		f.Stored != nil && f.Stored.DeletionTimestamp == nil && slices.Contains(f.Stored.Finalizers, tenant.Finalizer)
+	bindCluster, unbindCluster := accept.ClusterBinding(p.ports.ClusterRBAC != nil, f.Commitment)
 	return accept.Want{
-		Record:      accept.Record(f.Tenant, finalize),
-		Server:      p.endpoint.Server,
-		CA:          p.endpoint.CA,
-		BindCluster: p.ports.ClusterRBAC != nil,
-		Lifetime:    p.opts.CertificateLifetime,
+		Record:        accept.Record(f.Tenant, finalize),
+		Server:        p.endpoint.Server,
+		CA:            p.endpoint.CA,
+		BindCluster:   bindCluster,
+		UnbindCluster: unbindCluster,
+		Lifetime:      p.opts.CertificateLifetime,
 	}
 }
 
@@ -614,7 +623,8 @@ func (g *acceptGathering) beforeIssue(ctx context.Context, f *accept.Facts) erro
 // before, the writes at once: the certificate cached, the Tenant recorded
 // (status aside), and, as Liqo's provider does when it accepts a Tenant,
 // group consumerID bound to the cluster-wide slice role (metrics), not
-// only with its first ResourceSlice. The ControlPlane binding is owned by
+// only with its first ResourceSlice; or, where the consumer's commitment
+// withholds that role, its binding deleted. The ControlPlane binding is owned by
 // the Tenant (deleting the Tenant collects it): it joins them when the
 // Tenant is stored already (a controller's Tenant, which the consumer
 // created), else it waits for the Tenant's UID. Last comes the status,
@@ -662,9 +672,14 @@ func (p *Provider) write(ctx context.Context, f *accept.Facts, w accept.Want, pl
 	if plan.Record {
 		wg.Go(func() { owner, recordErr = p.ports.Tenants.Apply(ctx, w.Record) })
 	}
-	if plan.BindCluster {
+	switch {
+	case plan.BindCluster:
 		wg.Go(func() {
 			clusterBindErr = p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(f.ConsumerID))
+		})
+	case plan.UnbindCluster:
+		wg.Go(func() {
+			clusterBindErr = p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(f.ConsumerID))
 		})
 	}
 	if stable && plan.Bind {

@@ -31,6 +31,17 @@ type BindingReader interface {
 	ClusterRoleBindingApplied(ctx context.Context, b *rbacv1.ClusterRoleBinding) (bool, error)
 }
 
+// ClusterBindingFinder tells whether a ClusterRoleBinding named name is
+// stored at all, whatever its roleRef, subjects and labels: it only reads,
+// typically from a cache; an error is a failed read. A BindingReader that
+// implements it lets Unchanged vouch for a consumer whose commitment
+// withholds the cluster-wide slice role (enrol.Policy) once its slice
+// ClusterRoleBinding is gone; without it, Unchanged reports such a
+// consumer changed, and Accept deletes the binding.
+type ClusterBindingFinder interface {
+	ClusterRoleBindingStored(ctx context.Context, name string) (bool, error)
+}
+
 // GrantReader finds the bindings that grant an identity something, other
 // than the ControlPlane RoleBinding a provider applies: typically from an
 // index of a cache of every RoleBinding and ClusterRoleBinding (see
@@ -98,7 +109,11 @@ type CachedRecords struct {
 //   - every live certificate held for the consumer is t's
 //     (lifecycle.CheckHolder);
 //   - both bindings Accept applies are stored as it applies them, the
-//     ControlPlane RoleBinding owned by t.
+//     ControlPlane RoleBinding owned by t; where the cached commitment
+//     withholds the cluster-wide slice role, no slice ClusterRoleBinding of
+//     the consumer is stored instead (recs.Bindings must then be a
+//     ClusterBindingFinder to tell), so that a policy changed to withhold
+//     it goes through Accept, which deletes the binding.
 //
 // Why each step of Accept may be skipped then: the privilege check
 // (rbac.CheckUnprivileged) judges what the bindings naming the consumer's
@@ -168,7 +183,9 @@ func (recs CachedRecords) complete() bool {
 //   - the peer roles pass: they guard what is signed and bound, and
 //     nothing is;
 //   - the bindings are bound when stored as Accept applies them, the
-//     ControlPlane RoleBinding owned by t.
+//     ControlPlane RoleBinding owned by t; the slice ClusterRoleBinding,
+//     where the commitment withholds it, is unbound when none is stored
+//     (ClusterBindingFinder).
 //
 // A record that cannot be read counts as a change.
 func (p *Provider) cachedFacts(ctx context.Context, in incoming, t *authv1beta1.Tenant, recs CachedRecords) *accept.Facts {
@@ -198,8 +215,14 @@ func (p *Provider) cachedFacts(ctx context.Context, in incoming, t *authv1beta1.
 	binding := rbac.ControlPlaneRoleBinding(clusterid.TenantNamespace(in.consumerID), in.consumerID)
 	binding.OwnerReferences = []metav1.OwnerReference{tenant.OwnerReference(t)}
 	f.Bound, _ = recs.Bindings.RoleBindingApplied(ctx, binding)
-	if p.ports.ClusterRBAC != nil {
+	switch bind, unbind := accept.ClusterBinding(p.ports.ClusterRBAC != nil, f.Commitment); {
+	case bind:
 		f.ClusterBound, _ = recs.Bindings.ClusterRoleBindingApplied(ctx, rbac.ResourceSliceClusterRoleBinding(in.consumerID))
+	case unbind:
+		if finder, ok := recs.Bindings.(ClusterBindingFinder); ok {
+			stored, err := finder.ClusterRoleBindingStored(ctx, rbac.ResourceSliceClusterRoleBindingName(in.consumerID))
+			f.ClusterUnbound = err == nil && !stored
+		}
 	}
 	return f
 }

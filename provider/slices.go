@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubepact/kubepact/accept"
 	authv1beta1 "github.com/kubepact/kubepact/apis/authentication/v1beta1"
 	"github.com/kubepact/kubepact/clusterid"
 	"github.com/kubepact/kubepact/csr"
@@ -54,7 +55,9 @@ import (
 // csr.CacheKey{ConsumerID, Slice}, the slice RBAC is bound for group
 // consumerID (rbac.VirtualKubeletClusterRole in each of
 // Options.SliceNamespaces, rbac.VirtualKubeletClusterWideRole
-// cluster-wide) and status.authParams is filled.
+// cluster-wide unless the AuthorizedConsumer that commits the consumer
+// withholds it, when its slice ClusterRoleBinding is deleted instead) and
+// status.authParams is filled.
 //
 // A certificate for a request the provider has not signed for the slice
 // (its first CSR, or another one) is asked of the signer only within
@@ -106,7 +109,14 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 	if err != nil {
 		return nil, stepError(step.SliceBound, err)
 	}
-	roles := []string{rbac.VirtualKubeletClusterWideRoleName}
+	clusterWide, err := p.sliceClusterWide(ctx, v.ConsumerID)
+	if err != nil {
+		return nil, stepError(step.SliceBound, err)
+	}
+	var roles []string
+	if clusterWide {
+		roles = append(roles, rbac.VirtualKubeletClusterWideRoleName)
+	}
 	if len(namespaces) > 0 {
 		roles = append(roles, rbac.VirtualKubeletClusterRoleName)
 	}
@@ -118,7 +128,7 @@ func (p *Provider) AcceptSlice(ctx context.Context, s *authv1beta1.ResourceSlice
 	if err != nil {
 		return nil, stepError(step.CertificateIssued, err)
 	}
-	if err := p.bindSlices(ctx, v.ConsumerID); err != nil {
+	if err := p.bindSlices(ctx, v.ConsumerID, clusterWide); err != nil {
 		return nil, stepError(step.SliceBound, err)
 	}
 	p.step(ctx, step.Done{Name: step.SliceBound})
@@ -333,10 +343,24 @@ func (p *Provider) sliceNamespaces(consumerID string) ([]string, error) {
 	return namespaces, nil
 }
 
+// sliceClusterWide reports whether the slice identities of consumerID are
+// bound to the cluster-wide slice role: unless the AuthorizedConsumer that
+// commits the consumer withholds it (accept.ClusterBinding). A commitment
+// that cannot be read or parsed is an error: nothing is decided.
+func (p *Provider) sliceClusterWide(ctx context.Context, consumerID string) (bool, error) {
+	c, err := commitment(ctx, p.ports.Commitments, consumerID)
+	if err != nil {
+		return false, err
+	}
+	bind, _ := accept.ClusterBinding(true, c)
+	return bind, nil
+}
+
 // bindSlices binds group consumerID to the slice ClusterRoles, which must
 // be installed (requireRoles): the namespaced one in each of
-// sliceNamespaces, the cluster-wide one.
-func (p *Provider) bindSlices(ctx context.Context, consumerID string) error {
+// sliceNamespaces, and, with clusterWide, the cluster-wide one; without
+// it, the cluster-wide binding is deleted.
+func (p *Provider) bindSlices(ctx context.Context, consumerID string, clusterWide bool) error {
 	namespaces, err := p.sliceNamespaces(consumerID)
 	if err != nil {
 		return err
@@ -345,6 +369,9 @@ func (p *Provider) bindSlices(ctx context.Context, consumerID string) error {
 		if err := p.ports.RBAC.ApplyRoleBinding(ctx, b); err != nil {
 			return err
 		}
+	}
+	if !clusterWide {
+		return p.ports.ClusterRBAC.DeleteClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBindingName(consumerID))
 	}
 	return p.ports.ClusterRBAC.ApplyClusterRoleBinding(ctx, rbac.ResourceSliceClusterRoleBinding(consumerID))
 }
@@ -422,7 +449,11 @@ func (p *Provider) release(ctx context.Context, namespace, consumerID, name stri
 	if err != nil || !need {
 		return err
 	}
-	return p.bindSlices(ctx, consumerID)
+	clusterWide, err := p.sliceClusterWide(ctx, consumerID)
+	if err != nil {
+		return err
+	}
+	return p.bindSlices(ctx, consumerID, clusterWide)
 }
 
 // othersNeedBindings reports whether a slice in namespace other than name

@@ -119,6 +119,14 @@ func adminConsumer(t testing.TB, c peer) *consumer.Consumer {
 // a, and waits until both are Ready.
 func peerFromGit(ctx context.Context, t *testing.T, a, b peer, limits enrolhttp.Limits) (*httptest.Server, *peeringv1alpha1.AuthorizedConsumer, *peeringv1alpha1.TrustedProvider) {
 	t.Helper()
+	return peerFromGitWith(ctx, t, a, b, limits, nil)
+}
+
+// peerFromGitWith is peerFromGit with the AuthorizedConsumer's
+// spec.policy.
+func peerFromGitWith(ctx context.Context, t *testing.T, a, b peer, limits enrolhttp.Limits,
+	policy *peeringv1alpha1.ConsumerPolicy) (*httptest.Server, *peeringv1alpha1.AuthorizedConsumer, *peeringv1alpha1.TrustedProvider) {
+	t.Helper()
 	srv, tp := enrolmentEndpoint(ctx, t, a, limits, nil)
 	require.NoError(t, b.typed.Create(ctx, tp))
 	t.Cleanup(func() { _ = b.typed.Delete(context.Background(), tp) })
@@ -129,7 +137,7 @@ func peerFromGit(ctx context.Context, t *testing.T, a, b peer, limits enrolhttp.
 	ac := &peeringv1alpha1.AuthorizedConsumer{
 		ObjectMeta: metav1.ObjectMeta{Name: b.id},
 		Spec: peeringv1alpha1.AuthorizedConsumerSpec{ClusterID: b.id, PublicKeys: []string{tp.Status.PublicKey},
-			Request: *tp.Status.Request},
+			Request: *tp.Status.Request, Policy: policy},
 	}
 	require.NoError(t, a.typed.Create(ctx, ac))
 	t.Cleanup(func() { _ = a.typed.Delete(context.Background(), ac) })

@@ -103,8 +103,9 @@ type AuthorizedConsumerSpec struct {
 
 // ConsumerPolicy bounds the ResourceSlices of one committed consumer. An
 // unset field leaves the provider's bound (kubepact-controller
-// --max-slices-per-consumer, --slice-certificates-per-hour) alone; a set
-// one holds where it is tighter.
+// --max-slices-per-consumer, --slice-certificates-per-hour, the
+// cluster-wide slice role it binds) alone; a set one holds where it is
+// tighter. No field can grant more than the provider grants.
 type ConsumerPolicy struct {
 	// MaxResourceSlices is how many live ResourceSlices of the consumer
 	// may hold a certificate, the oldest first; 0 refuses every slice.
@@ -116,6 +117,15 @@ type ConsumerPolicy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ResourceSliceCertificatesPerHour *int32 `json:"resourceSliceCertificatesPerHour,omitempty"`
+	// ResourceSliceClusterWideRole, false, withholds the cluster-wide
+	// slice role (liqo-virtual-kubelet-remote-clusterwide: metrics.liqo.io
+	// scrape/metrics) from the consumer's ResourceSlice identities: the
+	// provider binds them to no ClusterRole, and deletes the binding it
+	// made before. Unset or true binds them as the provider does for every
+	// consumer. It can only take the role away: which role is bound, and
+	// to whom, is the provider's.
+	// +optional
+	ResourceSliceClusterWideRole *bool `json:"resourceSliceClusterWideRole,omitempty"`
 }
 
 // AuthorizedConsumerStatus is what the provider's controller made of its
