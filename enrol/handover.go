@@ -19,9 +19,10 @@ import (
 const HandOverContext = "kubepact cluster key hand-over"
 
 // ErrBadHandOver reports a request whose cluster key hand-over does not
-// verify: a signature of either key that fails, a previous key that does
-// not parse, or one that is the request's own key. Such a request gets
-// nothing.
+// verify: a signature of either key that fails (over another provider,
+// consumer, key or identity key than it names), or a previous key that is
+// the request's own. Such a request gets nothing. A hand-over that does
+// not parse is ErrMalformed.
 var ErrBadHandOver = errors.New("cluster key hand-over does not verify")
 
 // HandOver is a consumer's statement that its cluster key From hands over
@@ -42,10 +43,6 @@ type HandOver struct {
 	// key's.
 	FromSignature []byte
 	ToSignature   []byte
-
-	// fromPEM and heldPEM are From and Held as PKIX PEM, as the API
-	// carries them.
-	fromPEM, heldPEM []byte
 }
 
 // handOverTranscript returns what both keys of a hand-over from from to
@@ -90,14 +87,6 @@ func NewHandOverRequest(rand io.Reader, providerID, consumerID string, from, to,
 		return nil, err
 	}
 	h := &HandOver{From: from.Public(), Held: held}
-	if h.fromPEM, err = keys.MarshalPublicKey(from.Public()); err != nil {
-		return nil, err
-	}
-	if held != nil {
-		if h.heldPEM, err = keys.MarshalPublicKey(held); err != nil {
-			return nil, err
-		}
-	}
 	if h.FromSignature, err = keys.SignMessage(rand, from, msg); err != nil {
 		return nil, err
 	}
@@ -127,12 +116,24 @@ func (h *HandOver) verify(providerID, consumerID string, to crypto.PublicKey) er
 	return nil
 }
 
-// api returns h as the API carries it, nil for nil.
+// api returns h as the API carries it, nil for nil. A key that does not
+// marshal (of no type package keys supports, so never one a hand-over
+// verified with) is carried empty, which no provider parses.
 func (h *HandOver) api() *peeringv1alpha1.ClusterKeyHandOver {
 	if h == nil {
 		return nil
 	}
-	return &peeringv1alpha1.ClusterKeyHandOver{From: string(h.fromPEM), Held: string(h.heldPEM),
+	pemOf := func(pub crypto.PublicKey) string {
+		if pub == nil {
+			return ""
+		}
+		b, err := keys.MarshalPublicKey(pub)
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
+	return &peeringv1alpha1.ClusterKeyHandOver{From: pemOf(h.From), Held: pemOf(h.Held),
 		FromSignature: bytes.Clone(h.FromSignature), ToSignature: bytes.Clone(h.ToSignature)}
 }
 
@@ -157,8 +158,7 @@ func handOverFromAPI(h *peeringv1alpha1.ClusterKeyHandOver) (*HandOver, error) {
 			return nil, fmt.Errorf("%w: handOver: a signature of %d bytes", ErrMalformed, len(sig))
 		}
 	}
-	return &HandOver{From: from, Held: held, FromSignature: bytes.Clone(h.FromSignature), ToSignature: bytes.Clone(h.ToSignature),
-		fromPEM: []byte(h.From), heldPEM: []byte(h.Held)}, nil
+	return &HandOver{From: from, Held: held, FromSignature: bytes.Clone(h.FromSignature), ToSignature: bytes.Clone(h.ToSignature)}, nil
 }
 
 // RequestFromAPI parses a request to providerID from consumerID as the
