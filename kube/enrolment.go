@@ -33,9 +33,11 @@ const (
 	// a rotation overlaps (EnrolmentKeys.EnsureNext), laid out as
 	// EnrolmentKeyName; EnrolmentKeys.Promote makes it the enrolment key.
 	EnrolmentNextKeyName = "kubepact-enrolment-key-next"
-	// EnrolmentNextPublicKeyKey is where the enrolment key's record
-	// publishes the next key's public half, beside the key's, while a
-	// rotation overlaps: what consumers commit as their second key.
+	// EnrolmentNextPublicKeyKey is where a key's record publishes the
+	// next key's public half, beside the key's, while a rotation
+	// overlaps: what the other cluster commits as its second key. The
+	// enrolment key's record and the cluster key's
+	// (PublicKeyRecordName) both use it.
 	EnrolmentNextPublicKeyKey = "nextPublicKey"
 	// EnrolmentPublicKeyRecordName is the ConfigMap that publishes its
 	// public half, under PublicKeyRecordKey, as PublicKeyRecordName

@@ -17,7 +17,8 @@ import (
 	"github.com/kubepact/kubepact/keys"
 )
 
-// KeyStore is a keys.Store over the "authentication-keys" Secret.
+// KeyStore is a keys.RotatingStore over the "authentication-keys" Secret,
+// and keys.NextSecretName beside it while the key rotates.
 type KeyStore struct {
 	client    kubernetes.Interface
 	namespace string
