@@ -39,12 +39,20 @@ func authorizedConsumer(t *testing.T, r *enrol.Request, pubs ...crypto.PublicKey
 // consumer's cluster key, on the provider.
 func (p *pair) commit(t *testing.T) *enrol.Request {
 	t.Helper()
+	return p.commitPolicy(t, nil)
+}
+
+// commitPolicy is commit, the AuthorizedConsumer under policy.
+func (p *pair) commitPolicy(t *testing.T, policy *peeringv1alpha1.ConsumerPolicy) *enrol.Request {
+	t.Helper()
 	ctx := context.Background()
 	r, err := p.consumer.EnrolmentRequest(ctx, providerID, nil)
 	require.NoError(t, err)
 	pub, err := p.consumer.PublicKey(ctx)
 	require.NoError(t, err)
-	p.providerCluster.Commitments.Commit(authorizedConsumer(t, r, pub))
+	ac := authorizedConsumer(t, r, pub)
+	ac.Spec.Policy = policy
+	p.providerCluster.Commitments.Commit(ac)
 	return r
 }
 

@@ -16,20 +16,6 @@ import (
 	"github.com/kubepact/kubepact/rbac"
 )
 
-// commitPolicy commits the consumer's enrolment request, with its cluster
-// key, on the provider, under policy.
-func (p *pair) commitPolicy(t *testing.T, policy *peeringv1alpha1.ConsumerPolicy) {
-	t.Helper()
-	ctx := context.Background()
-	r, err := p.consumer.EnrolmentRequest(ctx, providerID, nil)
-	require.NoError(t, err)
-	pub, err := p.consumer.PublicKey(ctx)
-	require.NoError(t, err)
-	ac := authorizedConsumer(t, r, pub)
-	ac.Spec.Policy = policy
-	p.providerCluster.Commitments.Commit(ac)
-}
-
 // withheld is a policy that withholds the cluster-wide slice role.
 func withheld() *peeringv1alpha1.ConsumerPolicy {
 	no := false
